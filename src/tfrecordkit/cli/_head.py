@@ -1,0 +1,68 @@
+"""``tfrecordkit head``: print the first records, decoded, with bytes summarised."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from itertools import islice
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.cli._inputs import expand_record_paths
+from tfrecordkit.format import decode_sequence_example, read_records
+from tfrecordkit.schema import sniff_bytes
+
+_SHOWN_VALUES = 8
+_SHOWN_TEXT = 60
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("head", help="print the first records, decoded")
+    parser.add_argument("paths", nargs="+", help="record files, globs or dataset directories")
+    parser.add_argument("-n", type=int, default=5, help="how many records (default 5)")
+    parser.add_argument("--json", action="store_true", help="print JSON lines, one per record")
+    parser.set_defaults(func=run)
+
+
+def summarize_bytes(value: bytes) -> Any:
+    """A short, printable stand-in for a bytes value."""
+    kind = sniff_bytes(value)
+    if kind == "text":
+        text = value.decode("utf-8")
+        return text if len(text) <= _SHOWN_TEXT else text[:_SHOWN_TEXT] + "…"
+    return f"<{kind}, {len(value)} bytes>"
+
+
+def summarize(value: Any) -> Any:
+    """A JSON-ready summary of a decoded feature value."""
+    if isinstance(value, np.ndarray):
+        shown = value[:_SHOWN_VALUES].tolist()
+        if len(value) > _SHOWN_VALUES:
+            return {"values": shown, "count": len(value), "dtype": str(value.dtype)}
+        return shown[0] if len(shown) == 1 else shown
+    items = [summarize_bytes(v) for v in value[:_SHOWN_VALUES]]
+    if len(value) > _SHOWN_VALUES:
+        return {"values": items, "count": len(value)}
+    return items[0] if len(items) == 1 else items
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = expand_record_paths(args.paths)
+    for i, record in enumerate(islice(read_records(paths), args.n)):
+        try:
+            context, lists = decode_sequence_example(record)
+            decoded: Any = {k: summarize(v) for k, v in sorted(context.items())}
+            decoded.update(
+                {f"{k}[steps]": [summarize(step) for step in steps[:_SHOWN_VALUES]]
+                 for k, steps in sorted(lists.items())}
+            )
+        except ValueError:
+            decoded = {"<not an Example>": summarize_bytes(record)}
+        if args.json:
+            print(json.dumps({"index": i, "features": decoded}))
+        else:
+            print(f"record {i}:")
+            for name, value in decoded.items():
+                print(f"  {name}: {value}")
+    return 0

@@ -1,0 +1,86 @@
+"""``tfrecordkit inspect``: record counts, sizes, compression and the inferred feature layout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from itertools import islice
+from typing import Any
+
+from tfrecordkit.cli._inputs import expand_record_paths
+from tfrecordkit.cli._progress import progress
+from tfrecordkit.format import RecordReader
+from tfrecordkit.schema import RecordProfile, profile_records
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "inspect", help="show records, bytes, compression and the inferred schema of files"
+    )
+    parser.add_argument("paths", nargs="+", help="record files, globs or dataset directories")
+    parser.add_argument("--sample", type=int, default=1000, help="records to profile (default 1000)")
+    parser.add_argument(
+        "--emit-code", action="store_true",
+        help="print the feature_description dict for tf.io.parse_example",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def _sampled(paths: list[str], sample: int) -> RecordProfile:
+    def records() -> Any:
+        for path in paths:
+            yield from RecordReader(path)
+
+    return profile_records(islice(records(), sample), limit=sample)
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = expand_record_paths(args.paths)
+    files: list[dict[str, Any]] = []
+    for path in paths:
+        reader = RecordReader(path)
+        count = sum(1 for _ in progress(reader, quiet=args.quiet, desc=os.path.basename(path)))
+        files.append({
+            "path": path,
+            "records": count,
+            "bytes": os.path.getsize(path),
+            "compression": reader.compression or "none",
+        })
+    profile = _sampled(paths, args.sample)
+    if args.emit_code:
+        print(profile.feature_description_code())
+        return 0
+    result = {
+        "files": files,
+        "records": sum(f["records"] for f in files),
+        "bytes": sum(f["bytes"] for f in files),
+        **profile.to_dict(),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    for f in files:
+        print(f"{f['path']}: {f['records']} records, {f['bytes']} bytes, "
+              f"compression {f['compression']}")
+    print(f"features (from {profile.records} sampled records"
+          + (f", {profile.unparsable} not Examples" if profile.unparsable else "") + "):")
+    rows = [("name", "kind", "values/record", "present", "content / range", "parse spec")]
+    for name, feature in result["features"].items():
+        counts = f"{feature['min_values_per_record']}"
+        if feature["max_values_per_record"] != feature["min_values_per_record"]:
+            counts += f"..{feature['max_values_per_record']}"
+        present = f"{feature['present_in']}/{profile.records}"
+        if "content" in feature:
+            detail = ", ".join(f"{k}" + (f" x{v}" if len(feature["contents"]) > 1 else "")
+                               for k, v in feature["contents"].items())
+        elif "min_value" in feature:
+            detail = f"{feature['min_value']:g} .. {feature['max_value']:g}"
+        else:
+            detail = ""
+        rows.append((name, feature["kind"], counts, present, detail, feature["parse_spec"]))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return 0

@@ -1,0 +1,109 @@
+"""The exception tree of tfrecordkit.
+
+Every error the library raises on purpose derives from :class:`TFRecordKitError`; each subclass
+also derives from the matching builtin so callers may catch either::
+
+    TFRecordKitError
+    ├── CorruptRecordError      (ValueError)   a record fails a framing check (CRC, truncation, stream)
+    ├── SchemaError             (ValueError)   a value does not fit its feature
+    ├── DatasetError            (ValueError)   a dataset directory or manifest is unusable
+    ├── IndexUnavailableError   (ValueError)   random access asked of a file that cannot have it
+    └── MissingDependencyError  (ImportError)  an optional extra is not installed
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "CorruptRecordError",
+    "DatasetError",
+    "IndexUnavailableError",
+    "MissingDependencyError",
+    "SchemaError",
+    "TFRecordKitError",
+]
+
+CorruptionCheck = Literal[
+    "length crc",
+    "data crc",
+    "truncated header",
+    "truncated data",
+    "bad compressed stream",
+]
+
+
+class TFRecordKitError(Exception):
+    """Base class of every error tfrecordkit raises on purpose."""
+
+
+class CorruptRecordError(TFRecordKitError, ValueError):
+    """A record failed one of the framing checks.
+
+    Attributes:
+        path: the file that holds the record.
+        offset: byte offset of the start of the bad record (in the decompressed stream for
+            compressed files).
+        index: position of the record in the file (0-based), counting records before it.
+        check: which check failed.
+        detail: extra words on what was found.
+    """
+
+    def __init__(
+        self, path: str, offset: int, index: int, check: CorruptionCheck, detail: str = ""
+    ) -> None:
+        self.path = path
+        self.offset = offset
+        self.index = index
+        self.check = check
+        self.detail = detail
+        message = f"{path}: record {index} at byte offset {offset}: {check} failed"
+        if detail:
+            message += f" ({detail})"
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[type, tuple[str, int, int, CorruptionCheck, str]]:
+        return (type(self), (self.path, self.offset, self.index, self.check, self.detail))
+
+
+class SchemaError(TFRecordKitError, ValueError):
+    """A value does not fit the feature it is written to or read from.
+
+    Attributes:
+        feature: the feature's name.
+        record: which record (source path or index), when known.
+    """
+
+    def __init__(self, feature: str, message: str, record: str | int | None = None) -> None:
+        self.feature = feature
+        self.record = record
+        where = f"record {record}: " if record is not None else ""
+        super().__init__(f"{where}feature {feature!r}: {message}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str | int | None]]:
+        message = str(self).split(f"feature {self.feature!r}: ", 1)[-1]
+        return (type(self), (self.feature, message, self.record))
+
+
+class DatasetError(TFRecordKitError, ValueError):
+    """A dataset directory or its manifest is missing, inconsistent or would be overwritten."""
+
+
+class IndexUnavailableError(TFRecordKitError, ValueError):
+    """Random access was asked of a file that cannot be indexed (e.g. a compressed one)."""
+
+
+class MissingDependencyError(TFRecordKitError, ImportError):
+    """An optional dependency is needed; the message names the ``pip install`` to run."""
+
+    def __init__(self, module: str, extra: str, purpose: str) -> None:
+        self.module = module
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs {module!r}, which is not installed: "
+            f"pip install 'tfrecordkit[{extra}]'"
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        purpose = str(self).split(" needs ", 1)[0]
+        return (type(self), (self.module, self.extra, purpose))

@@ -1,0 +1,244 @@
+"""Encoding and decoding ``tf.train.Example`` and ``tf.train.SequenceExample`` without TensorFlow.
+
+The messages come from our own ``_proto/example.proto`` (same wire format as TensorFlow's), loaded
+into a private descriptor pool so they never clash with TensorFlow's ``tensorflow.*`` messages and
+do not depend on the protobuf version that generated them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any, TypeAlias
+
+import numpy as np
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from tfrecordkit.errors import SchemaError
+
+__all__ = [
+    "DecodedValue",
+    "FeatureValue",
+    "decode_example",
+    "decode_sequence_example",
+    "encode_example",
+    "encode_sequence_example",
+    "messages",
+]
+
+FeatureValue: TypeAlias = (
+    bytes | str | int | float | bool | np.generic | np.ndarray | Sequence[Any]
+)
+"""What a feature may be given as: a scalar, bytes, str, a list of those, or a NumPy array."""
+
+DecodedValue: TypeAlias = np.ndarray | list[bytes]
+"""What a decoded feature is: float32 or int64 arrays, or a list of bytes."""
+
+
+def _load_messages() -> dict[str, Any]:
+    desc = resources.files("tfrecordkit.format._proto").joinpath("example.desc").read_bytes()
+    pool = descriptor_pool.DescriptorPool()
+    for file_proto in descriptor_pb2.FileDescriptorSet.FromString(desc).file:
+        pool.Add(file_proto)
+    names = ["BytesList", "FloatList", "Int64List", "Feature", "Features", "FeatureList",
+             "FeatureLists", "Example", "SequenceExample"]
+    return {
+        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"tfrecordkit.proto.{name}"))
+        for name in names
+    }
+
+
+messages: dict[str, Any] = _load_messages()
+"""The protobuf message classes by name (``messages["Example"]``, ...)."""
+
+_Example = messages["Example"]
+_SequenceExample = messages["SequenceExample"]
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _set_floats(feature: Any, array: np.ndarray) -> None:
+    floats = feature.float_list
+    if array.size == 0:
+        floats.SetInParent()
+        return
+    # Parsing a packed field is far faster than appending element by element.
+    payload = np.ascontiguousarray(array, dtype="<f4").tobytes()
+    floats.MergeFromString(b"\x0a" + _varint(len(payload)) + payload)
+
+
+def _set_ints(feature: Any, name: str, array: np.ndarray) -> None:
+    if array.dtype.kind == "u" and array.size and int(array.max()) > _INT64_MAX:
+        raise SchemaError(name, f"value {int(array.max())} does not fit int64")
+    ints = feature.int64_list
+    ints.SetInParent()
+    ints.value.extend(array.astype(np.int64, copy=False).ravel().tolist())
+
+
+def _set_bytes(feature: Any, items: Sequence[bytes]) -> None:
+    feature.bytes_list.SetInParent()
+    feature.bytes_list.value.extend(items)
+
+
+def _to_bytes(name: str, item: object) -> bytes:
+    if isinstance(item, bytes):
+        return item
+    if isinstance(item, str):
+        return item.encode("utf-8")
+    if isinstance(item, bytearray | memoryview | np.bytes_):
+        return bytes(item)
+    raise SchemaError(name, f"cannot mix {type(item).__name__} into a bytes list")
+
+
+def _fill_feature(feature: Any, name: str, value: object) -> None:
+    """Set ``feature``'s list from a Python or NumPy value."""
+    if isinstance(value, bytes | bytearray | memoryview | str):
+        _set_bytes(feature, [_to_bytes(name, value)])
+    elif isinstance(value, bool | int | np.integer | np.bool_):
+        _set_ints(feature, name, np.asarray([value]))
+    elif isinstance(value, float | np.floating):
+        _set_floats(feature, np.asarray([value]))
+    elif isinstance(value, np.ndarray):
+        _fill_from_array(feature, name, value)
+    elif isinstance(value, list | tuple):
+        _fill_from_list(feature, name, value)
+    else:
+        raise SchemaError(name, f"cannot encode a value of type {type(value).__name__}")
+
+
+def _fill_from_array(feature: Any, name: str, array: np.ndarray) -> None:
+    kind = array.dtype.kind
+    if kind == "f":
+        _set_floats(feature, array)
+    elif kind in "iub":
+        _set_ints(feature, name, array)
+    elif kind == "S":
+        _set_bytes(feature, array.ravel().tolist())
+    elif kind == "U":
+        _set_bytes(feature, [s.encode("utf-8") for s in array.ravel().tolist()])
+    elif kind == "O":
+        _fill_from_list(feature, name, array.ravel().tolist())
+    else:
+        raise SchemaError(name, f"cannot encode an array of dtype {array.dtype}")
+
+
+def _fill_from_list(feature: Any, name: str, items: Sequence[object]) -> None:
+    if not items:
+        return  # an empty Feature (no kind), as tf.train.Feature() is
+    first = items[0]
+    if isinstance(first, bytes | bytearray | memoryview | str | np.bytes_):
+        _set_bytes(feature, [_to_bytes(name, item) for item in items])
+        return
+    if all(isinstance(i, bool | int | np.integer | np.bool_) for i in items):
+        ints = [int(i) for i in items]  # type: ignore[call-overload]
+        if min(ints) < _INT64_MIN or max(ints) > _INT64_MAX:
+            raise SchemaError(name, "an integer does not fit int64")
+        feature.int64_list.SetInParent()
+        feature.int64_list.value.extend(ints)
+        return
+    if all(isinstance(i, int | float | np.integer | np.floating | bool) for i in items):
+        _set_floats(feature, np.asarray(items, dtype=np.float64))
+        return
+    kinds = sorted({type(i).__name__ for i in items})
+    raise SchemaError(name, f"a list must hold one kind of value; got {', '.join(kinds)}")
+
+
+def _fill_features(features: Any, values: Mapping[str, object]) -> None:
+    features.SetInParent()  # present even when empty, as tf.train.Features(feature={}) is
+    table = features.feature
+    for name, value in values.items():
+        if not isinstance(name, str):
+            raise SchemaError(str(name), "feature names must be str")
+        _fill_feature(table[name], name, value)
+
+
+def encode_example(features: Mapping[str, object]) -> bytes:
+    """Serialize a mapping of feature name to value as a ``tf.train.Example``.
+
+    Bytes and str become a bytes list (str as UTF-8); ints and bools an int64 list; floats a
+    float list (stored as float32, as TensorFlow does); lists and NumPy arrays (flattened) keep
+    their kind. An empty plain list gives a feature with no list set.
+
+    Raises:
+        SchemaError: a value has no Example representation (names the feature).
+    """
+    example = _Example()
+    _fill_features(example.features, features)
+    return example.SerializeToString(deterministic=True)  # type: ignore[no-any-return]
+
+
+def _decode_feature(feature: Any) -> DecodedValue:
+    kind = feature.WhichOneof("kind")
+    if kind == "bytes_list":
+        return list(feature.bytes_list.value)
+    if kind == "float_list":
+        values = feature.float_list.value
+        if len(values) > 32:
+            # Re-serializing gives the packed float32 payload after a 1-byte tag and a varint.
+            raw = feature.float_list.SerializeToString()
+            return np.frombuffer(raw, dtype="<f4", offset=len(raw) - 4 * len(values)).copy()
+        return np.array(values, dtype=np.float32)
+    if kind == "int64_list":
+        return np.array(feature.int64_list.value, dtype=np.int64)
+    return []
+
+
+def _decode_features(features: Any) -> dict[str, DecodedValue]:
+    return {name: _decode_feature(feature) for name, feature in features.feature.items()}
+
+
+def decode_example(data: bytes) -> dict[str, DecodedValue]:
+    """Parse a serialized ``tf.train.Example`` into ``{name: value}``.
+
+    Values are float32 or int64 NumPy arrays, or a list of bytes; a feature with no list set
+    decodes to an empty list.
+
+    Raises:
+        ValueError: ``data`` is not a serialized Example.
+    """
+    try:
+        example = _Example.FromString(data)
+    except Exception as err:  # protobuf's DecodeError has no stable import path across versions
+        raise ValueError(f"not a serialized tf.train.Example: {err}") from None
+    return _decode_features(example.features)
+
+
+def encode_sequence_example(
+    context: Mapping[str, object], feature_lists: Mapping[str, Sequence[object]]
+) -> bytes:
+    """Serialize a ``tf.train.SequenceExample``: context features plus per-step feature lists."""
+    message = _SequenceExample()
+    _fill_features(message.context, context)
+    message.feature_lists.SetInParent()
+    lists = message.feature_lists.feature_list
+    for name, steps in feature_lists.items():
+        feature_list = lists[name]
+        if isinstance(steps, str | bytes):
+            raise SchemaError(name, "a feature list must be a sequence of per-step values")
+        for step in steps:
+            _fill_feature(feature_list.feature.add(), name, step)
+    return message.SerializeToString(deterministic=True)  # type: ignore[no-any-return]
+
+
+def decode_sequence_example(
+    data: bytes,
+) -> tuple[dict[str, DecodedValue], dict[str, list[DecodedValue]]]:
+    """Parse a serialized ``tf.train.SequenceExample`` into ``(context, feature_lists)``."""
+    try:
+        message = _SequenceExample.FromString(data)
+    except Exception as err:
+        raise ValueError(f"not a serialized tf.train.SequenceExample: {err}") from None
+    context = _decode_features(message.context)
+    lists = {
+        name: [_decode_feature(f) for f in feature_list.feature]
+        for name, feature_list in message.feature_lists.feature_list.items()
+    }
+    return context, lists

@@ -1,0 +1,432 @@
+"""TFRecord framing: length-prefixed records, each with a masked CRC32C of its length and data.
+
+One record on disk is ``uint64 length | uint32 masked_crc(length) | data | uint32 masked_crc(data)``
+(little-endian), exactly as TensorFlow's ``tf.io.TFRecordWriter`` writes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO, Literal
+
+from tfrecordkit.errors import CorruptionCheck, CorruptRecordError
+from tfrecordkit.format._compression import (
+    Compression,
+    DeflatingWriter,
+    InflatingReader,
+    detect_compression,
+    normalize_compression,
+)
+from tfrecordkit.format._crc import masked_crc32c
+from tfrecordkit.format._filesystem import PathLike, open_binary
+
+__all__ = ["ErrorPolicy", "ReadStats", "RecordReader", "RecordWriter", "read_records"]
+
+logger = logging.getLogger(__name__)
+
+ErrorPolicy = Literal["raise", "skip", "warn"]
+_POLICIES = ("raise", "skip", "warn")
+
+_HEADER = struct.Struct("<QI")
+_CRC = struct.Struct("<I")
+_LENGTH = struct.Struct("<Q")
+HEADER_SIZE = 12
+FOOTER_SIZE = 4
+FRAME_OVERHEAD = HEADER_SIZE + FOOTER_SIZE
+# Reads past this many bytes at once are split, so a corrupt (unverified) length can't
+# make us allocate far more than the file holds.
+_MAX_READ = 64 << 20
+
+
+def _frame_header(length: int) -> bytes:
+    length_bytes = _LENGTH.pack(length)
+    return length_bytes + _CRC.pack(masked_crc32c(length_bytes))
+
+
+class RecordWriter:
+    """Writes records to a TFRecord file, optionally GZIP or ZLIB compressed.
+
+    Uncompressed output is byte-identical to ``tf.io.TFRecordWriter`` for the same records.
+    With ``index_path`` the offset index (one ``offset length`` line per record) is written
+    alongside, as records are written, so memory stays flat however many records there are.
+
+    Example:
+        >>> with RecordWriter("data.tfrecord") as writer:  # doctest: +SKIP
+        ...     writer.write(b"payload")
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        compression: str | None = None,
+        *,
+        compression_level: int = 6,
+        index_path: PathLike | None = None,
+        buffer_size: int = 1 << 20,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.compression: Compression = normalize_compression(compression)  # type: ignore[assignment]
+        if not 0 <= compression_level <= 9:
+            raise ValueError(f"compression_level must be in 0..9; got {compression_level}")
+        if index_path is not None and self.compression is not None:
+            raise ValueError(
+                f"cannot write an offset index for {self.path}: offsets into a "
+                f"{self.compression} stream cannot be seeked to"
+            )
+        self.records_written = 0
+        self.bytes_written = 0  # uncompressed framed bytes
+        raw = open_binary(self.path, "wb", buffering=buffer_size)
+        self._stream: BinaryIO = (
+            raw
+            if self.compression is None
+            else DeflatingWriter(raw, self.compression, compression_level)  # type: ignore[assignment]
+        )
+        self._index = (
+            open(os.fspath(index_path), "w", encoding="ascii", buffering=1 << 16)  # noqa: SIM115
+            if index_path is not None
+            else None
+        )
+        self._closed = False
+
+    def write(self, record: bytes | bytearray | memoryview) -> None:
+        """Append one record."""
+        if self._closed:
+            raise ValueError(f"write to closed RecordWriter for {self.path}")
+        length = len(record)
+        stream = self._stream
+        stream.write(_frame_header(length))
+        stream.write(record)
+        stream.write(_CRC.pack(masked_crc32c(record)))
+        if self._index is not None:
+            self._index.write(f"{self.bytes_written} {length + FRAME_OVERHEAD}\n")
+        self.records_written += 1
+        self.bytes_written += length + FRAME_OVERHEAD
+
+    def write_all(self, records: Iterable[bytes | bytearray | memoryview]) -> None:
+        """Append every record of ``records``."""
+        for record in records:
+            self.write(record)
+
+    def flush(self) -> None:
+        """Push buffered bytes to the operating system."""
+        self._stream.flush()
+        if self._index is not None:
+            self._index.flush()
+
+    def close(self) -> None:
+        """Finish the file (and the compressed stream); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._stream.close()
+        finally:
+            if self._index is not None:
+                self._index.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+@dataclass
+class ReadStats:
+    """What a read saw: records yielded, and what was dropped under ``on_error="skip"|"warn"``."""
+
+    records: int = 0
+    skipped_records: int = 0
+    skipped_bytes: int = 0
+    problems: list[CorruptRecordError] = field(default_factory=list)
+
+    def summary(self, path: str) -> str:
+        """One line saying what was dropped from ``path``."""
+        return (
+            f"{path}: skipped {self.skipped_records} corrupt record(s) "
+            f"({self.skipped_bytes} bytes) in {len(self.problems)} place(s); "
+            f"first: {self.problems[0] if self.problems else 'none'}"
+        )
+
+
+def _check_policy(on_error: str) -> None:
+    if on_error not in _POLICIES:
+        raise ValueError(f"on_error must be one of {_POLICIES}; got {on_error!r}")
+
+
+def _read_at_least(stream: BinaryIO, size: int, chunk: int) -> bytes:
+    """Read ``size`` bytes or more (at least ``chunk``), fewer only at end of stream."""
+    if size <= _MAX_READ:
+        data = stream.read(max(size, chunk))
+        if len(data) >= size or not data:
+            return data
+        parts = [data]
+        got = len(data)
+    else:
+        parts, got = [], 0
+    while got < size:
+        part = stream.read(min(size - got, _MAX_READ))
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
+
+
+class RecordReader:
+    """Reads the records of one TFRecord file, checking both CRCs of every record.
+
+    Args:
+        path: a local path (or a ``gs://``/``s3://`` URL, with the ``remote`` extra).
+        compression: ``"auto"`` (detect from the first bytes), None, ``"gzip"`` or ``"zlib"``.
+        verify: check the length and data CRCs (truncation is always detected).
+        on_error: on a corrupt record, ``"raise"`` a :class:`CorruptRecordError`; ``"skip"``
+            it (resynchronising on the next valid record); or ``"warn"`` (skip and log).
+            What was skipped is in :attr:`stats` and logged once at the end.
+        index_path: offset index for random access; default ``<path>.index`` if it exists.
+
+    Iterating yields each record's bytes; every iteration reads the file afresh. Offsets of
+    compressed files are offsets into the decompressed stream.
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        compression: str | None = "auto",
+        *,
+        verify: bool = True,
+        on_error: ErrorPolicy = "raise",
+        index_path: PathLike | None = None,
+        buffer_size: int = 1 << 20,
+    ) -> None:
+        _check_policy(on_error)
+        if buffer_size < HEADER_SIZE:
+            raise ValueError(f"buffer_size must be at least {HEADER_SIZE}; got {buffer_size}")
+        self.path = os.fspath(path)
+        self._compression_arg = normalize_compression(compression, allow_auto=True)
+        self.verify = verify
+        self.on_error: ErrorPolicy = on_error
+        self.buffer_size = buffer_size
+        self._index_path = os.fspath(index_path) if index_path is not None else None
+        self._offsets = None  # (n, 2) int64 array once loaded
+        self._random_handle: BinaryIO | None = None
+        self.stats = ReadStats()
+
+    # -- sequential reading -------------------------------------------------------------
+
+    @property
+    def compression(self) -> Compression:
+        """The file's compression (detected from its first bytes when ``"auto"``)."""
+        if self._compression_arg != "auto":
+            return self._compression_arg  # type: ignore[return-value]
+        with open_binary(self.path, "rb") as raw:
+            head = raw.read(HEADER_SIZE)
+        valid = (
+            len(head) == HEADER_SIZE
+            and masked_crc32c(head[:8]) == _CRC.unpack_from(head, 8)[0]
+        )
+        return detect_compression(head, valid)
+
+    def _open_stream(self) -> BinaryIO:
+        compression = self.compression
+        raw = open_binary(self.path, "rb", buffering=0)
+        if compression is None:
+            return raw
+        return InflatingReader(raw, compression, self.buffer_size)  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[bytes]:
+        for _offset, record in self.iter_with_offsets():
+            yield record
+
+    def iter_with_offsets(self, start_offset: int = 0) -> Iterator[tuple[int, bytes]]:
+        """Yield ``(byte offset, record)`` pairs, from ``start_offset`` (a record boundary)."""
+        self.stats = stats = ReadStats()
+        stream = self._open_stream()
+        try:
+            if start_offset:
+                if self.compression is not None:
+                    raise ValueError(f"{self.path}: cannot start a compressed file mid-stream")
+                stream.seek(start_offset)
+            yield from self._scan(stream, start_offset, stats)
+        finally:
+            stream.close()
+            if stats.problems:
+                logger.warning(stats.summary(self.path))
+
+    def _problem(
+        self, stats: ReadStats, offset: int, index: int, check: CorruptionCheck, detail: str
+    ) -> None:
+        error = CorruptRecordError(self.path, offset, index, check, detail)
+        if self.on_error == "raise":
+            raise error
+        stats.problems.append(error)
+        if self.on_error == "warn":
+            logger.warning("%s", error)
+
+    def _scan(self, stream: BinaryIO, base: int, stats: ReadStats) -> Iterator[tuple[int, bytes]]:
+        """Parse frames out of ``stream``; ``base`` is the stream offset of its first byte."""
+        verify = self.verify
+        chunk = self.buffer_size
+        header_unpack = _HEADER.unpack_from
+        crc_unpack = _CRC.unpack_from
+        buf = b""
+        pos = 0  # position in buf
+        index = 0  # records seen so far, good or bad
+        resyncing_from = -1  # stream offset where a damaged region began, -1 when in sync
+
+        try:
+            while True:
+                if len(buf) - pos < HEADER_SIZE:
+                    base += pos
+                    buf = buf[pos:] + _read_at_least(stream, HEADER_SIZE - (len(buf) - pos), chunk)
+                    pos = 0
+                    if not buf:
+                        break
+                    if len(buf) < HEADER_SIZE:
+                        if resyncing_from < 0:
+                            self._problem(
+                                stats, base, index, "truncated header",
+                                f"{len(buf)} of {HEADER_SIZE} header bytes at end of file",
+                            )
+                            stats.skipped_records += 1
+                        stats.skipped_bytes += len(buf)
+                        break
+                length, length_crc = header_unpack(buf, pos)
+                if verify and masked_crc32c(buf[pos : pos + 8]) != length_crc:
+                    if resyncing_from < 0:
+                        self._problem(
+                            stats, base + pos, index, "length crc",
+                            f"length field reads {length}",
+                        )
+                        stats.skipped_records += 1
+                        index += 1
+                        resyncing_from = base + pos
+                    pos += 1  # look for the next valid header one byte further
+                    continue
+                end = pos + HEADER_SIZE + length + FOOTER_SIZE
+                if end > len(buf):
+                    base += pos
+                    need = end - pos
+                    buf = buf[pos:] + _read_at_least(stream, need - (len(buf) - pos), chunk)
+                    pos, end = 0, need
+                    if end > len(buf):
+                        if resyncing_from < 0:
+                            self._problem(
+                                stats, base, index, "truncated data",
+                                f"header says {length} data bytes, "
+                                f"{max(0, len(buf) - HEADER_SIZE)} remain",
+                            )
+                            stats.skipped_records += 1
+                        stats.skipped_bytes += len(buf)
+                        break
+                data_end = end - FOOTER_SIZE
+                record = buf[pos + HEADER_SIZE : data_end]
+                if verify and masked_crc32c(record) != crc_unpack(buf, data_end)[0]:
+                    if resyncing_from >= 0:
+                        pos += 1  # a header that only looked valid: keep searching
+                        continue
+                    self._problem(stats, base + pos, index, "data crc", f"{length} data bytes")
+                    stats.skipped_records += 1
+                    stats.skipped_bytes += end - pos
+                    index += 1
+                    pos = end  # the length passed its CRC, so the next frame starts at `end`
+                    continue
+                if resyncing_from >= 0:
+                    stats.skipped_bytes += base + pos - resyncing_from
+                    resyncing_from = -1
+                yield base + pos, record
+                stats.records += 1
+                index += 1
+                pos = end
+        except (zlib.error, EOFError) as err:
+            self._problem(stats, base + pos, index, "bad compressed stream", str(err))
+        if resyncing_from >= 0:
+            stats.skipped_bytes += base + pos - resyncing_from
+
+    # -- random access ------------------------------------------------------------------
+
+    def _load_offsets(self):  # type: ignore[no-untyped-def]
+        if self._offsets is not None:
+            return self._offsets
+        from tfrecordkit.format._index import index_path_for, load_index, scan_offsets
+
+        if self.compression is not None:
+            from tfrecordkit.errors import IndexUnavailableError
+
+            raise IndexUnavailableError(
+                f"{self.path}: random access needs an uncompressed file; offsets into a "
+                f"{self.compression} stream cannot be seeked to (rewrite it uncompressed)"
+            )
+        index_path = self._index_path or index_path_for(self.path)
+        if os.path.exists(index_path):
+            self._offsets = load_index(index_path, record_path=self.path)
+        else:
+            logger.info("%s: no index at %s; scanning the file for offsets", self.path, index_path)
+            self._offsets = scan_offsets(self.path)
+        return self._offsets
+
+    def num_records(self) -> int:
+        """Number of records, from the offset index (a scan of the file when there is none)."""
+        return len(self._load_offsets())
+
+    def read(self, i: int) -> bytes:
+        """Read record ``i`` directly, using the offset index; CRCs are checked."""
+        offsets = self._load_offsets()
+        n = len(offsets)
+        if not -n <= i < n:
+            raise IndexError(f"{self.path}: record {i} out of range ({n} records)")
+        i %= n
+        offset, size = int(offsets[i, 0]), int(offsets[i, 1])
+        if self._random_handle is None:
+            self._random_handle = open_binary(self.path, "rb", buffering=0)
+        self._random_handle.seek(offset)
+        frame = self._random_handle.read(size)
+        return self._check_frame(frame, offset, i)
+
+    def _check_frame(self, frame: bytes, offset: int, i: int) -> bytes:
+        def fail(check: CorruptionCheck, detail: str) -> bytes:
+            raise CorruptRecordError(self.path, offset, i, check, detail)
+
+        if len(frame) < HEADER_SIZE:
+            return fail("truncated header", f"{len(frame)} bytes at the indexed offset")
+        length, length_crc = _HEADER.unpack_from(frame)
+        if self.verify and masked_crc32c(frame[:8]) != length_crc:
+            return fail("length crc", "at the indexed offset (stale index?)")
+        if len(frame) != length + FRAME_OVERHEAD:
+            return fail("truncated data", f"index says {len(frame)} bytes, header says {length}")
+        record = frame[HEADER_SIZE:-FOOTER_SIZE]
+        if self.verify and masked_crc32c(record) != _CRC.unpack_from(frame, len(frame) - 4)[0]:
+            return fail("data crc", f"{length} data bytes")
+        return record
+
+    def close(self) -> None:
+        """Release the handle kept for random access."""
+        if self._random_handle is not None:
+            self._random_handle.close()
+            self._random_handle = None
+
+    def __enter__(self) -> RecordReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def read_records(
+    paths: PathLike | Iterable[PathLike],
+    compression: str | None = "auto",
+    *,
+    verify: bool = True,
+    on_error: ErrorPolicy = "raise",
+) -> Iterator[bytes]:
+    """Yield the records of one or more TFRecord files, file after file."""
+    _check_policy(on_error)
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    for path in paths:
+        yield from RecordReader(path, compression, verify=verify, on_error=on_error)

@@ -1,0 +1,81 @@
+"""The offset index: a text sidecar with one ``offset length`` line per record.
+
+``length`` is the whole frame (header, data and footer), the layout DALI's ``tfrecord2idx``
+and other readers' index tools use, so their indexes and ours are interchangeable.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from tfrecordkit.errors import DatasetError, IndexUnavailableError
+from tfrecordkit.format._filesystem import PathLike
+
+__all__ = ["build_index", "index_path_for", "load_index", "scan_offsets"]
+
+INDEX_SUFFIX = ".index"
+
+
+def index_path_for(path: PathLike) -> str:
+    """Return the conventional index path of a record file: ``<path>.index``."""
+    return os.fspath(path) + INDEX_SUFFIX
+
+
+def scan_offsets(path: PathLike, *, verify: bool = True) -> np.ndarray:
+    """Return an ``(n, 2)`` int64 array of each record's frame offset and frame length."""
+    from tfrecordkit.format._framing import FRAME_OVERHEAD, RecordReader
+
+    reader = RecordReader(path, compression="auto", verify=verify)
+    if reader.compression is not None:
+        raise IndexUnavailableError(
+            f"{os.fspath(path)}: cannot index a {reader.compression}-compressed file: "
+            "record offsets inside a compressed stream cannot be seeked to "
+            "(rewrite it uncompressed to get random access)"
+        )
+    rows = [
+        (offset, len(record) + FRAME_OVERHEAD) for offset, record in reader.iter_with_offsets()
+    ]
+    return np.array(rows, dtype=np.int64).reshape(-1, 2)
+
+
+def build_index(path: PathLike, index_path: PathLike | None = None, *, verify: bool = True) -> int:
+    """Write the offset index of the record file ``path``; return its number of records.
+
+    Raises:
+        IndexUnavailableError: the file is compressed.
+        CorruptRecordError: a record fails its checks (no index is written).
+    """
+    offsets = scan_offsets(path, verify=verify)
+    target = os.fspath(index_path) if index_path is not None else index_path_for(path)
+    tmp = f"{target}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="ascii") as out:
+        out.writelines(f"{offset} {length}\n" for offset, length in offsets.tolist())
+    os.replace(tmp, target)
+    return len(offsets)
+
+
+def load_index(index_path: PathLike, *, record_path: PathLike | None = None) -> np.ndarray:
+    """Read an index file into an ``(n, 2)`` int64 array, checking it fits ``record_path``."""
+    index_path = os.fspath(index_path)
+    with open(index_path, "rb") as f:
+        text = f.read()
+    try:
+        values = np.array(text.split(), dtype=np.int64)
+    except ValueError as err:
+        raise DatasetError(f"{index_path}: not an offset index ({err})") from None
+    if values.size % 2:
+        raise DatasetError(f"{index_path}: odd number of values; expected 'offset length' lines")
+    offsets = values.reshape(-1, 2)
+    if record_path is not None and len(offsets):
+        ends = offsets[:, 0] + offsets[:, 1]
+        size = os.path.getsize(os.fspath(record_path))
+        contiguous = bool(np.all(offsets[1:, 0] == ends[:-1])) and offsets[0, 0] == 0
+        if not contiguous or int(ends[-1]) != size:
+            raise DatasetError(
+                f"{index_path}: index does not match {os.fspath(record_path)} "
+                f"(covers {int(ends[-1])} of {size} bytes, contiguous={contiguous}); "
+                "rebuild it with `tfrecordkit index`"
+            )
+    return offsets

@@ -1,0 +1,192 @@
+"""Profiling records of unknown layout: each feature's list kind, counts, presence and content.
+
+This is what ``tfrecordkit inspect`` shows and what schema inference for foreign files uses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from tfrecordkit.format._example import messages
+from tfrecordkit.schema._sniff import sniff_bytes
+
+__all__ = ["FeatureProfile", "ListKind", "RecordProfile", "profile_records"]
+
+ListKind = Literal["bytes", "float", "int64", "empty"]
+_KIND_OF_ONEOF: dict[str | None, ListKind] = {
+    "bytes_list": "bytes",
+    "float_list": "float",
+    "int64_list": "int64",
+    None: "empty",
+}
+_TF_DTYPE = {"bytes": "tf.string", "float": "tf.float32", "int64": "tf.int64", "empty": "tf.string"}
+
+
+@dataclass
+class FeatureProfile:
+    """What a sample of records shows about one feature."""
+
+    name: str
+    kind: ListKind = "empty"
+    present: int = 0
+    min_count: int = 0
+    max_count: int = 0
+    min_value: float | int | None = None
+    max_value: float | int | None = None
+    sequence: bool = False  # a SequenceExample feature list: counts are values per step
+    min_steps: int = 0
+    max_steps: int = 0
+    contents: Counter[str] = field(default_factory=Counter)
+    kinds_seen: set[str] = field(default_factory=set)
+
+    def _add(self, kind: ListKind, values: Any) -> None:
+        count = len(values)
+        if self.present == 0:
+            self.min_count = self.max_count = count
+        else:
+            self.min_count = min(self.min_count, count)
+            self.max_count = max(self.max_count, count)
+        self.present += 1
+        if kind != "empty":
+            self.kinds_seen.add(kind)
+            if self.kind == "empty":
+                self.kind = kind
+        if kind == "bytes":
+            self.contents.update(sniff_bytes(v) for v in values)
+        elif kind in ("float", "int64") and count:
+            array = np.asarray(values)
+            low, high = array.min().item(), array.max().item()
+            self.min_value = low if self.min_value is None else min(self.min_value, low)
+            self.max_value = high if self.max_value is None else max(self.max_value, high)
+
+    @property
+    def content(self) -> str | None:
+        """The commonest content of a bytes feature (``"jpeg"``, ``"text"``, ...), else None."""
+        if not self.contents:
+            return None
+        return self.contents.most_common(1)[0][0]
+
+    def is_fixed_length(self, records: int) -> bool:
+        """Whether every one of ``records`` sampled records holds the same number of values."""
+        return self.present == records and self.min_count == self.max_count
+
+    def _add_steps(self, steps: Any) -> None:
+        first = self.present == 0
+        count = len(steps)
+        self.min_steps = count if first else min(self.min_steps, count)
+        self.max_steps = count if first else max(self.max_steps, count)
+        before = self.present
+        for step in steps:
+            kind = _KIND_OF_ONEOF[step.WhichOneof("kind")]
+            self._add(kind, getattr(step, f"{kind}_list").value if kind != "empty" else ())
+        self.present = before + 1
+
+    def parse_spec_code(self, records: int) -> str:
+        """Source of the ``tf.io`` parsing spec that reads this feature."""
+        dtype = _TF_DTYPE[self.kind]
+        if self.sequence:
+            if self.min_count == self.max_count and self.max_count > 0:
+                shape = "[]" if self.max_count == 1 else f"[{self.max_count}]"
+                return f"tf.io.FixedLenSequenceFeature({shape}, {dtype})"
+            return f"tf.io.RaggedFeature({dtype})"
+        if self.is_fixed_length(records) and self.max_count > 0:
+            shape = "[]" if self.max_count == 1 else f"[{self.max_count}]"
+            return f"tf.io.FixedLenFeature({shape}, {dtype})"
+        return f"tf.io.VarLenFeature({dtype})"
+
+    def to_dict(self, records: int) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "min_values_per_record": self.min_count,
+            "max_values_per_record": self.max_count,
+            "present_in": self.present,
+            "present_in_every_record": self.present == records,
+            "parse_spec": self.parse_spec_code(records),
+        }
+        if self.kind == "bytes":
+            out["content"] = self.content
+            out["contents"] = dict(self.contents)
+        if self.min_value is not None:
+            out["min_value"] = self.min_value
+            out["max_value"] = self.max_value
+        if self.sequence:
+            out["sequence"] = True
+            out["min_steps"] = self.min_steps
+            out["max_steps"] = self.max_steps
+        if len(self.kinds_seen) > 1:
+            out["conflicting_kinds"] = sorted(self.kinds_seen)
+        return out
+
+
+@dataclass
+class RecordProfile:
+    """Feature profiles over a sample of records, and how the records parsed."""
+
+    records: int = 0
+    features: dict[str, FeatureProfile] = field(default_factory=dict)
+    unparsable: int = 0
+    message_type: str = "Example"
+
+    def feature_description_code(self) -> str:
+        """Python source of the ``feature_description`` dict for ``tf.io.parse_example``."""
+        lines = ["import tensorflow as tf", ""]
+        groups = [("feature_description", False)]
+        if self.message_type == "SequenceExample":
+            groups = [("context_features", False), ("sequence_features", True)]
+        for variable, sequence in groups:
+            lines.append(f"{variable} = {{")
+            for name in sorted(self.features):
+                feature = self.features[name]
+                if feature.sequence == sequence:
+                    lines.append(f"    {name!r}: {feature.parse_spec_code(self.records)},")
+            lines.append("}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        return {
+            "message_type": self.message_type,
+            "sampled_records": self.records,
+            "unparsable_records": self.unparsable,
+            "features": {
+                name: self.features[name].to_dict(self.records) for name in sorted(self.features)
+            },
+        }
+
+
+def profile_records(records: Iterable[bytes], limit: int | None = 1000) -> RecordProfile:
+    """Profile the ``tf.train.Example`` records of ``records`` (the first ``limit`` of them)."""
+    # An Example parses as a SequenceExample (field 1 is Features in both); only a
+    # SequenceExample has feature lists.
+    sequence_class = messages["SequenceExample"]
+    profile = RecordProfile()
+
+    def entry(name: str, sequence: bool) -> FeatureProfile:
+        found = profile.features.get(name)
+        if found is None:
+            found = profile.features[name] = FeatureProfile(name, sequence=sequence)
+        return found
+
+    for i, data in enumerate(records):
+        if limit is not None and i >= limit:
+            break
+        try:
+            message = sequence_class.FromString(data)
+        except Exception:  # any bytes that aren't an Example: counted, not fatal
+            profile.unparsable += 1
+            continue
+        profile.records += 1
+        for name, feature in message.context.feature.items():
+            kind = _KIND_OF_ONEOF[feature.WhichOneof("kind")]
+            values = getattr(feature, f"{kind}_list").value if kind != "empty" else ()
+            entry(name, False)._add(kind, values)
+        for name, feature_list in message.feature_lists.feature_list.items():
+            profile.message_type = "SequenceExample"
+            entry(name, True)._add_steps(feature_list.feature)
+    return profile

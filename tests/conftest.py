@@ -1,0 +1,30 @@
+"""Shared fixtures and settings for the test suite."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+settings.register_profile(
+    "default", deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.fixture
+def golden() -> Path:
+    """The folder of files written by real TensorFlow (see tests/golden/make_golden.py)."""
+    return GOLDEN
+
+
+@pytest.fixture(scope="session")
+def tf():
+    """The real TensorFlow module (integration tests only)."""
+    return pytest.importorskip("tensorflow")

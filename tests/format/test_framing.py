@@ -1,0 +1,287 @@
+"""Record framing: round trips, compression, and what every kind of damage does."""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tfrecordkit import CorruptRecordError, RecordReader, RecordWriter, read_records
+from tfrecordkit.format import masked_crc32c
+
+RECORDS = [b"", b"a", b"hello world", bytes(range(256)) * 3, b"\x00" * 1000]
+
+
+def write(path: Path, records: list[bytes], compression: str | None = None) -> Path:
+    with RecordWriter(path, compression) as writer:
+        writer.write_all(records)
+    return path
+
+
+def frame_offsets(records: list[bytes]) -> list[int]:
+    offsets, at = [], 0
+    for record in records:
+        offsets.append(at)
+        at += len(record) + 16
+    return offsets
+
+
+def test_masked_crc_matches_known_value():
+    # TensorFlow's crc32c test vector: crc32c(b"123456789") == 0xE3069283, masked as TF masks.
+    crc = 0xE3069283
+    assert masked_crc32c(b"123456789") == (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def test_frame_layout_is_length_crc_data_crc(tmp_path):
+    path = write(tmp_path / "one.tfrecord", [b"abc"])
+    raw = path.read_bytes()
+    assert len(raw) == 3 + 16
+    assert struct.unpack("<Q", raw[:8])[0] == 3
+    assert struct.unpack("<I", raw[8:12])[0] == masked_crc32c(raw[:8])
+    assert raw[12:15] == b"abc"
+    assert struct.unpack("<I", raw[15:])[0] == masked_crc32c(b"abc")
+
+
+@pytest.mark.parametrize("compression", [None, "gzip", "zlib"])
+def test_round_trip(tmp_path, compression):
+    path = write(tmp_path / "r.tfrecord", RECORDS, compression)
+    reader = RecordReader(path)
+    assert reader.compression == compression
+    assert list(reader) == RECORDS
+    assert list(reader) == RECORDS  # re-iterable
+    assert reader.stats.records == len(RECORDS)
+
+
+def test_compressed_streams_are_standard(tmp_path):
+    gz = write(tmp_path / "r.gz", RECORDS, "gzip")
+    zz = write(tmp_path / "r.zz", RECORDS, "zlib")
+    plain = write(tmp_path / "r.tfrecord", RECORDS).read_bytes()
+    assert gzip.decompress(gz.read_bytes()) == plain
+    assert zlib.decompress(zz.read_bytes()) == plain
+
+
+def test_compressed_output_is_deterministic(tmp_path):
+    a = write(tmp_path / "a.gz", RECORDS, "gzip").read_bytes()
+    b = write(tmp_path / "b.gz", RECORDS, "gzip").read_bytes()
+    assert a == b
+
+
+def test_concatenated_gzip_members_are_read(tmp_path):
+    first = write(tmp_path / "a.gz", RECORDS[:2], "gzip").read_bytes()
+    second = write(tmp_path / "b.gz", RECORDS[2:], "gzip").read_bytes()
+    joined = tmp_path / "joined.gz"
+    joined.write_bytes(first + second)
+    assert list(RecordReader(joined)) == RECORDS
+
+
+def test_explicit_compression_overrides_detection(tmp_path):
+    path = write(tmp_path / "r", RECORDS, "zlib")
+    assert list(RecordReader(path, compression="ZLIB")) == RECORDS
+    with pytest.raises(CorruptRecordError):
+        list(RecordReader(path, compression=None))
+
+
+def test_empty_file_has_no_records(tmp_path):
+    path = tmp_path / "empty.tfrecord"
+    path.write_bytes(b"")
+    assert list(RecordReader(path)) == []
+
+
+def test_record_larger_than_buffer(tmp_path):
+    big = bytes(range(256)) * 5000
+    path = write(tmp_path / "big.tfrecord", [b"x", big, b"y"])
+    assert list(RecordReader(path, buffer_size=64)) == [b"x", big, b"y"]
+
+
+def test_read_records_chains_files(tmp_path):
+    a = write(tmp_path / "a.tfrecord", RECORDS[:2])
+    b = write(tmp_path / "b.tfrecord.gz", RECORDS[2:], "gzip")
+    assert list(read_records([a, b])) == RECORDS
+    assert list(read_records(str(a))) == RECORDS[:2]
+
+
+def test_bad_arguments_are_rejected_with_the_value(tmp_path):
+    with pytest.raises(ValueError, match="'lz4'"):
+        RecordWriter(tmp_path / "x", "lz4")
+    with pytest.raises(ValueError, match="'ignore'"):
+        RecordReader(tmp_path / "x", on_error="ignore")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="index"):
+        RecordWriter(tmp_path / "x", "gzip", index_path=tmp_path / "x.index")
+
+
+def test_write_after_close_fails(tmp_path):
+    writer = RecordWriter(tmp_path / "x")
+    writer.close()
+    with pytest.raises(ValueError, match="closed"):
+        writer.write(b"late")
+
+
+# -- damage ------------------------------------------------------------------------------
+
+
+def read_all_or_error(path: Path) -> list[bytes] | CorruptRecordError:
+    try:
+        return list(RecordReader(path))
+    except CorruptRecordError as err:
+        return err
+
+
+def test_every_byte_flip_is_detected_at_the_right_offset(tmp_path):
+    records = [b"first", b"", b"third record", b"4"]
+    clean = write(tmp_path / "clean.tfrecord", records).read_bytes()
+    offsets = frame_offsets(records)
+    damaged = tmp_path / "damaged.tfrecord"
+    for position in range(len(clean)):
+        data = bytearray(clean)
+        data[position] ^= 0x01
+        damaged.write_bytes(bytes(data))
+        result = read_all_or_error(damaged)
+        assert isinstance(result, CorruptRecordError), f"flip at {position} went unnoticed"
+        record = max(i for i, off in enumerate(offsets) if off <= position)
+        assert result.offset == offsets[record], position
+        assert result.index == record
+        assert result.path == str(damaged)
+        in_header = position - offsets[record] < 12
+        assert result.check == ("length crc" if in_header else "data crc"), position
+
+
+@pytest.mark.parametrize("flip", [0x01, 0x80, 0xFF])
+def test_byte_flips_of_every_kind_never_yield_wrong_data(tmp_path, flip):
+    records = [b"abc" * 10, b"xyz"]
+    clean = write(tmp_path / "clean.tfrecord", records).read_bytes()
+    damaged = tmp_path / "damaged.tfrecord"
+    for position in range(len(clean)):
+        data = bytearray(clean)
+        data[position] ^= flip
+        damaged.write_bytes(bytes(data))
+        assert isinstance(read_all_or_error(damaged), CorruptRecordError)
+
+
+def test_every_truncation_is_read_correctly_or_reported(tmp_path):
+    records = [b"alpha", b"", b"gamma gamma"]
+    clean = write(tmp_path / "clean.tfrecord", records).read_bytes()
+    offsets = [*frame_offsets(records), len(clean)]
+    cut = tmp_path / "cut.tfrecord"
+    for length in range(len(clean) + 1):
+        cut.write_bytes(clean[:length])
+        result = read_all_or_error(cut)
+        complete = sum(1 for i in range(len(records)) if offsets[i + 1] <= length)
+        if length in offsets:
+            assert result == records[:complete], length
+        else:
+            assert isinstance(result, CorruptRecordError), length
+            assert result.offset == offsets[complete]
+            assert result.index == complete
+            in_header = length - offsets[complete] < 12
+            assert result.check == ("truncated header" if in_header else "truncated data")
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zlib"])
+def test_truncated_compressed_stream_is_reported(tmp_path, compression):
+    clean = write(tmp_path / "c", [b"x" * 5000, b"y" * 5000], compression).read_bytes()
+    cut = tmp_path / "cut"
+    for length in range(2, len(clean) - 1, 7):
+        cut.write_bytes(clean[:length])
+        result = read_all_or_error(cut)
+        assert isinstance(result, CorruptRecordError), length
+        assert result.check in ("bad compressed stream", "truncated data", "truncated header")
+
+
+def test_garbage_in_compressed_stream_is_reported(tmp_path):
+    data = bytearray(write(tmp_path / "c.gz", [b"x" * 5000], "gzip").read_bytes())
+    data[20:30] = b"\xff" * 10
+    bad = tmp_path / "bad.gz"
+    bad.write_bytes(bytes(data))
+    result = read_all_or_error(bad)
+    assert isinstance(result, CorruptRecordError)
+
+
+def test_skip_drops_a_bad_data_crc_record_and_keeps_the_rest(tmp_path, caplog):
+    records = [b"one", b"two", b"three"]
+    data = bytearray(write(tmp_path / "c.tfrecord", records).read_bytes())
+    data[frame_offsets(records)[1] + 12] ^= 0xFF  # first data byte of record 1
+    bad = tmp_path / "bad.tfrecord"
+    bad.write_bytes(bytes(data))
+    reader = RecordReader(bad, on_error="skip")
+    with caplog.at_level(logging.WARNING):
+        assert list(reader) == [b"one", b"three"]
+    assert reader.stats.skipped_records == 1
+    assert [p.check for p in reader.stats.problems] == ["data crc"]
+    assert "skipped 1 corrupt record" in caplog.text  # reported at the end, never silent
+
+
+def test_skip_resynchronises_after_a_bad_length(tmp_path):
+    records = [b"one" * 5, b"two" * 5, b"three" * 5, b"four" * 5]
+    data = bytearray(write(tmp_path / "c.tfrecord", records).read_bytes())
+    data[frame_offsets(records)[1] + 2] ^= 0x10  # the length of record 1
+    bad = tmp_path / "bad.tfrecord"
+    bad.write_bytes(bytes(data))
+    reader = RecordReader(bad, on_error="skip")
+    assert list(reader) == [records[0], records[2], records[3]]
+    assert reader.stats.problems[0].check == "length crc"
+    assert reader.stats.skipped_bytes == len(records[1]) + 16
+
+
+def test_warn_logs_each_problem(tmp_path, caplog):
+    data = bytearray(write(tmp_path / "c.tfrecord", [b"a", b"b"]).read_bytes())
+    data[12] ^= 1
+    data[17 + 12] ^= 1
+    bad = tmp_path / "bad.tfrecord"
+    bad.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING):
+        assert list(RecordReader(bad, on_error="warn")) == []
+    assert caplog.text.count("data crc failed") >= 2
+
+
+def test_skip_with_truncated_tail_counts_it(tmp_path):
+    clean = write(tmp_path / "c.tfrecord", [b"a" * 10, b"b" * 10]).read_bytes()
+    cut = tmp_path / "cut.tfrecord"
+    cut.write_bytes(clean[:-3])
+    reader = RecordReader(cut, on_error="skip")
+    assert list(reader) == [b"a" * 10]
+    assert reader.stats.problems[0].check == "truncated data"
+    assert reader.stats.skipped_records == 1
+
+
+def test_without_verify_damaged_data_is_read_but_truncation_still_caught(tmp_path):
+    clean = write(tmp_path / "c.tfrecord", [b"abc"]).read_bytes()
+    flipped = bytearray(clean)
+    flipped[12] ^= 1
+    bad = tmp_path / "bad.tfrecord"
+    bad.write_bytes(bytes(flipped))
+    assert list(RecordReader(bad, verify=False)) == [b"`bc"]
+    bad.write_bytes(clean[:-1])
+    with pytest.raises(CorruptRecordError, match="truncated data"):
+        list(RecordReader(bad, verify=False))
+
+
+def test_corrupt_length_without_verify_does_not_allocate_it(tmp_path):
+    bad = tmp_path / "bad.tfrecord"
+    bad.write_bytes(struct.pack("<QI", 2**62, 0) + b"tiny")
+    with pytest.raises(CorruptRecordError, match="truncated data"):
+        list(RecordReader(bad, verify=False))
+
+
+def test_error_is_a_value_error_and_pickles(tmp_path):
+    import pickle
+
+    err = CorruptRecordError("f.tfrecord", 40, 2, "data crc", "5 data bytes")
+    assert isinstance(err, ValueError)
+    again = pickle.loads(pickle.dumps(err))
+    assert str(again) == str(err) == (
+        "f.tfrecord: record 2 at byte offset 40: data crc failed (5 data bytes)"
+    )
+
+
+@given(st.lists(st.binary(max_size=300), max_size=20), st.sampled_from([None, "gzip", "zlib"]),
+       st.integers(min_value=12, max_value=200))
+def test_framing_round_trips_any_records(tmp_path_factory, records, compression, buffer_size):
+    path = tmp_path_factory.mktemp("h") / "r.tfrecord"
+    write(path, records, compression)
+    assert list(RecordReader(path, buffer_size=buffer_size)) == records

@@ -1,0 +1,56 @@
+"""The core imports no framework, and coexists with TensorFlow in either import order."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ["tensorflow", "torch", "jax", "ray", "PIL", "soundfile", "pyarrow"]
+
+
+def run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False,
+                          env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
+
+
+def test_import_tfrecordkit_imports_no_framework():
+    code = (
+        "import sys, tfrecordkit, tfrecordkit.format, tfrecordkit.schema, tfrecordkit.cli\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    result = run(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("order", [("tensorflow", "tfrecordkit"), ("tfrecordkit", "tensorflow")])
+def test_coexists_with_tensorflow(tf, order):
+    code = (
+        f"import {order[0]}\nimport {order[1]}\n"
+        "import tensorflow as tf, tfrecordkit as t\n"
+        "ex = tf.train.Example.FromString(t.encode_example({'a': 1}))\n"
+        "assert t.decode_example(ex.SerializeToString())['a'].tolist() == [1]\n"
+        "print('ok')"
+    )
+    result = run(code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("ok")
+
+
+def test_proto_descriptor_is_compiled_from_the_proto(tmp_path):
+    pytest.importorskip("grpc_tools.protoc")
+    from importlib import resources
+
+    folder = resources.files("tfrecordkit.format._proto")
+    out = tmp_path / "example.desc"
+    # In a subprocess: protoc's C++ runtime and TensorFlow's must not share a process.
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{folder}",
+                    f"--descriptor_set_out={out}", str(folder / "example.proto")],
+                   check=True, timeout=120)
+    assert out.read_bytes() == folder.joinpath("example.desc").read_bytes(), (
+        "example.desc is stale: run scripts/gen_proto"
+    )
