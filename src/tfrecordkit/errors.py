@@ -4,7 +4,7 @@ Every error the library raises on purpose derives from :class:`TFRecordKitError`
 also derives from the matching builtin so callers may catch either::
 
     TFRecordKitError
-    ├── CorruptRecordError      (ValueError)   a record fails a framing check (CRC, truncation, stream)
+    ├── CorruptRecordError      (ValueError)   a record fails a framing check (CRC, truncation)
     ├── SchemaError             (ValueError)   a value does not fit its feature
     ├── DatasetError            (ValueError)   a dataset directory or manifest is unusable
     ├── IndexUnavailableError   (ValueError)   random access asked of a file that cannot have it

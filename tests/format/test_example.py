@@ -46,7 +46,8 @@ def test_example_round_trip(features):
 @given(st.dictionaries(names, values, max_size=3),
        st.dictionaries(names, st.lists(values, max_size=4), max_size=3))
 def test_sequence_example_round_trip(context, feature_lists):
-    got_context, got_lists = decode_sequence_example(encode_sequence_example(context, feature_lists))
+    encoded = encode_sequence_example(context, feature_lists)
+    got_context, got_lists = decode_sequence_example(encoded)
     assert got_context.keys() == context.keys()
     assert all(same(context[k], got_context[k]) for k in context)
     assert got_lists.keys() == feature_lists.keys()
@@ -108,5 +109,5 @@ def test_values_without_a_representation_raise_schema_error(value, message):
 
 
 def test_garbage_is_not_an_example():
-    with pytest.raises(ValueError, match="not a serialized tf.train.Example"):
+    with pytest.raises(ValueError, match=r"not a serialized tf\.train\.Example"):
         decode_example(b"\xff\xff\xff")

@@ -96,7 +96,13 @@ def test_empty_file_has_no_records(tmp_path):
 def test_record_larger_than_buffer(tmp_path):
     big = bytes(range(256)) * 5000
     path = write(tmp_path / "big.tfrecord", [b"x", big, b"y"])
-    assert list(RecordReader(path, buffer_size=64)) == [b"x", big, b"y"]
+    assert list(RecordReader(path, buffer_size=64, use_mmap=False)) == [b"x", big, b"y"]
+
+
+def test_records_larger_than_the_mapped_window(tmp_path, use_mmap):
+    records = [b"a" * 100, bytes(range(256)) * 70_000, b"b" * 100, b"c" * (17 << 20)]
+    path = write(tmp_path / "huge.tfrecord", records)
+    assert list(RecordReader(path, use_mmap=use_mmap)) == records
 
 
 def test_read_records_chains_files(tmp_path):
@@ -125,14 +131,20 @@ def test_write_after_close_fails(tmp_path):
 # -- damage ------------------------------------------------------------------------------
 
 
-def read_all_or_error(path: Path) -> list[bytes] | CorruptRecordError:
+@pytest.fixture(params=[True, False], ids=["mmap", "buffered"])
+def use_mmap(request) -> bool:
+    """Both read paths: mapped windows and the buffered stream."""
+    return request.param
+
+
+def read_all_or_error(path: Path, use_mmap: bool = True) -> list[bytes] | CorruptRecordError:
     try:
-        return list(RecordReader(path))
+        return list(RecordReader(path, use_mmap=use_mmap))
     except CorruptRecordError as err:
         return err
 
 
-def test_every_byte_flip_is_detected_at_the_right_offset(tmp_path):
+def test_every_byte_flip_is_detected_at_the_right_offset(tmp_path, use_mmap):
     records = [b"first", b"", b"third record", b"4"]
     clean = write(tmp_path / "clean.tfrecord", records).read_bytes()
     offsets = frame_offsets(records)
@@ -141,7 +153,7 @@ def test_every_byte_flip_is_detected_at_the_right_offset(tmp_path):
         data = bytearray(clean)
         data[position] ^= 0x01
         damaged.write_bytes(bytes(data))
-        result = read_all_or_error(damaged)
+        result = read_all_or_error(damaged, use_mmap)
         assert isinstance(result, CorruptRecordError), f"flip at {position} went unnoticed"
         record = max(i for i, off in enumerate(offsets) if off <= position)
         assert result.offset == offsets[record], position
@@ -163,14 +175,14 @@ def test_byte_flips_of_every_kind_never_yield_wrong_data(tmp_path, flip):
         assert isinstance(read_all_or_error(damaged), CorruptRecordError)
 
 
-def test_every_truncation_is_read_correctly_or_reported(tmp_path):
+def test_every_truncation_is_read_correctly_or_reported(tmp_path, use_mmap):
     records = [b"alpha", b"", b"gamma gamma"]
     clean = write(tmp_path / "clean.tfrecord", records).read_bytes()
     offsets = [*frame_offsets(records), len(clean)]
     cut = tmp_path / "cut.tfrecord"
     for length in range(len(clean) + 1):
         cut.write_bytes(clean[:length])
-        result = read_all_or_error(cut)
+        result = read_all_or_error(cut, use_mmap)
         complete = sum(1 for i in range(len(records)) if offsets[i + 1] <= length)
         if length in offsets:
             assert result == records[:complete], length
@@ -216,13 +228,13 @@ def test_skip_drops_a_bad_data_crc_record_and_keeps_the_rest(tmp_path, caplog):
     assert "skipped 1 corrupt record" in caplog.text  # reported at the end, never silent
 
 
-def test_skip_resynchronises_after_a_bad_length(tmp_path):
+def test_skip_resynchronises_after_a_bad_length(tmp_path, use_mmap):
     records = [b"one" * 5, b"two" * 5, b"three" * 5, b"four" * 5]
     data = bytearray(write(tmp_path / "c.tfrecord", records).read_bytes())
     data[frame_offsets(records)[1] + 2] ^= 0x10  # the length of record 1
     bad = tmp_path / "bad.tfrecord"
     bad.write_bytes(bytes(data))
-    reader = RecordReader(bad, on_error="skip")
+    reader = RecordReader(bad, on_error="skip", use_mmap=use_mmap)
     assert list(reader) == [records[0], records[2], records[3]]
     assert reader.stats.problems[0].check == "length crc"
     assert reader.stats.skipped_bytes == len(records[1]) + 16
@@ -280,8 +292,10 @@ def test_error_is_a_value_error_and_pickles(tmp_path):
 
 
 @given(st.lists(st.binary(max_size=300), max_size=20), st.sampled_from([None, "gzip", "zlib"]),
-       st.integers(min_value=12, max_value=200))
-def test_framing_round_trips_any_records(tmp_path_factory, records, compression, buffer_size):
+       st.integers(min_value=12, max_value=200), st.booleans())
+def test_framing_round_trips_any_records(tmp_path_factory, records, compression, buffer_size,
+                                         use_mmap):
     path = tmp_path_factory.mktemp("h") / "r.tfrecord"
     write(path, records, compression)
-    assert list(RecordReader(path, buffer_size=buffer_size)) == records
+    reader = RecordReader(path, buffer_size=buffer_size, use_mmap=use_mmap)
+    assert list(reader) == records

@@ -19,7 +19,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "inspect", help="show records, bytes, compression and the inferred schema of files"
     )
     parser.add_argument("paths", nargs="+", help="record files, globs or dataset directories")
-    parser.add_argument("--sample", type=int, default=1000, help="records to profile (default 1000)")
+    parser.add_argument(
+        "--sample", type=int, default=1000, help="records to profile (default 1000)"
+    )
     parser.add_argument(
         "--emit-code", action="store_true",
         help="print the feature_description dict for tf.io.parse_example",

@@ -43,7 +43,9 @@ def _load_messages() -> dict[str, Any]:
     names = ["BytesList", "FloatList", "Int64List", "Feature", "Features", "FeatureList",
              "FeatureLists", "Example", "SequenceExample"]
     return {
-        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"tfrecordkit.proto.{name}"))
+        name: message_factory.GetMessageClass(
+            pool.FindMessageTypeByName(f"tfrecordkit.proto.{name}")
+        )
         for name in names
     }
 

@@ -1,4 +1,4 @@
-"""Opening record files: local paths with the builtin ``open``, URLs (``gs://``, ``s3://``) via fsspec."""
+"""Opening record files: local paths with ``open``, URLs (``gs://``, ``s3://``) via fsspec."""
 
 from __future__ import annotations
 
@@ -30,4 +30,4 @@ def open_binary(path: PathLike, mode: str, buffering: int = -1) -> BinaryIO:
         except ImportError as err:
             raise MissingDependencyError("fsspec", "remote", f"opening {path}") from err
         return fsspec.open(os.fspath(path), mode).open()  # type: ignore[no-any-return]
-    return open(local_path(path), mode, buffering=buffering)  # noqa: SIM115
+    return open(local_path(path), mode, buffering=buffering)  # type: ignore[return-value]

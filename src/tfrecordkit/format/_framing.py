@@ -6,13 +6,19 @@ One record on disk is ``uint64 length | uint32 masked_crc(length) | data | uint3
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
+import mmap
 import os
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
+
+import crc32c as _crc32c
+import numpy as np
 
 from tfrecordkit.errors import CorruptionCheck, CorruptRecordError
 from tfrecordkit.format._compression import (
@@ -22,7 +28,7 @@ from tfrecordkit.format._compression import (
     detect_compression,
     normalize_compression,
 )
-from tfrecordkit.format._crc import masked_crc32c
+from tfrecordkit.format._crc import _MASK_DELTA, masked_crc32c
 from tfrecordkit.format._filesystem import PathLike, open_binary
 
 __all__ = ["ErrorPolicy", "ReadStats", "RecordReader", "RecordWriter", "read_records"]
@@ -159,23 +165,76 @@ def _check_policy(on_error: str) -> None:
         raise ValueError(f"on_error must be one of {_POLICIES}; got {on_error!r}")
 
 
-def _read_at_least(stream: BinaryIO, size: int, chunk: int) -> bytes:
-    """Read ``size`` bytes or more (at least ``chunk``), fewer only at end of stream."""
-    if size <= _MAX_READ:
-        data = stream.read(max(size, chunk))
-        if len(data) >= size or not data:
-            return data
-        parts = [data]
-        got = len(data)
-    else:
-        parts, got = [], 0
-    while got < size:
-        part = stream.read(min(size - got, _MAX_READ))
-        if not part:
-            break
-        parts.append(part)
-        got += len(part)
-    return b"".join(parts)
+class _Window:
+    """A reusable read buffer over a stream; the caller tracks its unread span ``[pos, end)``."""
+
+    def __init__(self, stream: BinaryIO, size: int, start_offset: int = 0) -> None:
+        self._stream = stream
+        self._buffer = bytearray(size)
+        self.view = memoryview(self._buffer)
+        self._end = 0
+        self._consumed = start_offset  # stream offset of buffer[0]
+
+    def offset(self, pos: int) -> int:
+        """Stream offset of buffer position ``pos``."""
+        return self._consumed + pos
+
+    def refill(self, pos: int, need: int) -> tuple[bool, memoryview, int, int]:
+        """Move ``[pos, end)`` to the front and read until ``need`` bytes are unread.
+
+        Returns ``(ok, view, pos, end)``; ``ok`` is False if the stream ended first.
+        """
+        end = self._end - pos
+        if pos:
+            self._buffer[:end] = self.view[pos : self._end]  # same size: no resize
+            self._consumed += pos
+        while end < need:
+            if end == len(self._buffer):
+                # Full: grow into a new buffer (views of the old one may still be alive),
+                # in bounded steps so a bogus unverified length can't allocate far more
+                # than the stream holds.
+                bigger = bytearray(min(need, end + _MAX_READ))
+                bigger[:end] = self.view[:end]
+                self._buffer, self.view = bigger, memoryview(bigger)
+            got = self._stream.readinto(self.view[end:])  # type: ignore[attr-defined]
+            if not got:
+                break
+            end += got
+        self._end = end
+        return end >= need, self.view, 0, end
+
+
+class _MappedWindow:
+    """Like :class:`_Window`, but maps the file in bounded windows instead of copying it.
+
+    Saves the read copy for local uncompressed files; each window is unmapped once no record
+    view refers to it, so resident memory stays bounded by the window size.
+    """
+
+    def __init__(self, raw: BinaryIO, start_offset: int = 0, size: int = 16 << 20) -> None:
+        self._fd = raw.fileno()
+        self._file_size = os.fstat(self._fd).st_size
+        self._window_size = size
+        self.view = memoryview(b"")
+        self._consumed = start_offset
+
+    def offset(self, pos: int) -> int:
+        """File offset of window position ``pos``."""
+        return self._consumed + pos
+
+    def refill(self, pos: int, need: int) -> tuple[bool, memoryview, int, int]:
+        """Map a window holding ``need`` bytes from ``pos``; see :meth:`_Window.refill`."""
+        start = self._consumed + pos
+        base = start - start % mmap.ALLOCATIONGRANULARITY
+        length = min(self._file_size - base, max(self._window_size, start - base + need))
+        if length <= start - base:
+            self.view, self._consumed = memoryview(b""), start
+            return False, self.view, 0, 0
+        mapped = mmap.mmap(self._fd, length, access=mmap.ACCESS_READ, offset=base)
+        with contextlib.suppress(AttributeError, OSError):  # madvise is not everywhere
+            mapped.madvise(mmap.MADV_SEQUENTIAL)
+        self.view, self._consumed = memoryview(mapped), base
+        return length - (start - base) >= need, self.view, start - base, length
 
 
 class RecordReader:
@@ -189,6 +248,9 @@ class RecordReader:
             it (resynchronising on the next valid record); or ``"warn"`` (skip and log).
             What was skipped is in :attr:`stats` and logged once at the end.
         index_path: offset index for random access; default ``<path>.index`` if it exists.
+        use_mmap: map local uncompressed files into memory (in bounded windows) rather than
+            copying them through a read buffer; faster, but the file must not be truncated
+            while it is read.
 
     Iterating yields each record's bytes; every iteration reads the file afresh. Offsets of
     compressed files are offsets into the decompressed stream.
@@ -203,6 +265,7 @@ class RecordReader:
         on_error: ErrorPolicy = "raise",
         index_path: PathLike | None = None,
         buffer_size: int = 1 << 20,
+        use_mmap: bool = True,
     ) -> None:
         _check_policy(on_error)
         if buffer_size < HEADER_SIZE:
@@ -212,8 +275,9 @@ class RecordReader:
         self.verify = verify
         self.on_error: ErrorPolicy = on_error
         self.buffer_size = buffer_size
+        self.use_mmap = use_mmap
         self._index_path = os.fspath(index_path) if index_path is not None else None
-        self._offsets = None  # (n, 2) int64 array once loaded
+        self._offsets: np.ndarray | None = None  # (n, 2) int64 array once loaded
         self._random_handle: BinaryIO | None = None
         self.stats = ReadStats()
 
@@ -240,23 +304,11 @@ class RecordReader:
         return InflatingReader(raw, compression, self.buffer_size)  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[bytes]:
-        for _offset, record in self.iter_with_offsets():
-            yield record
+        return self._scan(0, with_offsets=False)  # type: ignore[return-value]
 
     def iter_with_offsets(self, start_offset: int = 0) -> Iterator[tuple[int, bytes]]:
         """Yield ``(byte offset, record)`` pairs, from ``start_offset`` (a record boundary)."""
-        self.stats = stats = ReadStats()
-        stream = self._open_stream()
-        try:
-            if start_offset:
-                if self.compression is not None:
-                    raise ValueError(f"{self.path}: cannot start a compressed file mid-stream")
-                stream.seek(start_offset)
-            yield from self._scan(stream, start_offset, stats)
-        finally:
-            stream.close()
-            if stats.problems:
-                logger.warning(stats.summary(self.path))
+        return self._scan(start_offset, with_offsets=True)  # type: ignore[return-value]
 
     def _problem(
         self, stats: ReadStats, offset: int, index: int, check: CorruptionCheck, detail: str
@@ -268,89 +320,106 @@ class RecordReader:
         if self.on_error == "warn":
             logger.warning("%s", error)
 
-    def _scan(self, stream: BinaryIO, base: int, stats: ReadStats) -> Iterator[tuple[int, bytes]]:
-        """Parse frames out of ``stream``; ``base`` is the stream offset of its first byte."""
+    def _scan(
+        self, start_offset: int, *, with_offsets: bool
+    ) -> Iterator[bytes | tuple[int, bytes]]:
+        """Parse frames from ``start_offset``; yield records (or offset/record pairs)."""
+        self.stats = stats = ReadStats()
+        stream = self._open_stream()
+        if start_offset:
+            if self.compression is not None:
+                stream.close()
+                raise ValueError(f"{self.path}: cannot start a compressed file mid-stream")
+            stream.seek(start_offset)
+        window: _Window | _MappedWindow
+        if self.use_mmap and isinstance(stream, io.FileIO):
+            window = _MappedWindow(stream, start_offset)
+        else:
+            window = _Window(stream, self.buffer_size, start_offset)
         verify = self.verify
-        chunk = self.buffer_size
         header_unpack = _HEADER.unpack_from
         crc_unpack = _CRC.unpack_from
-        buf = b""
-        pos = 0  # position in buf
+        crc = _crc32c.crc32c
         index = 0  # records seen so far, good or bad
         resyncing_from = -1  # stream offset where a damaged region began, -1 when in sync
-
+        # The hot loop keeps the window's state in locals and syncs it around refills;
+        # the unread bytes are view[pos:end].
+        view, pos, end = window.view, 0, 0
         try:
             while True:
-                if len(buf) - pos < HEADER_SIZE:
-                    base += pos
-                    buf = buf[pos:] + _read_at_least(stream, HEADER_SIZE - (len(buf) - pos), chunk)
-                    pos = 0
-                    if not buf:
-                        break
-                    if len(buf) < HEADER_SIZE:
-                        if resyncing_from < 0:
-                            self._problem(
-                                stats, base, index, "truncated header",
-                                f"{len(buf)} of {HEADER_SIZE} header bytes at end of file",
-                            )
+                if end - pos < HEADER_SIZE:
+                    ok, view, pos, end = window.refill(pos, HEADER_SIZE)
+                    if not ok:
+                        left = end - pos
+                        if left and resyncing_from < 0:
+                            self._problem(stats, window.offset(pos), index, "truncated header",
+                                          f"{left} of {HEADER_SIZE} header bytes at end of file")
                             stats.skipped_records += 1
-                        stats.skipped_bytes += len(buf)
+                        stats.skipped_bytes += left
                         break
-                length, length_crc = header_unpack(buf, pos)
-                if verify and masked_crc32c(buf[pos : pos + 8]) != length_crc:
-                    if resyncing_from < 0:
-                        self._problem(
-                            stats, base + pos, index, "length crc",
-                            f"length field reads {length}",
-                        )
-                        stats.skipped_records += 1
-                        index += 1
-                        resyncing_from = base + pos
-                    pos += 1  # look for the next valid header one byte further
-                    continue
-                end = pos + HEADER_SIZE + length + FOOTER_SIZE
-                if end > len(buf):
-                    base += pos
-                    need = end - pos
-                    buf = buf[pos:] + _read_at_least(stream, need - (len(buf) - pos), chunk)
-                    pos, end = 0, need
-                    if end > len(buf):
+                length, length_crc = header_unpack(view, pos)
+                if verify:
+                    c = crc(view[pos : pos + 8])
+                    if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != length_crc:
                         if resyncing_from < 0:
-                            self._problem(
-                                stats, base, index, "truncated data",
-                                f"header says {length} data bytes, "
-                                f"{max(0, len(buf) - HEADER_SIZE)} remain",
-                            )
+                            self._problem(stats, window.offset(pos), index, "length crc",
+                                          f"length field reads {length}")
                             stats.skipped_records += 1
-                        stats.skipped_bytes += len(buf)
-                        break
-                data_end = end - FOOTER_SIZE
-                record = buf[pos + HEADER_SIZE : data_end]
-                if verify and masked_crc32c(record) != crc_unpack(buf, data_end)[0]:
-                    if resyncing_from >= 0:
-                        pos += 1  # a header that only looked valid: keep searching
+                            index += 1
+                            resyncing_from = window.offset(pos)
+                        pos += 1  # look for the next valid header one byte further
                         continue
-                    self._problem(stats, base + pos, index, "data crc", f"{length} data bytes")
-                    stats.skipped_records += 1
-                    stats.skipped_bytes += end - pos
-                    index += 1
-                    pos = end  # the length passed its CRC, so the next frame starts at `end`
-                    continue
+                size = HEADER_SIZE + length + FOOTER_SIZE
+                if end - pos < size:
+                    ok, view, pos, end = window.refill(pos, size)
+                    if not ok:
+                        left = end - pos
+                        if resyncing_from < 0:
+                            self._problem(stats, window.offset(pos), index, "truncated data",
+                                          f"header says {length} data bytes, "
+                                          f"{max(0, left - HEADER_SIZE)} remain")
+                            stats.skipped_records += 1
+                        stats.skipped_bytes += left
+                        break
+                data_end = pos + HEADER_SIZE + length
+                record = view[pos + HEADER_SIZE : data_end]
+                if verify:
+                    c = crc(record)
+                    if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != crc_unpack(
+                        view, data_end
+                    )[0]:
+                        if resyncing_from >= 0:
+                            pos += 1  # a header that only looked valid: keep searching
+                            continue
+                        self._problem(stats, window.offset(pos), index, "data crc",
+                                      f"{length} data bytes")
+                        stats.skipped_records += 1
+                        stats.skipped_bytes += size
+                        index += 1
+                        pos += size  # the length passed its CRC: the next frame is there
+                        continue
                 if resyncing_from >= 0:
-                    stats.skipped_bytes += base + pos - resyncing_from
+                    stats.skipped_bytes += window.offset(pos) - resyncing_from
                     resyncing_from = -1
-                yield base + pos, record
+                if with_offsets:
+                    yield window.offset(pos), record.tobytes()
+                else:
+                    yield record.tobytes()
+                pos += size
                 stats.records += 1
                 index += 1
-                pos = end
         except (zlib.error, EOFError) as err:
-            self._problem(stats, base + pos, index, "bad compressed stream", str(err))
+            self._problem(stats, window.offset(pos), index, "bad compressed stream", str(err))
+        finally:
+            stream.close()
+            if stats.problems:
+                logger.warning(stats.summary(self.path))
         if resyncing_from >= 0:
-            stats.skipped_bytes += base + pos - resyncing_from
+            stats.skipped_bytes += window.offset(pos) - resyncing_from
 
     # -- random access ------------------------------------------------------------------
 
-    def _load_offsets(self):  # type: ignore[no-untyped-def]
+    def _load_offsets(self) -> np.ndarray:
         if self._offsets is not None:
             return self._offsets
         from tfrecordkit.format._index import index_path_for, load_index, scan_offsets

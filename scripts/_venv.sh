@@ -1,0 +1,17 @@
+# Sourced by scripts/test and scripts/demo: creates .venv (once) and installs into it.
+# Usage: ensure_venv "<pip install arguments>"
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${TFRECORDKIT_VENV:-$ROOT/.venv}"
+PY="$VENV/bin/python"
+
+ensure_venv() {
+  if [ ! -x "$PY" ]; then
+    echo "creating $VENV" >&2
+    "${PYTHON:-python3}" -m venv "$VENV"
+  fi
+  # pip >= 25.1 understands dependency groups (--group).
+  "$PY" -m pip install --quiet --disable-pip-version-check --upgrade "pip>=25.1"
+  # shellcheck disable=SC2086
+  "$PY" -m pip install --quiet --disable-pip-version-check $1
+}
