@@ -15,9 +15,11 @@ import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from tfrecordkit.errors import SchemaError
+from tfrecordkit.format._wire import ListKind, encode_example_wire, feature_wire
 
 __all__ = [
     "DecodedValue",
+    "classify_value",
     "FeatureValue",
     "decode_example",
     "decode_sequence_example",
@@ -58,36 +60,10 @@ _SequenceExample = messages["SequenceExample"]
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _set_floats(feature: Any, array: np.ndarray) -> None:
-    floats = feature.float_list
-    if array.size == 0:
-        floats.SetInParent()
-        return
-    # Parsing a packed field is far faster than appending element by element.
-    payload = np.ascontiguousarray(array, dtype="<f4").tobytes()
-    floats.MergeFromString(b"\x0a" + _varint(len(payload)) + payload)
-
-
-def _set_ints(feature: Any, name: str, array: np.ndarray) -> None:
-    if array.dtype.kind == "u" and array.size and int(array.max()) > _INT64_MAX:
-        raise SchemaError(name, f"value {int(array.max())} does not fit int64")
-    ints = feature.int64_list
-    ints.SetInParent()
-    ints.value.extend(array.astype(np.int64, copy=False).ravel().tolist())
-
-
-def _set_bytes(feature: Any, items: Sequence[bytes]) -> None:
-    feature.bytes_list.SetInParent()
-    feature.bytes_list.value.extend(items)
+def _check_int64(name: str, ints: list[int]) -> list[int]:
+    if ints and (min(ints) < _INT64_MIN or max(ints) > _INT64_MAX):
+        raise SchemaError(name, "an integer does not fit int64")
+    return ints
 
 
 def _to_bytes(name: str, item: object) -> bytes:
@@ -100,57 +76,62 @@ def _to_bytes(name: str, item: object) -> bytes:
     raise SchemaError(name, f"cannot mix {type(item).__name__} into a bytes list")
 
 
-def _fill_feature(feature: Any, name: str, value: object) -> None:
-    """Set ``feature``'s list from a Python or NumPy value."""
-    if isinstance(value, bytes | bytearray | memoryview | str):
-        _set_bytes(feature, [_to_bytes(name, value)])
-    elif isinstance(value, bool | int | np.integer | np.bool_):
-        _set_ints(feature, name, np.asarray([value]))
-    elif isinstance(value, float | np.floating):
-        _set_floats(feature, np.asarray([value]))
-    elif isinstance(value, np.ndarray):
-        _fill_from_array(feature, name, value)
-    elif isinstance(value, list | tuple):
-        _fill_from_list(feature, name, value)
-    else:
-        raise SchemaError(name, f"cannot encode a value of type {type(value).__name__}")
+def classify_value(name: str, value: object) -> tuple[ListKind, Any]:
+    """Return ``(list kind, values)`` for a Python or NumPy feature value.
+
+    Raises:
+        SchemaError: the value has no Example representation.
+    """
+    if isinstance(value, bytes):
+        return "bytes", [value]
+    if isinstance(value, str | bytearray | memoryview):
+        return "bytes", [_to_bytes(name, value)]
+    if isinstance(value, bool | int | np.integer | np.bool_):
+        return "int64", _check_int64(name, [int(value)])
+    if isinstance(value, float | np.floating):
+        return "float", np.asarray([value], dtype=np.float32)
+    if isinstance(value, np.ndarray):
+        return _classify_array(name, value)
+    if isinstance(value, list | tuple):
+        return _classify_list(name, value)
+    raise SchemaError(name, f"cannot encode a value of type {type(value).__name__}")
 
 
-def _fill_from_array(feature: Any, name: str, array: np.ndarray) -> None:
+def _classify_array(name: str, array: np.ndarray) -> tuple[ListKind, Any]:
     kind = array.dtype.kind
     if kind == "f":
-        _set_floats(feature, array)
-    elif kind in "iub":
-        _set_ints(feature, name, array)
-    elif kind == "S":
-        _set_bytes(feature, array.ravel().tolist())
-    elif kind == "U":
-        _set_bytes(feature, [s.encode("utf-8") for s in array.ravel().tolist()])
-    elif kind == "O":
-        _fill_from_list(feature, name, array.ravel().tolist())
-    else:
-        raise SchemaError(name, f"cannot encode an array of dtype {array.dtype}")
+        return "float", array.ravel()
+    if kind in "iub":
+        if kind == "u" and array.size and int(array.max()) > _INT64_MAX:
+            raise SchemaError(name, f"value {int(array.max())} does not fit int64")
+        return "int64", array.astype(np.int64, copy=False).ravel()
+    if kind == "S":
+        return "bytes", array.ravel().tolist()
+    if kind == "U":
+        return "bytes", [s.encode("utf-8") for s in array.ravel().tolist()]
+    if kind == "O":
+        return _classify_list(name, array.ravel().tolist())
+    raise SchemaError(name, f"cannot encode an array of dtype {array.dtype}")
 
 
-def _fill_from_list(feature: Any, name: str, items: Sequence[object]) -> None:
+def _classify_list(name: str, items: Sequence[object]) -> tuple[ListKind, Any]:
     if not items:
-        return  # an empty Feature (no kind), as tf.train.Feature() is
+        return "none", None  # an empty Feature (no kind), as tf.train.Feature() is
     first = items[0]
     if isinstance(first, bytes | bytearray | memoryview | str | np.bytes_):
-        _set_bytes(feature, [_to_bytes(name, item) for item in items])
-        return
+        return "bytes", [_to_bytes(name, item) for item in items]
     if all(isinstance(i, bool | int | np.integer | np.bool_) for i in items):
-        ints = [int(i) for i in items]  # type: ignore[call-overload]
-        if min(ints) < _INT64_MIN or max(ints) > _INT64_MAX:
-            raise SchemaError(name, "an integer does not fit int64")
-        feature.int64_list.SetInParent()
-        feature.int64_list.value.extend(ints)
-        return
+        return "int64", _check_int64(name, [int(i) for i in items])  # type: ignore[call-overload]
     if all(isinstance(i, int | float | np.integer | np.floating | bool) for i in items):
-        _set_floats(feature, np.asarray(items, dtype=np.float64))
-        return
+        return "float", np.asarray(items, dtype=np.float32)
     kinds = sorted({type(i).__name__ for i in items})
     raise SchemaError(name, f"a list must hold one kind of value; got {', '.join(kinds)}")
+
+
+def _fill_feature(feature: Any, name: str, value: object) -> None:
+    """Set a protobuf ``Feature`` from a Python or NumPy value (via its wire bytes)."""
+    kind, values = classify_value(name, value)
+    feature.MergeFromString(feature_wire(kind, values))
 
 
 def _fill_features(features: Any, values: Mapping[str, object]) -> None:
@@ -172,9 +153,12 @@ def encode_example(features: Mapping[str, object]) -> bytes:
     Raises:
         SchemaError: a value has no Example representation (names the feature).
     """
-    example = _Example()
-    _fill_features(example.features, features)
-    return example.SerializeToString(deterministic=True)  # type: ignore[no-any-return]
+    entries = []
+    for name, value in features.items():
+        if not isinstance(name, str):
+            raise SchemaError(str(name), "feature names must be str")
+        entries.append((name, feature_wire(*classify_value(name, value))))
+    return encode_example_wire(entries)
 
 
 def _decode_feature(feature: Any) -> DecodedValue:
