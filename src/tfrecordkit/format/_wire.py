@@ -63,12 +63,27 @@ def map_entry_prefix(name: str) -> bytes:
     return b"\x0a" + varint(len(key)) + key
 
 
+def map_key_order(name: str) -> bytes:
+    """Sort key that orders map keys as protobuf's (upb) deterministic serialization does.
+
+    Bytewise on the common prefix; when one key is a prefix of another the longer comes first.
+    UTF-8 never contains 0xFF, so appending it yields exactly that order.
+    """
+    return name.encode("utf-8") + b"\xff"
+
+
+def frame_entry(key_prefix: bytes, feature: bytes) -> bytes:
+    """A ``Features.feature`` map entry, framed as a field of ``Features``."""
+    entry = key_prefix + b"\x12" + varint(len(feature)) + feature
+    return b"\x0a" + varint(len(entry)) + entry
+
+
 def encode_example_wire(entries: Iterable[tuple[str, bytes]]) -> bytes:
     """Serialize an Example from ``(name, serialized Feature)`` pairs, sorted as protobuf sorts."""
     body = b"".join(
         [
-            _len_field(b"\x0a", map_entry_prefix(name) + _len_field(b"\x12", feature))
-            for name, feature in sorted(entries, key=lambda e: e[0].encode("utf-8"))
+            frame_entry(map_entry_prefix(name), feature)
+            for name, feature in sorted(entries, key=lambda e: map_key_order(e[0]))
         ]
     )
     return _len_field(b"\x0a", body)
