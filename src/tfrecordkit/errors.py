@@ -7,6 +7,7 @@ also derives from the matching builtin so callers may catch either::
     ├── CorruptRecordError      (ValueError)   a record fails a framing check (CRC, truncation)
     ├── SchemaError             (ValueError)   a value does not fit its feature
     ├── DatasetError            (ValueError)   a dataset directory or manifest is unusable
+    ├── SourceError             (ValueError)   an input (file, row, item) cannot be converted
     ├── IndexUnavailableError   (ValueError)   random access asked of a file that cannot have it
     └── MissingDependencyError  (ImportError)  an optional extra is not installed
 """
@@ -21,6 +22,7 @@ __all__ = [
     "IndexUnavailableError",
     "MissingDependencyError",
     "SchemaError",
+    "SourceError",
     "TFRecordKitError",
 ]
 
@@ -87,6 +89,23 @@ class SchemaError(TFRecordKitError, ValueError):
 
 class DatasetError(TFRecordKitError, ValueError):
     """A dataset directory or its manifest is missing, inconsistent or would be overwritten."""
+
+
+class SourceError(TFRecordKitError, ValueError):
+    """An input (a file, a table row, a generator item) cannot be read or converted.
+
+    Attributes:
+        input: what the input is (a path, ``table.csv:17``, ``item 42``).
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, input: str, reason: str) -> None:  # noqa: A002
+        self.input = input
+        self.reason = reason
+        super().__init__(f"{input}: {reason}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return (type(self), (self.input, self.reason))
 
 
 class IndexUnavailableError(TFRecordKitError, ValueError):

@@ -1,13 +1,37 @@
 """Typed features and their mapping to ``tf.train.Example``; profiling records of unknown layout."""
 
+from tfrecordkit.schema._features import (
+    Audio,
+    ClassLabel,
+    Feature,
+    Image,
+    KeySpec,
+    Scalar,
+    Sequence,
+    Tensor,
+    Text,
+    feature_from_json,
+)
 from tfrecordkit.schema._profile import FeatureProfile, ListKind, RecordProfile, profile_records
+from tfrecordkit.schema._schema import Schema
 from tfrecordkit.schema._sniff import ContentType, sniff_bytes
 
 __all__ = [
+    "Audio",
+    "ClassLabel",
     "ContentType",
+    "Feature",
     "FeatureProfile",
+    "Image",
+    "KeySpec",
     "ListKind",
     "RecordProfile",
+    "Scalar",
+    "Schema",
+    "Sequence",
+    "Tensor",
+    "Text",
+    "feature_from_json",
     "profile_records",
     "sniff_bytes",
 ]

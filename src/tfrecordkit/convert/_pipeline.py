@@ -1,0 +1,342 @@
+"""The conversion: source items → (worker processes) load + encode → sharded writer → dataset.
+
+Encoding runs in worker processes (default: one per core) with a bounded number of chunks in
+flight, so memory does not grow with the dataset; results come back in input order, so the same
+inputs and seed always give byte-identical shards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import multiprocessing
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, Literal
+
+from tfrecordkit.errors import SchemaError, SourceError
+from tfrecordkit.schema import ClassLabel, Schema
+from tfrecordkit.sources import Records, Source, SourceItem
+from tfrecordkit.store import (
+    DEFAULT_SHARD_SIZE,
+    Manifest,
+    ShardedWriter,
+    ShardOptions,
+    record_hash,
+)
+
+__all__ = ["ConversionResult", "SplitSpec", "convert", "write_dataset"]
+
+logger = logging.getLogger(__name__)
+
+SplitSpec = str | Mapping[str, float]
+"""One split name for every record, or split ratios (``{"train": 0.9, "val": 0.1}``)."""
+
+_CHUNK = 32
+_IN_FLIGHT_PER_WORKER = 4
+
+
+@dataclass(frozen=True)
+class ConversionResult:
+    """What a conversion produced, and how fast."""
+
+    path: Path
+    manifest: Manifest
+    seconds: float
+    resumed: bool
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.manifest.splits.values())
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.manifest.splits.values())
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready summary (what ``convert --json`` prints)."""
+        m = self.manifest
+        return {
+            "path": str(self.path),
+            "records": self.records,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+            "records_per_second": round(self.records / self.seconds, 1) if self.seconds else None,
+            "resumed": self.resumed,
+            "layout": m.layout,
+            "compression": m.compression,
+            "splits": {
+                name: {"records": s.records, "bytes": s.bytes, "shards": len(s.shards),
+                       "class_counts": s.class_counts}
+                for name, s in m.splits.items()
+            },
+            "skipped_count": m.skipped_count,
+            "skipped": list(m.skipped),
+        }
+
+    def summary(self) -> str:
+        """Human-readable summary: records per split and class, shards, bytes, skipped inputs."""
+        m = self.manifest
+        rate = self.records / self.seconds if self.seconds else 0.0
+        lines = [
+            f"wrote {self.records} records ({self.bytes / 1e6:.1f} MB) to {self.path} in "
+            f"{self.seconds:.1f}s ({rate:,.0f} rec/s, {self.bytes / 1e6 / max(self.seconds, 1e-9):.1f}"
+            f" MB/s){' (resumed)' if self.resumed else ''}"
+        ]
+        names = m.class_names
+        for name, split in m.splits.items():
+            lines.append(f"  {name}: {split.records} records in {len(split.shards)} shard(s), "
+                         f"{split.bytes / 1e6:.1f} MB")
+            if split.class_counts and len(split.class_counts) <= 20:
+                counts = ", ".join(f"{names[int(k)] if names else k}={v}"
+                                   for k, v in split.class_counts.items())
+                lines.append(f"    classes: {counts}")
+            elif split.class_counts:
+                lines.append(f"    {len(split.class_counts)} classes")
+        if m.skipped_count:
+            lines.append(f"  skipped {m.skipped_count} input(s):")
+            lines.extend(f"    {s['input']}: {s['reason']}" for s in m.skipped[:10])
+            if m.skipped_count > 10:
+                lines.append(f"    ... and {m.skipped_count - 10} more (see dataset.json)")
+        return "\n".join(lines)
+
+
+# -- worker side ---------------------------------------------------------------------------------
+
+_worker_state: tuple[Source, Schema, str | None] | None = None
+
+
+def _init_worker(source: Source, schema: Schema, label_feature: str | None) -> None:
+    global _worker_state  # noqa: PLW0603 -- one per worker process, set once
+    _worker_state = (source, schema, label_feature)
+
+
+_Outcome = tuple[bool, str, str | None, bytes | str, int | None]
+
+
+def _encode_chunk(chunk: list[SourceItem]) -> list[_Outcome]:
+    """Load and encode items: ``(ok, key, split, data or reason, label)`` per item."""
+    assert _worker_state is not None
+    source, schema, label_feature = _worker_state
+    return [_encode_one(source, schema, label_feature, item) for item in chunk]
+
+
+def _encode_one(
+    source: Source, schema: Schema, label_feature: str | None, item: SourceItem
+) -> _Outcome:
+    try:
+        record = source.load(item.item)
+        data = schema.encode(record)
+        label = None
+        if label_feature is not None:
+            feature = schema[label_feature]
+            assert isinstance(feature, ClassLabel)
+            label = feature.index_of(label_feature, record[label_feature])
+        return True, item.key, item.split, data, label
+    except SourceError as err:
+        return False, item.key, item.split, err.reason, None
+    except SchemaError as err:
+        return False, item.key, item.split, str(err), None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return False, item.key, item.split, f"{type(err).__name__}: {err}", None
+
+
+# -- main side -----------------------------------------------------------------------------------
+
+
+def _chunks(items: Iterator[SourceItem], size: int) -> Iterator[list[SourceItem]]:
+    while chunk := list(islice(items, size)):
+        yield chunk
+
+
+def _parallel_outcomes(
+    source: Source, schema: Schema, label_feature: str | None, workers: int
+) -> Iterator[tuple[SourceItem, _Outcome]]:
+    """Encode every item, in input order, with at most a few chunks in flight."""
+    items = source.items()
+    if workers <= 1:
+        for item in items:
+            yield item, _encode_one(source, schema, label_feature, item)
+        return
+    # fork starts fast and shares the source; with TensorFlow loaded, fork is unsafe.
+    method = "spawn" if "tensorflow" in sys.modules or sys.platform != "linux" else "fork"
+    context = multiprocessing.get_context(method)
+    with context.Pool(workers, _init_worker, (source, schema, label_feature)) as pool:
+        pending: deque[tuple[list[SourceItem], Any]] = deque()
+        chunks = _chunks(items, _CHUNK)
+        for chunk in chunks:
+            pending.append((chunk, pool.apply_async(_encode_chunk, (chunk,))))
+            if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
+                done_chunk, result = pending.popleft()
+                yield from zip(done_chunk, result.get(), strict=True)
+        while pending:
+            done_chunk, result = pending.popleft()
+            yield from zip(done_chunk, result.get(), strict=True)
+
+
+class _SplitAssigner:
+    def __init__(self, split: SplitSpec, seed: int) -> None:
+        self.seed = seed
+        self.bounds: list[tuple[float, str]] = []
+        self.single: str | None = None
+        if isinstance(split, str):
+            self.single = split
+            return
+        total = sum(split.values())
+        if not split or total <= 0 or any(v < 0 for v in split.values()):
+            raise ValueError(f"split ratios must be non-negative and sum above 0; got {split}")
+        acc = 0.0
+        for name, ratio in split.items():
+            acc += ratio / total
+            self.bounds.append((acc, name))
+
+    def __call__(self, item: SourceItem) -> str:
+        if item.split is not None:
+            return item.split
+        if self.single is not None:
+            return self.single
+        u = record_hash(item.key, self.seed, "split") / 2**64
+        return next((name for bound, name in self.bounds if u < bound), self.bounds[-1][1])
+
+
+def _plan_id(source: Source, schema: Schema, options: ShardOptions, split: SplitSpec,
+             label_feature: str | None) -> str:
+    plan = {
+        "source": source.description, "schema": schema.to_json(), "options": repr(options),
+        "split": split if isinstance(split, str) else dict(split), "label": label_feature,
+    }
+    return hashlib.sha256(json.dumps(plan, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def convert(
+    source: Source,
+    out_dir: str | os.PathLike[str],
+    *,
+    schema: Schema | None = None,
+    split: SplitSpec = "train",
+    layout: Literal["mixed", "per_class"] = "mixed",
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    num_shards: int | None = None,
+    min_shards: int = 1,
+    compression: str | None = None,
+    seed: int = 0,
+    shuffle: bool = True,
+    workers: int | None = None,
+    on_error: Literal["raise", "skip"] = "raise",
+    overwrite: bool = False,
+    label_feature: str | None = None,
+    progress: bool | Callable[[int, int], None] = False,
+) -> ConversionResult:
+    """Convert ``source`` into a dataset directory of TFRecord shards plus ``dataset.json``.
+
+    Args:
+        source: where records come from (see :mod:`tfrecordkit.sources`).
+        out_dir: the dataset directory.
+        schema: the features (default: the source's own schema).
+        split: a split name, or ratios such as ``{"train": 0.9, "val": 0.1}`` (seeded, by key).
+        layout: ``"mixed"`` shards, or ``"per_class"`` (each class in its own shards).
+        shard_size: target bytes per shard; ``num_shards`` fixes the count instead.
+        min_shards: at least this many shards per split (mixed layout).
+        compression: None, ``"gzip"`` or ``"zlib"``.
+        seed: seeds the write-time shuffle and the split assignment.
+        shuffle: shuffle records at write time; else keep input order.
+        workers: encoding processes (default: all cores; 0 or 1 encodes in this process).
+        on_error: ``"raise"`` on the first bad input, or ``"skip"`` it (listed in the manifest).
+        overwrite: replace an existing dataset in ``out_dir``.
+        label_feature: the class-label feature (default: the schema's first ClassLabel).
+        progress: show a progress bar on stderr, or a ``callback(records, bytes)``.
+
+    Raises:
+        SourceError: an input is unreadable (with ``on_error="raise"``); names the input.
+        DatasetError: ``out_dir`` holds a dataset and ``overwrite`` is False.
+    """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip'; got {on_error!r}")
+    schema = schema or source.schema()
+    if label_feature is None and (found := schema.class_label()) is not None:
+        label_feature = found[0]
+    options = ShardOptions(shard_size=shard_size, num_shards=num_shards, min_shards=min_shards,
+                           compression=compression, layout=layout, seed=seed, shuffle=shuffle)
+    assign_split = _SplitAssigner(split, seed)
+    if workers is None:
+        workers = 1 if source.in_process else (os.cpu_count() or 1)
+    from tfrecordkit import __version__
+
+    started = time.perf_counter()
+    writer = ShardedWriter(
+        out_dir, schema, options, label_feature=label_feature, overwrite=overwrite,
+        plan_id=_plan_id(source, schema, options, split, label_feature),
+        created_by={"tool": "tfrecordkit", "version": __version__, "source": source.description,
+                    "split": split if isinstance(split, str) else dict(split)},
+    )
+    report = _progress_reporter(progress)
+    with writer:
+        if writer.resumed:
+            logger.info("%s: resuming from a completed spill", out_dir)
+        else:
+            for item, (ok, key, _split, payload, label) in _parallel_outcomes(
+                source, schema, label_feature, workers
+            ):
+                if not ok:
+                    if on_error == "raise":
+                        raise SourceError(source.describe(item), str(payload))
+                    logger.info("skipping %s: %s", source.describe(item), payload)
+                    writer.skip(source.describe(item), str(payload))
+                    continue
+                assert isinstance(payload, bytes)
+                writer.add(key, payload, split=assign_split(item), label=label)
+                report(1, len(payload))
+        manifest = writer.finish()
+        report(0, 0, done=True)
+    if manifest.skipped_count:
+        logger.warning("skipped %d input(s); they are listed in %s/dataset.json",
+                       manifest.skipped_count, out_dir)
+    return ConversionResult(Path(out_dir), manifest, time.perf_counter() - started,
+                            writer.resumed)
+
+
+def _progress_reporter(progress: bool | Callable[[int, int], None]) -> Callable[..., None]:
+    if callable(progress):
+        user = progress
+        return lambda records, nbytes, done=False: None if done else user(records, nbytes)
+    if not progress:
+        return lambda records, nbytes, done=False: None
+    from tqdm import tqdm
+
+    bar = tqdm(desc="converting", unit="rec", unit_scale=True, file=sys.stderr, mininterval=0.5)
+    state = {"bytes": 0, "last": 0.0}
+    start = time.perf_counter()
+
+    def report(records: int, nbytes: int, done: bool = False) -> None:
+        if done:
+            bar.close()
+            return
+        state["bytes"] += nbytes
+        bar.update(records)
+        now = time.perf_counter()
+        if now - state["last"] > 0.5:
+            state["last"] = now
+            bar.set_postfix_str(f"{state['bytes'] / 1e6 / max(now - start, 1e-9):.1f} MB/s",
+                                refresh=False)
+
+    return report
+
+
+def write_dataset(
+    records: Iterable[Mapping[str, Any]] | Mapping[str, Iterable[Mapping[str, Any]]],
+    out_dir: str | os.PathLike[str],
+    schema: Schema,
+    **options: Any,
+) -> ConversionResult:
+    """Write records (``{feature: value}`` dicts) as a dataset; see :func:`convert` for options.
+
+    ``records`` may also map split names to iterables of records (explicit splits).
+    """
+    return convert(Records(records, schema), out_dir, schema=schema, **options)

@@ -1,0 +1,56 @@
+"""Choosing a source for a path: given by name, or inferred when unambiguous."""
+
+from __future__ import annotations
+
+import os
+
+from tfrecordkit.errors import SourceError
+from tfrecordkit.sources import AudioFolder, ImageFolder, NumpyArrays, Source, Table, TextLines
+from tfrecordkit.sources._folder import _class_dirs, _walk_files
+from tfrecordkit.sources._media import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS
+
+__all__ = ["SOURCE_KINDS", "open_source"]
+
+SOURCE_KINDS = ("image-folder", "audio-folder", "text", "table", "numpy")
+
+
+def _infer_kind(path: str) -> str:
+    if os.path.isdir(path):
+        classes = _class_dirs(path)
+        folder = os.path.join(path, classes[0])
+        images = next(_walk_files(folder, IMAGE_EXTENSIONS), None)
+        audio = next(_walk_files(folder, AUDIO_EXTENSIONS), None)
+        if images and not audio:
+            return "image-folder"
+        if audio and not images:
+            return "audio-folder"
+        raise SourceError(path, "holds both images and audio (or neither); pass --source")
+    lowered = path.lower()
+    if lowered.endswith((".csv", ".jsonl", ".ndjson", ".parquet")):
+        return "table"
+    if lowered.endswith((".npy", ".npz")):
+        return "numpy"
+    if lowered.endswith(".txt"):
+        return "text"
+    raise SourceError(path, "cannot tell the source type; pass --source "
+                            f"({', '.join(SOURCE_KINDS)})")
+
+
+def open_source(path: str, kind: str | None = None, **options: object) -> Source:
+    """The source for ``path``: ``kind`` is one of :data:`SOURCE_KINDS`, or None to infer."""
+    if not os.path.exists(path):
+        raise SourceError(path, "no such file or directory")
+    kind = kind or _infer_kind(path)
+    if kind == "image-folder":
+        return ImageFolder(path, **options)  # type: ignore[arg-type]
+    if kind == "audio-folder":
+        return AudioFolder(path, **options)  # type: ignore[arg-type]
+    if kind == "table":
+        return Table(path, **options)  # type: ignore[arg-type]
+    if kind == "numpy":
+        return NumpyArrays(path)
+    if kind == "text":
+        if path.lower().endswith((".csv", ".jsonl", ".ndjson", ".parquet")):
+            return Table(path, **options)  # type: ignore[arg-type]
+        return TextLines(path)
+    raise SourceError(path, f"unknown source {kind!r}; one of {', '.join(SOURCE_KINDS)}")

@@ -1,0 +1,640 @@
+"""Typed features: how each kind of value is stored in a ``tf.train.Example`` and read back.
+
+Each feature owns one main Example key (its name) and, where shapes vary per record, auxiliary
+keys ``<name>/<field>`` (``image/height``, ``tensor/shape``, ...). A feature knows how to encode
+a Python/NumPy value, which parsing spec reads each key, and how to decode without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import collections.abc
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from tfrecordkit.errors import MissingDependencyError, SchemaError
+from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
+from tfrecordkit.schema._sniff import sniff_bytes
+
+__all__ = [
+    "Audio",
+    "ClassLabel",
+    "Feature",
+    "Image",
+    "KeySpec",
+    "Scalar",
+    "Sequence",
+    "Tensor",
+    "Text",
+    "feature_from_json",
+]
+
+SpecDtype = Literal["string", "int64", "float32"]
+Entries = list[tuple[str, bytes]]
+EntryEncoder = Callable[[Any], Entries]
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """How to parse one Example key: its list dtype and fixed shape (None: variable length)."""
+
+    key: str
+    dtype: SpecDtype
+    shape: tuple[int, ...] | None = ()
+    default: Any = None
+
+
+# -- entry encoders: value -> framed map entries ---------------------------------------------
+
+
+def _entry(key: str, kind: Literal["bytes", "float", "int64"], values: Any) -> tuple[str, bytes]:
+    return key, frame_entry(map_entry_prefix(key), feature_wire(kind, values))
+
+
+def _int_scalar_encoder(key: str) -> Callable[[int], tuple[str, bytes]]:
+    # Feature{int64_list{value: [v]}}: every length is fixed by the varint's length.
+    prefix = map_entry_prefix(key)
+    prefixes = {}
+    for n in range(1, 11):
+        feature_head = b"\x1a" + varint(n + 2) + b"\x0a" + varint(n)
+        entry_len = len(prefix) + 2 + len(feature_head) + n
+        prefixes[n] = b"\x0a" + varint(entry_len) + prefix + b"\x12" + varint(
+            len(feature_head) + n) + feature_head
+
+    def encode(value: int) -> tuple[str, bytes]:
+        encoded = varint(value)
+        return key, prefixes[len(encoded)] + encoded
+
+    return encode
+
+
+def _float_scalar_encoder(key: str) -> Callable[[float], tuple[str, bytes]]:
+    head = frame_entry(map_entry_prefix(key), b"\x12\x06\x0a\x04\x00\x00\x00\x00")[:-4]
+    pack = struct.Struct("<f").pack
+
+    def encode(value: float) -> tuple[str, bytes]:
+        return key, head + pack(value)
+
+    return encode
+
+
+def _bytes_scalar_encoder(key: str) -> Callable[[bytes], tuple[str, bytes]]:
+    prefix = map_entry_prefix(key)
+
+    def encode(value: bytes) -> tuple[str, bytes]:
+        inner = b"\x0a" + varint(len(value)) + value
+        return key, frame_entry(prefix, b"\x0a" + varint(len(inner)) + inner)
+
+    return encode
+
+
+def _as_int(name: str, value: Any) -> int:
+    if isinstance(value, bool | int | np.integer | np.bool_):
+        result = int(value)
+        if -(2**63) <= result < 2**63:
+            return result
+        raise SchemaError(name, f"{result} does not fit int64")
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iub":
+        return _as_int(name, value.reshape(()).item())
+    raise SchemaError(name, f"expected an integer, got {type(value).__name__} {value!r:.60}")
+
+
+def _as_float(name: str, value: Any) -> float:
+    if isinstance(value, float | int | np.floating | np.integer) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "fiu":
+        return float(value.reshape(()).item())
+    raise SchemaError(name, f"expected a number, got {type(value).__name__} {value!r:.60}")
+
+
+def _as_text_bytes(name: str, value: Any) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, bytes | bytearray | np.bytes_):
+        data = bytes(value)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise SchemaError(name, f"text is not valid UTF-8 (byte {err.start})") from None
+        return data
+    raise SchemaError(name, f"expected str, got {type(value).__name__}")
+
+
+def _scalar(features: Mapping[str, Any], key: str) -> Any:
+    return features[key][0]
+
+
+# -- features --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Feature:
+    """Base of all features; subclasses are frozen dataclasses that validate on construction."""
+
+    kind: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready description, inverse of :func:`feature_from_json`."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for name, value in self.__dict__.items():
+            out[name] = value.to_json() if isinstance(value, Feature) else (
+                list(value) if isinstance(value, tuple) else value)
+        return out
+
+    def key_specs(self, name: str) -> list[KeySpec]:
+        """Parsing specs of every Example key this feature writes."""
+        raise NotImplementedError
+
+    def entry_encoder(self, name: str) -> EntryEncoder:
+        """A function turning one value into this feature's framed Example map entries."""
+        raise NotImplementedError
+
+    def decode(self, name: str, features: Mapping[str, Any]) -> Any:
+        """The value back from decoded Example features, without TensorFlow."""
+        raise NotImplementedError
+
+
+_SCALAR_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "bool",
+                  "float32", "float64", "float16", "string")
+
+
+@dataclass(frozen=True)
+class Scalar(Feature):
+    """One number or string per record: int64 / float32 list of one value, or bytes."""
+
+    dtype: str = "int64"
+    kind: ClassVar[str] = "scalar"
+
+    def __post_init__(self) -> None:
+        if self.dtype not in _SCALAR_DTYPES:
+            raise SchemaError("<scalar>", f"dtype must be one of {_SCALAR_DTYPES}; got {self.dtype!r}")
+
+    @property
+    def list_kind(self) -> Literal["bytes", "float", "int64"]:
+        if self.dtype == "string":
+            return "bytes"
+        return "float" if self.dtype.startswith("float") else "int64"
+
+    def key_specs(self, name: str) -> list[KeySpec]:
+        dtype: SpecDtype = {"bytes": "string", "float": "float32", "int64": "int64"}[self.list_kind]  # type: ignore[assignment]
+        return [KeySpec(name, dtype, ())]
+
+    def entry_encoder(self, name: str) -> EntryEncoder:
+        if self.list_kind == "float":
+            encode_float = _float_scalar_encoder(name)
+            return lambda value: [encode_float(_as_float(name, value))]
+        if self.list_kind == "int64":
+            encode_int = _int_scalar_encoder(name)
+            return lambda value: [encode_int(_as_int(name, value))]
+        encode_bytes = _bytes_scalar_encoder(name)
+
+        def encode(value: Any) -> Entries:
+            if isinstance(value, str):
+                value = value.encode("utf-8")
+            if not isinstance(value, bytes):
+                raise SchemaError(name, f"expected str or bytes, got {type(value).__name__}")
+            return [encode_bytes(value)]
+
+        return encode
+
+    def decode(self, name: str, features: Mapping[str, Any]) -> Any:
+        value = _scalar(features, name)
+        if self.dtype == "string":
+            return value
+        return np.asarray(value).astype(self.dtype).item() if self.dtype != "bool" else bool(value)
+
+
+@dataclass(frozen=True)
+class ClassLabel(Feature):
+    """A class index (int64), with the class names kept in the schema."""
+
+    names: tuple[str, ...] = ()
+    kind: ClassVar[str] = "class_label"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(str(n) for n in self.names))
+        if not self.names:
+            raise SchemaError("<class_label>", "needs at least one class name")
+        if len(set(self.names)) != len(self.names):
+            raise SchemaError("<class_label>", "class names must be unique")
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.names)
+
+    def index_of(self, name: str, value: Any) -> int:
+        """The class index of ``value`` (an index or a class name)."""
+        if isinstance(value, str):
+            try:
+                return self._lookup[value]
+            except KeyError:
+                raise SchemaError(name, f"unknown class {value!r:.60}") from None
+        index = _as_int(name, value)
+        if not 0 <= index < len(self.names):
+            raise SchemaError(name, f"class index {index} outside 0..{len(self.names) - 1}")
+        return index
+
+    @property
+    def _lookup(self) -> dict[str, int]:
+        lookup = self.__dict__.get("_lookup_cache")
+        if lookup is None:
+            lookup = {n: i for i, n in enumerate(self.names)}
+            object.__setattr__(self, "_lookup_cache", lookup)
+        return lookup
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "names": list(self.names)}
+
+    def key_specs(self, name: str) -> list[KeySpec]:
+        return [KeySpec(name, "int64", ())]
+
+    def entry_encoder(self, name: str) -> EntryEncoder:
+        encode_int = _int_scalar_encoder(name)
+        return lambda value: [encode_int(self.index_of(name, value))]
+
+    def decode(self, name: str, features: Mapping[str, Any]) -> int:
+        return int(_scalar(features, name))
+
+
+@dataclass(frozen=True)
+class Text(Feature):
+    """UTF-8 text (one string per record), optionally with its token ids (``<name>/ids``)."""
+
+    token_ids: bool = False
+    kind: ClassVar[str] = "text"
+
+    def key_specs(self, name: str) -> list[KeySpec]:
+        specs = [KeySpec(name, "string", ())]
+        if self.token_ids:
+            specs.append(KeySpec(f"{name}/ids", "int64", None))
+        return specs
+
+    def entry_encoder(self, name: str) -> EntryEncoder:
+        encode_text = _bytes_scalar_encoder(name)
+        ids_key = f"{name}/ids"
+
+        def encode(value: Any) -> Entries:
+            if self.token_ids:
+                if not isinstance(value, Mapping) or "ids" not in value:
+                    raise SchemaError(name, "expected {'text': ..., 'ids': [...]} (token_ids=True)")
+                ids = np.asarray(value["ids"])
+                if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+                    raise SchemaError(name, f"token ids must be a 1-D integer list, got {ids.dtype}")
+                return [encode_text(_as_text_bytes(name, value.get("text", ""))),
+                        _entry(ids_key, "int64", ids.astype(np.int64))]
+            if isinstance(value, Mapping):
+                value = value.get("text")
+            return [encode_text(_as_text_bytes(name, value))]
+
+        return encode
+
+    def decode(self, name: str, features: Mapping[str, Any]) -> Any:
+        text = _scalar(features, name).decode("utf-8")
+        if self.token_ids:
+            return {"text": text, "ids": np.asarray(features.get(f"{name}/ids", []), np.int64)}
+        return text
+
+
+@dataclass(frozen=True)
+class Tensor(Feature):
+    """An n-d array stored as raw little-endian bytes; ``None`` dims vary per record."""
+
+    shape: tuple[int | None, ...] = ()
+    dtype: str = "float32"
+    kind: ClassVar[str] = "tensor"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(self.shape))
+        try:
+            dtype = np.dtype(self.dtype)
+        except TypeError:
+            raise SchemaError("<tensor>", f"unknown dtype {self.dtype!r}") from None
+        if dtype.kind not in "biuf":
+            raise SchemaError("<tensor>", f"dtype must be boolean, integer or float; got {dtype}")
+        object.__setattr__(self, "dtype", dtype.name)
+        if any(d is not None and (not isinstance(d, int) or d < 0) for d in self.shape):
+            raise SchemaError("<tensor>", f"shape dims must be ints >= 0 or None; got {self.shape}")
+
+    @property
+    def variable(self) -> bool:
+        return any(d is None for d in self.shape)
+
+    def key_specs(self, name: str) -> list[KeySpec]:
+        specs = [KeySpec(name, "string", ())]
+        if self.variable:
+            specs.append(KeySpec(f"{name}/shape", "int64", (len(self.shape),)))
+        return specs
+
+    def entry_encoder(self, name: str) -> EntryEncoder:
+        encode_bytes = _bytes_scalar_encoder(name)
+        shape_key = f"{name}/shape"
+        little = np.dtype(self.dtype).newbyteorder("<")
+
+        def encode(value: Any) -> Entries:
+            try:
+                array = np.asarray(value)
+            except (TypeError, ValueError) as err:
+                raise SchemaError(name, f"not an array: {err}") from None
+            if array.ndim != len(self.shape) or any(
+                want is not None and want != got for want, got in zip(self.shape, array.shape,
+                                                                       strict=True)
+            ):
+                raise SchemaError(name, f"shape {array.shape} does not fit {self.shape}")
+            if array.dtype != np.dtype(self.dtype) and not np.can_cast(
+                array.dtype, self.dtype, casting="same_kind"
+            ):
+                raise SchemaError(name, f"dtype {array.dtype} does not fit {self.dtype}")
+            entries = [encode_bytes(np.ascontiguousarray(array, dtype=little).tobytes())]
+            if self.variable:
+                entries.append(_entry(shape_key, "int64", list(array.shape)))
+            return entries
+
+        return encode
+
+    def decode(self, name: str, features: Mapping[str, Any]) -> np.ndarray:
+        shape = (
+            tuple(features[f"{name}/shape"].tolist()) if self.variable else self.shape
+        )
+        data = _scalar(features, name)
+        return np.frombuffer(data, dtype=np.dtype(self.dtype).newbyteorder("<")).astype(
+            self.dtype).reshape(shape)  # type: ignore[arg-type]
+
+
+def _pil() -> Any:
+    try:
+        from PIL import Image as PILImage
+    except ImportError as err:
+        raise MissingDependencyError("pillow", "image", "encoding or decoding images") from err
+    return PILImage
+
+
+_PIL_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "P": 3, "1": 1, "I;16": 1, "CMYK": 3,
+                 "YCbCr": 3, "I": 1, "F": 1}
+
+
+@dataclass(frozen=True)
+class Image(Feature):
+    """An image: encoded bytes (``jpeg``, ``png``, or ``auto``: either, as they came) or ``raw``
+    uint8 pixels, with per-record ``height``, ``width`` and ``channels``.
+
+    ``channels`` is what readers decode to (None: as stored, which may vary per record).
+    """
+
+    encoding: str = "auto"
+    channels: int | None = None
+    kind: ClassVar[str] = "image"
+
+    _ENCODINGS: ClassVar[tuple[str, ...]] = ("auto", "jpeg", "png", "raw")
+
+    def __post_init__(self) -> None:
+        if self.encoding not in self._ENCODINGS:
+            raise SchemaError("<image>", f"encoding must be one of {self._ENCODINGS}; "
+                                         f"got {self.encoding!r}")
+        if self.channels not in (None, 1, 2, 3, 4):
+            raise SchemaError("<image>", f"channels must be None, 1, 2, 3 or 4; got {self.channels}")
+
+    def key_specs(self, name: str) -> list[KeySpec]:
+        return [KeySpec(name, "string", ())] + [
+            KeySpec(f"{name}/{d}", "int64", ()) for d in ("height", "width", "channels")
+        ]
+
+    def encode_array(self, name: str, pixels: np.ndarray) -> bytes:
+        """Encode uint8 pixels (HW or HWC) as this feature's encoding (PNG for ``auto``)."""
+        if pixels.dtype != np.uint8 or pixels.ndim not in (2, 3):
+            raise SchemaError(name, f"pixels must be uint8 HW or HWC, got {pixels.dtype} "
+                                    f"{pixels.shape}")
+        if self.encoding == "raw":
+            return np.ascontiguousarray(pixels).tobytes()
+        image = _pil().fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1
+                                 else pixels)
+        buffer = io.BytesIO()
+        if self.encoding == "jpeg":
+            image.save(buffer, format="JPEG", quality=95)
+        else:
+            image.save(buffer, format="PNG")
+        return buffer.getvalue()
+
+    def entry_encoder(self, name: str) -> EntryEncoder:
+        encode_bytes = _bytes_scalar_encoder(name)
+        dims = [_int_scalar_encoder(f"{name}/{d}") for d in ("height", "width", "channels")]
+
+        def encode(value: Any) -> Entries:
+            if isinstance(value, np.ndarray):
+                pixels = value
+                data = self.encode_array(name, pixels)
+                shape = pixels.shape if pixels.ndim == 3 else (*pixels.shape, 1)
+            elif isinstance(value, Mapping):  # {"bytes", "height", "width", "channels"} from sources
+                data = value["bytes"]
+                shape = (value["height"], value["width"], value["channels"])
+                self._check_encoding(name, data)
+            elif isinstance(value, bytes):
+                data = value
+                shape = self._probe(name, data)
+            else:
+                raise SchemaError(name, f"expected encoded bytes or a uint8 array, got "
+                                        f"{type(value).__name__}")
+            return [encode_bytes(data), *(enc(int(d)) for enc, d in zip(dims, shape, strict=True))]
+
+        return encode
+
+    def _check_encoding(self, name: str, data: bytes) -> str:
+        found = sniff_bytes(data)
+        allowed = {"auto": ("jpeg", "png"), "jpeg": ("jpeg",), "png": ("png",)}[self.encoding]
+        if found not in allowed:
+            raise SchemaError(name, f"bytes are {found}, feature expects {self.encoding}")
+        return found
+
+    def _probe(self, name: str, data: bytes) -> tuple[int, int, int]:
+        if self.encoding == "raw":
+            raise SchemaError(name, "raw images need an array (or a dict with their shape)")
+        self._check_encoding(name, data)
+        try:
+            with _pil().open(io.BytesIO(data)) as image:
+                width, height = image.size
+                channels = _PIL_CHANNELS.get(image.mode, len(image.getbands()))
+        except OSError as err:
+            raise SchemaError(name, f"unreadable image: {err}") from None
+        return height, width, channels
+
+    def decode(self, name: str, features: Mapping[str, Any]) -> np.ndarray:
+        data = _scalar(features, name)
+        shape = tuple(int(_scalar(features, f"{name}/{d}")) for d in ("height", "width",
+                                                                        "channels"))
+        if self.encoding == "raw":
+            pixels = np.frombuffer(data, np.uint8).reshape(shape)
+        else:
+            with _pil().open(io.BytesIO(data)) as image:
+                pixels = np.asarray(image)
+            if pixels.ndim == 2:
+                pixels = pixels[:, :, None]
+        return pixels
+
+
+def _soundfile() -> Any:
+    try:
+        import soundfile
+    except ImportError as err:
+        raise MissingDependencyError("soundfile", "audio", "encoding or decoding audio") from err
+    return soundfile
+
+
+@dataclass(frozen=True)
+class Audio(Feature):
+    """Audio: encoded ``wav``/``flac`` bytes as they came, or ``pcm`` float32 samples, with
+    per-record ``sample_rate``, ``num_samples`` and ``channels``."""
+
+    encoding: str = "wav"
+    sample_rate: int | None = None
+    kind: ClassVar[str] = "audio"
+
+    _ENCODINGS: ClassVar[tuple[str, ...]] = ("wav", "flac", "pcm")
+
+    def __post_init__(self) -> None:
+        if self.encoding not in self._ENCODINGS:
+            raise SchemaError("<audio>", f"encoding must be one of {self._ENCODINGS}; "
+                                         f"got {self.encoding!r}")
+
+    def key_specs(self, name: str) -> list[KeySpec]:
+        main = (KeySpec(name, "float32", None) if self.encoding == "pcm"
+                else KeySpec(name, "string", ()))
+        return [main] + [KeySpec(f"{name}/{d}", "int64", ())
+                         for d in ("sample_rate", "num_samples", "channels")]
+
+    def entry_encoder(self, name: str) -> EntryEncoder:
+        encode_bytes = _bytes_scalar_encoder(name)
+        dims = [_int_scalar_encoder(f"{name}/{d}") for d in ("sample_rate", "num_samples",
+                                                               "channels")]
+
+        def encode(value: Any) -> Entries:
+            if isinstance(value, Mapping) and "bytes" in value:  # from sources
+                found = sniff_bytes(value["bytes"])
+                if found != self.encoding:
+                    raise SchemaError(name, f"bytes are {found}, feature expects {self.encoding}")
+                dims_values = (value["sample_rate"], value["num_samples"], value["channels"])
+                return [encode_bytes(value["bytes"]),
+                        *(enc(int(v)) for enc, v in zip(dims, dims_values, strict=True))]
+            if isinstance(value, Mapping) and "samples" in value:
+                samples = np.asarray(value["samples"], dtype=np.float32)
+                rate = int(value.get("sample_rate") or self.sample_rate or 0)
+            elif isinstance(value, np.ndarray):
+                samples, rate = value.astype(np.float32, copy=False), int(self.sample_rate or 0)
+            elif isinstance(value, bytes):
+                samples, rate = None, 0
+            else:
+                raise SchemaError(name, f"expected encoded bytes or samples, got "
+                                        f"{type(value).__name__}")
+            if samples is not None:
+                if rate <= 0:
+                    raise SchemaError(name, "samples need a sample_rate")
+                frames = samples.reshape(samples.shape[0], -1) if samples.ndim else samples
+                num, channels = frames.shape[0], (frames.shape[1] if frames.ndim > 1 else 1)
+                if self.encoding == "pcm":
+                    main = _entry(name, "float", frames.ravel())
+                else:
+                    buffer = io.BytesIO()
+                    _soundfile().write(buffer, frames, rate, format=self.encoding.upper(),
+                                       subtype="FLOAT" if self.encoding == "wav" else "PCM_24")
+                    main = encode_bytes(buffer.getvalue())
+            else:
+                data: bytes = value
+                found = sniff_bytes(data)
+                if found != self.encoding:
+                    raise SchemaError(name, f"bytes are {found}, feature expects {self.encoding}")
+                try:
+                    info = _soundfile().info(io.BytesIO(data))
+                except RuntimeError as err:
+                    raise SchemaError(name, f"unreadable audio: {err}") from None
+                rate, num, channels = info.samplerate, info.frames, info.channels
+                main = encode_bytes(data)
+            return [main, *(enc(v) for enc, v in zip(dims, (rate, num, channels), strict=True))]
+
+        return encode
+
+    def decode(self, name: str, features: Mapping[str, Any]) -> dict[str, Any]:
+        rate = int(_scalar(features, f"{name}/sample_rate"))
+        channels = int(_scalar(features, f"{name}/channels"))
+        if self.encoding == "pcm":
+            samples = np.asarray(features[name], np.float32).reshape(-1, channels)
+        else:
+            samples, rate = _soundfile().read(io.BytesIO(_scalar(features, name)),
+                                              dtype="float32", always_2d=True)
+        return {"samples": samples, "sample_rate": rate}
+
+
+@dataclass(frozen=True)
+class Sequence(Feature):
+    """A variable-length list of scalars, class labels or texts in one record."""
+
+    feature: Feature = field(default_factory=Scalar)
+    kind: ClassVar[str] = "sequence"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.feature, Scalar | ClassLabel | Text) or (
+            isinstance(self.feature, Text) and self.feature.token_ids
+        ):
+            raise SchemaError("<sequence>", f"sequences of {type(self.feature).__name__} are "
+                                            "not supported; use Scalar, ClassLabel or Text")
+
+    @property
+    def _list_kind(self) -> Literal["bytes", "float", "int64"]:
+        if isinstance(self.feature, Scalar):
+            return self.feature.list_kind
+        return "int64" if isinstance(self.feature, ClassLabel) else "bytes"
+
+    def key_specs(self, name: str) -> list[KeySpec]:
+        dtype: SpecDtype = {"bytes": "string", "float": "float32", "int64": "int64"}[self._list_kind]  # type: ignore[assignment]
+        return [KeySpec(name, dtype, None)]
+
+    def entry_encoder(self, name: str) -> EntryEncoder:
+        inner = self.feature
+        kind = self._list_kind
+
+        def encode(value: Any) -> Entries:
+            if isinstance(value, str | bytes) or not isinstance(
+                value, collections.abc.Sequence | np.ndarray
+            ):
+                raise SchemaError(name, f"expected a list, got {type(value).__name__}")
+            items = list(value)
+            if isinstance(inner, ClassLabel):
+                values: Any = [inner.index_of(name, v) for v in items]
+            elif kind == "bytes":
+                values = [_as_text_bytes(name, v) if isinstance(inner, Text)
+                          else (v.encode() if isinstance(v, str) else bytes(v)) for v in items]
+            elif kind == "float":
+                values = np.asarray([_as_float(name, v) for v in items], np.float32)
+            else:
+                values = [_as_int(name, v) for v in items]
+            return [_entry(name, kind, values)]
+
+        return encode
+
+    def decode(self, name: str, features: Mapping[str, Any]) -> Any:
+        values = features.get(name, [])
+        if isinstance(self.feature, Text):
+            return [v.decode("utf-8") for v in values]
+        return values
+
+
+_KINDS: dict[str, type[Feature]] = {
+    cls.kind: cls for cls in (Scalar, ClassLabel, Text, Tensor, Image, Audio, Sequence)
+}
+
+
+def feature_from_json(data: Mapping[str, Any]) -> Feature:
+    """Rebuild a feature from :meth:`Feature.to_json` output."""
+    try:
+        cls = _KINDS[data["kind"]]
+    except KeyError:
+        raise SchemaError("<schema>", f"unknown feature kind {data.get('kind')!r}") from None
+    params = {k: v for k, v in data.items() if k != "kind"}
+    if cls is Sequence:
+        params["feature"] = feature_from_json(params["feature"])
+    if cls is Tensor:
+        params["shape"] = tuple(params.get("shape", ()))
+    if cls is ClassLabel:
+        params["names"] = tuple(params.get("names", ()))
+    return cls(**params)

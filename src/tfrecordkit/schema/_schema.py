@@ -1,0 +1,121 @@
+"""``Schema``: named typed features, their Example encoding, parsing specs and JSON form."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tfrecordkit.errors import SchemaError
+from tfrecordkit.format._example import decode_example
+from tfrecordkit.format._wire import map_key_order, varint
+from tfrecordkit.schema._features import (
+    ClassLabel,
+    EntryEncoder,
+    Feature,
+    KeySpec,
+    feature_from_json,
+)
+
+__all__ = ["Schema"]
+
+
+class Schema(Mapping[str, Feature]):
+    """An ordered mapping of feature name to :class:`Feature`.
+
+    Example:
+        >>> schema = Schema({"image": Image("jpeg"), "label": ClassLabel(["cat", "dog"])})
+        >>> record = schema.encode({"image": jpeg_bytes, "label": "dog"})  # doctest: +SKIP
+    """
+
+    def __init__(self, features: Mapping[str, Feature]) -> None:
+        self._features = dict(features)
+        keys: dict[str, str] = {}
+        for name, feature in self._features.items():
+            if not isinstance(name, str) or not name or "/" in name:
+                raise SchemaError(str(name), "feature names must be non-empty and contain no '/'")
+            if not isinstance(feature, Feature):
+                raise SchemaError(name, f"expected a Feature, got {type(feature).__name__}")
+            for spec in feature.key_specs(name):
+                if spec.key in keys:
+                    raise SchemaError(name, f"Example key {spec.key!r} is also written by "
+                                            f"{keys[spec.key]!r}")
+                keys[spec.key] = name
+        self._encoders: dict[str, EntryEncoder] = {
+            name: feature.entry_encoder(name) for name, feature in self._features.items()
+        }
+
+    def __getitem__(self, name: str) -> Feature:
+        return self._features[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._features)
+
+    def __len__(self) -> int:
+        return len(self._features)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Schema) and self._features == other._features
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._features.items()))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name!r}: {feature!r}" for name, feature in self._features.items())
+        return f"Schema({{{inner}}})"
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def encode(self, record: Mapping[str, Any], *, source: str | int | None = None) -> bytes:
+        """Serialize one record (``{feature name: value}``) as a ``tf.train.Example``.
+
+        Raises:
+            SchemaError: a feature is missing, unknown, or its value does not fit
+                (the message names the feature and ``source``).
+        """
+        if record.keys() != self._features.keys():
+            missing = [n for n in self._features if n not in record]
+            extra = [n for n in record if n not in self._features]
+            name = (missing or extra)[0]
+            problem = "missing from the record" if missing else "not in the schema"
+            raise SchemaError(name, problem, record=source)
+        entries = []
+        try:
+            for name, encode in self._encoders.items():
+                entries.extend(encode(record[name]))
+        except SchemaError as err:
+            if source is not None and err.record is None:
+                raise SchemaError(err.feature, str(err).split(": ", 1)[-1], record=source) from None
+            raise
+        entries.sort(key=lambda entry: map_key_order(entry[0]))
+        body = b"".join([entry for _, entry in entries])
+        return b"\x0a" + varint(len(body)) + body
+
+    def decode(self, data: bytes) -> dict[str, Any]:
+        """Decode a serialized record into ``{feature name: value}`` without TensorFlow."""
+        features = decode_example(data)
+        return {name: feature.decode(name, features) for name, feature in self._features.items()}
+
+    # -- reading --------------------------------------------------------------------------
+
+    def key_specs(self, names: list[str] | None = None) -> list[KeySpec]:
+        """The parsing spec of every Example key the (selected) features write."""
+        chosen = self._features if names is None else {n: self[n] for n in names}
+        return [spec for name, feature in chosen.items() for spec in feature.key_specs(name)]
+
+    def class_label(self) -> tuple[str, ClassLabel] | None:
+        """The first :class:`ClassLabel` feature (name, feature), if any."""
+        for name, feature in self._features.items():
+            if isinstance(feature, ClassLabel):
+                return name, feature
+        return None
+
+    # -- JSON -----------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready description (the manifest's ``schema``)."""
+        return {"features": {name: f.to_json() for name, f in self._features.items()}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Schema:
+        """Rebuild a schema from :meth:`to_json` output."""
+        return cls({name: feature_from_json(f) for name, f in data["features"].items()})

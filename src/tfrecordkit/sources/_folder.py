@@ -1,0 +1,122 @@
+"""Class-folder sources: ``root/<class>/<file>``, as ImageNet and Keras lay images out."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tfrecordkit.errors import SourceError
+from tfrecordkit.schema import Audio, ClassLabel, Image, Schema
+from tfrecordkit.sources._media import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS, load_audio, load_image
+from tfrecordkit.sources._protocol import SourceItem
+
+__all__ = ["AudioFolder", "ImageFolder"]
+
+
+def _class_dirs(root: str) -> list[str]:
+    if not os.path.isdir(root):
+        raise SourceError(root, "not a directory")
+    classes = sorted(
+        entry.name for entry in os.scandir(root)
+        if entry.is_dir() and not entry.name.startswith(".")
+    )
+    if not classes:
+        raise SourceError(root, "no class folders (expected root/<class>/<file>)")
+    return classes
+
+
+def _walk_files(folder: str, extensions: frozenset[str]) -> Iterator[str]:
+    """Files under ``folder`` with one of ``extensions``, in sorted order, streaming."""
+    entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            yield from _walk_files(entry.path, extensions)
+        elif os.path.splitext(entry.name)[1].lower() in extensions:
+            yield entry.path
+
+
+class _ClassFolder:
+    extensions: frozenset[str] = frozenset()
+    kind = ""
+    in_process = False
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.fspath(root)
+        self.classes = _class_dirs(self.root)
+        self.description = f"{self.kind}-folder:{os.path.abspath(self.root)}"
+
+    def items(self) -> Iterator[SourceItem]:
+        for label, name in enumerate(self.classes):
+            for path in _walk_files(os.path.join(self.root, name), self.extensions):
+                yield SourceItem(os.path.relpath(path, self.root), (path, label))
+
+    def describe(self, item: SourceItem) -> str:
+        return str(item.item[0])
+
+
+class ImageFolder(_ClassFolder):
+    """Images under ``root/<class>/``; JPEG/PNG bytes kept as they are.
+
+    Args:
+        root: the folder of class folders.
+        encoding: re-encode every image to ``"jpeg"`` or ``"png"`` (default: keep).
+        channels: convert to 1, 3 or 4 channels (default: keep).
+        resize: ``(height, width)``, or an int bounding the longer side.
+    """
+
+    extensions = IMAGE_EXTENSIONS
+    kind = "image"
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        encoding: str | None = None,
+        channels: int | None = None,
+        resize: tuple[int, int] | int | None = None,
+    ) -> None:
+        super().__init__(root)
+        self.encoding, self.channels, self.resize = encoding, channels, resize
+
+    def schema(self) -> Schema:
+        return Schema({
+            "image": Image(encoding=self.encoding or "auto", channels=self.channels),
+            "label": ClassLabel(self.classes),
+        })
+
+    def load(self, item: Any) -> Mapping[str, Any]:
+        path, label = item
+        image = load_image(path, encoding=self.encoding, channels=self.channels,
+                           resize=self.resize)
+        return {"image": image, "label": label}
+
+
+class AudioFolder(_ClassFolder):
+    """Audio files under ``root/<class>/``; WAV/FLAC kept, other formats re-encoded to FLAC."""
+
+    extensions = AUDIO_EXTENSIONS
+    kind = "audio"
+
+    def __init__(self, root: str | os.PathLike[str], *, encoding: str | None = None) -> None:
+        super().__init__(root)
+        self.encoding = encoding
+        self._detected: str | None = None
+
+    def schema(self) -> Schema:
+        encoding = self.encoding or self._detect_encoding()
+        return Schema({"audio": Audio(encoding=encoding), "label": ClassLabel(self.classes)})
+
+    def _detect_encoding(self) -> str:
+        # Kept files stay WAV or FLAC; the schema names one encoding, so mixed folders get FLAC.
+        if self._detected is None:
+            found = {os.path.splitext(i.item[0])[1].lower() for i in self.items()}
+            self._detected = "wav" if found == {".wav"} else "flac"
+        return self._detected
+
+    def load(self, item: Any) -> Mapping[str, Any]:
+        path, label = item
+        return {"audio": load_audio(path, encoding=self.encoding or self._detect_encoding()),
+                "label": label}

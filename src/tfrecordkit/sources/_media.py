@@ -1,0 +1,139 @@
+"""Reading one image or audio file for conversion: keep its bytes, or decode and re-encode."""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+from tfrecordkit.errors import MissingDependencyError, SourceError
+from tfrecordkit.schema import sniff_bytes
+
+IMAGE_EXTENSIONS = frozenset(
+    {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
+)
+AUDIO_EXTENSIONS = frozenset({".wav", ".flac", ".ogg", ".aif", ".aiff"})
+_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "1": 1, "I;16": 1, "I": 1, "F": 1}
+_MODE_FOR_CHANNELS = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+
+
+def _pil() -> Any:
+    try:
+        from PIL import Image
+    except ImportError as err:
+        raise MissingDependencyError("pillow", "image", "reading images") from err
+    return Image
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as err:
+        raise SourceError(path, err.strerror or str(err)) from None
+
+
+def _check_complete(path: str, data: bytes, kind: str) -> None:
+    # Cheap truncation checks, without decoding: the end-of-image marker and the IEND chunk.
+    if kind == "jpeg" and b"\xff\xd9" not in data[-64:]:
+        raise SourceError(path, "truncated JPEG (no end-of-image marker)")
+    if kind == "png" and b"IEND" not in data[-16:]:
+        raise SourceError(path, "truncated PNG (no IEND chunk)")
+
+
+def load_image(
+    path: str,
+    *,
+    encoding: str | None = None,
+    channels: int | None = None,
+    resize: tuple[int, int] | int | None = None,
+) -> dict[str, Any]:
+    """Read an image file as ``{"bytes", "height", "width", "channels"}``.
+
+    JPEG and PNG bytes are kept as they are unless ``encoding`` differs, ``channels`` asks
+    for a conversion or ``resize`` is set; other formats are re-encoded to PNG.
+    ``resize`` is ``(height, width)``, or an int bounding the longer side (aspect kept).
+    """
+    data = _read(path)
+    kind = sniff_bytes(data)
+    Image = _pil()
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            mode = image.mode
+            width, height = image.size
+            stored = _CHANNELS.get(mode, len(image.getbands()))
+            keep = (
+                kind in ("jpeg", "png")
+                and (encoding is None or encoding in ("auto", kind))
+                and (channels is None or channels == stored)
+                and resize is None
+                and mode in _CHANNELS
+            )
+            if keep:
+                _check_complete(path, data, kind)
+                return {"bytes": data, "height": height, "width": width, "channels": stored}
+            image.load()  # decodes: raises on truncated or corrupt data
+            target_mode = _MODE_FOR_CHANNELS.get(channels or 0) or (
+                mode if mode in ("L", "LA", "RGB", "RGBA") else
+                ("RGBA" if "A" in image.getbands() or "transparency" in image.info else "RGB")
+            )
+            converted = image.convert(target_mode) if image.mode != target_mode else image
+            if resize is not None:
+                converted = converted.resize(_target_size(width, height, resize),
+                                             Image.Resampling.BILINEAR)
+            target = encoding if encoding in ("jpeg", "png") else (
+                kind if kind in ("jpeg", "png") else "png")
+            if target == "jpeg" and target_mode in ("LA", "RGBA"):
+                converted = converted.convert("RGB" if target_mode == "RGBA" else "L")
+            buffer = io.BytesIO()
+            converted.save(buffer, format="JPEG" if target == "jpeg" else "PNG",
+                           **({"quality": 95} if target == "jpeg" else {}))
+            width, height = converted.size
+            return {"bytes": buffer.getvalue(), "height": height, "width": width,
+                    "channels": _CHANNELS[converted.mode]}
+    except SourceError:
+        raise
+    except (OSError, ValueError, SyntaxError) as err:  # PIL's errors for bad image data
+        raise SourceError(path, f"unreadable image: {err}") from None
+
+
+def _target_size(width: int, height: int, resize: tuple[int, int] | int) -> tuple[int, int]:
+    if isinstance(resize, int):
+        scale = resize / max(width, height)
+        return max(1, round(width * scale)), max(1, round(height * scale))
+    return resize[1], resize[0]
+
+
+def load_audio(path: str, *, encoding: str | None = None) -> dict[str, Any]:
+    """Read an audio file as ``{"bytes", "sample_rate", "num_samples", "channels"}``.
+
+    WAV and FLAC bytes are kept; other formats (or a different ``encoding``) are re-encoded to
+    FLAC. The file is decoded once to prove it is readable.
+    """
+    try:
+        import soundfile
+    except ImportError as err:
+        raise MissingDependencyError("soundfile", "audio", "reading audio") from err
+    data = _read(path)
+    kind = sniff_bytes(data)
+    try:
+        samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    except (RuntimeError, soundfile.LibsndfileError) as err:
+        raise SourceError(path, f"unreadable audio: {err}") from None
+    target = encoding or (kind if kind in ("wav", "flac") else "flac")
+    if target != kind:
+        buffer = io.BytesIO()
+        soundfile.write(buffer, samples, rate, format=target.upper())
+        data = buffer.getvalue()
+    return {"bytes": data, "sample_rate": rate, "num_samples": samples.shape[0],
+            "channels": samples.shape[1]}
+
+
+def media_kind(path: str) -> str | None:
+    """``"image"`` or ``"audio"`` from a file's extension, else None."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext in IMAGE_EXTENSIONS:
+        return "image"
+    if ext in AUDIO_EXTENSIONS:
+        return "audio"
+    return None

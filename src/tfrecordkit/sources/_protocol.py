@@ -1,0 +1,39 @@
+"""What a source is: items (light, picklable), a loader run in worker processes, a schema."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from tfrecordkit.schema import Schema
+
+__all__ = ["Source", "SourceItem"]
+
+
+class SourceItem(NamedTuple):
+    """One input: its stable key (hashed for shuffling and splits), what to load, its split."""
+
+    key: str
+    item: Any
+    split: str | None = None
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Anything with these members can be converted.
+
+    ``items()`` is iterated in the main process and must stream; ``load()`` runs in worker
+    processes and turns one item into ``{feature name: value}``, raising
+    :class:`~tfrecordkit.errors.SourceError` (or ``OSError``/``ValueError``) on bad input.
+    """
+
+    description: str
+    in_process: bool  # True when items already hold the data (no gain from workers)
+
+    def schema(self) -> Schema: ...
+
+    def items(self) -> Iterator[SourceItem]: ...
+
+    def load(self, item: Any) -> Mapping[str, Any]: ...
+
+    def describe(self, item: SourceItem) -> str: ...

@@ -1,0 +1,133 @@
+"""Sources over data already in Python: iterables of dicts, NumPy arrays, text lines."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.errors import SourceError
+from tfrecordkit.schema import ClassLabel, Feature, Scalar, Schema, Tensor, Text
+from tfrecordkit.sources._protocol import SourceItem
+
+__all__ = ["NumpyArrays", "Records", "TextLines", "infer_value_feature"]
+
+LABEL_NAMES = ("label", "labels", "y", "class", "target")
+
+
+class Records:
+    """Any iterable of ``{feature: value}`` dicts (or a mapping of split name to iterable)."""
+
+    in_process = True
+
+    def __init__(
+        self,
+        records: Iterable[Mapping[str, Any]] | Mapping[str, Iterable[Mapping[str, Any]]],
+        schema: Schema,
+        description: str = "records",
+    ) -> None:
+        self._records = records
+        self._schema = schema
+        self.description = description
+
+    def schema(self) -> Schema:
+        return self._schema
+
+    def items(self) -> Iterator[SourceItem]:
+        if isinstance(self._records, Mapping):
+            for split, records in self._records.items():
+                for i, record in enumerate(records):
+                    yield SourceItem(f"{split}/{i}", record, split)
+        else:
+            for i, record in enumerate(self._records):
+                yield SourceItem(str(i), record)
+
+    def load(self, item: Any) -> Mapping[str, Any]:
+        if not isinstance(item, Mapping):
+            raise SourceError("record", f"expected a dict, got {type(item).__name__}")
+        return item
+
+    def describe(self, item: SourceItem) -> str:
+        return f"record {item.key}"
+
+
+def infer_value_feature(name: str, column: np.ndarray) -> Feature:
+    """A feature for one array column (axis 0 is records)."""
+    if column.ndim == 1:
+        if column.dtype.kind in "iu" and name.lower() in LABEL_NAMES:
+            top = int(column.max()) if len(column) else 0
+            return ClassLabel([str(i) for i in range(top + 1)])
+        if column.dtype.kind in "iub":
+            return Scalar("bool" if column.dtype.kind == "b" else "int64")
+        if column.dtype.kind == "f":
+            return Scalar("float32")
+        if column.dtype.kind in "US":
+            return Text()
+    if column.dtype.kind not in "biuf":
+        raise SourceError(name, f"cannot store arrays of dtype {column.dtype}")
+    return Tensor(tuple(column.shape[1:]), column.dtype.name)
+
+
+class NumpyArrays:
+    """Records along axis 0 of named arrays: in memory, a ``.npy`` (memory-mapped) or ``.npz``."""
+
+    in_process = False
+
+    def __init__(self, arrays: Mapping[str, np.ndarray] | str | os.PathLike[str]) -> None:
+        if isinstance(arrays, str | os.PathLike):
+            path = os.fspath(arrays)
+            self.description = f"numpy:{os.path.abspath(path)}"
+            if path.endswith(".npz"):
+                with np.load(path) as npz:
+                    arrays = {k: npz[k] for k in npz.files}
+            else:
+                arrays = {"data": np.load(path, mmap_mode="r")}
+        else:
+            self.description = "numpy:arrays"
+        self.arrays = dict(arrays)
+        lengths = {k: len(v) for k, v in self.arrays.items()}
+        if len(set(lengths.values())) != 1:
+            raise SourceError(self.description, f"arrays differ in length: {lengths}")
+        self._length = next(iter(lengths.values()))
+
+    def schema(self) -> Schema:
+        return Schema({k: infer_value_feature(k, v) for k, v in self.arrays.items()})
+
+    def items(self) -> Iterator[SourceItem]:
+        for i in range(self._length):
+            yield SourceItem(str(i), i)
+
+    def load(self, item: Any) -> Mapping[str, Any]:
+        return {k: np.asarray(v[item]) for k, v in self.arrays.items()}
+
+    def describe(self, item: SourceItem) -> str:
+        return f"{self.description}[{item.key}]"
+
+
+class TextLines:
+    """One record per line of a text file: ``{"text": line}``."""
+
+    in_process = True
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.description = f"text:{os.path.abspath(self.path)}"
+
+    def schema(self) -> Schema:
+        return Schema({"text": Text()})
+
+    def items(self) -> Iterator[SourceItem]:
+        with open(self.path, "rb") as f:
+            for number, line in enumerate(f, start=1):
+                yield SourceItem(f"{number}", line.rstrip(b"\r\n"))
+
+    def load(self, item: Any) -> Mapping[str, Any]:
+        try:
+            return {"text": item.decode("utf-8")}
+        except UnicodeDecodeError as err:
+            raise SourceError("line", f"not valid UTF-8 (byte {err.start})") from None
+
+    def describe(self, item: SourceItem) -> str:
+        return f"{self.path}:{item.key}"

@@ -1,0 +1,202 @@
+"""Tables (CSV, JSONL, Parquet): one record per row; path columns load the files they name.
+
+A column holding file paths (resolved relative to the table) whose files are images or audio
+becomes an Image or Audio feature, so an ``image_path, caption, label, audio_path`` table
+gives multi-modal records.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterator, Mapping
+from itertools import islice
+from typing import Any
+
+from tfrecordkit.errors import MissingDependencyError, SourceError
+from tfrecordkit.schema import (
+    Audio,
+    ClassLabel,
+    Feature,
+    Image,
+    Scalar,
+    Schema,
+    Sequence,
+    Text,
+)
+from tfrecordkit.sources._media import load_audio, load_image, media_kind
+from tfrecordkit.sources._protocol import SourceItem
+from tfrecordkit.sources._records import LABEL_NAMES
+
+__all__ = ["Table"]
+
+_SAMPLE_ROWS = 1000
+_PATH_SUFFIXES = ("path", "file", "filename", "_uri")
+
+
+def _read_rows(path: str) -> Iterator[dict[str, Any]]:
+    lowered = path.lower()
+    if lowered.endswith((".jsonl", ".ndjson")):
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if line.strip():
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError as err:
+                        raise SourceError(f"{path}:{number}", f"invalid JSON ({err})") from None
+    elif lowered.endswith(".parquet"):
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as err:
+            raise MissingDependencyError("pyarrow", "table", "reading Parquet") from err
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
+            yield from batch.to_pylist()
+    else:
+        with open(path, encoding="utf-8", newline="") as f:
+            yield from csv.DictReader(f)
+
+
+def _number(text: str) -> int | float | None:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+class Table:
+    """Rows of a CSV, JSONL or Parquet file as records.
+
+    Args:
+        path: the table file.
+        features: features for some or all columns (the rest are inferred from a sample).
+        label_column: the class-label column (default: one named label/labels/y/class/target).
+        path_columns: columns holding file paths (default: names ending in path/file/filename
+            whose values name image or audio files).
+    """
+
+    in_process = False
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        features: Mapping[str, Feature] | None = None,
+        label_column: str | None = None,
+        path_columns: list[str] | None = None,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.base = os.path.dirname(os.path.abspath(self.path))
+        self.description = f"table:{os.path.abspath(self.path)}"
+        if not os.path.isfile(self.path):
+            raise SourceError(self.path, "no such file")
+        self._given = dict(features or {})
+        self._label_column = label_column
+        self._path_columns = path_columns
+        self._schema: Schema | None = None
+
+    def resolve(self, value: str) -> str:
+        """A path from the table, relative to the table's folder."""
+        return value if os.path.isabs(value) else os.path.join(self.base, value)
+
+    def schema(self) -> Schema:
+        if self._schema is None:
+            self._schema = self._infer_schema()
+        return self._schema
+
+    def _infer_schema(self) -> Schema:
+        sample = list(islice(_read_rows(self.path), _SAMPLE_ROWS))
+        if not sample:
+            raise SourceError(self.path, "table has no rows")
+        columns = list(sample[0])
+        label = self._label_column or next((c for c in columns if c.lower() in LABEL_NAMES), None)
+        features: dict[str, Feature] = {}
+        for column in columns:
+            if column in self._given:
+                features[column] = self._given[column]
+            elif column == label:
+                features[column] = self._label_feature(column)
+            else:
+                features[column] = self._infer_column(column, [r.get(column) for r in sample])
+        return Schema(features)
+
+    def _label_feature(self, column: str) -> ClassLabel:
+        # Class names need every value of the column: one pass reading the table (not media).
+        values = {row.get(column) for row in _read_rows(self.path)} - {None, ""}
+        numbers = [_number(str(v)) for v in values]
+        if values and all(isinstance(n, int) and n >= 0 for n in numbers):
+            return ClassLabel([str(i) for i in range(max(numbers) + 1)])  # type: ignore[type-var]
+        return ClassLabel(sorted(str(v) for v in values))
+
+    def _infer_column(self, column: str, values: list[Any]) -> Feature:
+        present = [v for v in values if v not in (None, "")]
+        if not present:
+            raise SourceError(self.path, f"column {column!r} is empty in the first rows")
+        is_path_column = (
+            column in self._path_columns if self._path_columns is not None
+            else column.lower().endswith(_PATH_SUFFIXES)
+        )
+        if is_path_column and all(isinstance(v, str) for v in present):
+            kinds = {media_kind(v) for v in present}
+            if kinds == {"image"}:
+                return Image()
+            if kinds == {"audio"}:
+                exts = {os.path.splitext(v)[1].lower() for v in present}
+                return Audio(encoding="wav" if exts == {".wav"} else "flac")
+        if all(isinstance(v, bool) for v in present):
+            return Scalar("bool")
+        if all(isinstance(v, list) for v in present):
+            flat = [x for v in present for x in v]
+            if all(isinstance(x, int) for x in flat):
+                return Sequence(Scalar("int64"))
+            if all(isinstance(x, int | float) for x in flat):
+                return Sequence(Scalar("float32"))
+            return Sequence(Text())
+        numbers = [v if isinstance(v, int | float) else _number(str(v)) for v in present]
+        if all(isinstance(n, int) for n in numbers):
+            return Scalar("int64")
+        if all(isinstance(n, int | float) for n in numbers):
+            return Scalar("float32")
+        return Text()
+
+    def items(self) -> Iterator[SourceItem]:
+        for number, row in enumerate(_read_rows(self.path), start=1):
+            yield SourceItem(str(number), (number, row))
+
+    def describe(self, item: SourceItem) -> str:
+        return f"{self.path}:{item.key}"
+
+    def load(self, item: Any) -> Mapping[str, Any]:
+        number, row = item
+        record: dict[str, Any] = {}
+        for name, feature in self.schema().items():
+            value = row.get(name)
+            if value is None or value == "":
+                raise SourceError(f"{self.path}:{number}", f"column {name!r} is empty")
+            record[name] = self._convert(feature, value, number, name)
+        return record
+
+    def _convert(self, feature: Feature, value: Any, number: int, name: str) -> Any:
+        where = f"{self.path}:{number}"
+        if isinstance(feature, Image) and isinstance(value, str):
+            return load_image(self.resolve(value))
+        if isinstance(feature, Audio) and isinstance(value, str):
+            return load_audio(self.resolve(value), encoding=feature.encoding)
+        if isinstance(feature, ClassLabel) and isinstance(value, str):
+            number_value = _number(value)
+            return value if value in feature.names or number_value is None else number_value
+        if isinstance(feature, Scalar) and isinstance(value, str) and feature.dtype != "string":
+            parsed = _number(value)
+            if parsed is None:
+                raise SourceError(where, f"column {name!r}: {value!r:.40} is not a number")
+            return parsed
+        if isinstance(feature, Sequence) and isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                raise SourceError(where, f"column {name!r}: expected a JSON list") from None
+        return value

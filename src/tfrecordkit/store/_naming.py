@@ -1,0 +1,27 @@
+"""Shard file names: ``<split>-<i>-of-<n>.tfrecord`` (mixed) or ``<split>-c<class>-<i>-of-<n>``."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["SHARD_PATTERN", "compression_suffix", "shard_name"]
+
+_SUFFIX = {None: "", "gzip": ".gz", "zlib": ".zz"}
+SHARD_PATTERN = re.compile(
+    r"^(?P<split>[A-Za-z0-9_.]+)-(?:c(?P<class_id>\d+)-)?(?P<index>\d{5,})-of-(?P<count>\d{5,})"
+    r"\.tfrecord(?:\.gz|\.zz)?$"
+)
+
+
+def compression_suffix(compression: str | None) -> str:
+    """File suffix after ``.tfrecord`` for a compression."""
+    return _SUFFIX[compression]
+
+
+def shard_name(
+    split: str, index: int, count: int, compression: str | None = None,
+    class_id: int | None = None,
+) -> str:
+    """The file name of shard ``index`` of ``count`` in ``split`` (of one class if given)."""
+    klass = f"c{class_id:05d}-" if class_id is not None else ""
+    return f"{split}-{klass}{index:05d}-of-{count:05d}.tfrecord{_SUFFIX[compression]}"

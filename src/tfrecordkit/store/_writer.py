@@ -1,0 +1,458 @@
+"""``ShardedWriter``: encoded records in, a finished dataset directory out.
+
+The protocol (shared by every engine):
+
+1. *Plan* — each record's stable key is hashed with the seed into a uniform 64-bit ``h``.
+   ``h`` orders the records (the write-time shuffle) and so decides their shard.
+2. *Spill* — records are appended to a bounded number of bucket files in a staging folder
+   (by ``h`` for the mixed layout, by class for per-class), each with a small binary index.
+3. *Write shards* — once totals are known, the shard count follows from the target size;
+   buckets are read in ``h`` order and each shard is written by :func:`write_shard` under a
+   temporary name, then renamed. Memory holds one bucket's index, never the records.
+4. *Finalize* — ``dataset.json`` is written last, atomically.
+
+A killed run leaves no manifest, so nothing reads a partial dataset as complete; running again
+reuses a completed spill (step 2) or starts cleanly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+
+import crc32c
+import numpy as np
+
+from tfrecordkit.errors import DatasetError
+from tfrecordkit.format import RecordWriter
+from tfrecordkit.format._compression import normalize_compression
+from tfrecordkit.format._index import INDEX_SUFFIX
+from tfrecordkit.schema import Schema
+from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
+from tfrecordkit.store._naming import SHARD_PATTERN, shard_name
+
+__all__ = [
+    "DEFAULT_SHARD_SIZE",
+    "ShardOptions",
+    "ShardedWriter",
+    "record_hash",
+    "write_shard",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SHARD_SIZE = 192 << 20
+"""Default target bytes per shard: 192 MiB, inside the 128–256 MiB range readers like."""
+
+STAGING = ".tfrecordkit-staging"
+_BUCKETS = 64
+_BUCKET_SHIFT = 58  # top 6 bits of h pick the bucket, so buckets are in h order
+_ENTRY = np.dtype([("h", "<u8"), ("label", "<i8"), ("length", "<u8")])
+_UNLABELLED = -1
+_MAX_SKIPPED_LISTED = 1000
+
+
+def record_hash(key: str, seed: int, purpose: str = "order") -> int:
+    """A uniform 64-bit hash of ``key`` under ``seed``; stable across runs and machines."""
+    digest = hashlib.blake2b(
+        key.encode("utf-8"), digest_size=8, key=seed.to_bytes(16, "little", signed=True),
+        person=purpose.encode()[:16],
+    ).digest()
+    return int.from_bytes(digest, "little")
+
+
+@dataclass(frozen=True)
+class ShardOptions:
+    """How records are laid out into shards.
+
+    Attributes:
+        shard_size: target bytes per shard (ignored when ``num_shards`` is set).
+        num_shards: exact shards per split (per class with the per-class layout).
+        min_shards: at least this many shards per split (mixed layout), e.g. the number of
+            reader workers you expect.
+        compression: None, ``"gzip"`` or ``"zlib"``.
+        layout: ``"mixed"`` or ``"per_class"`` (each class in its own shards).
+        seed: seeds the write-time shuffle and split assignment.
+        shuffle: shuffle records at write time (seeded); else keep input order.
+        index: write an offset index next to each (uncompressed) shard.
+    """
+
+    shard_size: int = DEFAULT_SHARD_SIZE
+    num_shards: int | None = None
+    min_shards: int = 1
+    compression: str | None = None
+    layout: Literal["mixed", "per_class"] = "mixed"
+    seed: int = 0
+    shuffle: bool = True
+    index: bool = True
+
+    def __post_init__(self) -> None:
+        if self.shard_size <= 0:
+            raise ValueError(f"shard_size must be positive; got {self.shard_size}")
+        if self.num_shards is not None and self.num_shards < 1:
+            raise ValueError(f"num_shards must be at least 1; got {self.num_shards}")
+        if self.min_shards < 1:
+            raise ValueError(f"min_shards must be at least 1; got {self.min_shards}")
+        if self.layout not in ("mixed", "per_class"):
+            raise ValueError(f"layout must be 'mixed' or 'per_class'; got {self.layout!r}")
+        object.__setattr__(self, "compression", normalize_compression(self.compression))
+
+    def shard_count(self, nbytes: int) -> int:
+        """Shards for ``nbytes`` of records."""
+        if self.num_shards is not None:
+            return self.num_shards
+        count = max(1, math.ceil(nbytes / self.shard_size))
+        return max(count, self.min_shards) if self.layout == "mixed" else count
+
+
+def write_shard(
+    records: Iterable[tuple[bytes, int]],
+    directory: Path,
+    name: str,
+    *,
+    staging: Path,
+    compression: str | None,
+    index: bool,
+) -> ShardInfo:
+    """Write one whole shard under a temporary name, then rename it into ``directory``.
+
+    ``records`` are ``(serialized record, class id or -1)`` pairs. Returns the shard's stats.
+    """
+    tmp = staging / name
+    index_tmp = staging / (name + INDEX_SUFFIX) if index and compression is None else None
+    counts: Counter[int] = Counter()
+    with RecordWriter(tmp, compression, index_path=index_tmp) as writer:
+        for data, label in records:
+            writer.write(data)
+            counts[label] += 1
+        count = writer.records_written
+    crc = 0
+    with open(tmp, "rb") as f:
+        while chunk := f.read(1 << 22):
+            crc = crc32c.crc32c(chunk, crc)
+    size = tmp.stat().st_size
+    if index_tmp is not None:
+        os.replace(index_tmp, directory / (name + INDEX_SUFFIX))
+    os.replace(tmp, directory / name)
+    return ShardInfo(
+        file=name, records=count, bytes=size, crc32c=f"{crc:08x}",
+        index=name + INDEX_SUFFIX if index_tmp is not None else None,
+        class_counts={str(k): v for k, v in sorted(counts.items()) if k != _UNLABELLED},
+    )
+
+
+@dataclass
+class _SplitTotals:
+    records: int = 0
+    bytes: int = 0
+    class_records: Counter[int] = field(default_factory=Counter)
+    class_bytes: Counter[int] = field(default_factory=Counter)
+
+
+class ShardedWriter:
+    """Writes encoded records into a dataset directory of shards plus ``dataset.json``.
+
+    Use as a context manager: on an exception the staging folder is removed and no manifest
+    is written. ``finish()`` writes the shards and the manifest and returns the manifest.
+
+    Args:
+        out_dir: the dataset directory (created if needed).
+        schema: the records' schema (stored in the manifest).
+        options: shard layout options.
+        label_feature: the class-label feature (needed by the per-class layout).
+        overwrite: replace an existing dataset; otherwise its presence is an error.
+        plan_id: identifies the conversion (source, schema, options); a rerun with the same
+            ``plan_id`` resumes from a completed spill.
+        created_by: provenance stored in the manifest.
+    """
+
+    def __init__(
+        self,
+        out_dir: str | os.PathLike[str],
+        schema: Schema,
+        options: ShardOptions | None = None,
+        *,
+        label_feature: str | None = None,
+        overwrite: bool = False,
+        plan_id: str = "",
+        created_by: dict[str, Any] | None = None,
+    ) -> None:
+        self.out_dir = Path(out_dir)
+        self.schema = schema
+        self.options = options or ShardOptions()
+        self.label_feature = label_feature
+        self.plan_id = plan_id
+        self.created_by = dict(created_by or {})
+        if self.options.layout == "per_class" and label_feature is None:
+            raise DatasetError("the per-class layout needs a class-label feature")
+        manifest = self.out_dir / MANIFEST_NAME
+        if manifest.exists():
+            if not overwrite:
+                raise DatasetError(
+                    f"{self.out_dir} already holds a dataset; pass overwrite=True "
+                    "(--overwrite) to replace it"
+                )
+            self._remove_previous_dataset()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._staging = self.out_dir / STAGING
+        self._spill_dir = self._staging / "spill"
+        self._done_marker = self._spill_dir / "done.json"
+        self.resumed = self._can_resume()
+        if not self.resumed:
+            self._remove_stale_shards()
+            shutil.rmtree(self._staging, ignore_errors=True)
+            self._spill_dir.mkdir(parents=True)
+        self._handles: dict[tuple[str, int], tuple[BinaryIO, BinaryIO]] = {}
+        self._totals: dict[str, _SplitTotals] = defaultdict(_SplitTotals)
+        self._skipped: list[dict[str, str]] = []
+        self._skipped_count = 0
+        self._sequence = 0
+        if self.resumed:
+            self._load_spill_summary()
+
+    # -- phase 1: spill ---------------------------------------------------------------------
+
+    def _can_resume(self) -> bool:
+        if not self._done_marker.exists():
+            return False
+        try:
+            summary = json.loads(self._done_marker.read_text())
+        except (OSError, json.JSONDecodeError):
+            return False
+        return bool(self.plan_id) and summary.get("plan_id") == self.plan_id
+
+    def add(self, key: str, data: bytes, *, split: str = "train", label: int | None = None) -> None:
+        """Stage one serialized record under its stable ``key``."""
+        if self.resumed:
+            raise DatasetError("this conversion resumes from a completed spill; call finish()")
+        if self.options.shuffle:
+            h = record_hash(key, self.options.seed)
+        else:
+            h = self._sequence
+        self._sequence += 1
+        label_id = _UNLABELLED if label is None else label
+        if self.options.layout == "per_class":
+            if label is None:
+                raise DatasetError(f"record {key!r} has no class label (per-class layout)")
+            bucket = label % _BUCKETS
+        elif self.options.shuffle:
+            bucket = h >> _BUCKET_SHIFT
+        else:
+            bucket = min(h >> 18, _BUCKETS - 1)
+        data_file, index_file = self._bucket(split, bucket)
+        data_file.write(data)
+        index_file.write(np.array([(h, label_id, len(data))], dtype=_ENTRY).tobytes())
+        totals = self._totals[split]
+        framed = len(data) + 16
+        totals.records += 1
+        totals.bytes += framed
+        if label is not None:
+            totals.class_records[label] += 1
+            totals.class_bytes[label] += framed
+
+    def skip(self, input_name: str, reason: str) -> None:
+        """Record an input that was left out, with why (listed in the manifest)."""
+        self._skipped_count += 1
+        if len(self._skipped) < _MAX_SKIPPED_LISTED:
+            self._skipped.append({"input": input_name, "reason": reason})
+
+    def _bucket(self, split: str, bucket: int) -> tuple[BinaryIO, BinaryIO]:
+        handles = self._handles.get((split, bucket))
+        if handles is None:
+            folder = self._spill_dir / split
+            folder.mkdir(exist_ok=True)
+            handles = (
+                open(folder / f"{bucket:03d}.data", "wb", buffering=1 << 20),  # noqa: SIM115
+                open(folder / f"{bucket:03d}.idx", "wb", buffering=1 << 16),  # noqa: SIM115
+            )
+            self._handles[(split, bucket)] = handles
+        return handles
+
+    def _close_spill(self) -> None:
+        for data_file, index_file in self._handles.values():
+            data_file.close()
+            index_file.close()
+        self._handles.clear()
+
+    def _write_spill_summary(self) -> None:
+        summary = {
+            "plan_id": self.plan_id,
+            "skipped": self._skipped,
+            "skipped_count": self._skipped_count,
+            "totals": {
+                split: {
+                    "records": t.records, "bytes": t.bytes,
+                    "class_records": dict(t.class_records), "class_bytes": dict(t.class_bytes),
+                }
+                for split, t in self._totals.items()
+            },
+        }
+        tmp = self._done_marker.with_suffix(".tmp")
+        tmp.write_text(json.dumps(summary))
+        os.replace(tmp, self._done_marker)
+
+    def _load_spill_summary(self) -> None:
+        summary = json.loads(self._done_marker.read_text())
+        self._skipped = summary["skipped"]
+        self._skipped_count = summary["skipped_count"]
+        for split, t in summary["totals"].items():
+            self._totals[split] = _SplitTotals(
+                t["records"], t["bytes"],
+                Counter({int(k): v for k, v in t["class_records"].items()}),
+                Counter({int(k): v for k, v in t["class_bytes"].items()}),
+            )
+
+    # -- phase 2: shards --------------------------------------------------------------------
+
+    def _sorted_buckets(self, split: str) -> Iterator[tuple[int, np.ndarray, int]]:
+        """Yield ``(bucket, entries sorted by h (with offsets), data fd)`` in bucket order."""
+        folder = self._spill_dir / split
+        for bucket in range(_BUCKETS):
+            index_path = folder / f"{bucket:03d}.idx"
+            if not index_path.exists():
+                continue
+            entries = np.fromfile(index_path, dtype=_ENTRY)
+            offsets = np.zeros(len(entries), dtype=np.int64)
+            np.cumsum(entries["length"][:-1], out=offsets[1:])
+            # Stable sort: ties in h (equal keys) keep their input order.
+            order = np.argsort(entries["h"], kind="stable")
+            table = np.empty(len(entries), dtype=[("label", "<i8"), ("offset", "<i8"),
+                                                  ("length", "<i8")])
+            table["label"] = entries["label"][order]
+            table["offset"] = offsets[order]
+            table["length"] = entries["length"][order]
+            fd = os.open(folder / f"{bucket:03d}.data", os.O_RDONLY)
+            try:
+                yield bucket, table, fd
+            finally:
+                os.close(fd)
+
+    @staticmethod
+    def _read_records(table: np.ndarray, fd: int) -> Iterator[tuple[bytes, int]]:
+        for label, offset, length in table.tolist():
+            yield os.pread(fd, length, offset), label
+
+    def _write_mixed_split(self, split: str, progress: Callable[[int], None]) -> list[ShardInfo]:
+        totals = self._totals[split]
+        count = self.options.shard_count(totals.bytes)
+        count = min(count, max(1, totals.records))
+        bounds = [round(totals.records * (i + 1) / count) for i in range(count)]
+
+        def stream() -> Iterator[tuple[bytes, int]]:
+            for _, table, fd in self._sorted_buckets(split):
+                yield from self._read_records(table, fd)
+
+        records = stream()
+        shards = []
+        start = 0
+        for i, stop in enumerate(bounds):
+            chunk = _take(records, stop - start)
+            shards.append(self._write_one(chunk, shard_name(split, i, count,
+                                                            self.options.compression)))
+            progress(stop - start)
+            start = stop
+        return shards
+
+    def _write_per_class_split(
+        self, split: str, progress: Callable[[int], None]
+    ) -> list[ShardInfo]:
+        totals = self._totals[split]
+        shards = []
+        for _, table, fd in self._sorted_buckets(split):
+            # Group by class keeping the h order inside each class (stable sort).
+            grouped = table[np.argsort(table["label"], kind="stable")]
+            labels, starts = np.unique(grouped["label"], return_index=True)
+            ends = [*starts[1:].tolist(), len(grouped)]
+            for label, first, last in zip(labels.tolist(), starts.tolist(), ends, strict=True):
+                rows = grouped[first:last]
+                count = min(self.options.shard_count(totals.class_bytes[label]), len(rows))
+                bounds = [round(len(rows) * (i + 1) / count) for i in range(count)]
+                start = 0
+                for i, stop in enumerate(bounds):
+                    name = shard_name(split, i, count, self.options.compression, class_id=label)
+                    shard = self._write_one(self._read_records(rows[start:stop], fd), name)
+                    shards.append(ShardInfo(**{**shard.__dict__, "class_id": label}))
+                    progress(stop - start)
+                    start = stop
+        return sorted(shards, key=lambda s: (s.class_id, s.file))
+
+    def _write_one(self, records: Iterable[tuple[bytes, int]], name: str) -> ShardInfo:
+        return write_shard(
+            records, self.out_dir, name, staging=self._staging,
+            compression=self.options.compression, index=self.options.index,
+        )
+
+    def finish(self, progress: Callable[[int], None] | None = None) -> Manifest:
+        """Write every shard, then the manifest; return the manifest."""
+        tick = progress or (lambda n: None)
+        if not self.resumed:
+            self._close_spill()
+            self._write_spill_summary()
+        splits: dict[str, SplitInfo] = {}
+        for split in sorted(self._totals):
+            if self.options.layout == "per_class":
+                shards = self._write_per_class_split(split, tick)
+            else:
+                shards = self._write_mixed_split(split, tick)
+            class_counts: Counter[str] = Counter()
+            for shard in shards:
+                class_counts.update(shard.class_counts)
+            splits[split] = SplitInfo(
+                shards=tuple(shards),
+                records=sum(s.records for s in shards),
+                bytes=sum(s.bytes for s in shards),
+                class_counts=dict(sorted(class_counts.items(), key=lambda kv: int(kv[0]))),
+            )
+            if splits[split].records != self._totals[split].records:
+                raise DatasetError(f"split {split!r}: wrote {splits[split].records} records, "
+                                   f"staged {self._totals[split].records}")
+        manifest = Manifest(
+            schema=self.schema, splits=splits, layout=self.options.layout,
+            compression=self.options.compression, label_feature=self.label_feature,
+            skipped=tuple(self._skipped), skipped_count=self._skipped_count,
+            created_by={**self.created_by, "seed": self.options.seed,
+                        "shuffle": self.options.shuffle},
+        )
+        manifest.write(self.out_dir)
+        shutil.rmtree(self._staging, ignore_errors=True)
+        return manifest
+
+    def abort(self) -> None:
+        """Drop staged work (no manifest is written)."""
+        self._close_spill()
+        shutil.rmtree(self._staging, ignore_errors=True)
+
+    def __enter__(self) -> ShardedWriter:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is not None:
+            self.abort()
+
+    # -- housekeeping -----------------------------------------------------------------------
+
+    def _remove_previous_dataset(self) -> None:
+        # The manifest goes first, so no reader ever sees it pointing at missing shards.
+        (self.out_dir / MANIFEST_NAME).unlink()
+        self._remove_stale_shards()
+
+    def _remove_stale_shards(self) -> None:
+        """Remove shard files (and indexes) a killed or previous run left, and nothing else."""
+        for path in self.out_dir.iterdir():
+            name = path.name.removesuffix(INDEX_SUFFIX)
+            if SHARD_PATTERN.match(name):
+                path.unlink()
+
+
+def _take(iterator: Iterator[Any], count: int) -> Iterator[Any]:
+    for _ in range(count):
+        yield next(iterator)
