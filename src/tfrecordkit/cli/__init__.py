@@ -18,7 +18,7 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     from tfrecordkit import __version__
-    from tfrecordkit.cli import _head, _index, _inspect, _verify
+    from tfrecordkit.cli import _convert, _head, _index, _inspect, _stats, _verify
 
     parser = argparse.ArgumentParser(
         prog="tfrecordkit", description="Convert, inspect, verify and index TFRecord datasets."
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-q", "--quiet", action="store_true", help="no progress bars or logs")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Each subcommand module adds its parser; they all share --quiet.
-    for module in (_inspect, _verify, _index, _head):
+    for module in (_convert, _stats, _inspect, _verify, _index, _head):
         module.register(_SharedOptions(subparsers, common))
     return parser
 

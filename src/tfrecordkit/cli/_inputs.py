@@ -6,6 +6,7 @@ import glob
 import os
 
 from tfrecordkit.errors import DatasetError
+from tfrecordkit.store import MANIFEST_NAME, load_manifest
 
 _NOT_RECORDS = (".index", ".json", ".tmp")
 
@@ -13,11 +14,16 @@ _NOT_RECORDS = (".index", ".json", ".tmp")
 def expand_record_paths(args: list[str]) -> list[str]:
     """Return the record files named by ``args``: files, glob patterns or directories.
 
-    A directory stands for the record files in it (``*.tfrecord*``, not index sidecars).
+    A dataset directory stands for the shards its manifest lists; any other directory for the
+    record files in it (``*.tfrecord*``, not index sidecars).
     """
     paths: list[str] = []
     for arg in args:
-        if os.path.isdir(arg):
+        if os.path.isdir(arg) and os.path.exists(os.path.join(arg, MANIFEST_NAME)):
+            manifest = load_manifest(arg)
+            paths.extend(os.path.join(arg, shard.file) for split in manifest.splits.values()
+                         for shard in split.shards)
+        elif os.path.isdir(arg):
             found = sorted(
                 os.path.join(arg, name)
                 for name in os.listdir(arg)

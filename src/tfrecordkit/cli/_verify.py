@@ -7,9 +7,12 @@ import json
 import os
 from typing import Any
 
+import crc32c
+
 from tfrecordkit.cli._inputs import expand_record_paths
 from tfrecordkit.cli._progress import progress
 from tfrecordkit.format import RecordReader
+from tfrecordkit.store import MANIFEST_NAME, load_manifest
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,12 +42,52 @@ def verify_file(path: str, quiet: bool) -> dict[str, Any]:
     }
 
 
+def check_against_manifest(dataset: str, files: list[dict[str, Any]]) -> list[str]:
+    """Problems where shards disagree with the manifest: missing, counts, checksums."""
+    manifest = load_manifest(dataset)
+    by_path = {f["path"]: f for f in files}
+    problems = []
+    for split in manifest.splits.values():
+        for shard in split.shards:
+            path = os.path.join(dataset, shard.file)
+            seen = by_path.get(path)
+            if seen is None:
+                continue
+            if not seen["problems"] and seen["records"] != shard.records:
+                problems.append(f"{path}: manifest says {shard.records} records, "
+                                f"file holds {seen['records']}")
+            crc = 0
+            with open(path, "rb") as f:
+                while chunk := f.read(1 << 22):
+                    crc = crc32c.crc32c(chunk, crc)
+            if f"{crc:08x}" != shard.crc32c:
+                problems.append(f"{path}: file checksum {crc:08x} differs from the manifest's "
+                                f"{shard.crc32c}")
+    return problems
+
+
 def run(args: argparse.Namespace) -> int:
-    files = [verify_file(path, args.quiet) for path in expand_record_paths(args.paths)]
-    ok = not any(f["problems"] for f in files)
+    files = []
+    manifest_problems: list[str] = []
+    for arg in args.paths:
+        if os.path.isdir(arg) and os.path.exists(os.path.join(arg, MANIFEST_NAME)):
+            manifest = load_manifest(arg)
+            missing = [os.path.join(arg, s.file) for sp in manifest.splits.values()
+                       for s in sp.shards if not os.path.exists(os.path.join(arg, s.file))]
+            manifest_problems += [f"{m}: listed in the manifest but missing" for m in missing]
+            present = [p for p in expand_record_paths([arg]) if p not in missing]
+            checked = [verify_file(path, args.quiet) for path in present]
+            manifest_problems += check_against_manifest(arg, checked)
+            files += checked
+        else:
+            files += [verify_file(path, args.quiet) for path in expand_record_paths([arg])]
+    ok = not any(f["problems"] for f in files) and not manifest_problems
     if args.json:
-        print(json.dumps({"ok": ok, "files": files}, indent=2))
+        print(json.dumps({"ok": ok, "files": files, "manifest_problems": manifest_problems},
+                         indent=2))
     else:
+        for problem in manifest_problems:
+            print(problem)
         for f in files:
             if f["problems"]:
                 for problem in f["problems"]:

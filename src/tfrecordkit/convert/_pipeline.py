@@ -84,11 +84,11 @@ class ConversionResult:
     def summary(self) -> str:
         """Human-readable summary: records per split and class, shards, bytes, skipped inputs."""
         m = self.manifest
-        rate = self.records / self.seconds if self.seconds else 0.0
+        seconds = max(self.seconds, 1e-9)
         lines = [
             f"wrote {self.records} records ({self.bytes / 1e6:.1f} MB) to {self.path} in "
-            f"{self.seconds:.1f}s ({rate:,.0f} rec/s, {self.bytes / 1e6 / max(self.seconds, 1e-9):.1f}"
-            f" MB/s){' (resumed)' if self.resumed else ''}"
+            f"{self.seconds:.1f}s ({self.records / seconds:,.0f} rec/s, "
+            f"{self.bytes / 1e6 / seconds:.1f} MB/s){' (resumed)' if self.resumed else ''}"
         ]
         names = m.class_names
         for name, split in m.splits.items():

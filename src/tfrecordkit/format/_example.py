@@ -19,8 +19,8 @@ from tfrecordkit.format._wire import ListKind, encode_example_wire, feature_wire
 
 __all__ = [
     "DecodedValue",
-    "classify_value",
     "FeatureValue",
+    "classify_value",
     "decode_example",
     "decode_sequence_example",
     "encode_example",

@@ -7,9 +7,9 @@ a Python/NumPy value, which parsing spec reads each key, and how to decode witho
 
 from __future__ import annotations
 
+import collections.abc
 import io
 import struct
-import collections.abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -35,6 +35,7 @@ __all__ = [
 
 SpecDtype = Literal["string", "int64", "float32"]
 Entries = list[tuple[str, bytes]]
+_SPEC_DTYPE: dict[str, SpecDtype] = {"bytes": "string", "float": "float32", "int64": "int64"}
 EntryEncoder = Callable[[Any], Entries]
 
 
@@ -171,7 +172,8 @@ class Scalar(Feature):
 
     def __post_init__(self) -> None:
         if self.dtype not in _SCALAR_DTYPES:
-            raise SchemaError("<scalar>", f"dtype must be one of {_SCALAR_DTYPES}; got {self.dtype!r}")
+            raise SchemaError(
+                "<scalar>", f"dtype must be one of {_SCALAR_DTYPES}; got {self.dtype!r}")
 
     @property
     def list_kind(self) -> Literal["bytes", "float", "int64"]:
@@ -180,8 +182,7 @@ class Scalar(Feature):
         return "float" if self.dtype.startswith("float") else "int64"
 
     def key_specs(self, name: str) -> list[KeySpec]:
-        dtype: SpecDtype = {"bytes": "string", "float": "float32", "int64": "int64"}[self.list_kind]  # type: ignore[assignment]
-        return [KeySpec(name, dtype, ())]
+        return [KeySpec(name, _SPEC_DTYPE[self.list_kind], ())]
 
     def entry_encoder(self, name: str) -> EntryEncoder:
         if self.list_kind == "float":
@@ -212,7 +213,7 @@ class Scalar(Feature):
 class ClassLabel(Feature):
     """A class index (int64), with the class names kept in the schema."""
 
-    names: tuple[str, ...] = ()
+    names: collections.abc.Sequence[str] = ()
     kind: ClassVar[str] = "class_label"
 
     def __post_init__(self) -> None:
@@ -283,7 +284,8 @@ class Text(Feature):
                     raise SchemaError(name, "expected {'text': ..., 'ids': [...]} (token_ids=True)")
                 ids = np.asarray(value["ids"])
                 if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-                    raise SchemaError(name, f"token ids must be a 1-D integer list, got {ids.dtype}")
+                    raise SchemaError(
+                        name, f"token ids must be a 1-D integer list, got {ids.dtype}")
                 return [encode_text(_as_text_bytes(name, value.get("text", ""))),
                         _entry(ids_key, "int64", ids.astype(np.int64))]
             if isinstance(value, Mapping):
@@ -395,7 +397,8 @@ class Image(Feature):
             raise SchemaError("<image>", f"encoding must be one of {self._ENCODINGS}; "
                                          f"got {self.encoding!r}")
         if self.channels not in (None, 1, 2, 3, 4):
-            raise SchemaError("<image>", f"channels must be None, 1, 2, 3 or 4; got {self.channels}")
+            raise SchemaError(
+                "<image>", f"channels must be None, 1, 2, 3 or 4; got {self.channels}")
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, "string", ())] + [
@@ -427,7 +430,7 @@ class Image(Feature):
                 pixels = value
                 data = self.encode_array(name, pixels)
                 shape = pixels.shape if pixels.ndim == 3 else (*pixels.shape, 1)
-            elif isinstance(value, Mapping):  # {"bytes", "height", "width", "channels"} from sources
+            elif isinstance(value, Mapping):  # from sources: bytes, height, width, channels
                 data = value["bytes"]
                 shape = (value["height"], value["width"], value["channels"])
                 self._check_encoding(name, data)
@@ -586,8 +589,7 @@ class Sequence(Feature):
         return "int64" if isinstance(self.feature, ClassLabel) else "bytes"
 
     def key_specs(self, name: str) -> list[KeySpec]:
-        dtype: SpecDtype = {"bytes": "string", "float": "float32", "int64": "int64"}[self._list_kind]  # type: ignore[assignment]
-        return [KeySpec(name, dtype, None)]
+        return [KeySpec(name, _SPEC_DTYPE[self._list_kind], None)]
 
     def entry_encoder(self, name: str) -> EntryEncoder:
         inner = self.feature

@@ -56,9 +56,9 @@ def load_image(
     """
     data = _read(path)
     kind = sniff_bytes(data)
-    Image = _pil()
+    pil = _pil()
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with pil.open(io.BytesIO(data)) as image:
             mode = image.mode
             width, height = image.size
             stored = _CHANNELS.get(mode, len(image.getbands()))
@@ -80,7 +80,7 @@ def load_image(
             converted = image.convert(target_mode) if image.mode != target_mode else image
             if resize is not None:
                 converted = converted.resize(_target_size(width, height, resize),
-                                             Image.Resampling.BILINEAR)
+                                             pil.Resampling.BILINEAR)
             target = encoding if encoding in ("jpeg", "png") else (
                 kind if kind in ("jpeg", "png") else "png")
             if target == "jpeg" and target_mode in ("LA", "RGBA"):

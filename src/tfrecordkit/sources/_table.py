@@ -128,8 +128,9 @@ class Table:
         # Class names need every value of the column: one pass reading the table (not media).
         values = {row.get(column) for row in _read_rows(self.path)} - {None, ""}
         numbers = [_number(str(v)) for v in values]
-        if values and all(isinstance(n, int) and n >= 0 for n in numbers):
-            return ClassLabel([str(i) for i in range(max(numbers) + 1)])  # type: ignore[type-var]
+        ints = [n for n in numbers if isinstance(n, int) and n >= 0]
+        if values and len(ints) == len(numbers):
+            return ClassLabel([str(i) for i in range(max(ints) + 1)])
         return ClassLabel(sorted(str(v) for v in values))
 
     def _infer_column(self, column: str, values: list[Any]) -> Feature:

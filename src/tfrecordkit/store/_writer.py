@@ -234,10 +234,7 @@ class ShardedWriter:
         """Stage one serialized record under its stable ``key``."""
         if self.resumed:
             raise DatasetError("this conversion resumes from a completed spill; call finish()")
-        if self.options.shuffle:
-            h = record_hash(key, self.options.seed)
-        else:
-            h = self._sequence
+        h = record_hash(key, self.options.seed) if self.options.shuffle else self._sequence
         self._sequence += 1
         label_id = _UNLABELLED if label is None else label
         if self.options.layout == "per_class":

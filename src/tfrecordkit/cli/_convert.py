@@ -1,0 +1,88 @@
+"""``tfrecordkit convert``: a folder, table, text or array file into a sharded dataset."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+
+from tfrecordkit.convert import SOURCE_KINDS, convert, open_source
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "B": 1, "K": 1e3, "KB": 1e3, "KIB": 2**10, "M": 1e6, "MB": 1e6, "MIB": 2**20,
+          "G": 1e9, "GB": 1e9, "GIB": 2**30, "T": 1e12, "TB": 1e12, "TIB": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """``"256MiB"`` → 268435456; accepts B, KB/KiB, MB/MiB, GB/GiB, TB/TiB."""
+    match = _SIZE.match(text)
+    unit = (match.group(2) or "").upper() if match else None
+    if match is None or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 256MiB, 1GB)")
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def parse_split(text: str) -> str | dict[str, float]:
+    """``"train"`` or ``"train=0.9,val=0.1"``."""
+    if "=" not in text:
+        return text
+    ratios = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        try:
+            ratios[name.strip()] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"bad split ratio {part!r}") from None
+    return ratios
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("convert", help="convert a dataset into TFRecord shards")
+    parser.add_argument("src", help="image/audio class folder, table, .txt, .npy/.npz")
+    parser.add_argument("out", help="output dataset directory")
+    parser.add_argument("--source", choices=SOURCE_KINDS, help="source type (default: inferred)")
+    parser.add_argument("--layout", choices=("mixed", "per-class"), default="mixed")
+    parser.add_argument("--split", type=parse_split, default="train",
+                        help="split name, or ratios like train=0.9,val=0.1 (default: train)")
+    sizing = parser.add_mutually_exclusive_group()
+    sizing.add_argument("--shard-size", type=parse_size, default=None,
+                        help="target shard size, e.g. 256MiB (default 192MiB)")
+    sizing.add_argument("--num-shards", type=int, default=None, help="shards per split (class)")
+    parser.add_argument("--min-shards", type=int, default=1,
+                        help="at least this many shards per split, e.g. reader workers")
+    parser.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="encoding processes (default: all cores)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-shuffle", action="store_true", help="keep input order")
+    parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                        help="stop at the first bad input, or skip and list it (default raise)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
+    parser.add_argument("--image-encoding", choices=("jpeg", "png"), default=None,
+                        help="re-encode images (default: keep JPEG/PNG bytes as they are)")
+    parser.add_argument("--image-size", type=int, nargs="+", default=None, metavar="N",
+                        help="resize images: H W, or one N bounding the longer side")
+    parser.add_argument("--channels", type=int, choices=(1, 3, 4), default=None)
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    options: dict[str, object] = {}
+    kind = args.source
+    if kind in (None, "image-folder") and (args.image_encoding or args.image_size or args.channels):
+        size = args.image_size
+        options = {"encoding": args.image_encoding, "channels": args.channels,
+                   "resize": None if not size else (size[0] if len(size) == 1 else tuple(size[:2]))}
+    source = open_source(args.src, kind, **options)
+    extra = {"shard_size": args.shard_size} if args.shard_size else {}
+    result = convert(
+        source, args.out, split=args.split,
+        layout="per_class" if args.layout == "per-class" else "mixed",
+        num_shards=args.num_shards, min_shards=args.min_shards,
+        compression=None if args.compression == "none" else args.compression,
+        workers=args.workers, seed=args.seed, shuffle=not args.no_shuffle,
+        on_error=args.on_error, overwrite=args.overwrite, progress=not args.quiet, **extra,
+    )
+    print(json.dumps(result.to_json(), indent=2) if args.json else result.summary())
+    return 0
