@@ -93,6 +93,9 @@ def load_image(
                     "channels": _CHANNELS[converted.mode]}
     except SourceError:
         raise
+    except pil.UnidentifiedImageError:
+        raise SourceError(path, f"unreadable image: not a known image format ({kind} bytes, "
+                                "or the header is cut off)") from None
     except (OSError, ValueError, SyntaxError) as err:  # PIL's errors for bad image data
         raise SourceError(path, f"unreadable image: {err}") from None
 

@@ -1,0 +1,311 @@
+"""Conversion into a dataset directory: determinism, layouts, splits, errors, kill safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.datasets import digits_folder
+from tfrecordkit import DatasetError, RecordReader, SourceError, decode_example
+from tfrecordkit.convert import convert, open_source, write_dataset
+from tfrecordkit.schema import ClassLabel, Scalar, Schema, Tensor, Text
+from tfrecordkit.sources import ImageFolder
+from tfrecordkit.store import load_manifest
+
+SCHEMA = Schema({"x": Tensor((3,), "float32"), "n": Scalar("int64"), "label": ClassLabel(
+    ["a", "b", "c"])})
+
+
+def records(count: int, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    return [{"x": rng.normal(size=3).astype(np.float32), "n": i, "label": int(i % 3)}
+            for i in range(count)]
+
+
+def read_dataset(path: Path, split: str = "train") -> list[dict]:
+    manifest = load_manifest(path)
+    out = []
+    for shard in manifest.split(split).shards:
+        out.extend(manifest.schema.decode(r) for r in RecordReader(path / shard.file))
+    return out
+
+
+def shard_bytes(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if ".tfrecord" in p.name}
+
+
+def test_records_round_trip_and_multiset_is_kept(tmp_path):
+    data = records(500)
+    result = write_dataset(data, tmp_path / "ds", SCHEMA, num_shards=4)
+    assert result.records == 500
+    back = read_dataset(tmp_path / "ds")
+    assert sorted(r["n"] for r in back) == list(range(500))
+    by_n = {r["n"]: r for r in back}
+    for record in data:
+        assert np.array_equal(by_n[record["n"]]["x"], record["x"])
+        assert by_n[record["n"]]["label"] == record["label"]
+    order = [r["n"] for r in back]
+    assert order != sorted(order), "records are shuffled at write time"
+
+
+def test_same_inputs_and_seed_give_byte_identical_shards(tmp_path):
+    write_dataset(records(300), tmp_path / "a", SCHEMA, num_shards=3, seed=7)
+    write_dataset(records(300), tmp_path / "b", SCHEMA, num_shards=3, seed=7, workers=2)
+    write_dataset(records(300), tmp_path / "c", SCHEMA, num_shards=3, seed=8)
+    assert shard_bytes(tmp_path / "a") == shard_bytes(tmp_path / "b")
+    assert shard_bytes(tmp_path / "a") != shard_bytes(tmp_path / "c")
+
+
+def test_shard_count_follows_target_size(tmp_path):
+    result = write_dataset(records(1000), tmp_path / "ds", SCHEMA, shard_size=10_000)
+    split = result.manifest.split("train")
+    assert len(split.shards) == -(-split.records * 57 // 10_000) or len(split.shards) > 3
+    sizes = [s.records for s in split.shards]
+    assert max(sizes) - min(sizes) <= 1  # records spread evenly
+    assert [s.file for s in split.shards][0] == f"train-00000-of-{len(sizes):05d}.tfrecord"
+
+
+def test_split_ratios_are_seeded_and_complete(tmp_path):
+    result = write_dataset(records(1000), tmp_path / "ds", SCHEMA,
+                           split={"train": 0.8, "val": 0.2}, seed=1)
+    counts = {k: v.records for k, v in result.manifest.splits.items()}
+    assert sum(counts.values()) == 1000
+    assert 740 < counts["train"] < 860
+    train = {r["n"] for r in read_dataset(tmp_path / "ds", "train")}
+    val = {r["n"] for r in read_dataset(tmp_path / "ds", "val")}
+    assert not train & val and len(train | val) == 1000
+
+
+def test_explicit_splits(tmp_path):
+    result = write_dataset({"train": records(30), "test": records(10)}, tmp_path / "ds", SCHEMA)
+    assert {k: v.records for k, v in result.manifest.splits.items()} == {"train": 30, "test": 10}
+
+
+def test_per_class_layout(tmp_path):
+    result = write_dataset(records(90), tmp_path / "ds", SCHEMA, layout="per_class", seed=3)
+    manifest = result.manifest
+    assert manifest.layout == "per_class" and manifest.label_feature == "label"
+    split = manifest.split("train")
+    assert split.class_counts == {"0": 30, "1": 30, "2": 30}
+    for shard in split.shards:
+        assert shard.file.startswith(f"train-c{shard.class_id:05d}-")
+        labels = {manifest.schema.decode(r)["label"] for r in RecordReader(tmp_path / "ds" /
+                                                                           shard.file)}
+        assert labels == {shard.class_id}
+        assert shard.class_counts == {str(shard.class_id): shard.records}
+
+
+def test_manifest_describes_everything(tmp_path):
+    result = write_dataset(records(50), tmp_path / "ds", SCHEMA, compression="gzip")
+    raw = json.loads((tmp_path / "ds" / "dataset.json").read_text())
+    assert raw["format"] == "tfrecordkit-dataset" and raw["compression"] == "gzip"
+    assert Schema.from_json(raw["schema"]) == SCHEMA
+    shard = raw["splits"]["train"]["shards"][0]
+    assert shard["file"].endswith(".tfrecord.gz") and "index" not in shard
+    assert shard["records"] == 50 and shard["bytes"] == (tmp_path / "ds" / shard["file"]).stat(
+    ).st_size
+    assert raw["created_by"]["tool"] == "tfrecordkit" and raw["created_by"]["seed"] == 0
+    assert result.manifest.split("train").class_counts == {"0": 17, "1": 17, "2": 16}
+
+
+def test_uncompressed_shards_carry_an_index(tmp_path):
+    write_dataset(records(40), tmp_path / "ds", SCHEMA, num_shards=2)
+    manifest = load_manifest(tmp_path / "ds")
+    for shard in manifest.split("train").shards:
+        with RecordReader(tmp_path / "ds" / shard.file) as reader:
+            assert reader.num_records() == shard.records
+            assert reader.read(shard.records - 1) == list(reader)[-1]
+
+
+def test_existing_dataset_needs_overwrite(tmp_path):
+    write_dataset(records(10), tmp_path / "ds", SCHEMA)
+    with pytest.raises(DatasetError, match="already holds a dataset"):
+        write_dataset(records(10), tmp_path / "ds", SCHEMA)
+    write_dataset(records(20), tmp_path / "ds", SCHEMA, overwrite=True, num_shards=2)
+    assert load_manifest(tmp_path / "ds").num_records("train") == 20
+    assert len([p for p in (tmp_path / "ds").iterdir() if p.suffix == ".tfrecord"]) == 2
+
+
+def test_bad_record_raises_one_line_naming_the_input(tmp_path):
+    data = [*records(5), {"x": [1.0, 2.0], "n": 1, "label": 0}]
+    with pytest.raises(SourceError) as info:
+        write_dataset(data, tmp_path / "ds", SCHEMA)
+    assert str(info.value).startswith("record 5: ")
+    assert "shape (2,) does not fit (3,)" in str(info.value)
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+    assert not (tmp_path / "ds" / ".tfrecordkit-staging").exists()
+
+
+def test_skip_lists_bad_inputs_in_the_manifest(tmp_path):
+    data = [*records(5), {"x": [1.0], "n": 1, "label": 0}, {"x": [1, 2, 3], "n": 2,
+                                                             "label": "zebra"}]
+    result = write_dataset(data, tmp_path / "ds", SCHEMA, on_error="skip")
+    assert result.records == 5
+    assert result.manifest.skipped_count == 2
+    reasons = [s["reason"] for s in result.manifest.skipped]
+    assert "does not fit" in reasons[0] and "unknown class 'zebra'" in reasons[1]
+    assert "skipped 2 input(s)" in result.summary()
+
+
+def test_image_folder_pixels_round_trip(tmp_path):
+    pixels = digits_folder(tmp_path / "digits", limit_per_class=20)
+    result = convert(ImageFolder(tmp_path / "digits"), tmp_path / "ds", workers=2,
+                     split={"train": 0.75, "val": 0.25})
+    assert result.records == len(pixels) == 200
+    manifest = result.manifest
+    assert manifest.class_names == tuple(str(i) for i in range(10))
+    seen = 0
+    for split in ("train", "val"):
+        for record in read_dataset(tmp_path / "ds", split):
+            seen += 1
+            image = record["image"][:, :, 0]
+            label = record["label"]
+            matches = [p for p, px in pixels.items() if np.array_equal(px, image)]
+            assert matches and any(Path(p).parent.name == str(label) for p in matches)
+    assert seen == 200
+
+
+def test_image_folder_errors_and_skips(tmp_path):
+    digits_folder(tmp_path / "digits", limit_per_class=3)
+    jpeg = next((tmp_path / "digits" / "4").iterdir())
+    truncated = tmp_path / "digits" / "4" / "broken.png"
+    truncated.write_bytes(jpeg.read_bytes()[:80])
+    (tmp_path / "digits" / "5" / "notes.txt").write_text("ignored: not an image")
+    with pytest.raises(SourceError, match=r"broken\.png: truncated PNG \(no IEND chunk\)$"):
+        convert(ImageFolder(tmp_path / "digits"), tmp_path / "ds", workers=1)
+    (tmp_path / "digits" / "6" / "garbage.jpg").write_bytes(b"not an image at all")
+    result = convert(ImageFolder(tmp_path / "digits"), tmp_path / "ds", workers=2,
+                     on_error="skip")
+    assert result.records == 30
+    skipped = {Path(s["input"]).name: s["reason"] for s in result.manifest.skipped}
+    assert skipped["broken.png"] == "truncated PNG (no IEND chunk)"
+    assert skipped["garbage.jpg"].startswith("unreadable image: not a known image format")
+
+
+def test_text_source_names_bad_lines(tmp_path):
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"first line\nsecond \xff line\nthird\n")
+    with pytest.raises(SourceError, match=r"lines\.txt:2: not valid UTF-8"):
+        convert(open_source(str(path)), tmp_path / "ds")
+    result = convert(open_source(str(path)), tmp_path / "ds", on_error="skip", shuffle=False)
+    assert [r["text"] for r in read_dataset(tmp_path / "ds")] == ["first line", "third"]
+    assert result.manifest.skipped_count == 1
+
+
+def test_numpy_source(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "arrays.npz"
+    np.savez(path, features=rng.normal(size=(40, 4, 2)).astype(np.float32),
+             label=rng.integers(0, 5, 40), weight=rng.random(40))
+    source = open_source(str(path))
+    schema = source.schema()
+    assert isinstance(schema["label"], ClassLabel) and isinstance(schema["weight"], Scalar)
+    convert(source, tmp_path / "ds", shuffle=False)
+    back = read_dataset(tmp_path / "ds")
+    with np.load(path) as npz:
+        assert np.array_equal(np.stack([r["features"] for r in back]), npz["features"])
+        assert [r["label"] for r in back] == npz["label"].tolist()
+
+
+def test_resume_after_a_completed_spill(tmp_path):
+    from tfrecordkit.store import ShardedWriter
+
+    calls = Counter()
+
+    def stream():
+        for record in records(50):
+            calls["items"] += 1
+            yield record
+
+    original = ShardedWriter._write_mixed_split
+
+    def crash(self, split, progress):
+        raise KeyboardInterrupt  # as if killed while writing shards
+
+    ShardedWriter._write_mixed_split = crash
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            write_dataset(stream(), tmp_path / "ds", SCHEMA)
+    finally:
+        ShardedWriter._write_mixed_split = original
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+    # The interrupted run removed its staging; a run that is SIGKILLed keeps it (next test).
+
+
+KILL_SCRIPT = """
+import sys
+import numpy as np
+from tfrecordkit.convert import write_dataset
+from tfrecordkit.schema import Schema, Tensor, Scalar
+schema = Schema({"x": Tensor((256,), "float32"), "n": Scalar("int64")})
+rng = np.random.default_rng(0)
+records = ({"x": rng.normal(size=256).astype(np.float32), "n": i} for i in range(20000))
+write_dataset(records, sys.argv[1], schema, num_shards=8, overwrite=True)
+print("done")
+"""
+
+
+def check_dataset_is_whole_or_absent(path: Path) -> bool:
+    """True if a manifest exists (then every listed shard must be complete)."""
+    if not (path / "dataset.json").exists():
+        return False
+    manifest = load_manifest(path)
+    total = 0
+    for shard in manifest.split("train").shards:
+        got = [decode_example(r)["n"][0] for r in RecordReader(path / shard.file)]
+        assert len(got) == shard.records
+        total += len(got)
+    assert total == manifest.num_records("train") == 20000
+    return True
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_sigkill_at_random_moments_never_leaves_a_partial_dataset(tmp_path):
+    out = tmp_path / "ds"
+    rng = random.Random(1234)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    full = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out)], env=env, check=True,
+                          capture_output=True, text=True, timeout=300)
+    assert "done" in full.stdout
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out)], env=env, check=True,
+                   capture_output=True, timeout=300)
+    duration = time.perf_counter() - started
+    outcomes = Counter()
+    for _ in range(6):
+        proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(out)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.05, duration))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        outcomes[check_dataset_is_whole_or_absent(out)] += 1
+        # Running again finishes the job (resuming a completed spill, or from scratch).
+        subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out)], env=env, check=True,
+                       capture_output=True, timeout=300)
+        assert check_dataset_is_whole_or_absent(out)
+    assert outcomes[False] >= 1, f"no kill landed mid-conversion: {outcomes}"
+
+
+def test_generator_source_streams_without_holding_the_dataset(tmp_path):
+    produced = Counter()
+
+    def stream():
+        for i in range(2000):
+            produced["n"] += 1
+            yield {"s": f"line {i}"}
+
+    write_dataset(stream(), tmp_path / "ds", Schema({"s": Text()}))
+    assert produced["n"] == 2000
+    assert load_manifest(tmp_path / "ds").num_records("train") == 2000
