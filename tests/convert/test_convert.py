@@ -70,7 +70,8 @@ def test_shard_count_follows_target_size(tmp_path):
     result = write_dataset(records(1000), tmp_path / "ds", SCHEMA, shard_size=10_000)
     split = result.manifest.split("train")
     # Uncompressed, a shard's file bytes are its framed records: the count is exact.
-    assert len(split.shards) == -(-split.bytes // 10_000) == 6
+    assert len(split.shards) == -(-split.bytes // 10_000)
+    assert len(split.shards) > 1
     sizes = [s.records for s in split.shards]
     assert max(sizes) - min(sizes) <= 1  # records spread evenly
     assert split.shards[0].file == f"train-00000-of-{len(sizes):05d}.tfrecord"
