@@ -122,3 +122,15 @@ def test_schema_json_round_trip():
                      "t": Tensor((None, 4), "int16"), "s": Sequence(Scalar("float32")),
                      "text": Text(token_ids=True), "audio": Audio("flac", 16000)})
     assert Schema.from_json(schema.to_json()) == schema
+
+
+def test_schema_pickles_for_worker_processes():
+    import pickle
+
+    schema = Schema({"image": Image("png"), "label": ClassLabel(["a", "b"]), "x": Scalar()})
+    again = pickle.loads(pickle.dumps(schema))
+    assert again == schema
+    assert again.encode({"image": {"bytes": b"\x89PNG\r\n\x1a\n", "height": 1, "width": 1,
+                                   "channels": 1}, "label": "b", "x": 3}) == schema.encode(
+        {"image": {"bytes": b"\x89PNG\r\n\x1a\n", "height": 1, "width": 1, "channels": 1},
+         "label": "b", "x": 3})

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tfrecordkit.errors import SchemaError, SourceError
-from tfrecordkit.schema import ClassLabel, Schema
+from tfrecordkit.schema import ClassLabel, Image, Schema, sniff_bytes
 from tfrecordkit.sources import Records, Source, SourceItem
 from tfrecordkit.store import (
     DEFAULT_SHARD_SIZE,
@@ -118,7 +118,8 @@ def _init_worker(source: Source, schema: Schema, label_feature: str | None) -> N
     _worker_state = (source, schema, label_feature)
 
 
-_Outcome = tuple[bool, str, str | None, bytes | str, int | None]
+# (ok, key, split, data or reason, label, observed image (name, format, channels) triples)
+_Outcome = tuple[bool, str, str | None, bytes | str, int | None, tuple[Any, ...]]
 
 
 def _encode_chunk(chunk: list[SourceItem]) -> list[_Outcome]:
@@ -139,13 +140,42 @@ def _encode_one(
             feature = schema[label_feature]
             assert isinstance(feature, ClassLabel)
             label = feature.index_of(label_feature, record[label_feature])
-        return True, item.key, item.split, data, label
+        return True, item.key, item.split, data, label, _observe_images(schema, record)
     except SourceError as err:
-        return False, item.key, item.split, err.reason, None
+        return False, item.key, item.split, err.reason, None, ()
     except SchemaError as err:
-        return False, item.key, item.split, str(err), None
+        return False, item.key, item.split, str(err), None, ()
     except (OSError, ValueError, KeyError, TypeError) as err:
-        return False, item.key, item.split, f"{type(err).__name__}: {err}", None
+        return False, item.key, item.split, f"{type(err).__name__}: {err}", None, ()
+
+
+def _observe_images(schema: Schema, record: Mapping[str, Any]) -> tuple[Any, ...]:
+    """(name, format, channels) of images whose schema leaves format or channels open."""
+    seen = []
+    for name, feature in schema.items():
+        value = record[name]
+        if isinstance(feature, Image) and isinstance(value, Mapping) and (
+            feature.channels is None or feature.encoding == "auto"
+        ):
+            seen.append((name, sniff_bytes(value["bytes"][:16]), int(value["channels"])))
+    return tuple(seen)
+
+
+def _refine_schema(schema: Schema, observed: dict[str, set[tuple[str, int]]]) -> Schema:
+    """Pin an image's encoding and channels when every record agreed on them."""
+    features = dict(schema)
+    for name, seen in observed.items():
+        feature = features[name]
+        assert isinstance(feature, Image)
+        formats = {fmt for fmt, _ in seen}
+        channels = {c for _, c in seen}
+        features[name] = Image(
+            encoding=formats.pop() if feature.encoding == "auto" and len(formats) == 1
+            else feature.encoding,
+            channels=channels.pop() if feature.channels is None and len(channels) == 1
+            else feature.channels,
+        )
+    return Schema(features)
 
 
 # -- main side -----------------------------------------------------------------------------------
@@ -281,7 +311,8 @@ def convert(
         if writer.resumed:
             logger.info("%s: resuming from a completed spill", out_dir)
         else:
-            for item, (ok, key, _split, payload, label) in _parallel_outcomes(
+            observed: dict[str, set[tuple[str, int]]] = {}
+            for item, (ok, key, _split, payload, label, images) in _parallel_outcomes(
                 source, schema, label_feature, workers
             ):
                 if not ok:
@@ -292,7 +323,10 @@ def convert(
                     continue
                 assert isinstance(payload, bytes)
                 writer.add(key, payload, split=assign_split(item), label=label)
+                for name, fmt, channels in images:
+                    observed.setdefault(name, set()).add((fmt, channels))
                 report(1, len(payload))
+            writer.schema = _refine_schema(schema, observed)
         manifest = writer.finish()
         report(0, 0, done=True)
     if manifest.skipped_count:

@@ -44,6 +44,10 @@ class Schema(Mapping[str, Feature]):
             name: feature.entry_encoder(name) for name, feature in self._features.items()
         }
 
+    def __reduce__(self) -> tuple[type, tuple[dict[str, Feature]]]:
+        # The compiled encoders are closures; rebuild them from the features on unpickling.
+        return (Schema, (self._features,))
+
     def __getitem__(self, name: str) -> Feature:
         return self._features[name]
 

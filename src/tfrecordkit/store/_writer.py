@@ -283,6 +283,7 @@ class ShardedWriter:
     def _write_spill_summary(self) -> None:
         summary = {
             "plan_id": self.plan_id,
+            "schema": self.schema.to_json(),
             "skipped": self._skipped,
             "skipped_count": self._skipped_count,
             "totals": {
@@ -299,6 +300,7 @@ class ShardedWriter:
 
     def _load_spill_summary(self) -> None:
         summary = json.loads(self._done_marker.read_text())
+        self.schema = Schema.from_json(summary["schema"])
         self._skipped = summary["skipped"]
         self._skipped_count = summary["skipped_count"]
         for split, t in summary["totals"].items():

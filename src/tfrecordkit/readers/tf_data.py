@@ -1,0 +1,510 @@
+"""Datasets written by tfrecordkit (or anyone) as ``tf.data`` pipelines; no hand-written parsing.
+
+The pipeline, every stage AUTOTUNEd::
+
+    shard files (manifest) → shuffle files (seeded, per epoch) → parallel interleave
+    → shuffle records → batch → tf.io.parse_example on the whole batch
+    → decode (vectorised; or per example in a parallel map for images, audio, variable
+      tensors and augmentation) → padded or ragged batch → prefetch
+
+Parsing specs come from the manifest's schema; files tfrecordkit did not write get a schema
+inferred from a sample of their records.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import math
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from tfrecordkit.errors import DatasetError, MissingDependencyError
+from tfrecordkit.format import RecordReader, decode_example
+from tfrecordkit.schema import (
+    Audio,
+    ClassLabel,
+    Feature,
+    Image,
+    KeySpec,
+    Scalar,
+    Schema,
+    Tensor,
+    Text,
+    profile_records,
+)
+from tfrecordkit.store import MANIFEST_NAME, Manifest, load_manifest
+
+try:
+    import tensorflow as tf
+except ImportError as err:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError("tensorflow", "tf", "tfrecordkit.readers.tf_data") from err
+
+__all__ = [
+    "feature_description",
+    "load_tf_dataset",
+    "random_brightness",
+    "random_crop",
+    "random_flip",
+    "shuffle_buffer_size",
+]
+
+logger = logging.getLogger(__name__)
+
+AUTOTUNE = tf.data.AUTOTUNE
+Padding = Literal["pad", "ragged"]
+Example = dict[str, Any]
+
+_TF_DTYPES = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}
+_SHUFFLE_BYTES = 64 << 20
+_PARSE_BATCH = 256
+
+
+# -- parsing specs ---------------------------------------------------------------------------
+
+
+def feature_description(schema: Schema, features: Sequence[str] | None = None) -> dict[str, Any]:
+    """The ``tf.io.parse_example`` spec for a schema (or the named subset of its features).
+
+    Fixed-length keys become ``FixedLenFeature``; variable-length ones ``RaggedFeature``.
+    """
+    return {spec.key: _tf_spec(spec) for spec in schema.key_specs(
+        list(features) if features is not None else None)}
+
+
+def _tf_spec(spec: KeySpec) -> Any:
+    dtype = _TF_DTYPES[spec.dtype]
+    if spec.shape is None:
+        return tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
+    return tf.io.FixedLenFeature(list(spec.shape), dtype)
+
+
+# -- decoding --------------------------------------------------------------------------------
+
+
+def _needs_per_example_decode(feature: Feature) -> bool:
+    return isinstance(feature, Image | Audio) or (
+        isinstance(feature, Tensor) and feature.variable
+    )
+
+
+def _decode_image(feature: Image, parsed: Example, name: str,
+                  image_size: tuple[int, int] | None, keep_aspect: bool) -> Any:
+    data = parsed[name]
+    if feature.encoding == "raw":
+        shape = tf.stack([parsed[f"{name}/height"], parsed[f"{name}/width"],
+                          parsed[f"{name}/channels"]])
+        image = tf.reshape(tf.io.decode_raw(data, tf.uint8), shape)
+        if feature.channels:
+            image.set_shape([None, None, feature.channels])
+    else:
+        channels = feature.channels or 0
+        if feature.encoding == "jpeg":
+            image = tf.io.decode_jpeg(data, channels=channels)
+        elif feature.encoding == "png":
+            image = tf.io.decode_png(data, channels=channels)
+        else:
+            image = tf.io.decode_image(data, channels=channels, expand_animations=False)
+        if channels:
+            image.set_shape([None, None, channels])
+        else:
+            image.set_shape([None, None, None])
+    if image_size is not None:
+        if keep_aspect:
+            resized = tf.image.resize_with_pad(image, image_size[0], image_size[1])
+        else:
+            resized = tf.image.resize(image, image_size)
+        image = tf.saturate_cast(tf.round(resized), tf.uint8)
+    return image
+
+
+def _decode_audio_file(data: bytes) -> tuple[np.ndarray, np.int64]:
+    import io
+
+    import soundfile
+
+    samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    return samples, np.int64(rate)
+
+
+def _decode_audio(feature: Audio, parsed: Example, name: str) -> Any:
+    channels = tf.cast(parsed[f"{name}/channels"], tf.int64)
+    if feature.encoding == "pcm":
+        samples = tf.reshape(parsed[name], tf.stack([-1, channels]))
+    else:
+        samples, _ = tf.numpy_function(_decode_audio_file, [parsed[name]],
+                                       [tf.float32, tf.int64], stateful=False)
+        samples.set_shape([None, None])
+    return samples
+
+
+def _decode_tensor(feature: Tensor, data: Any, shape: Any, batched: bool) -> Any:
+    raw_dtype = tf.uint8 if feature.dtype == "bool" else tf.as_dtype(feature.dtype)
+    values = tf.io.decode_raw(data, raw_dtype, little_endian=True)
+    values = tf.reshape(values, [-1, *feature.shape] if batched else shape)
+    return tf.cast(values, tf.bool) if feature.dtype == "bool" else values
+
+
+def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool) -> Any:
+    """Decoding that works on a whole batch as well as on one example."""
+    if isinstance(feature, Text):
+        if feature.token_ids:
+            return {"text": parsed[name], "ids": parsed[f"{name}/ids"]}
+        return parsed[name]
+    if isinstance(feature, Tensor):
+        shape = parsed[f"{name}/shape"] if feature.variable else list(feature.shape)
+        return _decode_tensor(feature, parsed[name], shape, batched)
+    if isinstance(feature, Scalar):
+        value = parsed[name]
+        if feature.dtype in ("string", "int64", "float32"):
+            return value
+        return tf.cast(value, tf.as_dtype(feature.dtype))
+    return parsed[name]  # ClassLabel (int64), Sequence (ragged)
+
+
+def _decode_one(feature: Feature, parsed: Example, name: str, image_size: Any,
+                keep_aspect: bool) -> Any:
+    if isinstance(feature, Image):
+        return _decode_image(feature, parsed, name, image_size, keep_aspect)
+    if isinstance(feature, Audio):
+        return _decode_audio(feature, parsed, name)
+    return _decode_common(feature, parsed, name, batched=False)
+
+
+# -- augmentation ----------------------------------------------------------------------------
+
+
+def random_flip(feature: str = "image", seed: int | None = None) -> Callable[[Example], Example]:
+    """Augmentation: flip the image left-right with probability 1/2."""
+    def augment(example: Example) -> Example:
+        return {**example, feature: tf.image.random_flip_left_right(example[feature], seed=seed)}
+    return augment
+
+
+def random_brightness(max_delta: float = 0.2, feature: str = "image",
+                      seed: int | None = None) -> Callable[[Example], Example]:
+    """Augmentation: shift brightness by up to ``max_delta`` (of 1.0), staying uint8."""
+    def augment(example: Example) -> Example:
+        image = tf.image.convert_image_dtype(example[feature], tf.float32)
+        image = tf.clip_by_value(tf.image.random_brightness(image, max_delta, seed=seed), 0, 1)
+        return {**example, feature: tf.image.convert_image_dtype(image, tf.uint8, saturate=True)}
+    return augment
+
+
+def random_crop(size: tuple[int, int], feature: str = "image",
+                seed: int | None = None) -> Callable[[Example], Example]:
+    """Augmentation: a random ``(height, width)`` crop (images must be at least that big)."""
+    def augment(example: Example) -> Example:
+        image = example[feature]
+        crop = tf.image.random_crop(image, [size[0], size[1], tf.shape(image)[2]], seed=seed)
+        return {**example, feature: crop}
+    return augment
+
+
+def _compose(augment: Callable[[Example], Example] | Sequence[Callable[[Example], Example]]
+             ) -> Callable[[Example], Example]:
+    if callable(augment):
+        return augment
+    functions = list(augment)
+
+    def composed(example: Example) -> Example:
+        for function in functions:
+            example = function(example)
+        return example
+
+    return composed
+
+
+# -- sources of files ------------------------------------------------------------------------
+
+
+def shuffle_buffer_size(record_bytes: float, records: int,
+                        memory_bytes: int = _SHUFFLE_BYTES) -> int:
+    """Records in the shuffle buffer: as many as fit in ``memory_bytes`` (64 MiB by default),
+    at least 1,000 and at most 100,000 or the number of records."""
+    fit = int(memory_bytes / max(record_bytes, 1.0))
+    return max(1, min(records, max(1_000, min(fit, 100_000))))
+
+
+def _check_shards(path: str, manifest: Manifest, split: str) -> list[tuple[str, int]]:
+    """Shard paths and record counts, after checking they match the manifest."""
+    shards = []
+    for shard in manifest.split(split).shards:
+        file = os.path.join(path, shard.file)
+        if not os.path.exists(file):
+            raise DatasetError(f"{file}: listed in {MANIFEST_NAME} but missing")
+        size = os.path.getsize(file)
+        if size != shard.bytes:
+            raise DatasetError(f"{file}: {size} bytes, {MANIFEST_NAME} says {shard.bytes} "
+                               "(replaced or truncated?)")
+        shards.append((file, shard.records))
+    if shards:
+        first = next((f for f, n in shards if n), None)
+        if first is not None:
+            record = next(iter(RecordReader(first)))
+            keys = set(decode_example(record))
+            missing = [s.key for s in manifest.schema.key_specs() if s.key not in keys
+                       and s.shape is not None]
+            if missing:
+                raise DatasetError(f"{first}: records lack {missing} that the schema in "
+                                   f"{MANIFEST_NAME} describes (schema mismatch)")
+    return shards
+
+
+def _foreign_files(path: str | Sequence[str]) -> list[str]:
+    patterns = [path] if isinstance(path, str) else list(path)
+    files: list[str] = []
+    for pattern in patterns:
+        matched = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        files.extend(m for m in matched if os.path.isfile(m))
+    if not files:
+        raise DatasetError(f"no TFRecord files match {path!r}")
+    return files
+
+
+def _inferred_description(files: list[str], sample: int = 1000
+                          ) -> tuple[dict[str, Any], list[str]]:
+    """Parsing specs inferred from a sample, and the keys that hold single JPEG/PNG images."""
+    def records() -> Any:
+        for file in files:
+            yield from RecordReader(file)
+
+    profile = profile_records(records(), limit=sample)
+    if profile.message_type != "Example" or not profile.records:
+        raise DatasetError(f"{files[0]}: cannot infer a schema (records are not tf.train.Example)")
+    description = {}
+    for name, feature in profile.features.items():
+        dtype = {"bytes": tf.string, "float": tf.float32, "int64": tf.int64,
+                 "empty": tf.string}[feature.kind]
+        if feature.is_fixed_length(profile.records) and feature.max_count > 0:
+            shape = [] if feature.max_count == 1 else [feature.max_count]
+            description[name] = tf.io.FixedLenFeature(shape, dtype)
+        else:
+            description[name] = tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
+    images = [name for name, f in profile.features.items()
+              if f.content in ("jpeg", "png") and f.is_fixed_length(profile.records)
+              and f.max_count == 1]
+    return description, images
+
+
+# -- the pipeline ----------------------------------------------------------------------------
+
+
+def load_tf_dataset(
+    path: str | os.PathLike[str] | Sequence[str],
+    split: str = "train",
+    *,
+    batch_size: int | None = None,
+    shuffle: bool = True,
+    seed: int | None = None,
+    repeat: bool = False,
+    decode: bool = True,
+    features: Sequence[str] | None = None,
+    image_size: tuple[int, int] | None = None,
+    keep_aspect_ratio: bool = False,
+    augment: Callable[[Example], Example] | Sequence[Callable[[Example], Example]] | None = None,
+    padding: Padding = "pad",
+    drop_remainder: bool = False,
+    cache: bool = False,
+    input_context: Any = None,
+    deterministic: bool = False,
+    as_supervised: bool = False,
+    schema: Schema | None = None,
+    shuffle_buffer: int | None = None,
+) -> Any:
+    """A ``tf.data.Dataset`` of one split of a dataset, parsed and decoded from its manifest.
+
+    Args:
+        path: a dataset directory (with ``dataset.json``), or TFRecord files / globs that
+            tfrecordkit did not write (their schema is inferred from a sample, or ``schema``).
+        split: which split.
+        batch_size: records per batch (None: unbatched examples).
+        shuffle: shuffle files every epoch and records through a buffer sized from the record
+            size (see :func:`shuffle_buffer_size`) or ``shuffle_buffer``.
+        seed: seeds the shuffles; with ``deterministic=True`` the same seed gives the same order.
+        repeat: repeat forever (cardinality becomes infinite).
+        decode: decode images, audio, tensors; False leaves the parsed raw values.
+        features: parse only these features (the others are never parsed).
+        image_size: resize images to ``(height, width)``; ``keep_aspect_ratio`` pads instead of
+            stretching.
+        augment: a function (or list) mapping an example dict to an example dict, run per
+            example after decoding and resizing, before batching, in the parallel map; see
+            :func:`random_flip`, :func:`random_brightness`, :func:`random_crop`.
+        padding: variable-length values in a batch are padded to the longest (``"pad"``) or
+            returned as ``tf.RaggedTensor`` (``"ragged"``).
+        drop_remainder: drop the last smaller batch (static batch dimension).
+        cache: cache serialized records in memory after the first epoch.
+        input_context: a ``tf.distribute.InputContext``: shard by file when there are at least
+            as many files as input pipelines, else by record. ``batch_size`` is then per
+            replica (``input_context.get_per_replica_batch_size(global_batch)``).
+        deterministic: fixed element order (slower); needed for reproducible runs.
+        as_supervised: yield ``(inputs, label)`` for ``model.fit``; ``inputs`` is the one
+            remaining feature, or a dict of them.
+        schema: the schema for foreign files (default: inferred).
+        shuffle_buffer: override the shuffle buffer size (records).
+
+    Returns:
+        The dataset; it carries ``class_names`` and (for tfrecordkit datasets) ``manifest``.
+
+    Raises:
+        DatasetError: the manifest disagrees with the files (missing shard, wrong size,
+            schema mismatch), before any training starts.
+    """
+    if padding not in ("pad", "ragged"):
+        raise ValueError(f"padding must be 'pad' or 'ragged'; got {padding!r}")
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"batch_size must be positive; got {batch_size}")
+    local = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    manifest: Manifest | None = None
+    if local is not None and os.path.isdir(local) and os.path.exists(
+            os.path.join(local, MANIFEST_NAME)):
+        manifest = load_manifest(local)
+        schema = manifest.schema
+        shards = _check_shards(local, manifest, split)
+        compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[manifest.compression]
+        bytes_per_record = manifest.split(split).bytes / max(1, manifest.num_records(split))
+    else:
+        files = _foreign_files(local if local is not None else path)  # type: ignore[arg-type]
+        shards = [(f, -1) for f in files]
+        detected = RecordReader(files[0]).compression
+        compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[detected]
+        bytes_per_record = 1024.0
+    names = list(features) if features is not None else (list(schema) if schema else None)
+    foreign_images: list[str] = []
+    if schema is not None:
+        unknown = [n for n in names or [] if n not in schema]
+        if unknown:
+            raise DatasetError(f"unknown features {unknown}; the schema has {list(schema)}")
+        description = feature_description(schema, names)
+    else:
+        description, foreign_images = _inferred_description([f for f, _ in shards])
+        if features is not None:
+            description = {k: v for k, v in description.items() if k in features}
+            foreign_images = [k for k in foreign_images if k in features]
+
+    # Distribution: by file when there are enough files, else by record.
+    file_paths = [f for f, _ in shards]
+    counts = [n for _, n in shards]
+    workers, worker = 1, 0
+    if input_context is not None:
+        workers, worker = input_context.num_input_pipelines, input_context.input_pipeline_id
+    by_file = workers > 1 and len(file_paths) >= workers
+    by_record = workers > 1 and not by_file
+    if by_file:
+        file_paths, counts = file_paths[worker::workers], counts[worker::workers]
+    records = sum(counts) if all(n >= 0 for n in counts) else -1
+    if by_record and records >= 0:
+        records = len(range(worker, records, workers))
+
+    # Record-level sharding needs every worker to see one and the same record order.
+    file_seed = seed if seed is not None else (0 if by_record else None)
+    ordered = deterministic or by_record
+    files_ds = tf.data.Dataset.from_tensor_slices(file_paths)
+    if shuffle and len(file_paths) > 1:
+        files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
+    cycle = max(1, min(len(file_paths), 16))
+    ds = files_ds.interleave(
+        lambda f: tf.data.TFRecordDataset(f, compression_type=compression,
+                                          buffer_size=1 << 20),
+        cycle_length=cycle, block_length=1, num_parallel_calls=AUTOTUNE,
+        deterministic=ordered,
+    )
+    if by_record:
+        ds = ds.shard(workers, worker)
+    if cache:
+        ds = ds.cache()
+    if shuffle:
+        buffer = shuffle_buffer or shuffle_buffer_size(bytes_per_record, max(records, 1_000))
+        ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+
+    selected = {n: schema[n] for n in names} if schema is not None and names else {}
+    per_example = augment is not None or (decode and (
+        any(_needs_per_example_decode(f) for f in selected.values()) or bool(foreign_images)))
+    image_args = (image_size, keep_aspect_ratio)
+
+    def parse_batch(serialized: Any) -> Example:
+        return dict(tf.io.parse_example(serialized, description))
+
+    if per_example:
+        # Parse in big batches (fast), then decode each example in a parallel map.
+        ds = ds.batch(_PARSE_BATCH).map(parse_batch, num_parallel_calls=AUTOTUNE,
+                                        deterministic=ordered).unbatch()
+
+        def decode_example_tf(parsed: Example) -> Example:
+            if not decode or not selected:
+                out = dict(parsed)
+                for key in foreign_images if decode else ():
+                    out[key] = tf.io.decode_image(out[key], expand_animations=False)
+            else:
+                out = {n: _decode_one(f, parsed, n, *image_args) for n, f in selected.items()}
+            return _compose(augment)(out) if augment is not None else out
+
+        ds = ds.map(decode_example_tf, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+        if batch_size is not None:
+            if padding == "ragged":
+                ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
+            else:
+                ds = ds.padded_batch(batch_size, drop_remainder=drop_remainder)
+        elif padding == "pad":
+            ds = ds.map(_to_dense, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    else:
+        chunk = batch_size or _PARSE_BATCH
+        ds = ds.batch(chunk, drop_remainder=drop_remainder and batch_size is not None)
+
+        def parse_and_decode(serialized: Any) -> Example:
+            parsed = parse_batch(serialized)
+            if not decode or not selected:
+                out = dict(parsed)
+            else:
+                out = {n: _decode_common(f, parsed, n, batched=True) for n, f in selected.items()}
+            return _to_dense(out) if padding == "pad" else out
+
+        ds = ds.map(parse_and_decode, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+        if batch_size is None:
+            ds = ds.unbatch() if padding == "pad" else ds.rebatch(1).map(
+                lambda e: tf.nest.map_structure(lambda t: t[0], e))
+
+    if as_supervised:
+        label = manifest.label_feature if manifest is not None else None
+        if label is None and schema is not None and (found := schema.class_label()):
+            label = found[0]
+        if label is None:
+            raise DatasetError("as_supervised needs a class-label feature in the schema")
+
+        def split_label(example: Example) -> tuple[Any, Any]:
+            inputs = {k: v for k, v in example.items() if k != label}
+            return (next(iter(inputs.values())) if len(inputs) == 1 else inputs), example[label]
+
+        ds = ds.map(split_label, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    if not repeat and records >= 0:
+        if batch_size is None:
+            cardinality = records
+        elif drop_remainder:
+            cardinality = records // batch_size
+        else:
+            cardinality = math.ceil(records / batch_size)
+        ds = ds.apply(tf.data.experimental.assert_cardinality(cardinality))
+    ds = ds.prefetch(AUTOTUNE)
+    options = tf.data.Options()
+    options.deterministic = ordered
+    options.experimental_optimization.map_parallelization = True
+    ds = ds.with_options(options)
+    label_feature = manifest.label_feature if manifest is not None else None
+    class_feature = schema[label_feature] if schema is not None and label_feature else None
+    ds.class_names = list(class_feature.names) if isinstance(class_feature, ClassLabel) else []
+    ds.manifest = manifest
+    return ds
+
+
+def _to_dense(example: Any) -> Any:
+    """Ragged values padded to dense tensors (zeros / empty strings)."""
+    return tf.nest.map_structure(
+        lambda t: t.to_tensor() if isinstance(t, tf.RaggedTensor) else t, example)
+
+
+
