@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tfrecordkit.errors import SchemaError, SourceError
+from tfrecordkit.format import frame_record
 from tfrecordkit.schema import ClassLabel, Image, Schema, sniff_bytes
 from tfrecordkit.sources import Records, Source, SourceItem
 from tfrecordkit.store import (
@@ -110,55 +111,73 @@ class ConversionResult:
 
 # -- worker side ---------------------------------------------------------------------------------
 
-_worker_state: tuple[Source, Schema, str | None] | None = None
+@dataclass(frozen=True)
+class _Job:
+    """What every worker needs, sent once per worker."""
+
+    source: Source
+    schema: Schema
+    label_feature: str | None
+    seed: int | None  # None: no write-time shuffle, so no order hash
 
 
-def _init_worker(source: Source, schema: Schema, label_feature: str | None) -> None:
-    global _worker_state  # noqa: PLW0603 -- one per worker process, set once
-    _worker_state = (source, schema, label_feature)
+_worker_job: _Job | None = None
 
 
-# (ok, key, split, data or reason, label, observed image (name, format, channels) triples)
-_Outcome = tuple[bool, str, str | None, bytes | str, int | None, tuple[Any, ...]]
+def _init_worker(job: _Job) -> None:
+    global _worker_job  # noqa: PLW0603 -- one per worker process, set once
+    _worker_job = job
+
+
+# (ok, framed record or reason, label, order hash, observed (image, format, channels))
+_Outcome = tuple[bool, bytes | str, int | None, int | None, tuple[Any, ...]]
 
 
 def _encode_chunk(chunk: list[SourceItem]) -> list[_Outcome]:
-    """Load and encode items: ``(ok, key, split, data or reason, label)`` per item."""
-    assert _worker_state is not None
-    source, schema, label_feature = _worker_state
-    return [_encode_one(source, schema, label_feature, item) for item in chunk]
+    """Load, encode and frame a chunk of items."""
+    assert _worker_job is not None
+    return [_encode_one(_worker_job, item) for item in chunk]
 
 
-def _encode_one(
-    source: Source, schema: Schema, label_feature: str | None, item: SourceItem
-) -> _Outcome:
+def _encode_one(job: _Job, item: SourceItem) -> _Outcome:
     try:
-        record = source.load(item.item)
-        data = schema.encode(record)
+        record = job.source.load(item.item)
+        frame = frame_record(job.schema.encode(record))
         label = None
-        if label_feature is not None:
-            feature = schema[label_feature]
+        if job.label_feature is not None:
+            feature = job.schema[job.label_feature]
             assert isinstance(feature, ClassLabel)
-            label = feature.index_of(label_feature, record[label_feature])
-        return True, item.key, item.split, data, label, _observe_images(schema, record)
+            label = feature.index_of(job.label_feature, record[job.label_feature])
+        h = record_hash(item.key, job.seed) if job.seed is not None else None
+        return True, frame, label, h, _observe_images(job.schema, record)
     except SourceError as err:
-        return False, item.key, item.split, err.reason, None, ()
+        return False, err.reason, None, None, ()
     except SchemaError as err:
-        return False, item.key, item.split, str(err), None, ()
+        return False, str(err), None, None, ()
     except (OSError, ValueError, KeyError, TypeError) as err:
-        return False, item.key, item.split, f"{type(err).__name__}: {err}", None, ()
+        return False, f"{type(err).__name__}: {err}", None, None, ()
+
+
+def _open_images(schema: Schema) -> list[str]:
+    """Image features whose schema leaves the format or the channels open."""
+    return [name for name, f in schema.items()
+            if isinstance(f, Image) and (f.channels is None or f.encoding == "auto")]
 
 
 def _observe_images(schema: Schema, record: Mapping[str, Any]) -> tuple[Any, ...]:
-    """(name, format, channels) of images whose schema leaves format or channels open."""
+    """(name, format, channels) of open images whose value came from a source (a dict)."""
+    names = _OPEN_IMAGES.get(id(schema))
+    if names is None:
+        names = _OPEN_IMAGES[id(schema)] = _open_images(schema)
     seen = []
-    for name, feature in schema.items():
+    for name in names:
         value = record[name]
-        if isinstance(feature, Image) and isinstance(value, Mapping) and (
-            feature.channels is None or feature.encoding == "auto"
-        ):
+        if isinstance(value, Mapping):
             seen.append((name, sniff_bytes(value["bytes"][:16]), int(value["channels"])))
     return tuple(seen)
+
+
+_OPEN_IMAGES: dict[int, list[str]] = {}
 
 
 def _refine_schema(schema: Schema, observed: dict[str, set[tuple[str, int]]]) -> Schema:
@@ -186,19 +205,17 @@ def _chunks(items: Iterator[SourceItem], size: int) -> Iterator[list[SourceItem]
         yield chunk
 
 
-def _parallel_outcomes(
-    source: Source, schema: Schema, label_feature: str | None, workers: int
-) -> Iterator[tuple[SourceItem, _Outcome]]:
+def _parallel_outcomes(job: _Job, workers: int) -> Iterator[tuple[SourceItem, _Outcome]]:
     """Encode every item, in input order, with at most a few chunks in flight."""
-    items = source.items()
+    items = job.source.items()
     if workers <= 1:
         for item in items:
-            yield item, _encode_one(source, schema, label_feature, item)
+            yield item, _encode_one(job, item)
         return
     # fork starts fast and shares the source; with TensorFlow loaded, fork is unsafe.
     method = "spawn" if "tensorflow" in sys.modules or sys.platform != "linux" else "fork"
     context = multiprocessing.get_context(method)
-    with context.Pool(workers, _init_worker, (source, schema, label_feature)) as pool:
+    with context.Pool(workers, _init_worker, (job,)) as pool:
         pending: deque[tuple[list[SourceItem], Any]] = deque()
         chunks = _chunks(items, _CHUNK)
         for chunk in chunks:
@@ -312,9 +329,8 @@ def convert(
             logger.info("%s: resuming from a completed spill", out_dir)
         else:
             observed: dict[str, set[tuple[str, int]]] = {}
-            for item, (ok, key, _split, payload, label, images) in _parallel_outcomes(
-                source, schema, label_feature, workers
-            ):
+            job = _Job(source, schema, label_feature, seed if shuffle else None)
+            for item, (ok, payload, label, h, images) in _parallel_outcomes(job, workers):
                 if not ok:
                     if on_error == "raise":
                         raise SourceError(source.describe(item), str(payload))
@@ -322,7 +338,7 @@ def convert(
                     writer.skip(source.describe(item), str(payload))
                     continue
                 assert isinstance(payload, bytes)
-                writer.add(key, payload, split=assign_split(item), label=label)
+                writer.add_frame(item.key, payload, split=assign_split(item), label=label, h=h)
                 for name, fmt, channels in images:
                     observed.setdefault(name, set()).add((fmt, channels))
                 report(1, len(payload))

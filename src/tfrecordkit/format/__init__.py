@@ -17,6 +17,7 @@ from tfrecordkit.format._framing import (
     ReadStats,
     RecordReader,
     RecordWriter,
+    frame_record,
     read_records,
 )
 from tfrecordkit.format._index import build_index, index_path_for, load_index
@@ -33,6 +34,7 @@ __all__ = [
     "decode_sequence_example",
     "encode_example",
     "encode_sequence_example",
+    "frame_record",
     "index_path_for",
     "load_index",
     "masked_crc32c",

@@ -31,7 +31,9 @@ from tfrecordkit.format._compression import (
 from tfrecordkit.format._crc import _MASK_DELTA, masked_crc32c
 from tfrecordkit.format._filesystem import PathLike, open_binary
 
-__all__ = ["ErrorPolicy", "ReadStats", "RecordReader", "RecordWriter", "read_records"]
+__all__ = [
+    "ErrorPolicy", "ReadStats", "RecordReader", "RecordWriter", "frame_record", "read_records",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,11 @@ _MAX_READ = 64 << 20
 def _frame_header(length: int) -> bytes:
     length_bytes = _LENGTH.pack(length)
     return length_bytes + _CRC.pack(masked_crc32c(length_bytes))
+
+
+def frame_record(record: bytes | bytearray | memoryview) -> bytes:
+    """One record framed as it sits in a file: length, length CRC, data, data CRC."""
+    return _frame_header(len(record)) + bytes(record) + _CRC.pack(masked_crc32c(record))
 
 
 class RecordWriter:
@@ -112,6 +119,16 @@ class RecordWriter:
             self._index.write(f"{self.bytes_written} {length + FRAME_OVERHEAD}\n")
         self.records_written += 1
         self.bytes_written += length + FRAME_OVERHEAD
+
+    def write_frame(self, frame: bytes | memoryview) -> None:
+        """Append a record already framed by :func:`frame_record` (copied as is)."""
+        if self._closed:
+            raise ValueError(f"write to closed RecordWriter for {self.path}")
+        self._stream.write(frame)
+        if self._index is not None:
+            self._index.write(f"{self.bytes_written} {len(frame)}\n")
+        self.records_written += 1
+        self.bytes_written += len(frame)
 
     def write_all(self, records: Iterable[bytes | bytearray | memoryview]) -> None:
         """Append every record of ``records``."""

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 SpecDtype = Literal["string", "int64", "float32"]
-Entries = list[tuple[str, bytes]]
+Entries = list[bytes]  # wire parts of a feature's map entries, joined as they are
 _SPEC_DTYPE: dict[str, SpecDtype] = {"bytes": "string", "float": "float32", "int64": "int64"}
 EntryEncoder = Callable[[Any], Entries]
 
@@ -52,11 +52,11 @@ class KeySpec:
 # -- entry encoders: value -> framed map entries ---------------------------------------------
 
 
-def _entry(key: str, kind: Literal["bytes", "float", "int64"], values: Any) -> tuple[str, bytes]:
-    return key, frame_entry(map_entry_prefix(key), feature_wire(kind, values))
+def _entry(key: str, kind: Literal["bytes", "float", "int64"], values: Any) -> bytes:
+    return frame_entry(map_entry_prefix(key), feature_wire(kind, values))
 
 
-def _int_scalar_encoder(key: str) -> Callable[[int], tuple[str, bytes]]:
+def _int_scalar_encoder(key: str) -> Callable[[int], bytes]:
     # Feature{int64_list{value: [v]}}: every length is fixed by the varint's length.
     prefix = map_entry_prefix(key)
     prefixes = {}
@@ -66,29 +66,41 @@ def _int_scalar_encoder(key: str) -> Callable[[int], tuple[str, bytes]]:
         prefixes[n] = b"\x0a" + varint(entry_len) + prefix + b"\x12" + varint(
             len(feature_head) + n) + feature_head
 
-    def encode(value: int) -> tuple[str, bytes]:
+    small = [prefixes[1] + bytes([n]) for n in range(128)]
+
+    def encode(value: int) -> bytes:
+        if 0 <= value < 128:
+            return small[value]
         encoded = varint(value)
-        return key, prefixes[len(encoded)] + encoded
+        return prefixes[len(encoded)] + encoded
 
     return encode
 
 
-def _float_scalar_encoder(key: str) -> Callable[[float], tuple[str, bytes]]:
+def _float_scalar_encoder(key: str) -> Callable[[float], bytes]:
     head = frame_entry(map_entry_prefix(key), b"\x12\x06\x0a\x04\x00\x00\x00\x00")[:-4]
     pack = struct.Struct("<f").pack
 
-    def encode(value: float) -> tuple[str, bytes]:
-        return key, head + pack(value)
+    def encode(value: float) -> bytes:
+        return head + pack(value)
 
     return encode
 
 
-def _bytes_scalar_encoder(key: str) -> Callable[[bytes], tuple[str, bytes]]:
+def _bytes_scalar_encoder(key: str) -> Callable[[bytes], tuple[bytes, bytes]]:
+    """Encoder of a one-value bytes list; returns ``(head, value)`` parts so that a large
+    value (an image) is copied once, when the record is joined."""
     prefix = map_entry_prefix(key)
 
-    def encode(value: bytes) -> tuple[str, bytes]:
-        inner = b"\x0a" + varint(len(value)) + value
-        return key, frame_entry(prefix, b"\x0a" + varint(len(inner)) + inner)
+    def encode(value: bytes) -> tuple[bytes, bytes]:
+        n = len(value)
+        value_head = b"\x0a" + varint(n)
+        list_len = len(value_head) + n
+        list_head = b"\x0a" + varint(list_len)
+        feature_len = len(list_head) + list_len
+        entry_head = prefix + b"\x12" + varint(feature_len)
+        entry_len = len(entry_head) + feature_len
+        return b"\x0a" + varint(entry_len) + entry_head + list_head + value_head, value
 
     return encode
 
@@ -187,10 +199,13 @@ class Scalar(Feature):
     def entry_encoder(self, name: str) -> EntryEncoder:
         if self.list_kind == "float":
             encode_float = _float_scalar_encoder(name)
-            return lambda value: [encode_float(_as_float(name, value))]
+            return lambda value: [encode_float(
+                value if type(value) is float else _as_float(name, value))]
         if self.list_kind == "int64":
             encode_int = _int_scalar_encoder(name)
-            return lambda value: [encode_int(_as_int(name, value))]
+            return lambda value: [encode_int(
+                value if type(value) is int and -(2**63) <= value < 2**63
+                else _as_int(name, value))]
         encode_bytes = _bytes_scalar_encoder(name)
 
         def encode(value: Any) -> Entries:
@@ -198,7 +213,7 @@ class Scalar(Feature):
                 value = value.encode("utf-8")
             if not isinstance(value, bytes):
                 raise SchemaError(name, f"expected str or bytes, got {type(value).__name__}")
-            return [encode_bytes(value)]
+            return [*encode_bytes(value)]
 
         return encode
 
@@ -286,11 +301,11 @@ class Text(Feature):
                 if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
                     raise SchemaError(
                         name, f"token ids must be a 1-D integer list, got {ids.dtype}")
-                return [encode_text(_as_text_bytes(name, value.get("text", ""))),
+                return [*encode_text(_as_text_bytes(name, value.get("text", ""))),
                         _entry(ids_key, "int64", ids.astype(np.int64))]
             if isinstance(value, Mapping):
                 value = value.get("text")
-            return [encode_text(_as_text_bytes(name, value))]
+            return [*encode_text(_as_text_bytes(name, value))]
 
         return encode
 
@@ -350,7 +365,7 @@ class Tensor(Feature):
                 array.dtype, self.dtype, casting="same_kind"
             ):
                 raise SchemaError(name, f"dtype {array.dtype} does not fit {self.dtype}")
-            entries = [encode_bytes(np.ascontiguousarray(array, dtype=little).tobytes())]
+            entries = [*encode_bytes(np.ascontiguousarray(array, dtype=little).tobytes())]
             if self.variable:
                 entries.append(_entry(shape_key, "int64", list(array.shape)))
             return entries
@@ -440,7 +455,7 @@ class Image(Feature):
             else:
                 raise SchemaError(name, f"expected encoded bytes or a uint8 array, got "
                                         f"{type(value).__name__}")
-            return [encode_bytes(data), *(enc(int(d)) for enc, d in zip(dims, shape, strict=True))]
+            return [*encode_bytes(data), *(enc(int(d)) for enc, d in zip(dims, shape, strict=True))]
 
         return encode
 
@@ -518,7 +533,7 @@ class Audio(Feature):
                 if found != self.encoding:
                     raise SchemaError(name, f"bytes are {found}, feature expects {self.encoding}")
                 dims_values = (value["sample_rate"], value["num_samples"], value["channels"])
-                return [encode_bytes(value["bytes"]),
+                return [*encode_bytes(value["bytes"]),
                         *(enc(int(v)) for enc, v in zip(dims, dims_values, strict=True))]
             if isinstance(value, Mapping) and "samples" in value:
                 samples = np.asarray(value["samples"], dtype=np.float32)
@@ -536,12 +551,12 @@ class Audio(Feature):
                 frames = samples.reshape(samples.shape[0], -1) if samples.ndim else samples
                 num, channels = frames.shape[0], (frames.shape[1] if frames.ndim > 1 else 1)
                 if self.encoding == "pcm":
-                    main = _entry(name, "float", frames.ravel())
+                    main = [_entry(name, "float", frames.ravel())]
                 else:
                     buffer = io.BytesIO()
                     _soundfile().write(buffer, frames, rate, format=self.encoding.upper(),
                                        subtype="FLOAT" if self.encoding == "wav" else "PCM_24")
-                    main = encode_bytes(buffer.getvalue())
+                    main = [*encode_bytes(buffer.getvalue())]
             else:
                 data: bytes = value
                 found = sniff_bytes(data)
@@ -552,8 +567,8 @@ class Audio(Feature):
                 except RuntimeError as err:
                     raise SchemaError(name, f"unreadable audio: {err}") from None
                 rate, num, channels = info.samplerate, info.frames, info.channels
-                main = encode_bytes(data)
-            return [main, *(enc(v) for enc, v in zip(dims, (rate, num, channels), strict=True))]
+                main = [*encode_bytes(data)]
+            return [*main, *(enc(v) for enc, v in zip(dims, (rate, num, channels), strict=True))]
 
         return encode
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format._example import decode_example
-from tfrecordkit.format._wire import map_key_order, varint
+from tfrecordkit.format._framing import frame_record
+from tfrecordkit.format._wire import varint
 from tfrecordkit.schema._features import (
     ClassLabel,
     EntryEncoder,
@@ -82,17 +83,22 @@ class Schema(Mapping[str, Feature]):
             name = (missing or extra)[0]
             problem = "missing from the record" if missing else "not in the schema"
             raise SchemaError(name, problem, record=source)
-        entries = []
+        parts: list[bytes] = []
         try:
             for name, encode in self._encoders.items():
-                entries.extend(encode(record[name]))
+                parts += encode(record[name])
         except SchemaError as err:
             if source is not None and err.record is None:
                 raise SchemaError(err.feature, str(err).split(": ", 1)[-1], record=source) from None
             raise
-        entries.sort(key=lambda entry: map_key_order(entry[0]))
-        body = b"".join([entry for _, entry in entries])
-        return b"\x0a" + varint(len(body)) + body
+        # Entries go in schema order: fixed, so records are deterministic; TF accepts any order.
+        size = sum(map(len, parts))
+        return b"".join([b"\x0a", varint(size), *parts])
+
+    def encode_framed(self, record: Mapping[str, Any], *, source: str | int | None = None
+                      ) -> bytes:
+        """:meth:`encode` framed for a TFRecord file (see :func:`~tfrecordkit.format.frame_record`)."""
+        return frame_record(self.encode(record, source=source))
 
     def decode(self, data: bytes) -> dict[str, Any]:
         """Decode a serialized record into ``{feature name: value}`` without TensorFlow."""

@@ -49,9 +49,11 @@ class _ClassFolder:
         self.description = f"{self.kind}-folder:{os.path.abspath(self.root)}"
 
     def items(self) -> Iterator[SourceItem]:
+        prefix = len(os.path.join(self.root, ""))
         for label, name in enumerate(self.classes):
             for path in _walk_files(os.path.join(self.root, name), self.extensions):
-                yield SourceItem(os.path.relpath(path, self.root), (path, label))
+                # The key is the path relative to the root: stable wherever the root lives.
+                yield SourceItem(path[prefix:], (path, label))
 
     def describe(self, item: SourceItem) -> str:
         return str(item.item[0])
@@ -80,6 +82,8 @@ class ImageFolder(_ClassFolder):
     ) -> None:
         super().__init__(root)
         self.encoding, self.channels, self.resize = encoding, channels, resize
+        # Kept bytes cost little per file: worker processes would only add transfer costs.
+        self.in_process = encoding is None and channels is None and resize is None
 
     def schema(self) -> Schema:
         return Schema({

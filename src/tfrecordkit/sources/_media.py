@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import struct
 from typing import Any
 
 from tfrecordkit.errors import MissingDependencyError, SourceError
@@ -41,6 +42,43 @@ def _check_complete(path: str, data: bytes, kind: str) -> None:
         raise SourceError(path, "truncated PNG (no IEND chunk)")
 
 
+_PNG_CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}  # by IHDR colour type; palette (3) goes through PIL
+# JPEG start-of-frame markers (baseline, progressive, ...), not DHT (C4), JPG (C8) or DAC (CC).
+_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def _png_header(data: bytes) -> tuple[int, int, int] | None:
+    """(height, width, channels) from a PNG's IHDR chunk, or None if unusual."""
+    if len(data) < 33 or data[12:16] != b"IHDR":
+        return None
+    width, height = struct.unpack(">II", data[16:24])
+    channels = _PNG_CHANNELS.get(data[25])
+    return (height, width, channels) if channels and data[24] == 8 else None
+
+
+def _jpeg_header(data: bytes) -> tuple[int, int, int] | None:
+    """(height, width, channels) from a JPEG's start-of-frame segment, or None if unusual."""
+    pos = 2
+    end = min(len(data), 1 << 20)
+    while pos + 9 < end:
+        if data[pos] != 0xFF:
+            return None
+        marker = data[pos + 1]
+        if marker == 0xFF:  # fill byte
+            pos += 1
+            continue
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:  # no length field
+            pos += 2
+            continue
+        length = (data[pos + 2] << 8) | data[pos + 3]
+        if marker in _SOF:
+            height, width = struct.unpack(">HH", data[pos + 5 : pos + 9])
+            channels = data[pos + 9]
+            return (height, width, channels) if channels in (1, 3) and height and width else None
+        pos += 2 + length
+    return None
+
+
 def load_image(
     path: str,
     *,
@@ -56,6 +94,13 @@ def load_image(
     """
     data = _read(path)
     kind = sniff_bytes(data)
+    if resize is None and encoding in (None, "auto", kind) and kind in ("jpeg", "png"):
+        # Fast path: read the size from the header; PIL only for anything unusual.
+        header = _jpeg_header(data) if kind == "jpeg" else _png_header(data)
+        if header is not None and (channels is None or channels == header[2]):
+            _check_complete(path, data, kind)
+            height, width, stored = header
+            return {"bytes": data, "height": height, "width": width, "channels": stored}
     pil = _pil()
     try:
         with pil.open(io.BytesIO(data)) as image:

@@ -28,7 +28,7 @@ class Source(Protocol):
     """
 
     description: str
-    in_process: bool  # True when items already hold the data (no gain from workers)
+    in_process: bool  # True when loading an item is cheap: worker processes would not pay off
 
     def schema(self) -> Schema: ...
 

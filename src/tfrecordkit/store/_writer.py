@@ -23,6 +23,7 @@ import logging
 import math
 import os
 import shutil
+import struct
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ import crc32c
 import numpy as np
 
 from tfrecordkit.errors import DatasetError
-from tfrecordkit.format import RecordWriter
+from tfrecordkit.format import RecordWriter, frame_record
 from tfrecordkit.format._compression import normalize_compression
 from tfrecordkit.format._index import INDEX_SUFFIX
 from tfrecordkit.schema import Schema
@@ -57,8 +58,10 @@ STAGING = ".tfrecordkit-staging"
 _BUCKETS = 64
 _BUCKET_SHIFT = 58  # top 6 bits of h pick the bucket, so buckets are in h order
 _ENTRY = np.dtype([("h", "<u8"), ("label", "<i8"), ("length", "<u8")])
+_ENTRY_PACK = struct.Struct("<QqQ").pack
 _UNLABELLED = -1
 _MAX_SKIPPED_LISTED = 1000
+_BUCKET_IN_MEMORY = 256 << 20  # larger buckets are read record by record
 
 
 def record_hash(key: str, seed: int, purpose: str = "order") -> int:
@@ -115,7 +118,7 @@ class ShardOptions:
 
 
 def write_shard(
-    records: Iterable[tuple[bytes, int]],
+    frames: Iterable[tuple[bytes | memoryview, int]],
     directory: Path,
     name: str,
     *,
@@ -125,20 +128,24 @@ def write_shard(
 ) -> ShardInfo:
     """Write one whole shard under a temporary name, then rename it into ``directory``.
 
-    ``records`` are ``(serialized record, class id or -1)`` pairs. Returns the shard's stats.
+    ``frames`` are ``(framed record, class id or -1)`` pairs, records already framed by
+    :func:`~tfrecordkit.format.frame_record`. Returns the shard's stats.
     """
     tmp = staging / name
     index_tmp = staging / (name + INDEX_SUFFIX) if index and compression is None else None
     counts: Counter[int] = Counter()
+    crc = 0
     with RecordWriter(tmp, compression, index_path=index_tmp) as writer:
-        for data, label in records:
-            writer.write(data)
+        for frame, label in frames:
+            writer.write_frame(frame)
+            if compression is None:
+                crc = crc32c.crc32c(frame, crc)
             counts[label] += 1
         count = writer.records_written
-    crc = 0
-    with open(tmp, "rb") as f:
-        while chunk := f.read(1 << 22):
-            crc = crc32c.crc32c(chunk, crc)
+    if compression is not None:  # the checksum is of the file's (compressed) bytes
+        with open(tmp, "rb") as f:
+            while chunk := f.read(1 << 22):
+                crc = crc32c.crc32c(chunk, crc)
     size = tmp.stat().st_size
     if index_tmp is not None:
         os.replace(index_tmp, directory / (name + INDEX_SUFFIX))
@@ -232,9 +239,18 @@ class ShardedWriter:
 
     def add(self, key: str, data: bytes, *, split: str = "train", label: int | None = None) -> None:
         """Stage one serialized record under its stable ``key``."""
+        h = record_hash(key, self.options.seed) if self.options.shuffle else None
+        self.add_frame(key, frame_record(data), split=split, label=label, h=h)
+
+    def add_frame(self, key: str, frame: bytes, *, split: str = "train",
+                  label: int | None = None, h: int | None = None) -> None:
+        """Stage one framed record (see :func:`frame_record`), with its order hash if known."""
         if self.resumed:
             raise DatasetError("this conversion resumes from a completed spill; call finish()")
-        h = record_hash(key, self.options.seed) if self.options.shuffle else self._sequence
+        if not self.options.shuffle:
+            h = self._sequence
+        elif h is None:
+            h = record_hash(key, self.options.seed)
         self._sequence += 1
         label_id = _UNLABELLED if label is None else label
         if self.options.layout == "per_class":
@@ -246,15 +262,14 @@ class ShardedWriter:
         else:
             bucket = min(h >> 18, _BUCKETS - 1)
         data_file, index_file = self._bucket(split, bucket)
-        data_file.write(data)
-        index_file.write(np.array([(h, label_id, len(data))], dtype=_ENTRY).tobytes())
+        data_file.write(frame)
+        index_file.write(_ENTRY_PACK(h, label_id, len(frame)))
         totals = self._totals[split]
-        framed = len(data) + 16
         totals.records += 1
-        totals.bytes += framed
+        totals.bytes += len(frame)
         if label is not None:
             totals.class_records[label] += 1
-            totals.class_bytes[label] += framed
+            totals.class_bytes[label] += len(frame)
 
     def skip(self, input_name: str, reason: str) -> None:
         """Record an input that was left out, with why (listed in the manifest)."""
@@ -312,7 +327,7 @@ class ShardedWriter:
 
     # -- phase 2: shards --------------------------------------------------------------------
 
-    def _sorted_buckets(self, split: str) -> Iterator[tuple[int, np.ndarray, int]]:
+    def _sorted_buckets(self, split: str) -> Iterator[tuple[int, np.ndarray, memoryview | int]]:
         """Yield ``(bucket, entries sorted by h (with offsets), data fd)`` in bucket order."""
         folder = self._spill_dir / split
         for bucket in range(_BUCKETS):
@@ -329,16 +344,27 @@ class ShardedWriter:
             table["label"] = entries["label"][order]
             table["offset"] = offsets[order]
             table["length"] = entries["length"][order]
-            fd = os.open(folder / f"{bucket:03d}.data", os.O_RDONLY)
-            try:
-                yield bucket, table, fd
-            finally:
-                os.close(fd)
+            data_path = folder / f"{bucket:03d}.data"
+            if data_path.stat().st_size <= _BUCKET_IN_MEMORY:
+                yield bucket, table, memoryview(data_path.read_bytes())
+            else:
+                fd = os.open(data_path, os.O_RDONLY)
+                try:
+                    yield bucket, table, fd
+                finally:
+                    os.close(fd)
 
     @staticmethod
-    def _read_records(table: np.ndarray, fd: int) -> Iterator[tuple[bytes, int]]:
-        for label, offset, length in table.tolist():
-            yield os.pread(fd, length, offset), label
+    def _read_records(
+        table: np.ndarray, data: memoryview | int
+    ) -> Iterator[tuple[bytes | memoryview, int]]:
+        """Frames in table order: slices of a loaded bucket, or reads from a large one."""
+        if isinstance(data, memoryview):
+            for label, offset, length in table.tolist():
+                yield data[offset : offset + length], label
+        else:
+            for label, offset, length in table.tolist():
+                yield os.pread(data, length, offset), label
 
     def _write_mixed_split(self, split: str, progress: Callable[[int], None]) -> list[ShardInfo]:
         totals = self._totals[split]
@@ -346,7 +372,7 @@ class ShardedWriter:
         count = min(count, max(1, totals.records))
         bounds = [round(totals.records * (i + 1) / count) for i in range(count)]
 
-        def stream() -> Iterator[tuple[bytes, int]]:
+        def stream() -> Iterator[tuple[bytes | memoryview, int]]:
             for _, table, fd in self._sorted_buckets(split):
                 yield from self._read_records(table, fd)
 
@@ -384,7 +410,8 @@ class ShardedWriter:
                     start = stop
         return sorted(shards, key=lambda s: (s.class_id, s.file))
 
-    def _write_one(self, records: Iterable[tuple[bytes, int]], name: str) -> ShardInfo:
+    def _write_one(self, records: Iterable[tuple[bytes | memoryview, int]], name: str
+                   ) -> ShardInfo:
         return write_shard(
             records, self.out_dir, name, staging=self._staging,
             compression=self.options.compression, index=self.options.index,
