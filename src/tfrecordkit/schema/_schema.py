@@ -7,7 +7,6 @@ from typing import Any
 
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format._example import decode_example
-from tfrecordkit.format._framing import frame_record
 from tfrecordkit.format._wire import varint
 from tfrecordkit.schema._features import (
     ClassLabel,
@@ -94,11 +93,6 @@ class Schema(Mapping[str, Feature]):
         # Entries go in schema order: fixed, so records are deterministic; TF accepts any order.
         size = sum(map(len, parts))
         return b"".join([b"\x0a", varint(size), *parts])
-
-    def encode_framed(self, record: Mapping[str, Any], *, source: str | int | None = None
-                      ) -> bytes:
-        """:meth:`encode` framed for a TFRecord file (see :func:`~tfrecordkit.format.frame_record`)."""
-        return frame_record(self.encode(record, source=source))
 
     def decode(self, data: bytes) -> dict[str, Any]:
         """Decode a serialized record into ``{feature name: value}`` without TensorFlow."""
