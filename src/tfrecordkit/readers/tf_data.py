@@ -18,6 +18,7 @@ import logging
 import math
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -423,64 +424,15 @@ def load_tf_dataset(
         ds = ds.repeat()
 
     selected = {n: schema[n] for n in names} if schema is not None and names else {}
-    per_example = augment is not None or (decode and (
-        any(_needs_per_example_decode(f) for f in selected.values()) or bool(foreign_images)))
-    image_args = (image_size, keep_aspect_ratio)
-
-    def parse_batch(serialized: Any) -> Example:
-        return dict(tf.io.parse_example(serialized, description))
-
-    if per_example:
-        # Parse in big batches (fast), then decode each example in a parallel map.
-        ds = ds.batch(_PARSE_BATCH).map(parse_batch, num_parallel_calls=AUTOTUNE,
-                                        deterministic=ordered).unbatch()
-
-        def decode_example_tf(parsed: Example) -> Example:
-            if not decode or not selected:
-                out = dict(parsed)
-                for key in foreign_images if decode else ():
-                    out[key] = tf.io.decode_image(out[key], expand_animations=False)
-            else:
-                out = {n: _decode_one(f, parsed, n, *image_args) for n, f in selected.items()}
-            return _compose(augment)(out) if augment is not None else out
-
-        ds = ds.map(decode_example_tf, num_parallel_calls=AUTOTUNE, deterministic=ordered)
-        if batch_size is not None:
-            if padding == "ragged":
-                ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
-            else:
-                ds = ds.padded_batch(batch_size, drop_remainder=drop_remainder)
-        elif padding == "pad":
-            ds = ds.map(_to_dense, num_parallel_calls=AUTOTUNE, deterministic=ordered)
-    else:
-        chunk = batch_size or _PARSE_BATCH
-        ds = ds.batch(chunk, drop_remainder=drop_remainder and batch_size is not None)
-
-        def parse_and_decode(serialized: Any) -> Example:
-            parsed = parse_batch(serialized)
-            if not decode or not selected:
-                out = dict(parsed)
-            else:
-                out = {n: _decode_common(f, parsed, n, batched=True) for n, f in selected.items()}
-            return _to_dense(out) if padding == "pad" else out
-
-        ds = ds.map(parse_and_decode, num_parallel_calls=AUTOTUNE, deterministic=ordered)
-        if batch_size is None:
-            ds = ds.unbatch() if padding == "pad" else ds.rebatch(1).map(
-                lambda e: tf.nest.map_structure(lambda t: t[0], e))
+    plan = _DecodePlan(description, selected, foreign_images, decode,
+                       (image_size, keep_aspect_ratio), augment, padding, ordered)
+    parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
+    ds = ds.batch(parse_size, drop_remainder=drop_remainder and not plan.per_example
+                  and batch_size is not None)
+    ds = _parse_and_decode(ds, plan, batch_size, drop_remainder)
 
     if as_supervised:
-        label = manifest.label_feature if manifest is not None else None
-        if label is None and schema is not None and (found := schema.class_label()):
-            label = found[0]
-        if label is None:
-            raise DatasetError("as_supervised needs a class-label feature in the schema")
-
-        def split_label(example: Example) -> tuple[Any, Any]:
-            inputs = {k: v for k, v in example.items() if k != label}
-            return (next(iter(inputs.values())) if len(inputs) == 1 else inputs), example[label]
-
-        ds = ds.map(split_label, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+        ds = _supervised(ds, manifest, schema, ordered)
     if not repeat and records >= 0:
         if batch_size is None:
             cardinality = records
@@ -489,13 +441,104 @@ def load_tf_dataset(
         else:
             cardinality = math.ceil(records / batch_size)
         ds = ds.apply(tf.data.experimental.assert_cardinality(cardinality))
+    return _finish(ds, manifest, schema, ordered)
+
+
+@dataclass(frozen=True)
+class _DecodePlan:
+    """What to parse and how to decode it."""
+
+    description: dict[str, Any]
+    selected: dict[str, Feature]
+    foreign_images: list[str]
+    decode: bool
+    image_args: tuple[Any, bool]
+    augment: Any
+    padding: Padding
+    ordered: bool
+
+    @property
+    def per_example(self) -> bool:
+        """Whether decoding needs a per-example map (images, audio, ragged tensors, augment)."""
+        return self.augment is not None or (self.decode and (
+            any(_needs_per_example_decode(f) for f in self.selected.values())
+            or bool(self.foreign_images)))
+
+
+def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
+                      drop_remainder: bool) -> Any:
+    """Batches of serialized records → parsed (whole batch at once) → decoded examples,
+    re-batched to ``batch_size`` (None: single examples)."""
+    ordered = plan.ordered
+
+    def parse_batch(serialized: Any) -> Example:
+        return dict(tf.io.parse_example(serialized, plan.description))
+
+    if plan.per_example:
+        # Parse in big batches (fast), then decode each example in a parallel map.
+        ds = ds.map(parse_batch, num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
+
+        def decode_example_tf(parsed: Example) -> Example:
+            if not plan.decode or not plan.selected:
+                out = dict(parsed)
+                for key in plan.foreign_images if plan.decode else ():
+                    out[key] = tf.io.decode_image(out[key], expand_animations=False)
+            else:
+                out = {n: _decode_one(f, parsed, n, *plan.image_args)
+                       for n, f in plan.selected.items()}
+            return _compose(plan.augment)(out) if plan.augment is not None else out
+
+        ds = ds.map(decode_example_tf, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+        if batch_size is not None:
+            if plan.padding == "ragged":
+                ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
+            else:
+                ds = ds.padded_batch(batch_size, drop_remainder=drop_remainder)
+        elif plan.padding == "pad":
+            ds = ds.map(_to_dense, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+        return ds
+
+    def parse_and_decode(serialized: Any) -> Example:
+        parsed = parse_batch(serialized)
+        if not plan.decode or not plan.selected:
+            out = dict(parsed)
+        else:
+            out = {n: _decode_common(f, parsed, n, batched=True)
+                   for n, f in plan.selected.items()}
+        return _to_dense(out) if plan.padding == "pad" else out
+
+    ds = ds.map(parse_and_decode, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    return ds.unbatch() if batch_size is None else ds
+
+
+def _label_feature(manifest: Manifest | None, schema: Schema | None) -> str | None:
+    label = manifest.label_feature if manifest is not None else None
+    if label is None and schema is not None and (found := schema.class_label()):
+        label = found[0]
+    return label
+
+
+def _supervised(ds: Any, manifest: Manifest | None, schema: Schema | None,
+                ordered: bool) -> Any:
+    label = _label_feature(manifest, schema)
+    if label is None:
+        raise DatasetError("as_supervised needs a class-label feature in the schema")
+
+    def split_label(example: Example) -> tuple[Any, Any]:
+        inputs = {k: v for k, v in example.items() if k != label}
+        return (next(iter(inputs.values())) if len(inputs) == 1 else inputs), example[label]
+
+    return ds.map(split_label, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+
+
+def _finish(ds: Any, manifest: Manifest | None, schema: Schema | None, ordered: bool) -> Any:
     ds = ds.prefetch(AUTOTUNE)
     options = tf.data.Options()
     options.deterministic = ordered
     options.experimental_optimization.map_parallelization = True
     ds = ds.with_options(options)
-    label_feature = manifest.label_feature if manifest is not None else None
-    class_feature = schema[label_feature] if schema is not None and label_feature else None
+    label = _label_feature(manifest, schema)
+    class_feature = schema[label] if schema is not None and label else None
     ds.class_names = list(class_feature.names) if isinstance(class_feature, ClassLabel) else []
     ds.manifest = manifest
     return ds
