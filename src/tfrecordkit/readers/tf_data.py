@@ -551,3 +551,175 @@ def _to_dense(example: Any) -> Any:
 
 
 
+
+
+# -- metric learning -------------------------------------------------------------------------
+
+
+def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequence[str] | None,
+                      input_context: Any) -> tuple[Manifest, Schema, list[str], int, int]:
+    local = os.fspath(path)
+    manifest = load_manifest(local)
+    _check_shards(local, manifest, split)
+    schema = manifest.schema
+    names = list(features) if features is not None else list(schema)
+    if manifest.label_feature is not None and manifest.label_feature not in names:
+        names.append(manifest.label_feature)  # batches always carry their labels
+    rank, world = 0, 1
+    if input_context is not None:
+        rank, world = input_context.input_pipeline_id, input_context.num_input_pipelines
+    return manifest, schema, names, rank, world
+
+
+def load_tf_pk_dataset(
+    path: str | os.PathLike[str],
+    split: str = "train",
+    *,
+    classes_per_batch: int,
+    examples_per_class: int,
+    seed: int = 0,
+    decode: bool = True,
+    features: Sequence[str] | None = None,
+    image_size: tuple[int, int] | None = None,
+    keep_aspect_ratio: bool = False,
+    augment: Callable[[Example], Example] | Sequence[Callable[[Example], Example]] | None = None,
+    padding: Padding = "pad",
+    as_supervised: bool = False,
+    epoch: Literal["classes", "examples"] = "classes",
+    exclude_small: bool = False,
+    repeat: bool = False,
+    input_context: Any = None,
+    max_open_files: int = 64,
+) -> Any:
+    """Class-balanced batches of P classes × K examples as a ``tf.data.Dataset``.
+
+    Batches are class-major (K consecutive examples per class) and are drawn by
+    :class:`~tfrecordkit.sampling.PKSampler` (see it for rounds, reshuffling, small classes and
+    ``epoch``). Records are read by offset, with at most ``max_open_files`` files open, then
+    parsed as a batch and decoded as :func:`load_tf_dataset` does. One iteration is one epoch
+    (``len(ds)`` steps) unless ``repeat``; later epochs continue the same sampling plan.
+    With ``input_context`` each input pipeline gets different classes every step.
+    """
+    from tfrecordkit.sampling import ClassIndex, PKSampler, RecordFetcher
+
+    manifest, schema, names, rank, world = _sampling_context(path, split, features,
+                                                            input_context)
+    index = ClassIndex.from_dataset(path, split, manifest)
+    sampler = PKSampler(index, classes_per_batch, examples_per_class, seed=seed,
+                        exclude_small=exclude_small, epoch=epoch, rank=rank, world_size=world)
+    fetcher = RecordFetcher(index, max_open_files)
+    size = classes_per_batch * examples_per_class
+    steps = sampler.steps_per_epoch
+
+    def batches() -> Any:
+        for _ in range(steps) if not repeat else iter(int, 1):
+            yield np.array(fetcher.fetch(sampler.next_batch()), dtype=object)
+
+    ds = tf.data.Dataset.from_generator(
+        batches, output_signature=tf.TensorSpec([size], tf.string))
+    plan = _DecodePlan(feature_description(schema, names), {n: schema[n] for n in names}, [],
+                       decode, (image_size, keep_aspect_ratio), augment, padding, True)
+    ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
+    if as_supervised:
+        ds = _supervised(ds, manifest, schema, True)
+    if not repeat:
+        ds = ds.apply(tf.data.experimental.assert_cardinality(steps))
+    ds = _finish(ds, manifest, schema, True)
+    ds.sampler = sampler
+    ds.fetcher = fetcher
+    return ds
+
+
+def load_tf_triplet_dataset(
+    path: str | os.PathLike[str],
+    split: str = "train",
+    *,
+    batch_size: int,
+    seed: int = 0,
+    decode: bool = True,
+    features: Sequence[str] | None = None,
+    image_size: tuple[int, int] | None = None,
+    keep_aspect_ratio: bool = False,
+    padding: Padding = "pad",
+    with_labels: bool = True,
+    input_context: Any = None,
+    max_open_files: int = 64,
+) -> Any:
+    """Batches of ``{"anchor", "positive", "negative"}`` examples as a ``tf.data.Dataset``.
+
+    Every anchor is used once per epoch (an iteration of the dataset); the positive is another
+    record of its class, the negative one of a different class (see
+    :class:`~tfrecordkit.sampling.TripletSampler`). Each part keeps its label feature unless
+    ``with_labels=False``.
+    """
+    from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
+
+    manifest, schema, names, rank, world = _sampling_context(path, split, features,
+                                                            input_context)
+    if not with_labels and manifest.label_feature in names and (
+            features is None or manifest.label_feature not in features):
+        names.remove(manifest.label_feature)
+    index = ClassIndex.from_dataset(path, split, manifest)
+    sampler = TripletSampler(index, seed=seed, rank=rank, world_size=world)
+    fetcher = RecordFetcher(index, max_open_files)
+    anchors = sampler.anchors_per_epoch
+
+    def triplets() -> Any:
+        for row in sampler.epoch_triplets():
+            yield np.array(fetcher.fetch(row), dtype=object)
+
+    ds = tf.data.Dataset.from_generator(triplets, output_signature=tf.TensorSpec([3], tf.string))
+    plan = _DecodePlan(feature_description(schema, names), {n: schema[n] for n in names}, [],
+                       decode, (image_size, keep_aspect_ratio), None, padding, True)
+    ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
+    ds = ds.map(lambda e: {role: tf.nest.map_structure(lambda t, i=i: t[i], e)
+                           for i, role in enumerate(("anchor", "positive", "negative"))},
+                num_parallel_calls=AUTOTUNE, deterministic=True)
+    if padding == "ragged":
+        ds = ds.ragged_batch(batch_size)
+    else:
+        ds = ds.padded_batch(batch_size)
+    ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(anchors / batch_size)))
+    ds = _finish(ds, manifest, schema, True)
+    ds.sampler = sampler
+    ds.fetcher = fetcher
+    return ds
+
+
+def batch_hard_triplet_loss(margin: float = 0.5, squared: bool = False) -> Callable[..., Any]:
+    """The batch-hard triplet loss (Hermans et al., 2017) for ``model.compile(loss=...)``.
+
+    ``y_true`` holds class labels, ``y_pred`` embeddings. For each anchor: the farthest positive
+    and the closest negative in the batch, ``max(d_pos - d_neg + margin, 0)``, averaged over
+    anchors that have both. NaN-safe: distances are clamped before the square root, and a
+    batch with no valid anchor gives 0 (not 0/0).
+    """
+    def loss(y_true: Any, y_pred: Any) -> Any:
+        labels = tf.reshape(tf.cast(y_true, tf.int64), [-1])
+        embeddings = tf.cast(y_pred, tf.float32)
+        dot = tf.matmul(embeddings, embeddings, transpose_b=True)
+        norms = tf.linalg.diag_part(dot)
+        d2 = tf.maximum(norms[:, None] - 2.0 * dot + norms[None, :], 0.0)
+        if squared:
+            distances = d2
+        else:
+            # sqrt has an infinite gradient at 0: add a tiny epsilon where the distance is 0.
+            zero = tf.cast(tf.equal(d2, 0.0), tf.float32)
+            distances = tf.sqrt(d2 + zero * 1e-16) * (1.0 - zero)
+        same = tf.equal(labels[:, None], labels[None, :])
+        eye = tf.eye(tf.shape(labels)[0], dtype=tf.bool)
+        positive = tf.logical_and(same, tf.logical_not(eye))
+        negative = tf.logical_not(same)
+        hardest_pos = tf.reduce_max(tf.where(positive, distances, 0.0), axis=1)
+        big = tf.reduce_max(distances) + 1.0
+        hardest_neg = tf.reduce_min(tf.where(negative, distances, big), axis=1)
+        valid = tf.logical_and(tf.reduce_any(positive, axis=1), tf.reduce_any(negative, axis=1))
+        per_anchor = tf.maximum(hardest_pos - hardest_neg + margin, 0.0)
+        per_anchor = tf.where(valid, per_anchor, 0.0)
+        count = tf.reduce_sum(tf.cast(valid, tf.float32))
+        return tf.math.divide_no_nan(tf.reduce_sum(per_anchor), count)
+
+    return loss
+
+
+__all__ += ["batch_hard_triplet_loss", "load_tf_pk_dataset", "load_tf_triplet_dataset"]
