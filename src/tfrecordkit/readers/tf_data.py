@@ -675,10 +675,7 @@ def load_tf_triplet_dataset(
     ds = ds.map(lambda e: {role: tf.nest.map_structure(lambda t, i=i: t[i], e)
                            for i, role in enumerate(("anchor", "positive", "negative"))},
                 num_parallel_calls=AUTOTUNE, deterministic=True)
-    if padding == "ragged":
-        ds = ds.ragged_batch(batch_size)
-    else:
-        ds = ds.padded_batch(batch_size)
+    ds = ds.ragged_batch(batch_size) if padding == "ragged" else ds.padded_batch(batch_size)
     ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(anchors / batch_size)))
     ds = _finish(ds, manifest, schema, True)
     ds.sampler = sampler

@@ -135,10 +135,10 @@ class PKSampler:
         size = stop - start
         if size < self.k:
             return start + self._rng.choice(size, self.k, replace=True)
-        perm, cursor = self._streams.get(position, (None, size))
+        perm, cursor = self._streams.get(position, (np.empty(0, np.int64), size))
         picked: list[int] = []
         while len(picked) < self.k:
-            if perm is None or cursor >= size:
+            if cursor >= size:
                 perm, cursor = self._rng.permutation(size), 0
             # Within one batch records stay distinct, even across a reshuffle.
             take = [i for i in perm[cursor : cursor + self.k - len(picked)].tolist()
