@@ -1,0 +1,136 @@
+"""P×K sampling throughput vs a sequential read of the same records, and memory at 10k classes.
+
+A per-class dataset of 128x128 JPEG records; P=32 classes x K=8 = 256 per batch. Compares
+  tf.data:  load_tf_pk_dataset  vs  load_tf_dataset(batch_size=256)   (with and without decode)
+  NumPy:    iter_pk_batches     vs  sequential RecordReader + Schema.decode of the same shards
+and prints records/s (medians), the ratio, and the peak RSS and open files of a P×K run over
+10,000 classes x 5 records (fresh process).
+
+Run: python bench/pk_sampling.py [--classes 500] [--per-class 40] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).parent))
+from convert import jpeg_pool
+from tfrecordkit import (
+    ClassLabel,
+    RecordReader,
+    Schema,
+    iter_pk_batches,
+    load_manifest,
+    write_dataset,
+)
+from tfrecordkit import Image as ImageFeature
+
+P, K = 32, 8
+RSS_PROBE = """
+import sys
+from tfrecordkit import ClassLabel, Scalar, Schema, iter_pk_batches, write_dataset
+path = sys.argv[1]
+schema = Schema({"x": Scalar("int64"), "label": ClassLabel([str(i) for i in range(10000)])})
+write_dataset(({"x": i, "label": i % 10000} for i in range(50000)), path, schema,
+              layout="per_class", overwrite=True)
+batches = iter_pk_batches(path, classes_per_batch=32, examples_per_class=4, steps=1000,
+                          max_open_files=64)
+n = sum(len(b["label"]) for b in batches)
+hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM"))
+print(n, int(hwm.split()[1]) // 1024, batches.peak_open_files)
+"""
+
+
+def make_dataset(path: Path, classes: int, per_class: int) -> None:
+    if (path / "dataset.json").exists():
+        return
+    pool = jpeg_pool()
+    schema = Schema({"image": ImageFeature("jpeg", channels=3),
+                     "label": ClassLabel([str(i) for i in range(classes)])})
+    rows = ({"image": {"bytes": pool[i % len(pool)], "height": 128, "width": 128,
+                       "channels": 3}, "label": i % classes} for i in range(classes * per_class))
+    write_dataset(rows, path, schema, layout="per_class", overwrite=True)
+
+
+def timed_rate(iterable, records: int) -> float:
+    start = time.perf_counter()
+    for _ in iterable:
+        pass
+    return records / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--classes", type=int, default=500)
+    parser.add_argument("--per-class", type=int, default=40)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dir", default="bench_output/pk")
+    args = parser.parse_args()
+    import tensorflow as tf  # noqa: F401  (loaded before the timings)
+
+    from tfrecordkit import load_tf_dataset, load_tf_pk_dataset
+
+    path = Path(args.dir) / "jpeg_per_class"
+    make_dataset(path, args.classes, args.per_class)
+    manifest = load_manifest(path)
+    total = manifest.num_records("train")
+    steps = total // (P * K)
+    records = steps * P * K
+    files = [path / s.file for s in manifest.split("train").shards]
+
+    def numpy_sequential(decode: bool):
+        def run():
+            count = 0
+            for file in files:
+                for record in RecordReader(file):
+                    if decode:
+                        manifest.schema.decode(record)
+                    count += 1
+                    if count >= records:
+                        return
+                    yield
+        return run()
+
+    cases = {
+        "tf.data, no decode": (
+            lambda: load_tf_dataset(path, batch_size=P * K, decode=False).take(steps),
+            lambda: load_tf_pk_dataset(path, classes_per_batch=P, examples_per_class=K,
+                                       decode=False, repeat=True).take(steps)),
+        "tf.data, decode_jpeg": (
+            lambda: load_tf_dataset(path, batch_size=P * K).take(steps),
+            lambda: load_tf_pk_dataset(path, classes_per_batch=P, examples_per_class=K,
+                                       repeat=True).take(steps)),
+        "NumPy, no decode": (
+            lambda: numpy_sequential(False),
+            lambda: iter_pk_batches(path, classes_per_batch=P, examples_per_class=K,
+                                    decode=False, steps=steps)),
+        "NumPy, decode (Pillow)": (
+            lambda: numpy_sequential(True),
+            lambda: iter_pk_batches(path, classes_per_batch=P, examples_per_class=K,
+                                    steps=steps)),
+    }
+    print(f"{args.classes} classes x {args.per_class} JPEG records; P={P}, K={K}; "
+          f"{records} records per run; medians of {args.runs}\n")
+    print(f"{'reader':<26}{'sequential rec/s':>18}{'P×K rec/s':>12}{'ratio':>8}")
+    for label, (sequential, pk) in cases.items():
+        seq_rates, pk_rates = [], []
+        for _ in range(args.runs):
+            seq_rates.append(timed_rate(sequential(), records))
+            pk_rates.append(timed_rate(pk(), records))
+        s, p = statistics.median(seq_rates), statistics.median(pk_rates)
+        print(f"{label:<26}{s:>18,.0f}{p:>12,.0f}{p / s:>7.2f}x")
+    out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(Path(args.dir) / "tenk")],
+                         capture_output=True, text=True, check=True).stdout.split()
+    print(f"\n10,000 classes x 5 records, 1,000 P×K batches (P=32, K=4, max_open_files=64): "
+          f"{out[0]} records, peak RSS {out[1]} MB, at most {out[2]} files open")
+
+
+if __name__ == "__main__":
+    main()
