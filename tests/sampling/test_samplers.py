@@ -191,3 +191,22 @@ def test_ten_thousand_classes_with_bounded_open_files(tmp_path):
         classes.update(set(batch["label"].tolist()))
     assert batches.peak_open_files == 16
     assert len(classes) == 10_000 and max(classes.values()) == 2  # 12,800 draws: round 2 began
+
+
+def test_fetcher_detects_corruption(class_dataset, tmp_path):
+    import shutil
+
+    from tfrecordkit import CorruptRecordError
+    from tfrecordkit.sampling import RecordFetcher
+
+    path = tmp_path / "ds"
+    shutil.copytree(class_dataset[0], path)
+    index = ClassIndex.from_dataset(path)
+    target = path / index.files[0].split("/")[-1]
+    data = bytearray(target.read_bytes())
+    data[int(index.offset[0]) + 14] ^= 0xFF
+    target.write_bytes(bytes(data))
+    with RecordFetcher(index) as fetcher:
+        assert len(fetcher.fetch(np.arange(1, 3))) == 2
+        with pytest.raises(CorruptRecordError, match="data crc"):
+            fetcher.fetch(np.array([0]))

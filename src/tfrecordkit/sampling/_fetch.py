@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 from collections import OrderedDict
 
 import numpy as np
@@ -12,6 +13,9 @@ from tfrecordkit.format._crc import masked_crc32c
 from tfrecordkit.sampling._class_index import ClassIndex
 
 __all__ = ["RecordFetcher"]
+
+_HEADER = struct.Struct("<QI").unpack_from
+_CRC = struct.Struct("<I").unpack_from
 
 
 class RecordFetcher:
@@ -45,27 +49,34 @@ class RecordFetcher:
     def fetch(self, positions: np.ndarray) -> list[bytes]:
         """The records at ``positions`` (in that order)."""
         index = self.index
+        shards, offsets = index.shard[positions], index.offset[positions]
+        lengths = index.length[positions]
+        order = np.lexsort((offsets, shards))
         out: list[bytes] = [b""] * len(positions)
-        order = np.lexsort((index.offset[positions], index.shard[positions]))
-        for i in order.tolist():
-            position = int(positions[i])
-            shard = int(index.shard[position])
-            offset, length = int(index.offset[position]), int(index.length[position])
-            frame = os.pread(self._fd(shard), length, offset)
-            out[i] = self._check(frame, shard, offset)
+        rows = zip(order.tolist(), shards[order].tolist(), offsets[order].tolist(),
+                   lengths[order].tolist(), strict=True)
+        fd, current = -1, -1
+        for i, shard, offset, length in rows:
+            if shard != current:
+                fd, current = self._fd(shard), shard
+            out[i] = self._check(os.pread(fd, length, offset), shard, offset)
         return out
 
     def _check(self, frame: bytes, shard: int, offset: int) -> bytes:
+        length, length_crc = _HEADER(frame, 0) if len(frame) >= 16 else (-1, 0)
+        data = frame[12:-4]
+        if (length != len(data) or masked_crc32c(frame[:8]) != length_crc
+                or masked_crc32c(data) != _CRC(frame, len(frame) - 4)[0]):
+            raise self._corrupt(frame, shard, offset)
+        return data
+
+    def _corrupt(self, frame: bytes, shard: int, offset: int) -> CorruptRecordError:
         path = self.index.files[shard]
         if len(frame) < 16:
-            raise CorruptRecordError(path, offset, -1, "truncated data", "at the indexed offset")
-        length = int.from_bytes(frame[:8], "little")
-        if masked_crc32c(frame[:8]) != int.from_bytes(frame[8:12], "little"):
-            raise CorruptRecordError(path, offset, -1, "length crc", "at the indexed offset")
-        data = frame[12 : 12 + length]
-        if len(data) != length or masked_crc32c(data) != int.from_bytes(frame[-4:], "little"):
-            raise CorruptRecordError(path, offset, -1, "data crc", f"{length} data bytes")
-        return data
+            return CorruptRecordError(path, offset, -1, "truncated data", "at the indexed offset")
+        if masked_crc32c(frame[:8]) != _CRC(frame, 8)[0]:
+            return CorruptRecordError(path, offset, -1, "length crc", "at the indexed offset")
+        return CorruptRecordError(path, offset, -1, "data crc", f"{len(frame) - 16} data bytes")
 
     def close(self) -> None:
         """Close every open file."""
