@@ -46,7 +46,8 @@ class CorruptRecordError(TFRecordKitError, ValueError):
         path: the file that holds the record.
         offset: byte offset of the start of the bad record (in the decompressed stream for
             compressed files).
-        index: position of the record in the file (0-based), counting records before it.
+        index: position of the record in the file (0-based), or -1 when not known (a record
+            read by offset).
         check: which check failed.
         detail: extra words on what was found.
     """
@@ -59,7 +60,8 @@ class CorruptRecordError(TFRecordKitError, ValueError):
         self.index = index
         self.check = check
         self.detail = detail
-        message = f"{path}: record {index} at byte offset {offset}: {check} failed"
+        which = f"record {index}" if index >= 0 else "record"
+        message = f"{path}: {which} at byte offset {offset}: {check} failed"
         if detail:
             message += f" ({detail})"
         super().__init__(message)

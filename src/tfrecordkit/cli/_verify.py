@@ -7,11 +7,10 @@ import json
 import os
 from typing import Any
 
-import crc32c
-
 from tfrecordkit.cli._inputs import expand_record_paths
 from tfrecordkit.cli._progress import progress
 from tfrecordkit.format import RecordReader
+from tfrecordkit.format._crc import file_crc32c
 from tfrecordkit.store import MANIFEST_NAME, load_manifest
 
 
@@ -56,12 +55,9 @@ def check_against_manifest(dataset: str, files: list[dict[str, Any]]) -> list[st
             if not seen["problems"] and seen["records"] != shard.records:
                 problems.append(f"{path}: manifest says {shard.records} records, "
                                 f"file holds {seen['records']}")
-            crc = 0
-            with open(path, "rb") as f:
-                while chunk := f.read(1 << 22):
-                    crc = crc32c.crc32c(chunk, crc)
-            if f"{crc:08x}" != shard.crc32c:
-                problems.append(f"{path}: file checksum {crc:08x} differs from the manifest's "
+            checksum = file_crc32c(path)
+            if checksum != shard.crc32c:
+                problems.append(f"{path}: file checksum {checksum} differs from the manifest's "
                                 f"{shard.crc32c}")
     return problems
 

@@ -17,6 +17,7 @@ from tfrecordkit.format._framing import (
     ReadStats,
     RecordReader,
     RecordWriter,
+    check_frame,
     frame_record,
     read_records,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "RecordReader",
     "RecordWriter",
     "build_index",
+    "check_frame",
     "decode_example",
     "decode_sequence_example",
     "encode_example",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import crc32c as _crc32c
 
 _MASK_DELTA = 0xA282EAD8
@@ -11,3 +13,12 @@ def masked_crc32c(data: bytes | bytearray | memoryview) -> int:
     """Return TFRecord's masked CRC32C (Castagnoli) of ``data``."""
     crc = _crc32c.crc32c(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def file_crc32c(path: str | os.PathLike[str], chunk_size: int = 1 << 22) -> str:
+    """The plain CRC32C of a whole file, as 8 hex digits (the manifest's shard checksum)."""
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(chunk_size):
+            crc = _crc32c.crc32c(chunk, crc)
+    return f"{crc:08x}"

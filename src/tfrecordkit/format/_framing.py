@@ -32,7 +32,8 @@ from tfrecordkit.format._crc import _MASK_DELTA, masked_crc32c
 from tfrecordkit.format._filesystem import PathLike, open_binary
 
 __all__ = [
-    "ErrorPolicy", "ReadStats", "RecordReader", "RecordWriter", "frame_record", "read_records",
+    "ErrorPolicy", "ReadStats", "RecordReader", "RecordWriter", "check_frame", "frame_record",
+    "read_records",
 ]
 
 logger = logging.getLogger(__name__)
@@ -175,6 +176,30 @@ class ReadStats:
             f"({self.skipped_bytes} bytes) in {len(self.problems)} place(s); "
             f"first: {self.problems[0] if self.problems else 'none'}"
         )
+
+
+def check_frame(frame: bytes, *, path: str, offset: int, index: int = -1,
+                verify: bool = True) -> bytes:
+    """The record inside one whole frame read at an indexed ``offset``, after its checks.
+
+    Raises:
+        CorruptRecordError: the frame is short, its length disagrees with the index, or a
+            CRC fails (CRCs only with ``verify``).
+    """
+    def fail(check: CorruptionCheck, detail: str) -> CorruptRecordError:
+        return CorruptRecordError(path, offset, index, check, detail)
+
+    if len(frame) < FRAME_OVERHEAD:
+        raise fail("truncated header", f"{len(frame)} bytes at the indexed offset")
+    length, length_crc = _HEADER.unpack_from(frame)
+    if verify and masked_crc32c(frame[:8]) != length_crc:
+        raise fail("length crc", "at the indexed offset (stale index?)")
+    if len(frame) != length + FRAME_OVERHEAD:
+        raise fail("truncated data", f"index says {len(frame)} bytes, header says {length}")
+    record = frame[HEADER_SIZE:-FOOTER_SIZE]
+    if verify and masked_crc32c(record) != _CRC.unpack_from(frame, len(frame) - 4)[0]:
+        raise fail("data crc", f"{length} data bytes")
+    return record
 
 
 def _check_policy(on_error: str) -> None:
@@ -472,23 +497,7 @@ class RecordReader:
             self._random_handle = open_binary(self.path, "rb", buffering=0)
         self._random_handle.seek(offset)
         frame = self._random_handle.read(size)
-        return self._check_frame(frame, offset, i)
-
-    def _check_frame(self, frame: bytes, offset: int, i: int) -> bytes:
-        def fail(check: CorruptionCheck, detail: str) -> bytes:
-            raise CorruptRecordError(self.path, offset, i, check, detail)
-
-        if len(frame) < HEADER_SIZE:
-            return fail("truncated header", f"{len(frame)} bytes at the indexed offset")
-        length, length_crc = _HEADER.unpack_from(frame)
-        if self.verify and masked_crc32c(frame[:8]) != length_crc:
-            return fail("length crc", "at the indexed offset (stale index?)")
-        if len(frame) != length + FRAME_OVERHEAD:
-            return fail("truncated data", f"index says {len(frame)} bytes, header says {length}")
-        record = frame[HEADER_SIZE:-FOOTER_SIZE]
-        if self.verify and masked_crc32c(record) != _CRC.unpack_from(frame, len(frame) - 4)[0]:
-            return fail("data crc", f"{length} data bytes")
-        return record
+        return check_frame(frame, path=self.path, offset=offset, index=i, verify=self.verify)
 
     def close(self) -> None:
         """Release the handle kept for random access."""

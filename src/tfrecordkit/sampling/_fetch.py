@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import os
-import struct
 from collections import OrderedDict
 
 import numpy as np
 
-from tfrecordkit.errors import CorruptRecordError
-from tfrecordkit.format._crc import masked_crc32c
+from tfrecordkit.format import check_frame
 from tfrecordkit.sampling._class_index import ClassIndex
 
 __all__ = ["RecordFetcher"]
-
-_HEADER = struct.Struct("<QI").unpack_from
-_CRC = struct.Struct("<I").unpack_from
 
 
 class RecordFetcher:
@@ -59,24 +54,9 @@ class RecordFetcher:
         for i, shard, offset, length in rows:
             if shard != current:
                 fd, current = self._fd(shard), shard
-            out[i] = self._check(os.pread(fd, length, offset), shard, offset)
+            out[i] = check_frame(os.pread(fd, length, offset), path=index.files[shard],
+                                 offset=offset)
         return out
-
-    def _check(self, frame: bytes, shard: int, offset: int) -> bytes:
-        length, length_crc = _HEADER(frame, 0) if len(frame) >= 16 else (-1, 0)
-        data = frame[12:-4]
-        if (length != len(data) or masked_crc32c(frame[:8]) != length_crc
-                or masked_crc32c(data) != _CRC(frame, len(frame) - 4)[0]):
-            raise self._corrupt(frame, shard, offset)
-        return data
-
-    def _corrupt(self, frame: bytes, shard: int, offset: int) -> CorruptRecordError:
-        path = self.index.files[shard]
-        if len(frame) < 16:
-            return CorruptRecordError(path, offset, -1, "truncated data", "at the indexed offset")
-        if masked_crc32c(frame[:8]) != _CRC(frame, 8)[0]:
-            return CorruptRecordError(path, offset, -1, "length crc", "at the indexed offset")
-        return CorruptRecordError(path, offset, -1, "data crc", f"{len(frame) - 16} data bytes")
 
     def close(self) -> None:
         """Close every open file."""

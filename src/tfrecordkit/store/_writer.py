@@ -36,6 +36,7 @@ import numpy as np
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import RecordWriter, frame_record
 from tfrecordkit.format._compression import normalize_compression
+from tfrecordkit.format._crc import file_crc32c
 from tfrecordkit.format._index import INDEX_SUFFIX
 from tfrecordkit.schema import Schema
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
@@ -142,16 +143,14 @@ def write_shard(
                 crc = crc32c.crc32c(frame, crc)
             counts[label] += 1
         count = writer.records_written
-    if compression is not None:  # the checksum is of the file's (compressed) bytes
-        with open(tmp, "rb") as f:
-            while chunk := f.read(1 << 22):
-                crc = crc32c.crc32c(chunk, crc)
+    # The checksum is of the file's bytes: the frames as written, or the compressed stream.
+    checksum = f"{crc:08x}" if compression is None else file_crc32c(tmp)
     size = tmp.stat().st_size
     if index_tmp is not None:
         os.replace(index_tmp, directory / (name + INDEX_SUFFIX))
     os.replace(tmp, directory / name)
     return ShardInfo(
-        file=name, records=count, bytes=size, crc32c=f"{crc:08x}",
+        file=name, records=count, bytes=size, crc32c=checksum,
         index=name + INDEX_SUFFIX if index_tmp is not None else None,
         class_counts={str(k): v for k, v in sorted(counts.items()) if k != _UNLABELLED},
     )
