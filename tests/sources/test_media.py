@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from tests.datasets import encode_image, photos
 from tfrecordkit import SourceError
+from tfrecordkit.schema._sniff import jpeg_header, png_header
 from tfrecordkit.sources import load_image
-from tfrecordkit.sources._media import _jpeg_header, _png_header
 
 
 @settings(max_examples=40)
@@ -29,7 +29,7 @@ def test_header_sizes_agree_with_pillow(height, width, mode, fmt, progressive):
     buffer = io.BytesIO()
     image.save(buffer, format=fmt, **({"progressive": progressive} if fmt == "JPEG" else {}))
     data = buffer.getvalue()
-    header = (_jpeg_header if fmt == "JPEG" else _png_header)(data)
+    header = (jpeg_header if fmt == "JPEG" else png_header)(data)
     assert header == (height, width, len(mode))
 
 

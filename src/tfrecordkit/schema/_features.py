@@ -18,7 +18,7 @@ import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, SchemaError
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
-from tfrecordkit.schema._sniff import sniff_bytes
+from tfrecordkit.schema._sniff import image_header, sniff_bytes
 
 __all__ = [
     "Audio",
@@ -389,7 +389,7 @@ def _pil() -> Any:
     return PILImage
 
 
-_PIL_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "P": 3, "1": 1, "I;16": 1, "CMYK": 3,
+PIL_MODE_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "P": 3, "1": 1, "I;16": 1, "CMYK": 3,
                  "YCbCr": 3, "I": 1, "F": 1}
 
 
@@ -470,10 +470,13 @@ class Image(Feature):
         if self.encoding == "raw":
             raise SchemaError(name, "raw images need an array (or a dict with their shape)")
         self._check_encoding(name, data)
+        header = image_header(data)
+        if header is not None:
+            return header
         try:
             with _pil().open(io.BytesIO(data)) as image:
                 width, height = image.size
-                channels = _PIL_CHANNELS.get(image.mode, len(image.getbands()))
+                channels = PIL_MODE_CHANNELS.get(image.mode, len(image.getbands()))
         except OSError as err:
             raise SchemaError(name, f"unreadable image: {err}") from None
         return height, width, channels

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Literal
 
-__all__ = ["ContentType", "sniff_bytes"]
+__all__ = ["ContentType", "image_header", "jpeg_header", "png_header", "sniff_bytes"]
 
 ContentType = Literal[
     "jpeg", "png", "gif", "webp", "bmp", "wav", "flac", "npy", "tensor", "text", "empty", "other"
@@ -17,11 +18,16 @@ _MAGIC: tuple[tuple[bytes, ContentType], ...] = (
     (b"GIF89a", "gif"),
     (b"fLaC", "flac"),
     (b"\x93NUMPY", "npy"),
-    (b"BM", "bmp"),
 )
 _CONTROL = frozenset(range(32)) - {9, 10, 13}
 # Highest DataType enum value of TensorFlow's types.proto we accept as a serialized tensor.
 _MAX_TF_DTYPE = 30
+
+
+def _is_bmp(data: bytes) -> bool:
+    # "BM" alone would match text ("BMW ..."); a BMP header also records the file's size.
+    return (len(data) >= 26 and data[:2] == b"BM"
+            and int.from_bytes(data[2:6], "little") == len(data))
 
 
 def _is_serialized_tensor(data: bytes) -> bool:
@@ -48,7 +54,9 @@ def sniff_bytes(data: bytes) -> ContentType:
         return "empty"
     for magic, kind in _MAGIC:
         if data.startswith(magic):
-            return "bmp" if kind == "bmp" and len(data) < 26 else kind
+            return kind
+    if _is_bmp(data):
+        return "bmp"
     if data[:4] == b"RIFF" and data[8:12] in (b"WAVE", b"WEBP"):
         return "wav" if data[8:12] == b"WAVE" else "webp"
     if _is_serialized_tensor(data):
@@ -56,3 +64,50 @@ def sniff_bytes(data: bytes) -> ContentType:
     if _is_text(data):
         return "text"
     return "other"
+
+
+_PNG_CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}  # by IHDR colour type; palette (3) goes through PIL
+# JPEG start-of-frame markers (baseline, progressive, ...), not DHT (C4), JPG (C8) or DAC (CC).
+_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def png_header(data: bytes) -> tuple[int, int, int] | None:
+    """(height, width, channels) from a PNG's IHDR chunk, or None if unusual."""
+    if len(data) < 33 or data[12:16] != b"IHDR":
+        return None
+    width, height = struct.unpack(">II", data[16:24])
+    channels = _PNG_CHANNELS.get(data[25])
+    return (height, width, channels) if channels and data[24] == 8 else None
+
+
+def jpeg_header(data: bytes) -> tuple[int, int, int] | None:
+    """(height, width, channels) from a JPEG's start-of-frame segment, or None if unusual."""
+    pos = 2
+    end = min(len(data), 1 << 20)
+    while pos + 9 < end:
+        if data[pos] != 0xFF:
+            return None
+        marker = data[pos + 1]
+        if marker == 0xFF:  # fill byte
+            pos += 1
+            continue
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:  # no length field
+            pos += 2
+            continue
+        length = (data[pos + 2] << 8) | data[pos + 3]
+        if marker in _SOF:
+            height, width = struct.unpack(">HH", data[pos + 5 : pos + 9])
+            channels = data[pos + 9]
+            return (height, width, channels) if channels in (1, 3) and height and width else None
+        pos += 2 + length
+    return None
+
+
+def image_header(data: bytes) -> tuple[int, int, int] | None:
+    """(height, width, channels) read from a JPEG's or PNG's header without decoding, or None
+    for anything else or anything unusual (then ask Pillow)."""
+    if data.startswith(b"\xff\xd8\xff"):
+        return jpeg_header(data)
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return png_header(data)
+    return None

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import io
 import os
-import struct
 from typing import Any
 
 from tfrecordkit.errors import MissingDependencyError, SourceError
 from tfrecordkit.schema import sniff_bytes
+from tfrecordkit.schema._features import PIL_MODE_CHANNELS
+from tfrecordkit.schema._sniff import image_header
 
 IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
 )
 AUDIO_EXTENSIONS = frozenset({".wav", ".flac", ".ogg", ".aif", ".aiff"})
-_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "1": 1, "I;16": 1, "I": 1, "F": 1}
+# Pillow modes whose JPEG/PNG bytes are kept as they came (others are converted).
+_KEPT_MODES = frozenset({"L", "LA", "RGB", "RGBA", "1", "I;16", "I", "F"})
 _MODE_FOR_CHANNELS = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
 
 
@@ -42,43 +44,6 @@ def _check_complete(path: str, data: bytes, kind: str) -> None:
         raise SourceError(path, "truncated PNG (no IEND chunk)")
 
 
-_PNG_CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}  # by IHDR colour type; palette (3) goes through PIL
-# JPEG start-of-frame markers (baseline, progressive, ...), not DHT (C4), JPG (C8) or DAC (CC).
-_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-
-
-def _png_header(data: bytes) -> tuple[int, int, int] | None:
-    """(height, width, channels) from a PNG's IHDR chunk, or None if unusual."""
-    if len(data) < 33 or data[12:16] != b"IHDR":
-        return None
-    width, height = struct.unpack(">II", data[16:24])
-    channels = _PNG_CHANNELS.get(data[25])
-    return (height, width, channels) if channels and data[24] == 8 else None
-
-
-def _jpeg_header(data: bytes) -> tuple[int, int, int] | None:
-    """(height, width, channels) from a JPEG's start-of-frame segment, or None if unusual."""
-    pos = 2
-    end = min(len(data), 1 << 20)
-    while pos + 9 < end:
-        if data[pos] != 0xFF:
-            return None
-        marker = data[pos + 1]
-        if marker == 0xFF:  # fill byte
-            pos += 1
-            continue
-        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:  # no length field
-            pos += 2
-            continue
-        length = (data[pos + 2] << 8) | data[pos + 3]
-        if marker in _SOF:
-            height, width = struct.unpack(">HH", data[pos + 5 : pos + 9])
-            channels = data[pos + 9]
-            return (height, width, channels) if channels in (1, 3) and height and width else None
-        pos += 2 + length
-    return None
-
-
 def load_image(
     path: str,
     *,
@@ -96,7 +61,7 @@ def load_image(
     kind = sniff_bytes(data)
     if resize is None and encoding in (None, "auto", kind) and kind in ("jpeg", "png"):
         # Fast path: read the size from the header; PIL only for anything unusual.
-        header = _jpeg_header(data) if kind == "jpeg" else _png_header(data)
+        header = image_header(data)
         if header is not None and (channels is None or channels == header[2]):
             _check_complete(path, data, kind)
             height, width, stored = header
@@ -106,13 +71,13 @@ def load_image(
         with pil.open(io.BytesIO(data)) as image:
             mode = image.mode
             width, height = image.size
-            stored = _CHANNELS.get(mode, len(image.getbands()))
+            stored = PIL_MODE_CHANNELS.get(mode, len(image.getbands()))
             keep = (
                 kind in ("jpeg", "png")
                 and (encoding is None or encoding in ("auto", kind))
                 and (channels is None or channels == stored)
                 and resize is None
-                and mode in _CHANNELS
+                and mode in _KEPT_MODES
             )
             if keep:
                 _check_complete(path, data, kind)
@@ -135,7 +100,7 @@ def load_image(
                            **({"quality": 95} if target == "jpeg" else {}))
             width, height = converted.size
             return {"bytes": buffer.getvalue(), "height": height, "width": width,
-                    "channels": _CHANNELS[converted.mode]}
+                    "channels": PIL_MODE_CHANNELS[converted.mode]}
     except SourceError:
         raise
     except pil.UnidentifiedImageError:
