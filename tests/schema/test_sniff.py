@@ -11,6 +11,8 @@ from tests.datasets import encode_audio, encode_image, photos, tone
 from tfrecordkit.schema import sniff_bytes
 from tfrecordkit.schema._sniff import image_header
 
+TEXT_STARTING_WITH_BM = "BMW drove past, ünïcode and all".encode()
+
 
 def bmp_bytes() -> bytes:
     from PIL import Image
@@ -33,7 +35,7 @@ def npy_bytes() -> bytes:
     (lambda: encode_audio(tone(0.01, 8000, 440), 8000, "WAV"), "wav"),
     (lambda: encode_audio(tone(0.01, 8000, 440), 8000, "FLAC"), "flac"),
     (npy_bytes, "npy"),
-    (lambda: "BMW drove past, ünïcode and all".encode("utf-8"), "text"),
+    (lambda: TEXT_STARTING_WITH_BM, "text"),
     (lambda: b"BM", "text"),
     (lambda: b"", "empty"),
     (lambda: bytes(range(256)), "other"),
