@@ -40,13 +40,13 @@ from tfrecordkit.store import Manifest, load_manifest
 
 __version__ = "0.1.0"
 
-# Readers that need a framework, imported lazily: name -> (module, extra).
+# Readers imported on first use (tf_data imports TensorFlow): name -> module.
 _LAZY = {
-    "load_tf_dataset": ("tfrecordkit.readers.tf_data", "tf"),
-    "load_tf_pk_dataset": ("tfrecordkit.readers.tf_data", "tf"),
-    "load_tf_triplet_dataset": ("tfrecordkit.readers.tf_data", "tf"),
-    "iter_pk_batches": ("tfrecordkit.readers.numpy_data", ""),
-    "iter_triplets": ("tfrecordkit.readers.numpy_data", ""),
+    "load_tf_dataset": "tfrecordkit.readers.tf_data",
+    "load_tf_pk_dataset": "tfrecordkit.readers.tf_data",
+    "load_tf_triplet_dataset": "tfrecordkit.readers.tf_data",
+    "iter_pk_batches": "tfrecordkit.readers.numpy_data",
+    "iter_triplets": "tfrecordkit.readers.numpy_data",
 }
 
 
@@ -54,7 +54,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        module = importlib.import_module(_LAZY[name][0])
+        module = importlib.import_module(_LAZY[name])
         return getattr(module, name)
     raise AttributeError(f"module 'tfrecordkit' has no attribute {name!r}")
 

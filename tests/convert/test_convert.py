@@ -220,29 +220,56 @@ def test_numpy_source(tmp_path):
         assert [r["label"] for r in back] == npz["label"].tolist()
 
 
-def test_resume_after_a_completed_spill(tmp_path):
+def die_after_spill(monkeypatch):
+    """Make the next conversion die while writing shards, leaving its staging folder as a
+    SIGKILL would (no cleanup runs)."""
     from tfrecordkit.store import ShardedWriter
 
-    calls = Counter()
+    def die(self, split, progress):
+        raise KeyboardInterrupt
 
-    def stream():
-        for record in records(50):
-            calls["items"] += 1
-            yield record
+    monkeypatch.setattr(ShardedWriter, "_write_mixed_split", die)
+    monkeypatch.setattr(ShardedWriter, "abort", lambda self: None)
 
-    original = ShardedWriter._write_mixed_split
 
-    def crash(self, split, progress):
-        raise KeyboardInterrupt  # as if killed while writing shards
+def test_a_killed_run_resumes_from_its_completed_spill(tmp_path, monkeypatch):
+    from tfrecordkit.sources import TextLines
 
-    ShardedWriter._write_mixed_split = crash
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            write_dataset(stream(), tmp_path / "ds", SCHEMA)
-    finally:
-        ShardedWriter._write_mixed_split = original
+    lines = tmp_path / "lines.txt"
+    lines.write_text("\n".join(f"line {i}" for i in range(60)))
+    fresh = convert(TextLines(lines), tmp_path / "fresh", num_shards=2)
+    assert not fresh.resumed
+    die_after_spill(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        convert(TextLines(lines), tmp_path / "ds", num_shards=2)
     assert not (tmp_path / "ds" / "dataset.json").exists()
-    # The interrupted run removed its staging; a run that is SIGKILLed keeps it (next test).
+    assert (tmp_path / "ds" / ".tfrecordkit-staging" / "spill" / "done.json").exists()
+    monkeypatch.undo()
+    loads = Counter()
+    original_load = TextLines.load
+
+    def counting_load(self, item):
+        loads["n"] += 1
+        return original_load(self, item)
+
+    monkeypatch.setattr(TextLines, "load", counting_load)
+    result = convert(TextLines(lines), tmp_path / "ds", num_shards=2)
+    assert result.resumed and loads["n"] == 0  # the source was not read again
+    assert shard_bytes(tmp_path / "ds") == shard_bytes(tmp_path / "fresh")
+    assert not (tmp_path / "ds" / ".tfrecordkit-staging").exists()
+
+
+def test_in_memory_records_never_resume_someone_elses_spill(tmp_path, monkeypatch):
+    die_after_spill(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        write_dataset(records(30, seed=1), tmp_path / "ds", SCHEMA)
+    monkeypatch.undo()
+    other = records(40, seed=2)
+    result = write_dataset(other, tmp_path / "ds", SCHEMA)
+    assert not result.resumed
+    back = sorted(read_dataset(tmp_path / "ds"), key=lambda r: r["n"])
+    assert len(back) == 40
+    assert all(np.array_equal(r["x"], o["x"]) for r, o in zip(back, other, strict=True))
 
 
 KILL_SCRIPT = """

@@ -119,6 +119,7 @@ class _Job:
     schema: Schema
     label_feature: str | None
     seed: int | None  # None: no write-time shuffle, so no order hash
+    open_images: tuple[str, ...] = ()  # images whose schema leaves format or channels open
 
 
 _worker_job: _Job | None = None
@@ -149,7 +150,7 @@ def _encode_one(job: _Job, item: SourceItem) -> _Outcome:
             assert isinstance(feature, ClassLabel)
             label = feature.index_of(job.label_feature, record[job.label_feature])
         h = record_hash(item.key, job.seed) if job.seed is not None else None
-        return True, frame, label, h, _observe_images(job.schema, record)
+        return True, frame, label, h, _observe_images(job.open_images, record)
     except SourceError as err:
         return False, err.reason, None, None, ()
     except SchemaError as err:
@@ -158,17 +159,14 @@ def _encode_one(job: _Job, item: SourceItem) -> _Outcome:
         return False, f"{type(err).__name__}: {err}", None, None, ()
 
 
-def _open_images(schema: Schema) -> list[str]:
+def _open_images(schema: Schema) -> tuple[str, ...]:
     """Image features whose schema leaves the format or the channels open."""
-    return [name for name, f in schema.items()
-            if isinstance(f, Image) and (f.channels is None or f.encoding == "auto")]
+    return tuple(name for name, f in schema.items()
+                 if isinstance(f, Image) and (f.channels is None or f.encoding == "auto"))
 
 
-def _observe_images(schema: Schema, record: Mapping[str, Any]) -> tuple[Any, ...]:
+def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]) -> tuple[Any, ...]:
     """(name, format, channels) of open images whose value came from a source (a dict)."""
-    names = _OPEN_IMAGES.get(id(schema))
-    if names is None:
-        names = _OPEN_IMAGES[id(schema)] = _open_images(schema)
     seen = []
     for name in names:
         value = record[name]
@@ -176,8 +174,6 @@ def _observe_images(schema: Schema, record: Mapping[str, Any]) -> tuple[Any, ...
             seen.append((name, sniff_bytes(value["bytes"][:16]), int(value["channels"])))
     return tuple(seen)
 
-
-_OPEN_IMAGES: dict[int, list[str]] = {}
 
 
 def _refine_schema(schema: Schema, observed: dict[str, set[tuple[str, int]]]) -> Schema:
@@ -319,7 +315,9 @@ def convert(
     started = time.perf_counter()
     writer = ShardedWriter(
         out_dir, schema, options, label_feature=label_feature, overwrite=overwrite,
-        plan_id=_plan_id(source, schema, options, split, label_feature),
+        # An empty plan id never resumes: used when the source's data can't be identified.
+        plan_id=_plan_id(source, schema, options, split, label_feature)
+        if getattr(source, "resumable", True) else "",
         created_by={"tool": "tfrecordkit", "version": __version__, "source": source.description,
                     "split": split if isinstance(split, str) else dict(split)},
     )
@@ -329,7 +327,8 @@ def convert(
             logger.info("%s: resuming from a completed spill", out_dir)
         else:
             observed: dict[str, set[tuple[str, int]]] = {}
-            job = _Job(source, schema, label_feature, seed if shuffle else None)
+            job = _Job(source, schema, label_feature, seed if shuffle else None,
+                       _open_images(schema))
             for item, (ok, payload, label, h, images) in _parallel_outcomes(job, workers):
                 if not ok:
                     if on_error == "raise":

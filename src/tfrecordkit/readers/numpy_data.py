@@ -14,6 +14,7 @@ import numpy as np
 
 from tfrecordkit.sampling import ClassIndex, PKSampler, RecordFetcher, TripletSampler
 from tfrecordkit.sampling._plan import EpochUnit
+from tfrecordkit.schema import Schema
 from tfrecordkit.store import load_manifest
 
 __all__ = ["PKBatches", "iter_pk_batches", "iter_triplets", "stack_records"]
@@ -31,9 +32,7 @@ def stack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
     return batch
 
 
-def _decoder(path: str | os.PathLike[str], decode: bool,
-             features: Sequence[str] | None) -> Any:
-    schema = load_manifest(path).schema
+def _decoder(schema: Schema, decode: bool, features: Sequence[str] | None) -> Any:
     names = list(features) if features is not None else list(schema)
 
     def decode_all(records: list[bytes]) -> dict[str, Any]:
@@ -115,13 +114,14 @@ def iter_pk_batches(
     ``state_dict()``) continues exactly where it stopped. At most ``max_open_files`` shard
     files are open at once.
     """
-    index = ClassIndex.from_dataset(path, split)
+    manifest = load_manifest(path)
+    index = ClassIndex.from_dataset(path, split, manifest)
     sampler = PKSampler(index, classes_per_batch, examples_per_class, seed=seed,
                         exclude_small=exclude_small, epoch=epoch, rank=rank,
                         world_size=world_size)
     if state is not None:
         sampler.load_state_dict(state)
-    return PKBatches(sampler, index, _decoder(path, decode, features), steps=steps,
+    return PKBatches(sampler, index, _decoder(manifest.schema, decode, features), steps=steps,
                      max_open_files=max_open_files)
 
 
@@ -140,9 +140,10 @@ def iter_triplets(
 ) -> Iterator[dict[str, Any]]:
     """Batches of ``{"anchor": ..., "positive": ..., "negative": ...}`` (each a decoded batch
     with its ``"label"``); every anchor once per epoch."""
-    index = ClassIndex.from_dataset(path, split)
+    manifest = load_manifest(path)
+    index = ClassIndex.from_dataset(path, split, manifest)
     sampler = TripletSampler(index, seed=seed, rank=rank, world_size=world_size)
-    decode_all = _decoder(path, decode, features)
+    decode_all = _decoder(manifest.schema, decode, features)
     class_of = np.repeat(index.classes, index.counts)
     with RecordFetcher(index, max_open_files) as fetcher:
         epoch = 0

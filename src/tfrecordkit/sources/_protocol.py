@@ -25,6 +25,9 @@ class Source(Protocol):
     ``items()`` is iterated in the main process and must stream; ``load()`` runs in worker
     processes and turns one item into ``{feature name: value}``, raising
     :class:`~tfrecordkit.errors.SourceError` (or ``OSError``/``ValueError``) on bad input.
+
+    A source may also set ``resumable = False`` when ``description`` does not identify its data
+    (an in-memory iterable): a killed conversion of it then starts over instead of resuming.
     """
 
     description: str

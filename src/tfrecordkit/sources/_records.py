@@ -21,6 +21,7 @@ class Records:
     """Any iterable of ``{feature: value}`` dicts (or a mapping of split name to iterable)."""
 
     in_process = True
+    resumable = False  # nothing identifies an arbitrary iterable's data across runs
 
     def __init__(
         self,
@@ -74,6 +75,7 @@ class NumpyArrays:
     """Records along axis 0 of named arrays: in memory, a ``.npy`` (memory-mapped) or ``.npz``."""
 
     in_process = False
+    resumable = True
 
     def __init__(self, arrays: Mapping[str, np.ndarray] | str | os.PathLike[str]) -> None:
         if isinstance(arrays, str | os.PathLike):
@@ -86,6 +88,7 @@ class NumpyArrays:
                 arrays = {"data": np.load(path, mmap_mode="r")}
         else:
             self.description = "numpy:arrays"
+            self.resumable = False  # in-memory arrays: nothing identifies them across runs
         self.arrays = dict(arrays)
         lengths = {k: len(v) for k, v in self.arrays.items()}
         if len(set(lengths.values())) != 1:
