@@ -58,6 +58,8 @@ logger = logging.getLogger(__name__)
 AUTOTUNE = tf.data.AUTOTUNE
 Padding = Literal["pad", "ragged"]
 Example = dict[str, Any]
+Augment = Callable[[Example], Example] | Sequence[Callable[[Example], Example]]
+"""An augmentation: a function from example dict to example dict, or a list of them."""
 
 _TF_DTYPES = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}
 _SHUFFLE_BYTES = 64 << 20
@@ -205,8 +207,7 @@ def random_crop(size: tuple[int, int], feature: str = "image",
     return augment
 
 
-def _compose(augment: Callable[[Example], Example] | Sequence[Callable[[Example], Example]]
-             ) -> Callable[[Example], Example]:
+def _compose(augment: Augment) -> Callable[[Example], Example]:
     if callable(augment):
         return augment
     functions = list(augment)
@@ -276,15 +277,8 @@ def _inferred_description(files: list[str], sample: int = 1000
     profile = profile_records(records(), limit=sample)
     if profile.message_type != "Example" or not profile.records:
         raise DatasetError(f"{files[0]}: cannot infer a schema (records are not tf.train.Example)")
-    description = {}
-    for name, feature in profile.features.items():
-        dtype = {"bytes": tf.string, "float": tf.float32, "int64": tf.int64,
-                 "empty": tf.string}[feature.kind]
-        if feature.is_fixed_length(profile.records) and feature.max_count > 0:
-            shape = [] if feature.max_count == 1 else [feature.max_count]
-            description[name] = tf.io.FixedLenFeature(shape, dtype)
-        else:
-            description[name] = tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
+    description = {name: _tf_spec(feature.key_spec(profile.records))
+                   for name, feature in profile.features.items()}
     images = [name for name, f in profile.features.items()
               if f.content in ("jpeg", "png") and f.is_fixed_length(profile.records)
               and f.max_count == 1]
@@ -306,7 +300,7 @@ def load_tf_dataset(
     features: Sequence[str] | None = None,
     image_size: tuple[int, int] | None = None,
     keep_aspect_ratio: bool = False,
-    augment: Callable[[Example], Example] | Sequence[Callable[[Example], Example]] | None = None,
+    augment: Augment | None = None,
     padding: Padding = "pad",
     drop_remainder: bool = False,
     cache: bool = False,
@@ -582,7 +576,7 @@ def load_tf_pk_dataset(
     features: Sequence[str] | None = None,
     image_size: tuple[int, int] | None = None,
     keep_aspect_ratio: bool = False,
-    augment: Callable[[Example], Example] | Sequence[Callable[[Example], Example]] | None = None,
+    augment: Augment | None = None,
     padding: Padding = "pad",
     as_supervised: bool = False,
     epoch: Literal["classes", "examples"] = "classes",

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.format._example import messages
+from tfrecordkit.schema._features import KeySpec, SpecDtype
 from tfrecordkit.schema._sniff import sniff_bytes
 
 __all__ = ["FeatureProfile", "ListKind", "RecordProfile", "profile_records"]
@@ -25,6 +26,8 @@ _KIND_OF_ONEOF: dict[str | None, ListKind] = {
     None: "empty",
 }
 _TF_DTYPE = {"bytes": "tf.string", "float": "tf.float32", "int64": "tf.int64", "empty": "tf.string"}
+_SPEC_DTYPE: dict[str, SpecDtype] = {"bytes": "string", "float": "float32", "int64": "int64",
+                                     "empty": "string"}
 
 
 @dataclass
@@ -86,6 +89,14 @@ class FeatureProfile:
             self._add(kind, getattr(step, f"{kind}_list").value if kind != "empty" else ())
         self.present = before + 1
 
+    def key_spec(self, records: int) -> KeySpec:
+        """How to parse this (non-sequence) feature: fixed shape when every one of ``records``
+        sampled records held the same number of values, else variable length."""
+        dtype = _SPEC_DTYPE[self.kind]
+        if self.is_fixed_length(records) and self.max_count > 0:
+            return KeySpec(self.name, dtype, () if self.max_count == 1 else (self.max_count,))
+        return KeySpec(self.name, dtype, None)
+
     def parse_spec_code(self, records: int) -> str:
         """Source of the ``tf.io`` parsing spec that reads this feature."""
         dtype = _TF_DTYPE[self.kind]
@@ -94,10 +105,10 @@ class FeatureProfile:
                 shape = "[]" if self.max_count == 1 else f"[{self.max_count}]"
                 return f"tf.io.FixedLenSequenceFeature({shape}, {dtype})"
             return f"tf.io.RaggedFeature({dtype})"
-        if self.is_fixed_length(records) and self.max_count > 0:
-            shape = "[]" if self.max_count == 1 else f"[{self.max_count}]"
-            return f"tf.io.FixedLenFeature({shape}, {dtype})"
-        return f"tf.io.VarLenFeature({dtype})"
+        spec = self.key_spec(records)
+        if spec.shape is None:
+            return f"tf.io.VarLenFeature({dtype})"
+        return f"tf.io.FixedLenFeature({list(spec.shape)}, {dtype})"
 
     def to_dict(self, records: int) -> dict[str, Any]:
         """A JSON-ready summary."""
