@@ -191,7 +191,8 @@ def main() -> None:
                                                    overwrite=True)))
     r, c = statistics.median(read_times), statistics.median(convert_times)
     how = "in-process" if ImageFolder(source).in_process else f"{os.cpu_count()} workers"
-    print(f"\nimage folder, {len(files)} JPEG files ({total / 1e6:.0f} MB), {how}: convert {len(files) / c:,.0f} files/s ({total / c / 1e6:.0f} MB/s); "
+    print(f"\nimage folder, {len(files)} JPEG files ({total / 1e6:.0f} MB), {how}: convert "
+          f"{len(files) / c:,.0f} files/s ({total / c / 1e6:.0f} MB/s); "
           f"reading the files alone {len(files) / r:,.0f} files/s; convert/read time "
           f"{c / r:.1f}x")
 
