@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, SchemaError
+from tfrecordkit.readers._decoding import (
+    DecodeOptions,
+    Padding,
+    RecordDecoder,
+    batch_values,
+    decode_options,
+)
+from tfrecordkit.readers._partition import Partition
 from tfrecordkit.sampling import (
     ClassIndex,
     PKSampler,
@@ -25,8 +34,8 @@ from tfrecordkit.sampling._plan import EpochUnit
 from tfrecordkit.schema import Schema
 from tfrecordkit.store import load_manifest
 
-__all__ = ["Loader", "PKBatches", "batch_values", "iter_pk_batches", "iter_triplets",
-           "load_numpy_dataset", "stack_records"]
+__all__ = ["DecodeOptions", "Loader", "PKBatches", "Partition", "batch_values",
+           "iter_pk_batches", "iter_triplets", "load_numpy_dataset", "stack_records"]
 
 
 def stack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -189,67 +198,34 @@ def iter_triplets(
 # -- the general loader --------------------------------------------------------------------
 
 
-def batch_values(values: list[Any], padding: str = "pad") -> Any:
-    """Per-record values of one feature as a batch: arrays stacked; variable shapes padded
-    with zeros (plus a ``lengths`` array of each record's shape) or kept as a list
-    (``padding="ragged"``); dicts batched key by key; text and bytes as lists."""
-    first = values[0]
-    if isinstance(first, dict):
-        return {k: batch_values([v[k] for v in values], padding) for k in first}
-    if isinstance(first, str | bytes) or (isinstance(first, list) and (
-            not first or isinstance(first[0], str | bytes))):
-        return list(values)
-    arrays = [np.asarray(v) for v in values]
-    shapes = {a.shape for a in arrays}
-    if len(shapes) == 1:
-        return np.stack(arrays)
-    if padding == "ragged":
-        return arrays
-    ndim = arrays[0].ndim
-    lengths = np.array([a.shape for a in arrays], dtype=np.int64).reshape(len(arrays), ndim)
-    out = np.zeros((len(arrays), *lengths.max(axis=0).tolist()), dtype=arrays[0].dtype)
-    for i, a in enumerate(arrays):
-        region: tuple[int | slice, ...] = (i, *[slice(0, d) for d in a.shape])
-        out[region] = a
-    return {"values": out, "lengths": lengths}
-
-
 class Loader:
     """Batches of one split as dicts of NumPy arrays, in an order that is a pure function of
     (dataset fingerprint, seed, epoch, step, global batch size, shuffle mode).
 
     ``len()`` is the number of steps per epoch; iterating runs the current epoch from the
     current step, then moves to the next epoch. ``state_dict()`` is JSON and the same on every
-    rank; ``load_state_dict`` continues exactly (also with another world size, as long as the
-    global batch is unchanged).
+    rank; ``load_state_dict`` continues exactly (also with another world size or number of
+    loading workers, as long as the global batch is unchanged).
     """
 
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
                  shuffle: ShuffleMode = "block", seed: int = 0, drop_last: bool = True,
-                 rank: int = 0, world_size: int = 1, features: Sequence[str] | None = None,
-                 decode: bool = True, padding: str = "pad", num_threads: int | None = None,
-                 max_open_files: int = 64) -> None:
+                 partition: Partition | None = None, options: DecodeOptions | None = None,
+                 num_threads: int | None = None, max_open_files: int = 64) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive; got {batch_size}")
-        if world_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(f"rank must be in 0..world_size-1; got rank={rank}, "
-                             f"world_size={world_size}")
-        if batch_size % world_size:
+        self.partition = partition or Partition()
+        if batch_size % self.partition.world_size:
             raise ValueError(f"the global batch_size {batch_size} must divide evenly between "
-                             f"{world_size} ranks")
+                             f"{self.partition.world_size} ranks")
         if shuffle not in ("global", "block", False):
             raise ValueError(f"shuffle must be 'global', 'block' or False; got {shuffle!r}")
-        if padding not in ("pad", "ragged"):
-            raise ValueError(f"padding must be 'pad' or 'ragged'; got {padding!r}")
+        self.options = options or DecodeOptions()
         self.records = SplitRecords(path, split, max_open_files=max_open_files)
-        schema = self.records.schema
-        self.features = list(features) if features is not None else list(schema)
-        unknown = [f for f in self.features if f not in schema]
-        if unknown:
-            raise DatasetError(f"unknown features {unknown}; the schema has {list(schema)}")
+        self.decoder = RecordDecoder(self.records.schema, self.options)
+        self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
-        self.drop_last, self.rank, self.world_size = drop_last, rank, world_size
-        self.decode, self.padding = decode, padding
+        self.drop_last = drop_last
         self.num_threads = num_threads or min(4, os.cpu_count() or 1)
         self.fingerprint = fingerprint(self.records.manifest.to_json(), split)
         self.epoch, self.step = 0, 0
@@ -259,6 +235,16 @@ class Loader:
         if self._steps == 0:
             raise DatasetError(f"{path}: split {split!r} has {n} records, fewer than one "
                                f"batch of {batch_size} (drop_last=True)")
+
+    @property
+    def rank(self) -> int:
+        """This process's rank."""
+        return self.partition.rank
+
+    @property
+    def world_size(self) -> int:
+        """The number of ranks sharing every global batch."""
+        return self.partition.world_size
 
     def __len__(self) -> int:
         return self._steps
@@ -279,37 +265,25 @@ class Loader:
             self._order = EpochOrder(n, self.seed, epoch, self.shuffle)
         return self._order.ids(positions % n), valid
 
-    def _load(self, ids: np.ndarray, pool: Any) -> dict[str, Any]:
+    def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
+        """This rank's batch of global ``step`` in ``epoch`` (with ``"id"``, and ``"valid"``
+        when ``drop_last=False``)."""
+        ids, valid = self.step_ids(epoch, step)
         raw = self.records.get_many(ids)
-        if not self.decode:
-            return {"record": np.array(raw, dtype=object), "id": ids}
-        schema = self.records.schema
-
-        def decode_one(item: tuple[int, bytes]) -> dict[str, Any]:
-            i, record = item
-            try:
-                decoded = schema.decode(record)
-            except SchemaError as err:
-                raise SchemaError(err.feature, err.reason, record=f"{int(ids[i])} of "
-                                  f"{self.records.path} [{self.records.split}]") from None
-            return {name: decoded[name] for name in self.features}
-
-        rows = list(pool.map(decode_one, enumerate(raw)))
-        batch = {name: batch_values([r[name] for r in rows], self.padding)
-                 for name in self.features}
+        where = f"of {self.records.path} [{self.records.split}]"
+        batch = self.decoder.decode_batch(raw, lambda i: f"{int(ids[i])} {where}", pool)
         batch["id"] = ids
+        if not self.drop_last:
+            batch["valid"] = valid
         return batch
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(self.num_threads) as pool:
-            while self.step < self._steps:
-                ids, valid = self.step_ids(self.epoch, self.step)
-                batch = self._load(ids, pool)
-                if not self.drop_last:
-                    batch["valid"] = valid
-                self.step += 1
+            for step in self.partition.steps(self.step, self._steps):
+                batch = self.load_step(self.epoch, step, pool)
+                self.step = step + 1
                 yield batch
         self.epoch, self.step = self.epoch + 1, 0
 
@@ -322,25 +296,38 @@ class Loader:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from a :meth:`state_dict`; refuses one made for another dataset, seed,
         global batch size or shuffle mode."""
+        self.check_state(state)
+        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+
+    def check_state(self, state: dict[str, Any]) -> None:
+        """Raise ValueError unless ``state`` was saved by a loader of this configuration."""
         for key in ("fingerprint", "seed", "batch_size", "shuffle", "drop_last"):
             if state.get(key) != getattr(self, key):
                 raise ValueError(f"the state was saved with {key}={state.get(key)!r}; this "
                                  f"loader has {getattr(self, key)!r}")
-        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+        if not 0 <= int(state["step"]) <= self._steps or int(state["epoch"]) < 0:
+            raise ValueError(f"the state's epoch {state['epoch']} / step {state['step']} is "
+                             f"outside this loader's {self._steps} steps per epoch")
 
 
 def load_numpy_dataset(path: str | os.PathLike[str], split: str = "train", *,
                        batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
                        drop_last: bool = True, rank: int = 0, world_size: int = 1,
                        features: Sequence[str] | None = None, decode: bool = True,
-                       padding: str = "pad", num_threads: int | None = None) -> Loader:
+                       image_size: tuple[int, int] | None = None, padding: Padding = "pad",
+                       num_threads: int | None = None,
+                       options: DecodeOptions | None = None) -> Loader:
     """Batches of a split as dicts of NumPy arrays, without any framework; see :class:`Loader`.
 
     ``batch_size`` is the global batch: each of ``world_size`` ranks gets ``batch_size /
     world_size`` records per step, every rank the same number of steps. Every batch carries
     ``"id"`` (record positions in the split); with ``drop_last=False`` the last step is filled
-    by wrapping around, and ``"valid"`` marks the real records.
+    by wrapping around, and ``"valid"`` marks the real records. ``features``, ``decode``,
+    ``image_size`` and ``padding`` (or all of them as one :class:`DecodeOptions`) say how
+    records become values; decoding runs on ``num_threads`` threads.
     """
     return Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                  drop_last=drop_last, rank=rank, world_size=world_size, features=features,
-                  decode=decode, padding=padding, num_threads=num_threads)
+                  drop_last=drop_last, partition=Partition(rank, world_size),
+                  options=decode_options(options, decode=decode, features=features,
+                                         image_size=image_size, padding=padding),
+                  num_threads=num_threads)

@@ -554,7 +554,10 @@ class Image(Feature):
             raise SchemaError(name, f"unreadable image: {err}") from None
         return height, width, channels
 
-    def decode(self, name: str, features: Mapping[str, Any]) -> np.ndarray:
+    def decode(self, name: str, features: Mapping[str, Any],
+               min_size: tuple[int, int] | None = None) -> np.ndarray:
+        """The pixels, uint8 ``[h, w, c]``; ``min_size`` lets JPEGs decode at 1/2, 1/4 or 1/8
+        scale while staying at least that ``(height, width)``."""
         data = _scalar(features, name)
         shape = tuple(int(_scalar(features, f"{name}/{d}")) for d in ("height", "width",
                                                                         "channels"))
@@ -562,25 +565,39 @@ class Image(Feature):
             if min(shape) < 0 or int(np.prod(shape)) != len(data):
                 raise SchemaError(name, f"{len(data)} raw bytes do not fit shape {shape}")
             return convert_channels(np.frombuffer(data, np.uint8).reshape(shape), self.channels)
-        return decode_image_bytes(data, self.channels)
+        return decode_image_bytes(data, self.channels, min_size=min_size)
 
 
 
 
-def decode_image_bytes(data: bytes, channels: int | None = None) -> np.ndarray:
+def decode_image_bytes(data: bytes, channels: int | None = None, *,
+                       min_size: tuple[int, int] | None = None) -> np.ndarray:
     """Decode JPEG/PNG (or any Pillow format) bytes to uint8 ``[h, w, c]`` pixels.
 
     The pixels equal ``tf.io.decode_jpeg(data, channels, dct_method="INTEGER_ACCURATE")`` and
     ``tf.io.decode_png(data, channels)``: accurate integer DCT, fancy upsampling, grey taken
     from the JPEG's luma channel, channels converted as TensorFlow converts them.
-    ``channels=None`` keeps the image's own.
+    ``channels=None`` keeps the image's own. JPEGs go through libjpeg-turbo without the GIL
+    (``simplejpeg``) where it is installed, else Pillow; both give the same pixels.
+    ``min_size=(h, w)`` decodes a JPEG at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling) when
+    the result stays at least that size: faster, and close to but not equal to a full
+    decode followed by a resize.
 
     Raises:
         OSError, ValueError: the bytes are not a decodable image.
     """
+    if data[:3] == b"\xff\xd8\xff":
+        pixels = _decode_jpeg_turbo(data, channels, min_size)
+        if pixels is not None:
+            return convert_channels(pixels, channels)
     with _pil().open(io.BytesIO(data)) as opened:
-        if opened.format == "JPEG" and channels in (1, 2) and opened.mode != "L":
-            opened.draft("L", opened.size)  # libjpeg's own colour conversion: Y, as TF takes it
+        if opened.format == "JPEG":
+            grey = channels in (1, 2) and opened.mode != "L"
+            scale = _dct_scale(opened.size[1], opened.size[0], min_size)
+            if grey or scale > 1:  # libjpeg's own colour conversion: Y, as TF takes it
+                # Pillow picks the scale from size // requested size.
+                opened.draft("L" if grey else opened.mode,
+                             (max(1, opened.size[0] // scale), max(1, opened.size[1] // scale)))
         mode = opened.mode
         if mode.startswith("I"):  # 16-bit grey: the high byte, as libpng strips it
             pixels = (np.asarray(opened).astype(np.uint32) >> 8).clip(0, 255).astype(np.uint8)
@@ -594,6 +611,49 @@ def decode_image_bytes(data: bytes, channels: int | None = None) -> np.ndarray:
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]
     return convert_channels(pixels, channels)
+
+
+def _dct_scale(height: int, width: int, min_size: tuple[int, int] | None) -> int:
+    """The largest of 8, 4, 2 (else 1) that keeps a ``height × width`` JPEG at least
+    ``min_size`` when decoded at that fraction."""
+    if min_size is None:
+        return 1
+    for scale in (8, 4, 2):
+        if -(-height // scale) >= min_size[0] and -(-width // scale) >= min_size[1]:
+            return scale
+    return 1
+
+
+_SIMPLEJPEG: Any = None
+
+
+def _decode_jpeg_turbo(data: bytes, channels: int | None,
+                       min_size: tuple[int, int] | None) -> np.ndarray | None:
+    """Pixels through simplejpeg (GIL released), or None where Pillow must decide: not
+    installed, not YCbCr/grey, or anything libjpeg warns about (Pillow then accepts or
+    rejects exactly as before)."""
+    global _SIMPLEJPEG  # noqa: PLW0603 - one import attempt per process
+    if _SIMPLEJPEG is None:
+        try:
+            import simplejpeg
+        except ImportError:
+            simplejpeg = False
+        _SIMPLEJPEG = simplejpeg
+    if _SIMPLEJPEG is False:
+        return None
+    try:
+        height, width, space, _ = _SIMPLEJPEG.decode_jpeg_header(data)
+        if space not in ("Gray", "YCbCr"):
+            return None
+        grey = channels in (1, 2) or (channels is None and space == "Gray")
+        scale = _dct_scale(height, width, min_size)
+        pixels = _SIMPLEJPEG.decode_jpeg(
+            data, colorspace="GRAY" if grey else "RGB", fastdct=False, fastupsample=False,
+            min_height=-(-height // scale) if scale > 1 else 0,
+            min_width=-(-width // scale) if scale > 1 else 0, min_factor=scale, strict=True)
+    except ValueError:
+        return None
+    return pixels if pixels.ndim == 3 else pixels[:, :, None]  # type: ignore[no-any-return]
 
 
 def convert_channels(pixels: np.ndarray, channels: int | None) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tfrecordkit.errors import SchemaError
@@ -12,6 +12,7 @@ from tfrecordkit.schema._features import (
     ClassLabel,
     EntryEncoder,
     Feature,
+    Image,
     KeySpec,
     check_key,
     feature_from_json,
@@ -99,28 +100,36 @@ class Schema(Mapping[str, Feature]):
         size = sum(map(len, parts))
         return b"".join([b"\x0a", varint(size), *parts])
 
-    def decode(self, data: bytes, *, source: str | int | None = None) -> dict[str, Any]:
+    def decode(self, data: bytes, *, source: str | int | None = None,
+               features: Sequence[str] | None = None,
+               image_min_size: tuple[int, int] | None = None) -> dict[str, Any]:
         """Decode a serialized record into ``{feature name: value}`` without TensorFlow.
 
         Every key is checked against its parsing spec first: present (or defaulted), holding
-        the right list type and, for fixed shapes, the right number of values.
+        the right list type and, for fixed shapes, the right number of values. ``features``
+        picks which to decode (default: all); ``image_min_size`` lets JPEGs decode at a
+        reduced scale that stays at least that ``(height, width)``.
 
         Raises:
             SchemaError: the record is not an Example, or a key is missing, of the wrong type
                 or count, or undecodable (names the feature, and ``source``: which record).
         """
         try:
-            features = decode_example(data)
+            keys = decode_example(data)
         except ValueError as err:
             raise SchemaError("<record>", str(err), record=source) from None
         out = {}
-        for name, feature in self._features.items():
+        chosen = self._features if features is None else {n: self[n] for n in features}
+        for name, feature in chosen.items():
             for spec in self._specs[name]:
-                problem = check_key(spec, features)
+                problem = check_key(spec, keys)
                 if problem:
                     raise SchemaError(name, problem, record=source)
             try:
-                out[name] = feature.decode(name, features)
+                if image_min_size is not None and isinstance(feature, Image):
+                    out[name] = feature.decode(name, keys, min_size=image_min_size)
+                else:
+                    out[name] = feature.decode(name, keys)
             except SchemaError as err:
                 if err.record is None and source is not None:
                     raise SchemaError(err.feature, err.reason, record=source) from None

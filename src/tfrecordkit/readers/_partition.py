@@ -1,0 +1,51 @@
+"""Which part of the work one process does: its rank's share of every global batch, and, for
+data-loading workers inside a rank, which steps. Built at the edge from what the framework
+says (TF's InputContext, torch's worker info and process group, ``jax.process_index``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Partition"]
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Rank ``rank`` of ``world_size`` reads records ``[rank * B/W, (rank + 1) * B/W)`` of each
+    global batch of ``B``; worker ``worker`` of that rank's ``num_workers`` loading workers
+    builds steps ``start + worker``, ``start + worker + num_workers``, ... so that taking the
+    workers' batches in turn (as torch's DataLoader does) gives the steps in order."""
+
+    rank: int = 0
+    world_size: int = 1
+    worker: int = 0
+    num_workers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.world_size < 1 or not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank must be in 0..world_size-1; got rank={self.rank}, "
+                             f"world_size={self.world_size}")
+        if self.num_workers < 1 or not 0 <= self.worker < self.num_workers:
+            raise ValueError(f"worker must be in 0..num_workers-1; got worker={self.worker}, "
+                             f"num_workers={self.num_workers}")
+
+    def steps(self, start: int, stop: int) -> range:
+        """The global steps in ``[start, stop)`` this worker builds."""
+        return range(start + self.worker, stop, self.num_workers)
+
+    def with_worker(self, worker: int, num_workers: int) -> Partition:
+        """The same rank, as loading worker ``worker`` of ``num_workers``."""
+        return Partition(self.rank, self.world_size, worker, num_workers)
+
+    @classmethod
+    def from_input_context(cls, context: Any) -> Partition:
+        """From ``tf.distribute.InputContext``: one input pipeline per rank."""
+        return cls(int(context.input_pipeline_id), int(context.num_input_pipelines))
+
+    @classmethod
+    def from_jax(cls) -> Partition:
+        """From ``jax.process_index()`` / ``jax.process_count()`` (JAX multi-host)."""
+        import jax
+
+        return cls(int(jax.process_index()), int(jax.process_count()))
