@@ -49,6 +49,8 @@ _LAZY = {
     "iter_pk_batches": "tfrecordkit.readers.numpy_data",
     "iter_triplets": "tfrecordkit.readers.numpy_data",
     "load_numpy_dataset": "tfrecordkit.readers.numpy_data",
+    "load_torch_dataset": "tfrecordkit.readers.torch_data",
+    "load_grain_source": "tfrecordkit.readers.grain_source",
 }
 
 

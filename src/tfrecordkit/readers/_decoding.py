@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence as Names
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -12,7 +13,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError, SchemaError
 from tfrecordkit.readers._image import resize_image, resize_image_with_pad
-from tfrecordkit.schema import Image, Schema
+from tfrecordkit.schema import ClassLabel, Feature, Image, Scalar, Schema, Sequence
 
 __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_values", "decode_options"]
 
@@ -57,17 +58,18 @@ class DecodeOptions:
             raise ValueError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
 
 
-def batch_values(values: list[Any], padding: str = "pad") -> Any:
+def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None) -> Any:
     """Per-record values of one feature as a batch: arrays stacked; variable shapes padded
     with zeros (plus a ``lengths`` array of each record's shape) or kept as a list
-    (``padding="ragged"``); dicts batched key by key; text and bytes as lists."""
+    (``padding="ragged"``); dicts batched key by key; text and bytes as lists. ``dtype`` is
+    the numbers' type (else each value's own)."""
     first = values[0]
     if isinstance(first, dict):
         return {k: batch_values([v[k] for v in values], padding) for k in first}
-    if isinstance(first, str | bytes) or (isinstance(first, list) and (
-            not first or isinstance(first[0], str | bytes))):
+    if dtype is None and (isinstance(first, str | bytes) or (isinstance(first, list) and (
+            not first or isinstance(first[0], str | bytes)))):
         return list(values)
-    arrays = [np.asarray(v) for v in values]
+    arrays = [np.asarray(v, dtype=dtype) for v in values]
     shapes = {a.shape for a in arrays}
     if len(shapes) == 1:
         return np.stack(arrays)
@@ -82,6 +84,19 @@ def batch_values(values: list[Any], padding: str = "pad") -> Any:
     return {"values": out, "lengths": lengths}
 
 
+def number_dtype(feature: Feature) -> np.dtype[Any] | None:
+    """The NumPy type of a numeric feature's values as ``load_tf_dataset`` gives them
+    (scalars cast to their dtype, sequences as their int64/float32 list), else None."""
+    inner = feature.feature if isinstance(feature, Sequence) else feature
+    if isinstance(inner, ClassLabel):
+        return np.dtype(np.int64)
+    if isinstance(inner, Scalar) and inner.dtype != "string":
+        if isinstance(feature, Sequence):
+            return np.dtype(np.float32 if inner.list_kind == "float" else np.int64)
+        return np.dtype(inner.dtype)
+    return None
+
+
 class RecordDecoder:
     """Decodes lists of serialized records into batches, per :class:`DecodeOptions`."""
 
@@ -92,6 +107,7 @@ class RecordDecoder:
             raise DatasetError(f"unknown features {unknown}; the schema has {list(schema)}")
         self.schema, self.options, self.features = schema, options, names
         self._images = {n for n in names if isinstance(schema[n], Image)}
+        self._dtypes = {n: t for n in names if (t := number_dtype(schema[n])) is not None}
         size = options.image_size
         self._min_size = size if size is not None and options.fast_resize else None
         if size is not None and not self._images:
@@ -122,12 +138,13 @@ class RecordDecoder:
 
         rows = list(pool.map(one, enumerate(records)) if pool is not None
                     else map(one, enumerate(records)))
-        return {name: batch_values([r[name] for r in rows], self.options.padding)
+        return {name: batch_values([r[name] for r in rows], self.options.padding,
+                                   self._dtypes.get(name))
                 for name in self.features}
 
 
 def decode_options(options: DecodeOptions | None, *, decode: bool = True,
-                   features: Sequence[str] | None = None,
+                   features: Names[str] | None = None,
                    image_size: tuple[int, int] | None = None, padding: Padding = "pad",
                    ) -> DecodeOptions:
     """``options`` if given (then the keywords must be left at their defaults), else one

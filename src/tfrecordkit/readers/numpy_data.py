@@ -236,6 +236,11 @@ class Loader:
             raise DatasetError(f"{path}: split {split!r} has {n} records, fewer than one "
                                f"batch of {batch_size} (drop_last=True)")
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_order"] = None  # rebuilt on first use (it caches closures)
+        return state
+
     @property
     def rank(self) -> int:
         """This process's rank."""

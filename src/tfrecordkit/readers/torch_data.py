@@ -1,0 +1,176 @@
+"""PyTorch: batches of a split as an ``IterableDataset`` for ``DataLoader(ds, batch_size=None)``,
+split between DataLoader workers and ``torch.distributed`` ranks, with exact resume.
+
+Built on the framework-free :class:`~tfrecordkit.readers.numpy_data.Loader`: the same order,
+the same values, the same JSON state; only the arrays become tensors.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.errors import MissingDependencyError
+from tfrecordkit.readers._decoding import DecodeOptions, Padding, decode_options
+from tfrecordkit.readers._partition import Partition
+from tfrecordkit.readers.numpy_data import Loader
+from tfrecordkit.sampling._order import ShuffleMode
+
+try:
+    import torch
+    from torch.utils.data import IterableDataset, get_worker_info
+except ImportError as err:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError("torch", "torch", "the PyTorch reader") from err
+
+__all__ = ["TorchDataset", "load_torch_dataset", "to_tensors"]
+
+
+def to_tensors(value: Any) -> Any:
+    """NumPy arrays (also inside dicts and lists) as tensors; strings, bytes and serialized
+    records stay Python objects."""
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return value.tolist()
+        if value.dtype.kind == "U":
+            return value.tolist()
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, Mapping):
+        return {k: to_tensors(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_tensors(v) for v in value]
+    return value
+
+
+def _distributed_partition(rank: int | None, world_size: int | None) -> Partition:
+    """The given rank/world size, else torch.distributed's when it is initialised."""
+    if rank is None and world_size is None:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            return Partition(dist.get_rank(), dist.get_world_size())
+        return Partition()
+    return Partition(rank or 0, world_size or 1)
+
+
+class TorchDataset(IterableDataset[dict[str, Any]]):
+    """Batches of one split as dicts of tensors, for ``DataLoader(ds, batch_size=None,
+    num_workers=N)``; see :func:`load_torch_dataset`."""
+
+    def __init__(self, loader: Loader) -> None:
+        self.loader = loader
+        self._worker_state: dict[str, Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start ``epoch`` from its first step (call before each epoch when the DataLoader
+        has worker processes, as with ``DistributedSampler``)."""
+        self.loader.set_epoch(epoch)
+        self._worker_state = None
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        loader = self.loader
+        info = get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        loader.partition = loader.partition.with_worker(worker, workers)
+        epoch, first = loader.epoch, loader.step + worker
+        saved = self._worker_state
+        if saved is not None and (saved["worker"], saved["num_workers"]) == (worker, workers):
+            epoch, first = int(saved["epoch"]), int(saved["step"])  # this worker's own next step
+        self._worker_state = None
+        steps = len(loader)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(loader.num_threads) as pool:
+            for step in range(first, steps, workers):
+                batch = to_tensors(loader.load_step(epoch, step, pool))
+                self._record(epoch, step + 1, worker, workers)
+                yield batch
+        self._record(epoch + 1, 0, worker, workers)
+
+    def _record(self, epoch: int, step: int, worker: int, workers: int) -> None:
+        """Note the position after a batch: the global one when this process builds every
+        step, else what this worker builds next (StatefulDataLoader keeps one per worker)."""
+        if workers == 1:
+            self.loader.epoch, self.loader.step = epoch, step
+        else:
+            self._worker_state = {"epoch": epoch, "step": step - 1 + workers if step else worker,
+                                  "worker": worker, "num_workers": workers}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where iteration is, as JSON (torchdata's ``Stateful`` protocol).
+
+        In the process that iterates (``num_workers=0``, or inside a worker) this is exact.
+        ``torchdata.stateful_dataloader.StatefulDataLoader`` collects it from every worker; its
+        ``state_dict()`` can be given to :meth:`load_state_dict` of a new dataset to continue
+        with any number of workers.
+        """
+        state = self.loader.state_dict()
+        if self._worker_state is not None:
+            state.update(self._worker_state)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict` output, from one worker's state (as
+        ``StatefulDataLoader`` hands them back), or from a whole ``StatefulDataLoader``
+        ``state_dict()`` (then any number of workers may follow)."""
+        if "_snapshot" in state:  # a StatefulDataLoader's own state, with worker processes
+            state = _position_of_loader(state)
+        elif "fetcher_state" in state and "dataset_state" in state:  # ... without
+            state = state["dataset_state"]
+        # Workers' next steps may lie past the end of the epoch: it has no steps left.
+        state = {**state, "step": min(int(state["step"]), len(self.loader))}
+        self.loader.check_state(state)
+        if "worker" in state:
+            self._worker_state = {k: state[k] for k in ("epoch", "step", "worker",
+                                                        "num_workers")}
+        else:
+            self.loader.load_state_dict(state)
+            self._worker_state = None
+
+
+def _position_of_loader(loader_state: Mapping[str, Any]) -> dict[str, Any]:
+    """The global position in a ``StatefulDataLoader`` state: workers take steps in turn,
+    so every step before the smallest "next step" of any worker has been consumed."""
+    workers = loader_state["_snapshot"].get("_worker_snapshots") or {}
+    nexts = []
+    for snapshot in workers.values():
+        state = snapshot.get("dataset_state")
+        if not state:
+            continue
+        # A worker that has yielded nothing still holds the global start it was given.
+        step = int(state["step"]) + (0 if "worker" in state else int(snapshot["worker_id"]))
+        nexts.append((int(state["epoch"]), step, state))
+    if not nexts:
+        raise ValueError("this StatefulDataLoader state holds no tfrecordkit dataset state")
+    epoch, step, state = min(nexts, key=lambda n: (n[0], n[1]))
+    position = {k: v for k, v in state.items() if k not in ("worker", "num_workers")}
+    position.update(epoch=epoch, step=step)
+    return position
+
+
+def load_torch_dataset(path: str | os.PathLike[str], split: str = "train", *,
+                       batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
+                       drop_last: bool = True, rank: int | None = None,
+                       world_size: int | None = None, features: Sequence[str] | None = None,
+                       decode: bool = True, image_size: tuple[int, int] | None = None,
+                       padding: Padding = "pad", num_threads: int | None = None,
+                       options: DecodeOptions | None = None) -> TorchDataset:
+    """Batches of a split as dicts of tensors: use ``DataLoader(ds, batch_size=None,
+    num_workers=N)`` (or torchdata's ``StatefulDataLoader``).
+
+    The arguments are :func:`~tfrecordkit.load_numpy_dataset`'s, and so are the order, the
+    values and the state. ``rank``/``world_size`` default to ``torch.distributed``'s when it
+    is initialised. DataLoader worker ``j`` of ``N`` builds steps ``j, j+N, ...``, so the
+    DataLoader yields the steps in order; every rank yields ``len(ds)`` batches of
+    ``batch_size / world_size`` records. Images are uint8 ``[B, H, W, C]`` tensors.
+    """
+    loader = Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
+                    drop_last=drop_last, partition=_distributed_partition(rank, world_size),
+                    options=decode_options(options, decode=decode, features=features,
+                                           image_size=image_size, padding=padding),
+                    num_threads=num_threads)
+    return TorchDataset(loader)

@@ -1,0 +1,212 @@
+"""load_torch_dataset through real torch DataLoaders (worker processes, torchdata's
+StatefulDataLoader, a 2-process gloo group): the same steps in the same order as the NumPy
+loader, exact resume with any number of workers, equal and disjoint shares per rank."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader  # noqa: E402
+
+from tfrecordkit.convert import write_dataset  # noqa: E402
+from tfrecordkit.readers.numpy_data import load_numpy_dataset  # noqa: E402
+from tfrecordkit.readers.torch_data import load_torch_dataset  # noqa: E402
+from tfrecordkit.schema import ClassLabel, Scalar, Schema, Sequence, Text  # noqa: E402
+
+N = 203
+B = 16
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    out = tmp_path_factory.mktemp("torch") / "ds"
+    schema = Schema({"v": Scalar("int64"), "x": Scalar("float32"),
+                     "seq": Sequence(Scalar("int64")), "text": Text(),
+                     "label": ClassLabel(["a", "b", "c"])})
+    rows = [{"v": i, "x": i / 7, "seq": list(range(i % 4)), "text": f"record {i}",
+             "label": i % 3} for i in range(N)]
+    write_dataset(rows, out, schema, num_shards=5, progress=False)
+    return out
+
+
+def _ids(batches, steps=None):
+    out = []
+    for k, batch in enumerate(batches):
+        out.append(batch["id"].tolist())
+        if steps is not None and k + 1 == steps:
+            break
+    return out
+
+
+def _loader(ds, workers, cls=DataLoader):
+    kwargs = {"multiprocessing_context": "spawn"} if workers else {}
+    return cls(ds, batch_size=None, num_workers=workers, **kwargs)
+
+
+@pytest.mark.parametrize("workers", [0, 1, 3])
+def test_dataloader_yields_the_numpy_loaders_steps_in_order(dataset, workers):
+    expected = _ids(load_numpy_dataset(dataset, batch_size=B, seed=5))
+    ds = load_torch_dataset(dataset, batch_size=B, seed=5)
+    assert len(_loader(ds, workers)) == len(ds) == N // B
+    assert _ids(_loader(ds, workers)) == expected
+
+
+def test_batches_are_tensors_with_the_numpy_loaders_values(dataset):
+    numpy_batches = list(load_numpy_dataset(dataset, batch_size=B, shuffle="global"))
+    torch_batches = list(_loader(load_torch_dataset(dataset, batch_size=B, shuffle="global"), 0))
+    assert len(numpy_batches) == len(torch_batches)
+    for a, b in zip(numpy_batches, torch_batches, strict=True):
+        assert b["v"].dtype == torch.int64 and b["x"].dtype == torch.float32
+        assert np.array_equal(a["v"], b["v"].numpy()) and np.array_equal(a["x"], b["x"].numpy())
+        assert np.array_equal(a["label"], b["label"].numpy())
+        assert np.array_equal(a["seq"]["values"], b["seq"]["values"].numpy())
+        assert np.array_equal(a["seq"]["lengths"], b["seq"]["lengths"].numpy())
+        assert a["text"] == b["text"] and isinstance(b["text"][0], str)
+
+
+def test_epochs_differ_and_set_epoch_repeats_one(dataset):
+    ds = load_torch_dataset(dataset, batch_size=B, seed=1)
+    epoch0, epoch1 = _ids(_loader(ds, 0)), _ids(_loader(ds, 0))  # in-process: advances itself
+    assert epoch0 != epoch1
+    ds.set_epoch(1)
+    assert _ids(_loader(ds, 2)) == epoch1  # worker processes: the epoch comes from set_epoch
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("before", "after"), [(0, 3), (1, 0), (3, 1), (3, 2)])
+@pytest.mark.parametrize("stop_at", [0, 5, 12])  # start, middle, last step
+def test_resume_with_another_number_of_workers_is_exact(dataset, before, after, stop_at):
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    full = _ids(load_numpy_dataset(dataset, batch_size=B, seed=2))
+    first = load_torch_dataset(dataset, batch_size=B, seed=2)
+    loader = _loader(first, before, StatefulDataLoader)
+    seen = _ids(loader, stop_at) if stop_at else []
+    state = json.loads(json.dumps(loader.state_dict()))  # survives a JSON round trip
+    resumed = load_torch_dataset(dataset, batch_size=B, seed=2)
+    resumed.load_state_dict(state)
+    rest = _ids(_loader(resumed, after))
+    assert seen + rest == full
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_stateful_dataloader_resumes_itself_with_the_same_workers(dataset, workers):
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    full = _ids(load_numpy_dataset(dataset, batch_size=B, seed=7))
+    loader = _loader(load_torch_dataset(dataset, batch_size=B, seed=7), workers,
+                     StatefulDataLoader)
+    seen = _ids(loader, 4)
+    state = loader.state_dict()
+    again = _loader(load_torch_dataset(dataset, batch_size=B, seed=7), workers,
+                    StatefulDataLoader)
+    again.load_state_dict(state)
+    assert seen + _ids(again) == full
+
+
+def test_in_process_state_is_the_numpy_loaders(dataset):
+    ds = load_torch_dataset(dataset, batch_size=B, seed=3)
+    it = iter(_loader(ds, 0))
+    for _ in range(4):
+        next(it)
+    numpy_loader = load_numpy_dataset(dataset, batch_size=B, seed=3)
+    assert ds.state_dict() == {**numpy_loader.state_dict(), "step": 4}
+
+
+def test_a_state_from_another_configuration_is_refused(dataset):
+    state = load_torch_dataset(dataset, batch_size=B, seed=3).state_dict()
+    with pytest.raises(ValueError, match="batch_size"):
+        load_torch_dataset(dataset, batch_size=8, seed=3).load_state_dict(state)
+    with pytest.raises(ValueError, match="seed"):
+        load_torch_dataset(dataset, batch_size=B, seed=4).load_state_dict(state)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_explicit_ranks_split_steps_and_workers_keep_order(dataset, world):
+    single = _ids(load_numpy_dataset(dataset, batch_size=B, seed=6))
+    ranks = [_ids(_loader(load_torch_dataset(dataset, batch_size=B, seed=6, rank=r,
+                                             world_size=world), 2)) for r in range(world)]
+    assert all(len(r) == len(single) for r in ranks)
+    for step, together in enumerate(zip(*ranks, strict=True)):
+        assert [i for part in together for i in part] == single[step]
+
+
+DDP_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    def main():
+        dist.init_process_group("gloo", init_method=sys.argv[1], rank=int(sys.argv[2]),
+                                world_size=2)
+        ds = load_torch_dataset(sys.argv[3], batch_size=16, seed=9, drop_last=False)
+        batches = list(DataLoader(ds, batch_size=None, num_workers=1,
+                                  multiprocessing_context="spawn"))
+        ids = [b["id"].tolist() for b in batches]
+        valid = [b["valid"].tolist() for b in batches]
+        counts = [None, None]
+        dist.all_gather_object(counts, len(batches))  # hangs if a rank had fewer batches
+        print(json.dumps({"rank": dist.get_rank(), "ids": ids, "valid": valid,
+                          "counts": counts}))
+        dist.destroy_process_group()
+
+    if __name__ == "__main__":  # DataLoader workers re-import this file
+        main()
+""")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_two_process_gloo_group_gets_equal_disjoint_shares(dataset, tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP_SCRIPT)
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
+    procs = [subprocess.Popen([sys.executable, str(script), f"tcp://127.0.0.1:{port}", str(r),
+                               str(dataset)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for r in range(2)]
+    results = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err[-2000:]
+            results.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()
+    results.sort(key=lambda r: r["rank"])
+    steps = -(-N // 16)
+    assert results[0]["counts"] == results[1]["counts"] == [steps, steps]
+    real = [i for r in results for ids, valid in zip(r["ids"], r["valid"], strict=True)
+            for i, v in zip(ids, valid, strict=True) if v]
+    assert sorted(real) == list(range(N))  # every record once, none twice
+    single = _ids(load_numpy_dataset(dataset, batch_size=16, seed=9, drop_last=False))
+    for step in range(steps):
+        assert results[0]["ids"][step] + results[1]["ids"][step] == single[step]
+
+
+@pytest.mark.integration
+def test_neither_tensorflow_nor_grain_is_imported(dataset):
+    code = (f"import sys, tfrecordkit as tk\n"
+            f"from torch.utils.data import DataLoader\n"
+            f"for b in DataLoader(tk.load_torch_dataset({str(dataset)!r}, batch_size=8), "
+            f"batch_size=None): pass\n"
+            "assert 'tensorflow' not in sys.modules and 'grain' not in sys.modules\n"
+            "print('ok')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-1000:]
