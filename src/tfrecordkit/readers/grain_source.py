@@ -1,0 +1,77 @@
+"""grain (JAX): a split as a ``RandomAccessDataSource`` (``__len__``, ``__getitem__``, a stable
+``__repr__``), so grain's own samplers, sharding and checkpoints work on TFRecord datasets.
+
+grain needs nothing from us beyond that protocol, so this module imports no framework.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder, number_dtype
+from tfrecordkit.sampling import SplitRecords
+from tfrecordkit.sampling._order import fingerprint
+
+__all__ = ["GrainSource", "load_grain_source"]
+
+
+class GrainSource:
+    """Record ``i`` of a split as a dict of NumPy values (or ``{"record": bytes}`` with
+    ``decode=False``), plus its ``"id"``. Thread-safe and picklable (files reopen after
+    unpickling); numbers carry their schema dtype so grain's batching stacks them as
+    ``load_tf_dataset`` types them."""
+
+    def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
+                 options: DecodeOptions | None = None, max_open_files: int = 64) -> None:
+        self.options = options or DecodeOptions()
+        self.records = SplitRecords(path, split, max_open_files=max_open_files)
+        self.decoder = RecordDecoder(self.records.schema, self.options)
+        self.fingerprint = fingerprint(self.records.manifest.to_json(), split)
+        self._dtypes = {name: number_dtype(self.records.schema[name])
+                        for name in self.decoder.features}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def _values(self, record: bytes, key: int) -> dict[str, Any]:
+        if not self.options.decode:
+            return {"record": record, "id": np.int64(key)}
+        where = f"{key} of {self.records.path} [{self.records.split}]"
+        values = self.decoder.decode_one(record, where)
+        for name, dtype in self._dtypes.items():
+            if dtype is not None:
+                values[name] = np.asarray(values[name], dtype=dtype)
+        values["id"] = np.int64(key)
+        return values
+
+    def __getitem__(self, key: int) -> dict[str, Any]:
+        key = int(key)
+        return self._values(self.records[key], key % len(self))
+
+    def _getitems(self, keys: Sequence[int]) -> list[dict[str, Any]]:
+        """Many records in one call (grain uses it for batched reads): read in file order."""
+        ids = [int(k) % len(self) for k in keys]
+        return [self._values(r, k) for r, k in zip(self.records.get_many(ids), ids,
+                                                   strict=True)]
+
+    def __repr__(self) -> str:
+        # Stable across processes and runs: grain checks it when restoring a checkpoint.
+        options = ", ".join(f"{k}={v!r}" for k, v in vars(self.options).items())
+        return (f"GrainSource(path={self.records.path!r}, split={self.records.split!r}, "
+                f"records={len(self)}, fingerprint={self.fingerprint!r}, {options})")
+
+
+def load_grain_source(path: str | os.PathLike[str], split: str = "train", *,
+                      features: Sequence[str] | None = None, decode: bool = True,
+                      image_size: tuple[int, int] | None = None,
+                      options: DecodeOptions | None = None) -> GrainSource:
+    """A split as a grain ``RandomAccessDataSource``: ``grain.MapDataset.source(...)`` or
+    ``grain.DataLoader(data_source=...)`` then shuffle, shard, batch and checkpoint it."""
+    from tfrecordkit.readers._decoding import decode_options
+
+    return GrainSource(path, split, options=decode_options(
+        options, decode=decode, features=features, image_size=image_size))
