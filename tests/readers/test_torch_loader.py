@@ -210,3 +210,42 @@ def test_neither_tensorflow_nor_grain_is_imported(dataset):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, check=False)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-1000:]
+
+
+@pytest.fixture(scope="module")
+def class_dataset(tmp_path_factory):
+    out = tmp_path_factory.mktemp("torch_pk") / "ds"
+    schema = Schema({"x": Scalar("int64"), "label": ClassLabel([str(i) for i in range(12)])})
+    counts = [3, 5, 8, 2, 9, 6, 4, 7, 5, 6, 3, 10]
+    rows = [{"x": 12 * j + c, "label": c} for c, n in enumerate(counts) for j in range(n)]
+    write_dataset(rows, out, schema, layout="per_class", progress=False)
+    return out
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_pk_batches_in_torch_equal_the_numpy_ones_and_resume(class_dataset, workers):
+    from tfrecordkit.readers.numpy_data import iter_pk_batches
+    from tfrecordkit.readers.torch_data import load_torch_pk_dataset
+
+    steps = iter_pk_batches(class_dataset, classes_per_batch=3, examples_per_class=2,
+                            seed=4).steps_per_epoch
+    expected = [b["x"].tolist() for b in iter_pk_batches(
+        class_dataset, classes_per_batch=3, examples_per_class=2, seed=4, steps=steps)]
+    ds = load_torch_pk_dataset(class_dataset, classes_per_batch=3, examples_per_class=2, seed=4)
+    got = [b["x"].tolist() for b in _loader(ds, workers)]
+    assert got == expected
+    for b in _loader(ds, 0) if workers == 0 else []:
+        assert (b["x"] % 12 == b["label"]).all() and b["class_position"].tolist() == [
+            0, 0, 1, 1, 2, 2]
+    # Resume mid-epoch from a StatefulDataLoader state with another worker count.
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    first = _loader(load_torch_pk_dataset(class_dataset, classes_per_batch=3,
+                                          examples_per_class=2, seed=4), workers,
+                    StatefulDataLoader)
+    seen = [b["x"].tolist() for _, b in zip(range(2), first, strict=False)]
+    resumed = load_torch_pk_dataset(class_dataset, classes_per_batch=3, examples_per_class=2,
+                                    seed=4)
+    resumed.load_state_dict(json.loads(json.dumps(first.state_dict())))
+    rest = [b["x"].tolist() for b in _loader(resumed, 2 - workers)]
+    assert seen + rest == expected

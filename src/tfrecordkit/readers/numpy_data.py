@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, SchemaError
+from tfrecordkit.errors import DatasetError
 from tfrecordkit.readers._decoding import (
     DecodeOptions,
     Padding,
@@ -31,10 +31,9 @@ from tfrecordkit.sampling import (
 )
 from tfrecordkit.sampling._order import EpochOrder, ShuffleMode, fingerprint
 from tfrecordkit.sampling._plan import EpochUnit
-from tfrecordkit.schema import Schema
 from tfrecordkit.store import load_manifest
 
-__all__ = ["DecodeOptions", "Loader", "PKBatches", "Partition", "batch_values",
+__all__ = ["DecodeOptions", "Loader", "PKBatches", "PKLoader", "Partition", "batch_values",
            "iter_pk_batches", "iter_triplets", "load_numpy_dataset", "stack_records"]
 
 
@@ -50,26 +49,6 @@ def stack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
     return batch
 
 
-def _decoder(schema: Schema, decode: bool, features: Sequence[str] | None) -> Any:
-    names = list(features) if features is not None else list(schema)
-
-    def decode_all(records: list[bytes],
-                   where: Callable[[int], str] | None = None) -> dict[str, Any]:
-        if not decode:
-            return {"record": np.array(records, dtype=object)}
-        decoded = []
-        for i, record in enumerate(records):
-            try:
-                decoded.append(schema.decode(record))
-            except SchemaError as err:  # name the record only when something is wrong
-                if where is None:
-                    raise
-                raise SchemaError(err.feature, err.reason, record=where(i)) from None
-        return stack_records([{n: d[n] for n in names} for d in decoded])
-
-    return decode_all
-
-
 def _sources(index: ClassIndex, positions: np.ndarray) -> Callable[[int], str]:
     """Where the ``i``-th record of a batch is, for error messages."""
     def where(i: int) -> str:
@@ -78,48 +57,127 @@ def _sources(index: ClassIndex, positions: np.ndarray) -> Callable[[int], str]:
     return where
 
 
-class PKBatches(Iterator[dict[str, Any]]):
-    """The iterator :func:`iter_pk_batches` returns; ``state_dict()`` lets a run resume."""
+class PKLoader:
+    """P×K batches by ``(epoch, step)`` with :class:`Loader`'s interface (``len``, epochs,
+    JSON state, loading workers taking steps in turn), so every framework adapter serves both.
 
-    def __init__(self, sampler: PKSampler, index: ClassIndex, decode_all: Any, *,
-                 steps: int | None, max_open_files: int) -> None:
-        self.sampler = sampler
-        self._index = index
-        self._decode = decode_all
+    Each batch holds the decoded features, ``"label"`` (class ids, class-major: K per class),
+    ``"class_position"`` (0..P-1) and ``"id"`` (positions in the class index).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
+                 classes_per_batch: int, examples_per_class: int, seed: int = 0,
+                 epoch: EpochUnit = "classes", exclude_small: bool = False,
+                 partition: Partition | None = None, options: DecodeOptions | None = None,
+                 num_threads: int | None = None, max_open_files: int = 64) -> None:
+        self.partition = partition or Partition()
+        manifest = load_manifest(path)
+        self.index = ClassIndex.from_dataset(path, split, manifest)
+        self.sampler = PKSampler(self.index, classes_per_batch, examples_per_class, seed=seed,
+                                 exclude_small=exclude_small, epoch=epoch,
+                                 rank=self.partition.rank,
+                                 world_size=self.partition.world_size)
+        self.decoder = RecordDecoder(manifest.schema, options or DecodeOptions())
+        self.fetcher = RecordFetcher(self.index, max_open_files)
+        self.num_threads = num_threads or min(4, os.cpu_count() or 1)
+        self.fingerprint = fingerprint(manifest.to_json(), split)
+        self.epoch, self.step = 0, 0
+        self._class_of = np.repeat(self.index.classes, self.index.counts)
+        self._positions = np.repeat(np.arange(classes_per_batch), examples_per_class)
+
+    def __len__(self) -> int:
+        return self.sampler.steps_per_epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start ``epoch`` (from its first step) on the next iteration."""
+        self.epoch, self.step = int(epoch), 0
+
+    def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
+        """This rank's P×K batch at ``step`` of ``epoch``."""
+        positions = self.sampler.batch(epoch, step)
+        batch = self.decoder.decode_batch(self.fetcher.fetch(positions),
+                                          _sources(self.index, positions), pool)
+        batch["label"] = self._class_of[positions]
+        batch["class_position"] = self._positions
+        batch["id"] = positions
+        return batch
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.num_threads) as pool:
+            for step in self.partition.steps(self.step, len(self)):
+                batch = self.load_step(self.epoch, step, pool)
+                self.step = step + 1
+                yield batch
+        self.epoch, self.step = self.epoch + 1, 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the loader is, as JSON: the same on every rank and worker."""
+        state = self.sampler.state_dict()
+        state.update(epoch=self.epoch, step=self.step, fingerprint=self.fingerprint)
+        return state
+
+    def check_state(self, state: dict[str, Any]) -> None:
+        """Raise ValueError unless ``state`` was saved by a loader of this configuration."""
+        if state.get("fingerprint") != self.fingerprint:
+            raise ValueError(f"the state was saved with fingerprint="
+                             f"{state.get('fingerprint')!r}; this loader has "
+                             f"{self.fingerprint!r}")
+        self.sampler.load_state_dict(state)  # checks the sampling settings
+        if not 0 <= int(state["step"]) <= len(self) or int(state["epoch"]) < 0:
+            raise ValueError(f"the state's epoch {state['epoch']} / step {state['step']} is "
+                             f"outside this loader's {len(self)} steps per epoch")
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`state_dict` (refused if saved with other settings)."""
+        self.check_state(state)
+        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+
+    def close(self) -> None:
+        """Close the files kept open."""
+        self.fetcher.close()
+
+
+class PKBatches(Iterator[dict[str, Any]]):
+    """The iterator :func:`iter_pk_batches` returns; ``state_dict()`` (JSON) lets a run
+    resume."""
+
+    def __init__(self, loader: PKLoader, steps: int | None) -> None:
+        self.loader = loader
+        self.sampler = loader.sampler
         self._steps = steps
         self._count = 0
-        self._class_of = np.repeat(index.classes, index.counts)
-        self._fetcher = RecordFetcher(index, max_open_files)
-        self._positions = np.repeat(np.arange(sampler.p), sampler.k)
 
     @property
     def steps_per_epoch(self) -> int:
         """Steps per epoch (see :class:`~tfrecordkit.sampling.PKSampler`)."""
-        return self.sampler.steps_per_epoch
+        return len(self.loader)
 
     @property
     def peak_open_files(self) -> int:
         """The most files open at once so far."""
-        return self._fetcher.peak_open_files
+        return self.loader.fetcher.peak_open_files
 
     def __next__(self) -> dict[str, Any]:
+        loader = self.loader
         if self._steps is not None and self._count >= self._steps:
-            self._fetcher.close()
+            loader.close()
             raise StopIteration
-        positions = self.sampler.next_batch()
-        batch = self._decode(self._fetcher.fetch(positions), _sources(self._index, positions))
-        batch["label"] = self._class_of[positions]
-        batch["class_position"] = self._positions
+        batch = loader.load_step(loader.epoch, loader.step)
+        loader.step += 1
+        if loader.step == len(loader):
+            loader.epoch, loader.step = loader.epoch + 1, 0
         self._count += 1
-        return batch  # type: ignore[no-any-return]
+        return batch
 
     def state_dict(self) -> dict[str, Any]:
-        """The sampler's state after the last batch returned."""
-        return self.sampler.state_dict()
+        """Where the batches are after the last one returned, as JSON."""
+        return self.loader.state_dict()
 
     def close(self) -> None:
         """Close the files kept open."""
-        self._fetcher.close()
+        self.loader.close()
 
 
 def iter_pk_batches(
@@ -138,6 +196,8 @@ def iter_pk_batches(
     world_size: int = 1,
     max_open_files: int = 64,
     state: dict[str, Any] | None = None,
+    image_size: tuple[int, int] | None = None,
+    options: DecodeOptions | None = None,
 ) -> PKBatches:
     """Class-balanced batches: P distinct classes × K records each, as NumPy arrays.
 
@@ -145,18 +205,18 @@ def iter_pk_batches(
     carries ``"label"`` (class ids) and ``"class_position"`` (0..P-1). ``steps`` bounds the
     number of batches (default: endless; ``steps_per_epoch`` on the result gives an epoch).
     ``rank``/``world_size`` split classes between workers; ``state`` (a previous result's
-    ``state_dict()``) continues exactly where it stopped. At most ``max_open_files`` shard
-    files are open at once.
+    ``state_dict()``, JSON) continues exactly where it stopped. At most ``max_open_files``
+    shard files are open at once.
     """
-    manifest = load_manifest(path)
-    index = ClassIndex.from_dataset(path, split, manifest)
-    sampler = PKSampler(index, classes_per_batch, examples_per_class, seed=seed,
-                        exclude_small=exclude_small, epoch=epoch, rank=rank,
-                        world_size=world_size)
+    loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
+                      examples_per_class=examples_per_class, seed=seed, epoch=epoch,
+                      exclude_small=exclude_small, partition=Partition(rank, world_size),
+                      options=decode_options(options, decode=decode, features=features,
+                                             image_size=image_size),
+                      max_open_files=max_open_files)
     if state is not None:
-        sampler.load_state_dict(state)
-    return PKBatches(sampler, index, _decoder(manifest.schema, decode, features), steps=steps,
-                     max_open_files=max_open_files)
+        loader.load_state_dict(state)
+    return PKBatches(loader, steps)
 
 
 def iter_triplets(
@@ -171,13 +231,16 @@ def iter_triplets(
     rank: int = 0,
     world_size: int = 1,
     max_open_files: int = 64,
+    image_size: tuple[int, int] | None = None,
+    options: DecodeOptions | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Batches of ``{"anchor": ..., "positive": ..., "negative": ...}`` (each a decoded batch
     with its ``"label"``); every anchor once per epoch."""
     manifest = load_manifest(path)
     index = ClassIndex.from_dataset(path, split, manifest)
     sampler = TripletSampler(index, seed=seed, rank=rank, world_size=world_size)
-    decode_all = _decoder(manifest.schema, decode, features)
+    decoder = RecordDecoder(manifest.schema, decode_options(
+        options, decode=decode, features=features, image_size=image_size))
     class_of = np.repeat(index.classes, index.counts)
     with RecordFetcher(index, max_open_files) as fetcher:
         epoch = 0
@@ -187,9 +250,10 @@ def iter_triplets(
                 chunk = triplets[start : start + batch_size]
                 batch = {}
                 for column, role in enumerate(("anchor", "positive", "negative")):
-                    part = decode_all(fetcher.fetch(chunk[:, column]),
-                                      _sources(index, chunk[:, column]))
-                    part["label"] = class_of[chunk[:, column]]
+                    positions = chunk[:, column]
+                    part = decoder.decode_batch(fetcher.fetch(positions),
+                                                _sources(index, positions))
+                    part["label"] = class_of[positions]
                     batch[role] = part
                 yield batch
             epoch += 1

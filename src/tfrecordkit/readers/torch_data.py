@@ -16,8 +16,9 @@ import numpy as np
 from tfrecordkit.errors import MissingDependencyError
 from tfrecordkit.readers._decoding import DecodeOptions, Padding, decode_options
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers.numpy_data import Loader
+from tfrecordkit.readers.numpy_data import Loader, PKLoader
 from tfrecordkit.sampling._order import ShuffleMode
+from tfrecordkit.sampling._plan import EpochUnit
 
 try:
     import torch
@@ -25,7 +26,7 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("torch", "torch", "the PyTorch reader") from err
 
-__all__ = ["TorchDataset", "load_torch_dataset", "to_tensors"]
+__all__ = ["TorchDataset", "load_torch_dataset", "load_torch_pk_dataset", "to_tensors"]
 
 
 def to_tensors(value: Any) -> Any:
@@ -58,7 +59,7 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
     """Batches of one split as dicts of tensors, for ``DataLoader(ds, batch_size=None,
     num_workers=N)``; see :func:`load_torch_dataset`."""
 
-    def __init__(self, loader: Loader) -> None:
+    def __init__(self, loader: Loader | PKLoader) -> None:
         self.loader = loader
         self._worker_state: dict[str, Any] | None = None
 
@@ -173,4 +174,26 @@ def load_torch_dataset(path: str | os.PathLike[str], split: str = "train", *,
                     options=decode_options(options, decode=decode, features=features,
                                            image_size=image_size, padding=padding),
                     num_threads=num_threads)
+    return TorchDataset(loader)
+
+
+def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
+                          classes_per_batch: int, examples_per_class: int, seed: int = 0,
+                          epoch: EpochUnit = "classes", exclude_small: bool = False,
+                          rank: int | None = None, world_size: int | None = None,
+                          features: Sequence[str] | None = None, decode: bool = True,
+                          image_size: tuple[int, int] | None = None,
+                          num_threads: int | None = None, max_open_files: int = 64,
+                          options: DecodeOptions | None = None) -> TorchDataset:
+    """Class-balanced P×K batches as tensors, for ``DataLoader(ds, batch_size=None,
+    num_workers=N)``: the batches of :func:`~tfrecordkit.iter_pk_batches` (``"label"``,
+    ``"class_position"``, class-major), with :func:`load_torch_dataset`'s workers, ranks
+    (each rank gets P other classes every step) and JSON state."""
+    loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
+                      examples_per_class=examples_per_class, seed=seed, epoch=epoch,
+                      exclude_small=exclude_small,
+                      partition=_distributed_partition(rank, world_size),
+                      options=decode_options(options, decode=decode, features=features,
+                                             image_size=image_size),
+                      num_threads=num_threads, max_open_files=max_open_files)
     return TorchDataset(loader)

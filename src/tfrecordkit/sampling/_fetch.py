@@ -97,6 +97,13 @@ class RecordFetcher:
                 os.close(fd)
             self._open.clear()
 
+    def __getstate__(self) -> dict[str, object]:
+        # Open files and the lock don't travel; files reopen on the first read.
+        return {"index": self.index, "max_open_files": self.max_open_files}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(state["index"], state["max_open_files"])  # type: ignore[misc]
+
     def __enter__(self) -> RecordFetcher:
         return self
 

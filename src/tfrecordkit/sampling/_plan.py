@@ -6,10 +6,10 @@ them. A plan's state can be saved and restored to continue identically.
 
 from __future__ import annotations
 
-import copy
+import hashlib
+import json
 import logging
 import math
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,6 +18,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.sampling._class_index import ClassIndex
+from tfrecordkit.sampling._order import feistel_permute
 
 __all__ = ["PKSampler", "TripletSampler"]
 
@@ -33,26 +34,18 @@ class _SmallClasses:
 
 
 class PKSampler:
-    """Batches of P distinct classes × K records each.
+    """Batches of P distinct classes × K records each, as a pure function of
+    ``(seed, epoch, step)``: any step can be built by any worker, and the state is JSON.
 
-    Classes are drawn without replacement until every class has been used, then reshuffled
-    (a *round*), so which classes meet in a batch keeps changing. Each class's records are
-    drawn without replacement and reshuffled when exhausted; a class with fewer than K records
-    is sampled with replacement (reported once), or left out with ``exclude_small=True``.
+    Every *round* visits each class once, in a fresh seeded order, so which classes meet in a
+    batch keeps changing; a round's last step, when short, is filled with other classes of the
+    same round. Each class's records are used without replacement, in a fresh order each
+    time all have been used (a class holding fewer than K records is sampled with replacement,
+    or left out with ``exclude_small``).
 
-    With ``world_size`` workers, every step draws ``P × world_size`` distinct classes and
-    worker ``rank`` takes its own P of them, so workers see different classes per step and
-    together cover every class once per round.
-
-    Args:
-        index: the class index of the split.
-        classes_per_batch: P.
-        examples_per_class: K.
-        seed: seeds everything; the same seed gives the same batches.
-        exclude_small: leave out classes with fewer than K records.
-        epoch: ``"classes"``: an epoch is one round over the classes (``ceil(C / (P·W))``
-            steps); ``"examples"``: about one pass over the records (``ceil(N / (P·K·W))``).
-        rank, world_size: this worker and how many there are.
+    ``epoch="classes"`` makes an epoch one round; ``"examples"`` makes it as many steps as cover
+    the records once on average. ``rank``/``world_size`` split every step's P·world_size classes
+    between workers, so together they cover each round.
     """
 
     def __init__(
@@ -77,7 +70,7 @@ class PKSampler:
         self.index = index
         self.p, self.k = classes_per_batch, examples_per_class
         self.rank, self.world_size = rank, world_size
-        self.epoch = epoch
+        self.epoch, self.seed, self.exclude_small = epoch, int(seed), exclude_small
         counts = index.counts
         small = counts < examples_per_class
         self.small_classes = _SmallClasses(int(small.sum()), int(counts[small].sum()))
@@ -92,9 +85,9 @@ class PKSampler:
             verb = "left out" if exclude_small else "sampled with replacement"
             logger.warning("%d classes have fewer than K=%d records; they are %s",
                            self.small_classes.count, examples_per_class, verb)
-        self._rng = np.random.default_rng(seed)
-        self._queue: deque[int] = deque()
-        self._streams: dict[int, tuple[np.ndarray, int]] = {}  # class pos -> (perm, next)
+        self._steps_per_round = math.ceil(len(eligible) / needed)
+        self._round: tuple[int, np.ndarray, np.ndarray] | None = None  # (round, order, fill)
+        self.next_epoch, self.next_step = 0, 0  # the cursor of next_batch()
 
     @property
     def num_classes(self) -> int:
@@ -106,73 +99,91 @@ class PKSampler:
         """Steps per epoch for this worker (see ``epoch``)."""
         per_step = self.p * self.world_size
         if self.epoch == "classes":
-            return math.ceil(self.num_classes / per_step)
+            return self._steps_per_round
         records = int(self.index.counts[self._eligible].sum())
         return math.ceil(records / (per_step * self.k))
 
-    def _draw_classes(self) -> list[int]:
-        needed = self.p * self.world_size
-        chosen: list[int] = []
-        taken: set[int] = set()
-        while len(chosen) < needed:
-            if not self._queue:
-                self._queue.extend(self._rng.permutation(self._eligible).tolist())
-            # Take the next class not already in this step (a round's leftovers may repeat
-            # classes of the next round's start).
-            for _ in range(len(self._queue)):
-                candidate = self._queue.popleft()
-                if candidate not in taken:
-                    chosen.append(candidate)
-                    taken.add(candidate)
-                    break
-                self._queue.append(candidate)
-            else:
-                self._queue.extend(self._rng.permutation(self._eligible).tolist())
-        return chosen
+    def _key(self, *parts: int) -> int:
+        data = json.dumps([self.seed, *parts]).encode()
+        return int.from_bytes(hashlib.blake2b(data, digest_size=16).digest(), "little")
 
-    def _draw_examples(self, position: int) -> np.ndarray:
-        start, stop = int(self.index.starts[position]), int(self.index.starts[position + 1])
-        size = stop - start
+    def _round_orders(self, round_: int) -> tuple[np.ndarray, np.ndarray]:
+        """A round's class order, and the order its short last step is filled from."""
+        if self._round is None or self._round[0] != round_:
+            n = len(self._eligible)
+            order = self._eligible[feistel_permute(np.arange(n), n, self._key(0, round_))]
+            fill = self._eligible[feistel_permute(np.arange(n), n, self._key(1, round_))]
+            self._round = (round_, order, fill)
+        return self._round[1], self._round[2]
+
+    def step_classes(self, epoch: int, step: int) -> tuple[int, list[int], int]:
+        """The round, all workers' classes (positions in the index) at ``step`` of ``epoch``,
+        and how many of them come from the round's order (the rest fill a short last step)."""
+        rounds_per_epoch = math.ceil(self.steps_per_epoch / self._steps_per_round)
+        round_ = epoch * rounds_per_epoch + step // self._steps_per_round
+        order, fill = self._round_orders(round_)
+        needed = self.p * self.world_size
+        first = (step % self._steps_per_round) * needed
+        chosen = order[first : first + needed].tolist()
+        in_order = len(chosen)
+        if in_order < needed:
+            taken = set(chosen)
+            chosen += [c for c in fill.tolist() if c not in taken][: needed - in_order]
+        return round_, chosen, in_order
+
+    def _examples(self, position: int, round_: int, filler: bool) -> np.ndarray:
+        """K records of a class for its visit in ``round_`` (a filler visit draws apart)."""
+        start, size = int(self.index.starts[position]), int(self.index.counts[position])
         if size < self.k:
-            return start + self._rng.choice(size, self.k, replace=True)
-        perm, cursor = self._streams.get(position, (np.empty(0, np.int64), size))
-        picked: list[int] = []
-        while len(picked) < self.k:
-            if cursor >= size:
-                perm, cursor = self._rng.permutation(size), 0
-            # Within one batch records stay distinct, even across a reshuffle.
-            take = [i for i in perm[cursor : cursor + self.k - len(picked)].tolist()
-                    if i not in picked]
-            cursor += self.k - len(picked)
-            picked.extend(take)
-        self._streams[position] = (perm, cursor)
-        return start + np.asarray(picked[: self.k])
+            rng = np.random.default_rng([self.seed, position, round_, 2 + filler])
+            return start + rng.choice(size, self.k, replace=True)
+        if filler:
+            key, slots = self._key(3, position, round_), np.arange(self.k)
+        else:
+            visits_per_cycle = size // self.k  # each cycle: one order, K new records a visit
+            cycle, visit = divmod(round_, visits_per_cycle)
+            key, slots = self._key(2, position, cycle), np.arange(visit * self.k,
+                                                                  (visit + 1) * self.k)
+        return start + feistel_permute(slots, size, key)
+
+    def batch(self, epoch: int, step: int) -> np.ndarray:
+        """This worker's batch at ``step`` of ``epoch``: P·K record positions in the class
+        index, class-major (K per class)."""
+        round_, classes, in_order = self.step_classes(epoch, step)
+        mine = range(self.rank * self.p, (self.rank + 1) * self.p)
+        return np.concatenate([self._examples(classes[i], round_, i >= in_order)
+                               for i in mine])
 
     def __iter__(self) -> Iterator[np.ndarray]:
-        """Endless batches: arrays of P·K record positions (class-major: K per class)."""
+        """Endless batches from the cursor (see :meth:`next_batch`)."""
         while True:
             yield self.next_batch()
 
     def next_batch(self) -> np.ndarray:
-        """The next batch for this worker: P·K record positions in the class index."""
-        classes = self._draw_classes()
-        mine = classes[self.rank * self.p : (self.rank + 1) * self.p]
-        # Every worker draws the examples of every class of the step, so their RNGs stay
-        # in step with each other.
-        drawn = {c: self._draw_examples(c) for c in classes}
-        return np.concatenate([drawn[c] for c in mine])
+        """The batch at the cursor, which then moves one step (into the next epoch after the
+        last step)."""
+        batch = self.batch(self.next_epoch, self.next_step)
+        self.next_step += 1
+        if self.next_step == self.steps_per_epoch:
+            self.next_epoch, self.next_step = self.next_epoch + 1, 0
+        return batch
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue identically (see :meth:`load_state_dict`)."""
-        return copy.deepcopy({"rng": self._rng.bit_generator.state, "queue": list(self._queue),
-                              "streams": self._streams})
+        """The cursor and what the batches depend on, as JSON."""
+        return {"epoch": self.next_epoch, "step": self.next_step, "seed": self.seed,
+                "classes_per_batch": self.p, "examples_per_class": self.k,
+                "epoch_unit": self.epoch, "exclude_small": self.exclude_small,
+                "classes": self.num_classes}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from a :meth:`state_dict`."""
-        state = copy.deepcopy(state)
-        self._rng.bit_generator.state = state["rng"]
-        self._queue = deque(state["queue"])
-        self._streams = state["streams"]
+        """Continue from a :meth:`state_dict`; refuses one saved with other settings."""
+        mine = self.state_dict()
+        for key in ("seed", "classes_per_batch", "examples_per_class", "epoch_unit",
+                    "exclude_small", "classes"):
+            if state.get(key) != mine[key]:
+                raise ValueError(f"the state was saved with {key}={state.get(key)!r}; this "
+                                 f"sampler has {mine[key]!r}")
+        self.next_epoch, self.next_step = int(state["epoch"]), int(state["step"])
 
 
 class TripletSampler:
