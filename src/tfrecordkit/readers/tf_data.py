@@ -13,7 +13,6 @@ inferred from a sample of their records.
 
 from __future__ import annotations
 
-import glob
 import logging
 import math
 import os
@@ -24,7 +23,8 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, MissingDependencyError
-from tfrecordkit.format import RecordReader, decode_example
+from tfrecordkit.readers._partition import Partition
+from tfrecordkit.readers._plan import is_dataset_dir, plan_read
 from tfrecordkit.schema import (
     Audio,
     ClassLabel,
@@ -35,9 +35,8 @@ from tfrecordkit.schema import (
     Schema,
     Tensor,
     Text,
-    profile_records,
 )
-from tfrecordkit.store import MANIFEST_NAME, Manifest, load_manifest, shard_paths
+from tfrecordkit.store import MANIFEST_NAME, Manifest
 
 try:
     import tensorflow as tf
@@ -271,61 +270,6 @@ def shuffle_buffer_size(record_bytes: float, records: int,
     return max(1, min(records, max(1_000, min(fit, 100_000))))
 
 
-def _check_shards(path: str, manifest: Manifest, split: str) -> list[tuple[str, int]]:
-    """Shard paths and record counts, after checking they match the manifest."""
-    shards = [(file, shard.records) for file, shard in shard_paths(path, manifest, split)]
-    if shards:
-        first = next((f for f, n in shards if n), None)
-        if first is not None:
-            record = next(iter(RecordReader(first)))
-            keys = set(decode_example(record))
-            missing = [s.key for s in manifest.schema.key_specs() if s.key not in keys
-                       and s.shape is not None]
-            if missing:
-                raise DatasetError(f"{first}: records lack {missing} that the schema in "
-                                   f"{MANIFEST_NAME} describes (schema mismatch)")
-    return shards
-
-
-def _foreign_files(path: str | Sequence[str]) -> list[str]:
-    patterns = [path] if isinstance(path, str) else [os.fspath(p) for p in path]
-    files: list[str] = []
-    for pattern in patterns:
-        if glob.has_magic(pattern):
-            matched = [m for m in sorted(glob.glob(pattern)) if os.path.isfile(m)]
-            if not matched:
-                raise DatasetError(f"no TFRecord files match {pattern!r}")
-            files.extend(matched)
-        elif os.path.isfile(pattern):
-            files.append(pattern)
-        elif os.path.isdir(pattern):
-            raise DatasetError(f"{pattern}: a directory without {MANIFEST_NAME}; pass its "
-                               "TFRecord files (or a glob) instead")
-        else:
-            raise DatasetError(f"{pattern}: no such file")
-    if not files:
-        raise DatasetError(f"no TFRecord files in {path!r}")
-    return files
-
-
-def _inferred_description(files: list[str], sample: int = 1000
-                          ) -> tuple[dict[str, Any], list[str]]:
-    """Parsing specs inferred from a sample, and the keys that hold single JPEG/PNG images."""
-    def records() -> Any:
-        for file in files:
-            yield from RecordReader(file)
-
-    profile = profile_records(records(), limit=sample)
-    if profile.message_type != "Example" or not profile.records:
-        raise DatasetError(f"{files[0]}: cannot infer a schema (records are not tf.train.Example)")
-    description = {name: _tf_spec(feature.key_spec(profile.records))
-                   for name, feature in profile.features.items()}
-    images = [name for name, f in profile.features.items()
-              if f.content in ("jpeg", "png") and f.is_fixed_length(profile.records)
-              and f.max_count == 1]
-    return description, images
-
-
 # -- the pipeline ----------------------------------------------------------------------------
 
 
@@ -393,21 +337,9 @@ def load_tf_dataset(
         raise ValueError(f"padding must be 'pad' or 'ragged'; got {padding!r}")
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size must be positive; got {batch_size}")
-    local = os.fspath(path) if isinstance(path, str | os.PathLike) else None
-    manifest: Manifest | None = None
-    if local is not None and os.path.isdir(local) and os.path.exists(
-            os.path.join(local, MANIFEST_NAME)):
-        manifest = load_manifest(local)
-        schema = manifest.schema
-        shards = _check_shards(local, manifest, split)
-        compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[manifest.compression]
-        bytes_per_record = manifest.split(split).bytes / max(1, manifest.num_records(split))
-    else:
-        files = _foreign_files(local if local is not None else path)  # type: ignore[arg-type]
-        shards = [(f, -1) for f in files]
-        detected = RecordReader(files[0]).compression
-        compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[detected]
-        bytes_per_record = 1024.0
+    read = plan_read(path, split, schema=schema)
+    manifest, schema = read.manifest, read.schema
+    compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
     names = list(features) if features is not None else (list(schema) if schema else None)
     foreign_images: list[str] = []
     if schema is not None:
@@ -416,7 +348,8 @@ def load_tf_dataset(
             raise DatasetError(f"unknown features {unknown}; the schema has {list(schema)}")
         description = feature_description(schema, names)
     else:
-        description, foreign_images = _inferred_description([f for f, _ in shards])
+        description = {spec.key: _tf_spec(spec) for spec in read.specs}
+        foreign_images = list(read.images)
         if features is not None:
             unknown = [n for n in features if n not in description]
             if unknown:
@@ -426,15 +359,10 @@ def load_tf_dataset(
             foreign_images = [k for k in foreign_images if k in features]
 
     # Distribution: by file when there are enough files, else by record.
-    file_paths = [f for f, _ in shards]
-    counts = [n for _, n in shards]
-    workers, worker = 1, 0
-    if input_context is not None:
-        workers, worker = input_context.num_input_pipelines, input_context.input_pipeline_id
-    by_file = workers > 1 and len(file_paths) >= workers
-    by_record = workers > 1 and not by_file
-    if by_file:
-        file_paths, counts = file_paths[worker::workers], counts[worker::workers]
+    partition = (Partition.from_input_context(input_context) if input_context is not None
+                 else Partition())
+    workers, worker = partition.world_size, partition.rank
+    file_paths, counts, by_record = read.for_rank(partition)
     records = sum(counts) if all(n >= 0 for n in counts) else -1
     if by_record and records >= 0:
         records = len(range(worker, records, workers))
@@ -442,7 +370,7 @@ def load_tf_dataset(
     # Record-level sharding needs every worker to see one and the same record order.
     file_seed = seed if seed is not None else (0 if by_record else None)
     ordered = deterministic or by_record
-    files_ds = tf.data.Dataset.from_tensor_slices(file_paths)
+    files_ds = tf.data.Dataset.from_tensor_slices(list(file_paths))
     if shuffle and len(file_paths) > 1:
         files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
     cycle = max(1, min(len(file_paths), 16))
@@ -457,7 +385,8 @@ def load_tf_dataset(
     if cache:
         ds = ds.cache()
     if shuffle:
-        buffer = shuffle_buffer or shuffle_buffer_size(bytes_per_record, max(records, 1_000))
+        buffer = shuffle_buffer or shuffle_buffer_size(read.bytes_per_record,
+                                                       max(records, 1_000))
         ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
     if repeat:
         ds = ds.repeat()
@@ -640,17 +569,18 @@ def _to_dense(example: Any) -> Any:
 
 def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequence[str] | None,
                       input_context: Any) -> tuple[Manifest, Schema, list[str], int, int]:
-    local = os.fspath(path)
-    manifest = load_manifest(local)
-    _check_shards(local, manifest, split)
-    schema = manifest.schema
+    if not is_dataset_dir(path):
+        raise DatasetError(f"{os.fspath(path)}: class-balanced sampling needs a dataset "
+                           f"directory with {MANIFEST_NAME}")
+    read = plan_read(path, split)
+    manifest, schema = read.manifest, read.schema
+    assert manifest is not None and schema is not None  # a dataset directory has both
     names = list(features) if features is not None else list(schema)
     if manifest.label_feature is not None and manifest.label_feature not in names:
         names.append(manifest.label_feature)  # batches always carry their labels
-    rank, world = 0, 1
-    if input_context is not None:
-        rank, world = input_context.input_pipeline_id, input_context.num_input_pipelines
-    return manifest, schema, names, rank, world
+    partition = (Partition.from_input_context(input_context) if input_context is not None
+                 else Partition())
+    return manifest, schema, names, partition.rank, partition.world_size
 
 
 def load_tf_pk_dataset(

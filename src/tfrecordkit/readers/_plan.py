@@ -1,0 +1,186 @@
+"""What a reader reads, for every framework: the files of a split (a dataset directory, or
+TFRecord files / globs someone else wrote), their record counts, their schema (the manifest's,
+or parsing specs inferred from a sample), checked against the disk before training starts."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.errors import DatasetError, IndexUnavailableError
+from tfrecordkit.format import RecordReader, decode_example
+from tfrecordkit.format._index import index_path_for, load_index, scan_offsets
+from tfrecordkit.readers._partition import Partition
+from tfrecordkit.sampling import SplitLocations, split_locations
+from tfrecordkit.sampling._order import fingerprint
+from tfrecordkit.schema import KeySpec, Schema, profile_records
+from tfrecordkit.store import MANIFEST_NAME, Manifest, load_manifest, shard_paths
+
+__all__ = ["ReadPlan", "plan_read"]
+
+PathArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """One split to read.
+
+    ``counts`` are records per file (-1: unknown until scanned, for foreign files).
+    ``schema`` is the manifest's (or the caller's); for foreign files without one, ``specs``
+    are parsing specs inferred from a sample and ``images`` the keys holding one JPEG/PNG.
+    """
+
+    path: str
+    split: str
+    files: tuple[str, ...]
+    counts: tuple[int, ...]
+    compression: str | None
+    manifest: Manifest | None
+    schema: Schema | None
+    specs: tuple[KeySpec, ...] = ()
+    images: tuple[str, ...] = ()
+    bytes_per_record: float = 1024.0
+
+    @property
+    def records(self) -> int:
+        """Records in the split (-1 if some file's count is unknown)."""
+        return sum(self.counts) if all(n >= 0 for n in self.counts) else -1
+
+    @property
+    def fingerprint(self) -> str:
+        """A short stable hash of what the records are (what a reading order depends on)."""
+        if self.manifest is not None:
+            return fingerprint(self.manifest.to_json(), self.split)
+        data = json.dumps([[os.path.basename(f), os.path.getsize(f)] for f in self.files])
+        return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+    def for_rank(self, partition: Partition) -> tuple[tuple[str, ...], tuple[int, ...], bool]:
+        """The files rank ``partition.rank`` reads in a file-sharded pipeline (tf.data): every
+        ``world_size``-th file when there are at least as many files as ranks (third value
+        False); else all files, to be sharded record by record (True)."""
+        world, rank = partition.world_size, partition.rank
+        if world > 1 and len(self.files) >= world:
+            return self.files[rank::world], self.counts[rank::world], False
+        return self.files, self.counts, world > 1
+
+    def locations(self) -> SplitLocations:
+        """Every record's file, offset and length (from ``.index`` files, or one scan).
+
+        Raises:
+            IndexUnavailableError: the files are compressed (no random access).
+            DatasetError: a dataset's shards disagree with its manifest.
+        """
+        if self.manifest is not None:
+            return split_locations(self.path, self.manifest, self.split)
+        if self.compression is not None:
+            raise IndexUnavailableError(f"{self.files[0]}: random access needs uncompressed "
+                                        f"files; this one is {self.compression}-compressed")
+        shard_ids, offsets, lengths = [], [], []
+        for number, file in enumerate(self.files):
+            index_file = index_path_for(file)
+            table = (load_index(index_file, record_path=file) if os.path.exists(index_file)
+                     else scan_offsets(file))
+            shard_ids.append(np.full(len(table), number, dtype=np.int32))
+            offsets.append(table[:, 0])
+            lengths.append(table[:, 1])
+        return SplitLocations(self.files, np.concatenate(shard_ids), np.concatenate(offsets),
+                              np.concatenate(lengths), ())
+
+
+def is_dataset_dir(path: Any) -> bool:
+    """Whether ``path`` is a local directory holding a manifest."""
+    if not isinstance(path, str | os.PathLike):
+        return False
+    local = os.fspath(path)
+    return os.path.isdir(local) and os.path.exists(os.path.join(local, MANIFEST_NAME))
+
+
+def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = None,
+              sample: int = 1000) -> ReadPlan:
+    """Resolve a dataset directory (its manifest, checked against the shards) or TFRecord
+    files / globs (``schema``, else specs inferred from ``sample`` records) to a plan.
+
+    Raises:
+        DatasetError: no such files, a directory without a manifest, shards that disagree with
+            the manifest (missing, resized, records lacking the schema's keys), or records
+            that are not ``tf.train.Example``.
+    """
+    if is_dataset_dir(path):
+        local = os.fspath(path)  # type: ignore[arg-type]
+        manifest = load_manifest(local)
+        shards = [(file, info.records) for file, info in shard_paths(local, manifest, split)]
+        _check_first_record(manifest, shards)
+        return ReadPlan(local, split, tuple(f for f, _ in shards),
+                        tuple(n for _, n in shards), manifest.compression, manifest,
+                        manifest.schema, bytes_per_record=manifest.split(split).bytes
+                        / max(1, manifest.num_records(split)))
+    files = _foreign_files(path)
+    compression = RecordReader(files[0]).compression
+    given = (os.fspath(path) if isinstance(path, str | os.PathLike)
+             else ", ".join(os.fspath(p) for p in path))
+    if schema is not None:
+        return ReadPlan(given, split, tuple(files), (-1,) * len(files), compression,
+                        None, schema)
+    specs, images = _inferred_specs(files, sample)
+    return ReadPlan(given, split, tuple(files), (-1,) * len(files), compression,
+                    None, None, specs, images)
+
+
+def _check_first_record(manifest: Manifest, shards: list[tuple[str, int]]) -> None:
+    """Refuse shards whose records lack keys the schema needs (a schema mismatch)."""
+    first = next((f for f, n in shards if n), None)
+    if first is None:
+        return
+    keys = set(decode_example(next(iter(RecordReader(first)))))
+    missing = [s.key for s in manifest.schema.key_specs() if s.key not in keys
+               and s.shape is not None]
+    if missing:
+        raise DatasetError(f"{first}: records lack {missing} that the schema in "
+                           f"{MANIFEST_NAME} describes (schema mismatch)")
+
+
+def _foreign_files(path: PathArg) -> list[str]:
+    patterns = ([os.fspath(path)] if isinstance(path, str | os.PathLike)
+                else [os.fspath(p) for p in path])
+    files: list[str] = []
+    for pattern in patterns:
+        if glob.has_magic(pattern):
+            matched = [m for m in sorted(glob.glob(pattern)) if os.path.isfile(m)]
+            if not matched:
+                raise DatasetError(f"no TFRecord files match {pattern!r}")
+            files.extend(matched)
+        elif os.path.isfile(pattern):
+            files.append(pattern)
+        elif os.path.isdir(pattern):
+            raise DatasetError(f"{pattern}: a directory without {MANIFEST_NAME}; pass its "
+                               "TFRecord files (or a glob) instead")
+        else:
+            raise DatasetError(f"{pattern}: no such file")
+    if not files:
+        raise DatasetError(f"no TFRecord files in {path!r}")
+    return files
+
+
+def _inferred_specs(files: list[str], sample: int) -> tuple[tuple[KeySpec, ...],
+                                                            tuple[str, ...]]:
+    """Parsing specs inferred from a sample, and the keys that hold single JPEG/PNG images."""
+    def records() -> Any:
+        for file in files:
+            yield from RecordReader(file)
+
+    profile = profile_records(records(), limit=sample)
+    if profile.message_type != "Example" or not profile.records:
+        raise DatasetError(f"{files[0]}: cannot infer a schema (records are not "
+                           f"tf.train.Example)")
+    specs = tuple(feature.key_spec(profile.records) for feature in profile.features.values())
+    images = tuple(name for name, f in profile.features.items()
+                   if f.content in ("jpeg", "png") and f.is_fixed_length(profile.records)
+                   and f.max_count == 1)
+    return specs, images
