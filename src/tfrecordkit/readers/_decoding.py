@@ -12,8 +12,19 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, SchemaError
+from tfrecordkit.format import decode_example
 from tfrecordkit.readers._image import resize_image, resize_image_with_pad
-from tfrecordkit.schema import ClassLabel, Feature, Image, Scalar, Schema, Sequence
+from tfrecordkit.schema import (
+    ClassLabel,
+    Feature,
+    Image,
+    KeySpec,
+    Scalar,
+    Schema,
+    Sequence,
+    check_key,
+    decode_image_bytes,
+)
 
 __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_values", "decode_options"]
 
@@ -98,25 +109,70 @@ def number_dtype(feature: Feature) -> np.dtype[Any] | None:
 
 
 class RecordDecoder:
-    """Decodes lists of serialized records into batches, per :class:`DecodeOptions`."""
+    """Decodes lists of serialized records into batches, per :class:`DecodeOptions`: with a
+    schema, or, for files without one, with parsing specs (plus the keys holding images)."""
 
-    def __init__(self, schema: Schema, options: DecodeOptions) -> None:
-        names = list(options.features) if options.features is not None else list(schema)
-        unknown = [f for f in names if f not in schema]
+    def __init__(self, schema: Schema | None, options: DecodeOptions,
+                 specs: Names[KeySpec] = (), images: Names[str] = ()) -> None:
+        known = list(schema) if schema is not None else [s.key for s in specs]
+        names = list(options.features) if options.features is not None else known
+        unknown = [f for f in names if f not in known]
         if unknown:
-            raise DatasetError(f"unknown features {unknown}; the schema has {list(schema)}")
+            what = "the schema has" if schema is not None else "the records hold"
+            raise DatasetError(f"unknown features {unknown}; {what} {known}")
         self.schema, self.options, self.features = schema, options, names
-        self._images = {n for n in names if isinstance(schema[n], Image)}
-        self._dtypes = {n: t for n in names if (t := number_dtype(schema[n])) is not None}
+        self._specs = {s.key: s for s in specs if s.key in names}
+        if schema is not None:
+            self._images = {n for n in names if isinstance(schema[n], Image)}
+            self._dtypes = {n: t for n in names if (t := number_dtype(schema[n])) is not None}
+        else:
+            self._images = {n for n in images if n in names}
+            self._dtypes = {n: np.dtype(s.dtype) for n, s in self._specs.items()
+                            if s.dtype != "string" and n not in self._images}
         size = options.image_size
         self._min_size = size if size is not None and options.fast_resize else None
         if size is not None and not self._images:
             raise DatasetError(f"image_size={size} given, but none of {names} is an image")
 
+    def number_dtype(self, name: str) -> np.dtype[Any] | None:
+        """The NumPy type of feature ``name``'s numbers (None: not numbers)."""
+        return self._dtypes.get(name)
+
+    def _decode_by_specs(self, record: bytes, source: str | int | None) -> dict[str, Any]:
+        try:
+            keys = decode_example(record)
+        except ValueError as err:
+            raise SchemaError("<record>", str(err), record=source) from None
+        out: dict[str, Any] = {}
+        for name, spec in self._specs.items():
+            problem = check_key(spec, keys)
+            if problem:
+                raise SchemaError(name, problem, record=source)
+            value = keys.get(name)
+            if name in self._images:
+                if not isinstance(value, list) or len(value) != 1:
+                    raise SchemaError(name, "expected one encoded image", record=source)
+                try:
+                    out[name] = decode_image_bytes(value[0], min_size=self._min_size)
+                except (OSError, ValueError) as err:
+                    raise SchemaError(name, f"cannot decode: {err}", record=source) from None
+            elif spec.dtype == "string":
+                items = list(value) if value else []
+                out[name] = items[0] if spec.shape == () else items
+            else:
+                array = (value if isinstance(value, np.ndarray)
+                         else np.zeros(0, np.dtype(spec.dtype)))
+                out[name] = array[0] if spec.shape == () else (
+                    array.reshape(spec.shape) if spec.shape else array)
+        return out
+
     def decode_one(self, record: bytes, source: str | int | None = None) -> dict[str, Any]:
         """One record's values (images resized per the options)."""
-        values = self.schema.decode(record, source=source, features=self.features,
-                                    image_min_size=self._min_size)
+        if self.schema is None:
+            values = self._decode_by_specs(record, source)
+        else:
+            values = self.schema.decode(record, source=source, features=self.features,
+                                        image_min_size=self._min_size)
         size = self.options.image_size
         if size is not None:
             resize = resize_image_with_pad if self.options.keep_aspect else resize_image

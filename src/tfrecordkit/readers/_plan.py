@@ -17,13 +17,14 @@ import numpy as np
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
 from tfrecordkit.format import RecordReader, decode_example
 from tfrecordkit.format._index import index_path_for, load_index, scan_offsets
+from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.sampling import SplitLocations, split_locations
+from tfrecordkit.sampling import SplitLocations, SplitRecords, split_locations
 from tfrecordkit.sampling._order import fingerprint
 from tfrecordkit.schema import KeySpec, Schema, profile_records
 from tfrecordkit.store import MANIFEST_NAME, Manifest, load_manifest, shard_paths
 
-__all__ = ["ReadPlan", "plan_read"]
+__all__ = ["ReadPlan", "open_records", "plan_read"]
 
 PathArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -184,3 +185,14 @@ def _inferred_specs(files: list[str], sample: int) -> tuple[tuple[KeySpec, ...],
                    if f.content in ("jpeg", "png") and f.is_fixed_length(profile.records)
                    and f.max_count == 1)
     return specs, images
+
+
+def open_records(path: PathArg, split: str, options: DecodeOptions, *,
+                 max_open_files: int = 64) -> tuple[ReadPlan, SplitRecords, RecordDecoder]:
+    """A split's plan, random access to its records, and their decoder: what the TF-free
+    readers stand on (dataset directories and foreign files alike)."""
+    read = plan_read(path, split)
+    locations = None if read.manifest is not None else read.locations()
+    records = SplitRecords(read.path, split, max_open_files=max_open_files,
+                           manifest=read.manifest, locations=locations)
+    return read, records, RecordDecoder(read.schema, options, read.specs, read.images)

@@ -6,15 +6,13 @@ grain needs nothing from us beyond that protocol, so this module imports no fram
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder, number_dtype
-from tfrecordkit.sampling import SplitRecords
-from tfrecordkit.sampling._order import fingerprint
+from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._plan import PathArg, open_records
 
 __all__ = ["GrainSource", "load_grain_source"]
 
@@ -25,14 +23,13 @@ class GrainSource:
     unpickling); numbers carry their schema dtype so grain's batching stacks them as
     ``load_tf_dataset`` types them."""
 
-    def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
+    def __init__(self, path: PathArg, split: str = "train", *,
                  options: DecodeOptions | None = None, max_open_files: int = 64) -> None:
         self.options = options or DecodeOptions()
-        self.records = SplitRecords(path, split, max_open_files=max_open_files)
-        self.decoder = RecordDecoder(self.records.schema, self.options)
-        self.fingerprint = fingerprint(self.records.manifest.to_json(), split)
-        self._dtypes = {name: number_dtype(self.records.schema[name])
-                        for name in self.decoder.features}
+        read, self.records, self.decoder = open_records(path, split, self.options,
+                                                        max_open_files=max_open_files)
+        self.fingerprint = read.fingerprint
+        self._dtypes = {name: self.decoder.number_dtype(name) for name in self.decoder.features}
 
     def __len__(self) -> int:
         return len(self.records)
@@ -40,8 +37,7 @@ class GrainSource:
     def _values(self, record: bytes, key: int) -> dict[str, Any]:
         if not self.options.decode:
             return {"record": record, "id": np.int64(key)}
-        where = f"{key} of {self.records.path} [{self.records.split}]"
-        values = self.decoder.decode_one(record, where)
+        values = self.decoder.decode_one(record, self.records.where(key))
         for name, dtype in self._dtypes.items():
             if dtype is not None:
                 values[name] = np.asarray(values[name], dtype=dtype)
@@ -65,7 +61,7 @@ class GrainSource:
                 f"records={len(self)}, fingerprint={self.fingerprint!r}, {options})")
 
 
-def load_grain_source(path: str | os.PathLike[str], split: str = "train", *,
+def load_grain_source(path: PathArg, split: str = "train", *,
                       features: Sequence[str] | None = None, decode: bool = True,
                       image_size: tuple[int, int] | None = None,
                       options: DecodeOptions | None = None) -> GrainSource:

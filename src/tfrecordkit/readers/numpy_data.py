@@ -22,11 +22,11 @@ from tfrecordkit.readers._decoding import (
     decode_options,
 )
 from tfrecordkit.readers._partition import Partition
+from tfrecordkit.readers._plan import PathArg, open_records
 from tfrecordkit.sampling import (
     ClassIndex,
     PKSampler,
     RecordFetcher,
-    SplitRecords,
     TripletSampler,
 )
 from tfrecordkit.sampling._order import EpochOrder, ShuffleMode, fingerprint
@@ -272,7 +272,7 @@ class Loader:
     loading workers, as long as the global batch is unchanged).
     """
 
-    def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
+    def __init__(self, path: PathArg, split: str = "train", *, batch_size: int,
                  shuffle: ShuffleMode = "block", seed: int = 0, drop_last: bool = True,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
                  num_threads: int | None = None, max_open_files: int = 64) -> None:
@@ -285,13 +285,13 @@ class Loader:
         if shuffle not in ("global", "block", False):
             raise ValueError(f"shuffle must be 'global', 'block' or False; got {shuffle!r}")
         self.options = options or DecodeOptions()
-        self.records = SplitRecords(path, split, max_open_files=max_open_files)
-        self.decoder = RecordDecoder(self.records.schema, self.options)
+        self.plan, self.records, self.decoder = open_records(path, split, self.options,
+                                                             max_open_files=max_open_files)
         self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.drop_last = drop_last
         self.num_threads = num_threads or min(4, os.cpu_count() or 1)
-        self.fingerprint = fingerprint(self.records.manifest.to_json(), split)
+        self.fingerprint = self.plan.fingerprint
         self.epoch, self.step = 0, 0
         self._order: EpochOrder | None = None
         n = len(self.records)
@@ -339,8 +339,8 @@ class Loader:
         when ``drop_last=False``)."""
         ids, valid = self.step_ids(epoch, step)
         raw = self.records.get_many(ids)
-        where = f"of {self.records.path} [{self.records.split}]"
-        batch = self.decoder.decode_batch(raw, lambda i: f"{int(ids[i])} {where}", pool)
+        batch = self.decoder.decode_batch(raw, lambda i: self.records.where(int(ids[i])),
+                                          pool)
         batch["id"] = ids
         if not self.drop_last:
             batch["valid"] = valid
@@ -379,7 +379,7 @@ class Loader:
                              f"outside this loader's {self._steps} steps per epoch")
 
 
-def load_numpy_dataset(path: str | os.PathLike[str], split: str = "train", *,
+def load_numpy_dataset(path: PathArg, split: str = "train", *,
                        batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
                        drop_last: bool = True, rank: int = 0, world_size: int = 1,
                        features: Sequence[str] | None = None, decode: bool = True,

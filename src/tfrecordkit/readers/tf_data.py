@@ -154,13 +154,17 @@ def _decode_image(feature: Image, parsed: Example, name: str,
                                 feature.channels)
     else:
         image = decode_image_tensor(data, feature.channels, feature.encoding)
-    if image_size is not None:
-        if keep_aspect:
-            resized = tf.image.resize_with_pad(image, image_size[0], image_size[1])
-        else:
-            resized = tf.image.resize(image, image_size)
-        image = tf.saturate_cast(tf.round(resized), tf.uint8)
-    return image
+    return _resize(image, image_size, keep_aspect)
+
+
+def _resize(image: Any, image_size: tuple[int, int] | None, keep_aspect: bool) -> Any:
+    if image_size is None:
+        return image
+    if keep_aspect:
+        resized = tf.image.resize_with_pad(image, image_size[0], image_size[1])
+    else:
+        resized = tf.image.resize(image, image_size)
+    return tf.saturate_cast(tf.round(resized), tf.uint8)
 
 
 def _decode_audio_file(data: bytes) -> tuple[np.ndarray, np.int64]:
@@ -450,7 +454,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             if not plan.decode or not plan.selected:
                 out = dict(parsed)
                 for key in plan.foreign_images if plan.decode else ():
-                    out[key] = decode_image_tensor(out[key])
+                    out[key] = _resize(decode_image_tensor(out[key]), *plan.image_args)
             else:
                 out = {n: _decode_one(f, parsed, n, *plan.image_args)
                        for n, f in plan.selected.items()}

@@ -16,6 +16,7 @@ import numpy as np
 from tfrecordkit.errors import MissingDependencyError
 from tfrecordkit.readers._decoding import DecodeOptions, Padding, decode_options
 from tfrecordkit.readers._partition import Partition
+from tfrecordkit.readers._plan import PathArg
 from tfrecordkit.readers.numpy_data import Loader, PKLoader
 from tfrecordkit.sampling._order import ShuffleMode
 from tfrecordkit.sampling._plan import EpochUnit
@@ -153,7 +154,7 @@ def _position_of_loader(loader_state: Mapping[str, Any]) -> dict[str, Any]:
     return position
 
 
-def load_torch_dataset(path: str | os.PathLike[str], split: str = "train", *,
+def load_torch_dataset(path: PathArg, split: str = "train", *,
                        batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
                        drop_last: bool = True, rank: int | None = None,
                        world_size: int | None = None, features: Sequence[str] | None = None,

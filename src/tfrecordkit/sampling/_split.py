@@ -73,11 +73,15 @@ class SplitRecords(Sequence[bytes]):
     """
 
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
-                 max_open_files: int = 64, manifest: Manifest | None = None) -> None:
+                 max_open_files: int = 64, manifest: Manifest | None = None,
+                 locations: SplitLocations | None = None) -> None:
         self.path = os.fspath(path)
         self.split = split
-        self.manifest = manifest or load_manifest(self.path)
-        where = split_locations(self.path, self.manifest, split)
+        if locations is None:
+            self.manifest: Manifest | None = manifest or load_manifest(self.path)
+            where = split_locations(self.path, self.manifest, split)
+        else:  # files without a manifest (located by the caller)
+            self.manifest, where = manifest, locations
         self.files: tuple[str, ...] = where.files
         self.shard, self.offset, self.length = where.shard, where.offset, where.length
         self.max_open_files = max_open_files
@@ -85,7 +89,13 @@ class SplitRecords(Sequence[bytes]):
 
     @property
     def schema(self) -> Schema:
-        """The dataset's schema (to decode what this returns)."""
+        """The dataset's schema (to decode what this returns).
+
+        Raises:
+            DatasetError: these are files without a manifest, so without a schema.
+        """
+        if self.manifest is None:
+            raise DatasetError(f"{self.path}: files without {MANIFEST_NAME} have no schema")
         return self.manifest.schema
 
     def __len__(self) -> int:
@@ -107,6 +117,11 @@ class SplitRecords(Sequence[bytes]):
             bad = positions[(positions < -n) | (positions >= n)][0]
             raise IndexError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
         return self._fetcher.fetch(positions % n if n else positions)
+
+    def where(self, i: int) -> str:
+        """Record ``i`` named for error messages: its position, file and byte offset."""
+        return (f"{i} [{self.split}] (byte {int(self.offset[i])} of "
+                f"{self.files[int(self.shard[i])]})")
 
     def __iter__(self) -> Iterator[bytes]:
         for start in range(0, len(self), 256):
