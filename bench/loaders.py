@@ -1,37 +1,106 @@
-"""Framework-free loading vs tf.data, on the same files, in one run.
+"""Framework-free loading (NumPy, PyTorch) vs tf.data and vahidk/tfrecord, on the same files.
 
-Dataset: 128x128 JPEG records (~6 KB), written once by tfrecordkit (as bench/tf_read.py does).
-Cases, batch 256, each run once per repetition, medians of --runs printed as records/s:
-  tf.data:  load_tf_dataset(path, batch_size=256) with JPEG decode (accurate DCT)
-  numpy:    load_numpy_dataset(path, batch_size=256, shuffle="block"), Pillow decode on a
-            thread pool
-  raw:      the same two without decoding (serialized records, CRC checked)
-PyTorch and vahidk/tfrecord comparisons (issue 10) are not in this script yet.
+Dataset: 128x128 JPEG records (~6 KB) in 8 shards with .index files, written once by
+tfrecordkit (as bench/tf_read.py does). Every case runs in a fresh process (TensorFlow and
+vahidk/tfrecord can't share one: both register tensorflow.Example), one epoch of batches of
+256 decoded to uint8, cases alternating; medians of --runs printed as records/s:
 
+  tf.data   load_tf_dataset(path, batch_size=256), decode_jpeg (accurate DCT), AUTOTUNE
+  numpy     load_numpy_dataset(path, batch_size=256): libjpeg-turbo (simplejpeg) on threads
+  torch     DataLoader(load_torch_dataset(path, batch_size=256), batch_size=None,
+            num_workers=2)
+  vahidk    DataLoader(ChainDataset of vahidk's TFRecordDataset per shard (with our .index
+            files, so workers split them), Pillow decode in its transform), batch_size=256,
+            num_workers=2: how its README reads images
+  raw       the same without decoding: our serialized records (CRC checked) against
+            vahidk's parsed bytes (no CRC check)
+
+Needs the bench dependency group (vahidk's package is `tfrecord`):
+  pip install --group bench -e .[image,torch,tf-cpu]
 Run: python bench/loaders.py [--images 20000] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).parent))
-from tf_read import make_datasets
-
-from tfrecordkit.readers.numpy_data import load_numpy_dataset
+HERE = Path(__file__).parent
+BATCH = 256
 
 
-def rate(batches, records: int) -> float:
+def _epoch(batches) -> tuple[int, float]:
     start = time.perf_counter()
-    for _ in batches:
-        pass
-    return records / (time.perf_counter() - start)
+    records = 0
+    for batch in batches:
+        first = next(iter(batch.values())) if isinstance(batch, dict) else batch
+        records += len(first)
+    return records, time.perf_counter() - start
+
+
+def run_case(case: str, what: str, path: str) -> float:
+    """One epoch of ``case``; records/s (runs inside its own process)."""
+    decode = what == "decode"
+    if case == "tf.data":
+        from tfrecordkit.readers.tf_data import load_tf_dataset
+
+        batches = load_tf_dataset(path, batch_size=BATCH, decode=decode)
+    elif case == "numpy":
+        from tfrecordkit.readers.numpy_data import load_numpy_dataset
+
+        batches = load_numpy_dataset(path, batch_size=BATCH, drop_last=False, decode=decode)
+    elif case == "torch":
+        from torch.utils.data import DataLoader
+
+        from tfrecordkit.readers.torch_data import load_torch_dataset
+
+        ds = load_torch_dataset(path, batch_size=BATCH, drop_last=False, decode=decode)
+        batches = DataLoader(ds, batch_size=None, num_workers=2)
+    else:
+        batches = _vahidk(path, decode)
+    records, seconds = _epoch(batches)
+    return records / seconds
+
+
+def _vahidk(path: str, decode: bool):
+    import io
+
+    import numpy as np
+    from PIL import Image
+    from tfrecord.torch.dataset import TFRecordDataset
+    from torch.utils.data import ChainDataset, DataLoader
+
+    from tfrecordkit.store import load_manifest
+
+    def pixels(record):
+        if decode:
+            image = Image.open(io.BytesIO(bytes(record["image"]))).convert("RGB")
+            return {"image": np.asarray(image), "label": record["label"]}
+        return {"image": np.frombuffer(bytes(record["image"]), np.uint8).copy(),
+                "label": record["label"]}
+
+    files = [os.path.join(path, s.file) for s in load_manifest(path).split("train").shards]
+    parts = [TFRecordDataset(f, f + ".index", {"image": "byte", "label": "int"},
+                             transform=pixels) for f in files]
+    collate = None if decode else (lambda rows: rows)  # raw bytes vary in length
+    return DataLoader(ChainDataset(parts), batch_size=BATCH, num_workers=2,
+                      collate_fn=collate)
+
+
+def _in_process(case: str, what: str, path: str) -> float:
+    call = f"loaders.run_case({case!r}, {what!r}, {path!r})"
+    code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import loaders; "
+            f"print(json.dumps({call}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return float(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def main() -> None:
@@ -40,34 +109,27 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", default="bench_output/tf_read")
     args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    from tf_read import make_datasets
+
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
     images, _ = make_datasets(folder, args.images, 1000)
-    import tensorflow as tf  # after the dataset exists; only the baseline uses it
-
-    from tfrecordkit.readers.tf_data import load_tf_dataset
-
-    n = args.images
-    cases = {
-        ("decode", "tf.data"): lambda: load_tf_dataset(images, batch_size=256),
-        ("decode", "numpy"): lambda: load_numpy_dataset(images, batch_size=256,
-                                                        drop_last=False),
-        ("raw", "tf.data"): lambda: load_tf_dataset(images, batch_size=256, decode=False),
-        ("raw", "numpy"): lambda: load_numpy_dataset(images, batch_size=256, decode=False,
-                                                     drop_last=False),
-    }
+    cases = [(what, case) for what in ("decode", "raw")
+             for case in ("tf.data", "numpy", "torch", "vahidk")]
     results: dict[tuple[str, str], list[float]] = {k: [] for k in cases}
     for _ in range(args.runs):
-        for key, make in cases.items():  # alternate, so drift hits both sides alike
-            results[key].append(rate(make(), n))
-    del tf
-    print(f"records/s, medians of {args.runs} runs, batch 256, {os.cpu_count()} cores, "
-          f"{n} JPEG records\n")
+        for what, case in cases:  # alternate, so drift hits every case alike
+            results[(what, case)].append(_in_process(case, what, str(images)))
+    print(f"records/s, medians of {args.runs} runs, batch {BATCH}, {os.cpu_count()} cores, "
+          f"{args.images} 128x128 JPEG records, one process per run\n")
     for what in ("decode", "raw"):
-        theirs = statistics.median(results[(what, "tf.data")])
-        ours = statistics.median(results[(what, "numpy")])
-        print(f"{what:7s} tf.data {theirs:10,.0f}   numpy {ours:10,.0f}   "
-              f"numpy/tf.data {ours / theirs:.2f}x")
+        median = {case: statistics.median(results[(what, case)])
+                  for case in ("tf.data", "numpy", "torch", "vahidk")}
+        print(f"{what}: " + "   ".join(f"{c} {r:,.0f}" for c, r in median.items()))
+        for ours in ("numpy", "torch"):
+            print(f"  {ours}/tf.data {median[ours] / median['tf.data']:.2f}x   "
+                  f"{ours}/vahidk {median[ours] / median['vahidk']:.2f}x")
 
 
 if __name__ == "__main__":

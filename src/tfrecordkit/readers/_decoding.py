@@ -183,20 +183,31 @@ class RecordDecoder:
                     raise SchemaError(name, str(err), record=source) from None
         return values
 
+    def decode_rows(self, records: list[bytes], where: Callable[[int], str]
+                    ) -> list[dict[str, Any]]:
+        """Each record's values; ``where(i)`` names record ``i`` in errors."""
+        return [self.decode_one(record, where(i)) for i, record in enumerate(records)]
+
+    def assemble(self, rows: list[Any]) -> dict[str, Any]:
+        """Rows from :meth:`decode_rows` (or serialized records, without decoding) as a batch."""
+        if not self.options.decode:
+            return {"record": np.array(rows, dtype=object)}
+        return {name: batch_values([r[name] for r in rows], self.options.padding,
+                                   self._dtypes.get(name))
+                for name in self.features}
+
     def decode_batch(self, records: list[bytes], where: Callable[[int], str],
                      pool: Executor | None = None) -> dict[str, Any]:
         """A batch of records; ``where(i)`` names record ``i`` in errors."""
         if not self.options.decode:
-            return {"record": np.array(records, dtype=object)}
+            return self.assemble(records)
 
         def one(item: tuple[int, bytes]) -> dict[str, Any]:
             return self.decode_one(item[1], where(item[0]))
 
         rows = list(pool.map(one, enumerate(records)) if pool is not None
                     else map(one, enumerate(records)))
-        return {name: batch_values([r[name] for r in rows], self.options.padding,
-                                   self._dtypes.get(name))
-                for name in self.features}
+        return self.assemble(rows)
 
 
 def decode_options(options: DecodeOptions | None, *, decode: bool = True,

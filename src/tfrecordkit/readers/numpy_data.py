@@ -7,8 +7,9 @@ decoded with the dataset's schema (images via Pillow, audio via soundfile).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, Future
 from typing import Any
 
 import numpy as np
@@ -101,6 +102,12 @@ class PKLoader:
         batch["class_position"] = self._positions
         batch["id"] = positions
         return batch
+
+    def iter_steps(self, epoch: int, steps: Iterable[int], pool: Executor
+                   ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(step, batch)`` for ``steps`` of ``epoch``."""
+        for step in steps:
+            yield step, self.load_step(epoch, step, pool)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         from concurrent.futures import ThreadPoolExecutor
@@ -262,6 +269,22 @@ def iter_triplets(
 # -- the general loader --------------------------------------------------------------------
 
 
+class _Done:
+    """A result already at hand, with the part of the Future interface the loader uses."""
+
+    def __init__(self, value: list[Any]) -> None:
+        self.value = value
+
+    def result(self) -> list[Any]:
+        return self.value
+
+    def cancel(self) -> bool:
+        return False
+
+
+_CHUNK = 32  # records per decoding task: small enough to share a batch between threads
+
+
 class Loader:
     """Batches of one split as dicts of NumPy arrays, in an order that is a pure function of
     (dataset fingerprint, seed, epoch, step, global batch size, shuffle mode).
@@ -337,21 +360,71 @@ class Loader:
     def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
         """This rank's batch of global ``step`` in ``epoch`` (with ``"id"``, and ``"valid"``
         when ``drop_last=False``)."""
+        if pool is not None:
+            return self._start(epoch, step, pool)()
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.num_threads) as own:
+            return self._start(epoch, step, own)()
+
+    def _start(self, epoch: int, step: int, pool: Executor) -> Callable[..., dict[str, Any]]:
+        """Start reading and decoding a step on ``pool`` (in chunks, so threads share it);
+        the returned function waits for it and assembles the batch (or, with
+        ``cancel=True``, drops what has not started)."""
         ids, valid = self.step_ids(epoch, step)
-        raw = self.records.get_many(ids)
-        batch = self.decoder.decode_batch(raw, lambda i: self.records.where(int(ids[i])),
-                                          pool)
-        batch["id"] = ids
-        if not self.drop_last:
-            batch["valid"] = valid
-        return batch
+        records, decoder = self.records, self.decoder
+
+        def part(chunk: np.ndarray) -> list[Any]:
+            raw = records.get_many(chunk)
+            if not decoder.options.decode:
+                return raw
+            return decoder.decode_rows(raw, lambda i: records.where(int(chunk[i])))
+
+        parts: list[Future[list[Any]] | _Done]
+        if decoder.options.decode:
+            parts = [pool.submit(part, ids[i : i + _CHUNK]) for i in range(0, len(ids), _CHUNK)]
+        else:  # a few reads: faster here than handed to a thread and back
+            parts = [_Done(part(ids))]
+
+        def finish(cancel: bool = False) -> dict[str, Any]:
+            if cancel:
+                for p in parts:
+                    p.cancel()
+                return {}
+            batch = decoder.assemble([row for p in parts for row in p.result()])
+            batch["id"] = ids
+            if not self.drop_last:
+                batch["valid"] = valid
+            return batch
+
+        return finish
+
+    def iter_steps(self, epoch: int, steps: Iterable[int], pool: Executor,
+                   prefetch: int = 2) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(step, batch)`` for ``steps`` of ``epoch``, reading and decoding up to
+        ``prefetch`` steps ahead of the one being consumed."""
+        pending: deque[tuple[int, Callable[..., dict[str, Any]]]] = deque()
+        remaining = iter(steps)
+        try:
+            for step in remaining:
+                pending.append((step, self._start(epoch, step, pool)))
+                if len(pending) > prefetch:
+                    done, finish = pending.popleft()
+                    yield done, finish()
+            while pending:
+                done, finish = pending.popleft()
+                yield done, finish()
+        finally:  # an abandoned iteration leaves no queued work behind
+            for _, finish in pending:
+                finish(cancel=True)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(self.num_threads) as pool:
-            for step in self.partition.steps(self.step, self._steps):
-                batch = self.load_step(self.epoch, step, pool)
+            for step, batch in self.iter_steps(self.epoch,
+                                               self.partition.steps(self.step, self._steps),
+                                               pool):
                 self.step = step + 1
                 yield batch
         self.epoch, self.step = self.epoch + 1, 0

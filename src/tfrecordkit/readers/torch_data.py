@@ -60,8 +60,10 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
     """Batches of one split as dicts of tensors, for ``DataLoader(ds, batch_size=None,
     num_workers=N)``; see :func:`load_torch_dataset`."""
 
-    def __init__(self, loader: Loader | PKLoader) -> None:
+    def __init__(self, loader: Loader | PKLoader, threads_per_worker: int | None = None
+                 ) -> None:
         self.loader = loader
+        self.threads_per_worker = threads_per_worker
         self._worker_state: dict[str, Any] | None = None
 
     def __len__(self) -> int:
@@ -86,11 +88,14 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
         steps = len(loader)
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(loader.num_threads) as pool:
-            for step in range(first, steps, workers):
-                batch = to_tensors(loader.load_step(epoch, step, pool))
+        threads = loader.num_threads
+        if workers > 1 and self.threads_per_worker is None:  # don't oversubscribe the cores
+            threads = max(1, min(threads, (os.cpu_count() or 1) // workers))
+        with ThreadPoolExecutor(self.threads_per_worker or threads) as pool:
+            for step, batch in loader.iter_steps(epoch, range(first, steps, workers), pool):
+                tensors = to_tensors(batch)
                 self._record(epoch, step + 1, worker, workers)
-                yield batch
+                yield tensors
         self._record(epoch + 1, 0, worker, workers)
 
     def _record(self, epoch: int, step: int, worker: int, workers: int) -> None:
@@ -175,7 +180,7 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
                     options=decode_options(options, decode=decode, features=features,
                                            image_size=image_size, padding=padding),
                     num_threads=num_threads)
-    return TorchDataset(loader)
+    return TorchDataset(loader, num_threads)
 
 
 def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
@@ -197,4 +202,4 @@ def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
                       options=decode_options(options, decode=decode, features=features,
                                              image_size=image_size),
                       num_threads=num_threads, max_open_files=max_open_files)
-    return TorchDataset(loader)
+    return TorchDataset(loader, num_threads)
