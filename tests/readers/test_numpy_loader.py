@@ -166,3 +166,21 @@ def test_tensorflow_is_never_imported(dataset):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, check=False)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-1000:]
+
+
+def test_a_bad_record_in_a_prefetched_step_names_itself_and_stopping_early_is_clean(tmp_path):
+    from tests.datasets import encode_image, photos
+    from tfrecordkit import SchemaError
+    from tfrecordkit.schema import Image
+
+    good = encode_image(next(iter(photos().values())), "JPEG")
+    schema = Schema({"image": Image("jpeg"), "n": Scalar("int64")})
+    rows = [{"image": {"bytes": good if i != 77 else good[:300], "height": 1, "width": 1,
+                       "channels": 3}, "n": i} for i in range(100)]
+    write_dataset(rows, tmp_path / "ds", schema, num_shards=2, shuffle=False, progress=False)
+    loader = load_numpy_dataset(tmp_path / "ds", batch_size=10, shuffle=False)
+    first = next(iter(loader))  # abandoning the iteration with steps in flight is fine
+    assert first["n"].tolist() == list(range(10))
+    with pytest.raises(SchemaError, match=r"^record 77 \[train\] \(byte \d+ of .*"
+                                          r"train-00001-of-00002.tfrecord\): feature 'image'"):
+        list(load_numpy_dataset(tmp_path / "ds", batch_size=10, shuffle=False))
