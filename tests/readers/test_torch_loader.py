@@ -249,3 +249,29 @@ def test_pk_batches_in_torch_equal_the_numpy_ones_and_resume(class_dataset, work
     resumed.load_state_dict(json.loads(json.dumps(first.state_dict())))
     rest = [b["x"].tolist() for b in _loader(resumed, 2 - workers)]
     assert seen + rest == expected
+
+
+def noisy(values, rng):
+    """An augmentation for the tests: a random offset per record (module level: picklable)."""
+    return {**values, "x": values["x"] + np.float32(rng.integers(0, 1000))}
+
+
+def test_augmentation_is_keyed_by_record_so_workers_and_resume_repeat_it(dataset):
+    plain = {i: x for b in load_numpy_dataset(dataset, batch_size=B, seed=2)
+             for i, x in zip(b["id"].tolist(), b["x"].tolist(), strict=True)}
+    numpy_run = list(load_numpy_dataset(dataset, batch_size=B, seed=2, augment=noisy))
+    offsets = {i: x - plain[i] for b in numpy_run
+               for i, x in zip(b["id"].tolist(), b["x"].tolist(), strict=True)}
+    assert len(set(offsets.values())) > 50  # really random per record
+    ds = load_torch_dataset(dataset, batch_size=B, seed=2, augment=noisy)
+    torch_run = [b["x"].tolist() for b in _loader(ds, 2)]
+    assert torch_run == [b["x"].tolist() for b in numpy_run]
+    resumed = load_numpy_dataset(dataset, batch_size=B, seed=2, augment=noisy)
+    resumed.load_state_dict({**resumed.state_dict(), "step": 5})
+    assert [b["x"].tolist() for b in resumed] == [b["x"].tolist() for b in numpy_run[5:]]
+    next_epoch = load_numpy_dataset(dataset, batch_size=B, seed=2, augment=noisy)
+    next_epoch.set_epoch(1)
+    first_ids = numpy_run[0]["id"].tolist()
+    again = {i: x for b in next_epoch for i, x in zip(b["id"].tolist(), b["x"].tolist(),
+                                                       strict=True)}
+    assert [again.get(i) for i in first_ids] != numpy_run[0]["x"].tolist()  # epochs differ

@@ -34,8 +34,9 @@ from tfrecordkit.sampling._order import EpochOrder, ShuffleMode, fingerprint
 from tfrecordkit.sampling._plan import EpochUnit
 from tfrecordkit.store import load_manifest
 
-__all__ = ["DecodeOptions", "Loader", "PKBatches", "PKLoader", "Partition", "batch_values",
-           "iter_pk_batches", "iter_triplets", "load_numpy_dataset", "stack_records"]
+__all__ = ["Augment", "DecodeOptions", "Loader", "PKBatches", "PKLoader", "Partition",
+           "batch_values", "iter_pk_batches", "iter_triplets", "load_numpy_dataset",
+           "stack_records"]
 
 
 def stack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -284,6 +285,9 @@ class _Done:
 
 _CHUNK = 32  # records per decoding task: small enough to share a batch between threads
 
+Augment = Callable[[dict[str, Any], np.random.Generator], dict[str, Any]]
+"""Per-record augmentation: (decoded values, a generator seeded by the record) -> values."""
+
 
 class Loader:
     """Batches of one split as dicts of NumPy arrays, in an order that is a pure function of
@@ -298,7 +302,8 @@ class Loader:
     def __init__(self, path: PathArg, split: str = "train", *, batch_size: int,
                  shuffle: ShuffleMode = "block", seed: int = 0, drop_last: bool = True,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
-                 num_threads: int | None = None, max_open_files: int = 64) -> None:
+                 num_threads: int | None = None, max_open_files: int = 64,
+                 augment: Augment | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
@@ -308,6 +313,9 @@ class Loader:
         if shuffle not in ("global", "block", False):
             raise ValueError(f"shuffle must be 'global', 'block' or False; got {shuffle!r}")
         self.options = options or DecodeOptions()
+        if augment is not None and not self.options.decode:
+            raise ValueError("augment needs decoded values (decode=True)")
+        self.augment = augment
         self.plan, self.records, self.decoder = open_records(path, split, self.options,
                                                              max_open_files=max_open_files)
         self.features = self.decoder.features
@@ -374,11 +382,17 @@ class Loader:
         ids, valid = self.step_ids(epoch, step)
         records, decoder = self.records, self.decoder
 
+        augment, seed = self.augment, self.seed
+
         def part(chunk: np.ndarray) -> list[Any]:
             raw = records.get_many(chunk)
             if not decoder.options.decode:
                 return raw
-            return decoder.decode_rows(raw, lambda i: records.where(int(chunk[i])))
+            rows = decoder.decode_rows(raw, lambda i: records.where(int(chunk[i])))
+            if augment is not None:  # randomness keyed by the record, not by the thread
+                rows = [augment(row, np.random.default_rng([seed, epoch, int(i)]))
+                        for row, i in zip(rows, chunk, strict=True)]
+            return rows
 
         parts: list[Future[list[Any]] | _Done]
         if decoder.options.decode:
@@ -458,7 +472,8 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
                        features: Sequence[str] | None = None, decode: bool = True,
                        image_size: tuple[int, int] | None = None, padding: Padding = "pad",
                        num_threads: int | None = None,
-                       options: DecodeOptions | None = None) -> Loader:
+                       options: DecodeOptions | None = None,
+                       augment: Augment | None = None) -> Loader:
     """Batches of a split as dicts of NumPy arrays, without any framework; see :class:`Loader`.
 
     ``batch_size`` is the global batch: each of ``world_size`` ranks gets ``batch_size /
@@ -466,10 +481,13 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
     ``"id"`` (record positions in the split); with ``drop_last=False`` the last step is filled
     by wrapping around, and ``"valid"`` marks the real records. ``features``, ``decode``,
     ``image_size`` and ``padding`` (or all of them as one :class:`DecodeOptions`) say how
-    records become values; decoding runs on ``num_threads`` threads.
+    records become values; decoding runs on ``num_threads`` threads. ``augment(values, rng)``
+    maps each record's decoded values (before batching); its ``rng`` is seeded by
+    ``(seed, epoch, record id)``, so augmentation repeats exactly on resume and does not
+    depend on threads, workers or ranks.
     """
     return Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
                   drop_last=drop_last, partition=Partition(rank, world_size),
                   options=decode_options(options, decode=decode, features=features,
                                          image_size=image_size, padding=padding),
-                  num_threads=num_threads)
+                  num_threads=num_threads, augment=augment)

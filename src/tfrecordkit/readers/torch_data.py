@@ -17,7 +17,7 @@ from tfrecordkit.errors import MissingDependencyError
 from tfrecordkit.readers._decoding import DecodeOptions, Padding, decode_options
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
-from tfrecordkit.readers.numpy_data import Loader, PKLoader
+from tfrecordkit.readers.numpy_data import Augment, Loader, PKLoader
 from tfrecordkit.sampling._order import ShuffleMode
 from tfrecordkit.sampling._plan import EpochUnit
 
@@ -165,7 +165,8 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
                        world_size: int | None = None, features: Sequence[str] | None = None,
                        decode: bool = True, image_size: tuple[int, int] | None = None,
                        padding: Padding = "pad", num_threads: int | None = None,
-                       options: DecodeOptions | None = None) -> TorchDataset:
+                       options: DecodeOptions | None = None,
+                       augment: Augment | None = None) -> TorchDataset:
     """Batches of a split as dicts of tensors: use ``DataLoader(ds, batch_size=None,
     num_workers=N)`` (or torchdata's ``StatefulDataLoader``).
 
@@ -174,12 +175,14 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
     is initialised. DataLoader worker ``j`` of ``N`` builds steps ``j, j+N, ...``, so the
     DataLoader yields the steps in order; every rank yields ``len(ds)`` batches of
     ``batch_size / world_size`` records. Images are uint8 ``[B, H, W, C]`` tensors.
+    ``augment(values, rng)`` runs per record on NumPy values with an ``rng`` seeded by
+    ``(seed, epoch, record id)`` (picklable, e.g. a module-level function, for workers).
     """
     loader = Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
                     drop_last=drop_last, partition=_distributed_partition(rank, world_size),
                     options=decode_options(options, decode=decode, features=features,
                                            image_size=image_size, padding=padding),
-                    num_threads=num_threads)
+                    num_threads=num_threads, augment=augment)
     return TorchDataset(loader, num_threads)
 
 
