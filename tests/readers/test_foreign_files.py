@@ -106,3 +106,20 @@ def test_bad_foreign_inputs_are_one_clear_error(tutorial_files, tmp_path):
     loader = load_numpy_dataset(str(odd), batch_size=1001, shuffle=False)
     with pytest.raises(SchemaError, match=r"record 1000 .*byte \d+ of .*odd.tfrecord\).*'bbox'"):
         list(loader)
+
+
+def test_load_tf_dataset_takes_the_same_options_object(tutorial_files):
+    from tfrecordkit.readers._decoding import DecodeOptions
+
+    pattern = str(tutorial_files / "*.tfrecord")
+    options = DecodeOptions(features=("label", "image_raw"), image_size=(8, 8))
+    by_object = list(tf_data.load_tf_dataset(pattern, shuffle=False, deterministic=True,
+                                             options=options).as_numpy_iterator())
+    by_keywords = list(tf_data.load_tf_dataset(
+        pattern, shuffle=False, deterministic=True, features=["label", "image_raw"],
+        image_size=(8, 8)).as_numpy_iterator())
+    assert set(by_object[0]) == {"label", "image_raw"}
+    for a, b in zip(by_object, by_keywords, strict=True):
+        assert a["label"] == b["label"] and np.array_equal(a["image_raw"], b["image_raw"])
+    with pytest.raises(ValueError, match="not both"):
+        tf_data.load_tf_dataset(pattern, options=options, decode=False)

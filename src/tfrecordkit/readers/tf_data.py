@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, MissingDependencyError
+from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import is_dataset_dir, plan_read
 from tfrecordkit.schema import (
@@ -298,6 +299,7 @@ def load_tf_dataset(
     as_supervised: bool = False,
     schema: Schema | None = None,
     shuffle_buffer: int | None = None,
+    options: DecodeOptions | None = None,
 ) -> Any:
     """A ``tf.data.Dataset`` of one split of a dataset, parsed and decoded from its manifest.
 
@@ -329,6 +331,9 @@ def load_tf_dataset(
             remaining feature, or a dict of them.
         schema: the schema for foreign files (default: inferred).
         shuffle_buffer: override the shuffle buffer size (records).
+        options: ``decode``, ``features``, ``image_size``, ``keep_aspect_ratio`` and
+            ``padding`` as one :class:`~tfrecordkit.readers.numpy_data.DecodeOptions` (the
+            TF-free loaders' object; then leave those keywords at their defaults).
 
     Returns:
         The dataset; it carries ``class_names`` and (for tfrecordkit datasets) ``manifest``.
@@ -337,6 +342,12 @@ def load_tf_dataset(
         DatasetError: the manifest disagrees with the files (missing shard, wrong size,
             schema mismatch), before any training starts.
     """
+    if options is not None:
+        if (decode, features, image_size, keep_aspect_ratio, padding) != (
+                True, None, None, False, "pad"):
+            raise ValueError("give either options= or the decode keywords, not both")
+        decode, features, padding = options.decode, options.features, options.padding
+        image_size, keep_aspect_ratio = options.image_size, options.keep_aspect
     if padding not in ("pad", "ragged"):
         raise ValueError(f"padding must be 'pad' or 'ragged'; got {padding!r}")
     if batch_size is not None and batch_size < 1:
