@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = Path(__file__).parent
@@ -69,6 +70,20 @@ def run_case(case: str, what: str, path: str) -> float:
     return records / seconds
 
 
+def rss_through_epoch(path: str) -> list[float]:
+    """Resident memory (MB) after 1/4, 1/2, 3/4 and all of a NumPy-loader epoch (decode)."""
+    from tfrecordkit.readers.numpy_data import load_numpy_dataset
+
+    loader = load_numpy_dataset(path, batch_size=BATCH, drop_last=False)
+    marks = {len(loader) * q // 4 - 1 for q in (1, 2, 3, 4)}
+    out = []
+    for k, _ in enumerate(loader):
+        if k in marks:
+            with open("/proc/self/statm") as f:
+                out.append(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20)
+    return out
+
+
 def _vahidk(path: str, decode: bool):
     import io
 
@@ -94,13 +109,14 @@ def _vahidk(path: str, decode: bool):
                       collate_fn=collate)
 
 
-def _in_process(case: str, what: str, path: str) -> float:
-    call = f"loaders.run_case({case!r}, {what!r}, {path!r})"
+def _in_process(case: str, what: str, path: str, measure: str = "rate") -> Any:
+    call = (f"loaders.run_case({case!r}, {what!r}, {path!r})" if measure == "rate"
+            else f"loaders.rss_through_epoch({path!r})")
     code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import loaders; "
             f"print(json.dumps({call}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    return float(json.loads(out.stdout.strip().splitlines()[-1]))
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -120,7 +136,7 @@ def main() -> None:
     results: dict[tuple[str, str], list[float]] = {k: [] for k in cases}
     for _ in range(args.runs):
         for what, case in cases:  # alternate, so drift hits every case alike
-            results[(what, case)].append(_in_process(case, what, str(images)))
+            results[(what, case)].append(float(_in_process(case, what, str(images))))
     print(f"records/s, medians of {args.runs} runs, batch {BATCH}, {os.cpu_count()} cores, "
           f"{args.images} 128x128 JPEG records, one process per run\n")
     for what in ("decode", "raw"):
@@ -130,6 +146,12 @@ def main() -> None:
         for ours in ("numpy", "torch"):
             print(f"  {ours}/tf.data {median[ours] / median['tf.data']:.2f}x   "
                   f"{ours}/vahidk {median[ours] / median['vahidk']:.2f}x")
+    # Memory stays flat in dataset size: the same loader over a quarter of the records.
+    quarter, _ = make_datasets(folder / "quarter", args.images // 4, 1000)
+    for path, count in ((quarter, args.images // 4), (images, args.images)):
+        marks = _in_process("numpy", "decode", str(path), "memory")
+        print(f"RSS of a NumPy-loader epoch over {count} records, after 1/4, 1/2, 3/4, "
+              f"all of it: " + ", ".join(f"{m:.0f}" for m in marks) + " MB")
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ def main() -> None:
             lambda: numpy_sequential(False),
             lambda: iter_pk_batches(path, classes_per_batch=P, examples_per_class=K,
                                     decode=False, steps=steps)),
-        "NumPy, decode (Pillow)": (
+        "NumPy, decode (simplejpeg, 2 threads)": (
             lambda: numpy_sequential(True),
             lambda: iter_pk_batches(path, classes_per_batch=P, examples_per_class=K,
                                     steps=steps)),

@@ -152,10 +152,13 @@ class PKBatches(Iterator[dict[str, Any]]):
     resume."""
 
     def __init__(self, loader: PKLoader, steps: int | None) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         self.loader = loader
         self.sampler = loader.sampler
         self._steps = steps
         self._count = 0
+        self._pool = ThreadPoolExecutor(loader.num_threads)  # threads start on first use
 
     @property
     def steps_per_epoch(self) -> int:
@@ -170,9 +173,9 @@ class PKBatches(Iterator[dict[str, Any]]):
     def __next__(self) -> dict[str, Any]:
         loader = self.loader
         if self._steps is not None and self._count >= self._steps:
-            loader.close()
+            self.close()
             raise StopIteration
-        batch = loader.load_step(loader.epoch, loader.step)
+        batch = loader.load_step(loader.epoch, loader.step, self._pool)
         loader.step += 1
         if loader.step == len(loader):
             loader.epoch, loader.step = loader.epoch + 1, 0
@@ -184,8 +187,9 @@ class PKBatches(Iterator[dict[str, Any]]):
         return self.loader.state_dict()
 
     def close(self) -> None:
-        """Close the files kept open."""
+        """Close the files kept open and stop the decoding threads."""
         self.loader.close()
+        self._pool.shutdown(wait=True)
 
 
 def iter_pk_batches(

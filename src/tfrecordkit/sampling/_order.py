@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["EpochOrder", "ShuffleMode", "feistel_permute", "fingerprint"]
+__all__ = ["EpochOrder", "ShuffleMode", "feistel_permute", "feistel_permute_each",
+           "fingerprint", "mix_keys"]
 
 ShuffleMode = Literal["global", "block", False]
 _MASK64 = (1 << 64) - 1
@@ -61,6 +62,56 @@ def feistel_permute(positions: np.ndarray, n: int, key: int, rounds: int = 4) ->
             out[outside] = once(out[outside])
             outside = out >= np.uint64(n)
     return out.astype(np.int64)
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 arrays: a cheap, well-mixing bijection."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))  # type: ignore[no-any-return]
+
+
+def mix_keys(*parts: np.ndarray | int) -> np.ndarray:
+    """uint64 keys from integer arrays (or ints), element by element."""
+    with np.errstate(over="ignore"):
+        key = np.zeros(1, dtype=np.uint64)
+        for part in parts:
+            key = _splitmix(key ^ np.asarray(part).astype(np.uint64))
+    return key
+
+
+def feistel_permute_each(positions: np.ndarray, sizes: np.ndarray, keys: np.ndarray,
+                         rounds: int = 4) -> np.ndarray:
+    """Element ``i``: ``positions[i]`` through a keyed bijection of ``[0, sizes[i])`` chosen by
+    ``keys[i]``, for many domains at once (as :func:`feistel_permute`, vectorised)."""
+    positions = np.asarray(positions, dtype=np.uint64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if positions.size and (positions >= np.maximum(sizes, 1).astype(np.uint64)).any():
+        raise ValueError("every position must lie inside its domain [0, size)")
+    bits = np.maximum(2, np.ceil(np.log2(np.maximum(sizes, 2))).astype(np.int64))
+    bits += bits % 2
+    half = (bits // 2).astype(np.uint64)
+    low_mask = (np.uint64(1) << half) - np.uint64(1)
+    with np.errstate(over="ignore"):
+        round_keys = [_splitmix(keys.astype(np.uint64) + np.uint64(r + 1)) for r in range(rounds)]
+
+        def once(x: np.ndarray, where: np.ndarray) -> np.ndarray:
+            h, mask = half[where], low_mask[where]
+            left, right = x >> h, x & mask
+            for k in round_keys:
+                mixed = _splitmix(right ^ k[where])
+                left, right = right, left ^ (mixed & mask)
+            return (left << h) | right  # type: ignore[no-any-return]
+
+        everyone = np.arange(len(positions))
+        out = once(positions, everyone)
+        outside = out >= sizes.astype(np.uint64)
+        while outside.any():  # cycle-walk: stays a bijection of each domain
+            idx = everyone[outside]
+            out[idx] = once(out[idx], idx)
+            outside = out >= sizes.astype(np.uint64)
+    return np.where(sizes <= 1, 0, out.astype(np.int64))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.sampling._class_index import ClassIndex
-from tfrecordkit.sampling._order import feistel_permute
+from tfrecordkit.sampling._order import feistel_permute, feistel_permute_each, mix_keys
 
 __all__ = ["PKSampler", "TripletSampler"]
 
@@ -131,28 +131,34 @@ class PKSampler:
             chosen += [c for c in fill.tolist() if c not in taken][: needed - in_order]
         return round_, chosen, in_order
 
-    def _examples(self, position: int, round_: int, filler: bool) -> np.ndarray:
-        """K records of a class for its visit in ``round_`` (a filler visit draws apart)."""
-        start, size = int(self.index.starts[position]), int(self.index.counts[position])
-        if size < self.k:
-            rng = np.random.default_rng([self.seed, position, round_, 2 + filler])
-            return start + rng.choice(size, self.k, replace=True)
-        if filler:
-            key, slots = self._key(3, position, round_), np.arange(self.k)
-        else:
-            visits_per_cycle = size // self.k  # each cycle: one order, K new records a visit
-            cycle, visit = divmod(round_, visits_per_cycle)
-            key, slots = self._key(2, position, cycle), np.arange(visit * self.k,
-                                                                  (visit + 1) * self.k)
-        return start + feistel_permute(slots, size, key)
-
     def batch(self, epoch: int, step: int) -> np.ndarray:
         """This worker's batch at ``step`` of ``epoch``: P·K record positions in the class
-        index, class-major (K per class)."""
+        index, class-major (K per class).
+
+        A class's ``v``-th visit as a round's member takes records ``[vK, (v+1)K)`` of an order
+        of its records that changes every ``size // K`` visits (so every record is used before
+        any repeats); a filler visit takes K records of its own order.
+        """
         round_, classes, in_order = self.step_classes(epoch, step)
-        mine = range(self.rank * self.p, (self.rank + 1) * self.p)
-        return np.concatenate([self._examples(classes[i], round_, i >= in_order)
-                               for i in mine])
+        first = self.rank * self.p
+        mine = np.asarray(classes[first : first + self.p], dtype=np.int64)
+        filler = np.arange(first, first + self.p) >= in_order
+        k, sizes = self.k, self.index.counts[mine].astype(np.int64)
+        cycle, visit = np.divmod(round_, np.maximum(sizes // k, 1))
+        keys = mix_keys(self.seed, 2, mine, cycle)
+        if filler.any():
+            keys = np.where(filler, mix_keys(self.seed, 3, mine, round_), keys)
+        slots = np.where(filler, 0, visit * k)[:, None] + np.arange(k)
+        grid = np.zeros((len(mine), k), dtype=np.int64)
+        full = sizes >= k
+        grid[full] = feistel_permute_each(
+            slots[full].ravel(), np.repeat(sizes[full], k), np.repeat(keys[full], k)
+        ).reshape(-1, k)
+        picked = grid.ravel()
+        for i in np.flatnonzero(~full).tolist():  # too few records: with replacement
+            rng = np.random.default_rng([self.seed, int(mine[i]), round_, 2 + int(filler[i])])
+            picked[i * k : (i + 1) * k] = rng.choice(int(sizes[i]), k, replace=True)
+        return np.repeat(self.index.starts[mine], k) + picked
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Endless batches from the cursor (see :meth:`next_batch`)."""

@@ -1,0 +1,48 @@
+"""The keyed permutations every order is built from: bijections, for any domain and key."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tfrecordkit.sampling._order import (
+    EpochOrder,
+    feistel_permute,
+    feistel_permute_each,
+    mix_keys,
+)
+
+
+@given(st.integers(0, 3000), st.integers(0, 2**64 - 1))
+def test_feistel_is_a_bijection_of_every_domain(n, key):
+    out = feistel_permute(np.arange(n), n, key)
+    assert sorted(out.tolist()) == list(range(n))
+
+
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=12), st.integers(0, 2**32))
+def test_feistel_each_permutes_every_domain_at_once(sizes, seed):
+    keys = mix_keys(seed, np.arange(len(sizes)))
+    positions = np.concatenate([np.arange(n) for n in sizes])
+    domains = np.repeat(sizes, sizes)
+    out = feistel_permute_each(positions, domains, np.repeat(keys, sizes))
+    start = 0
+    for i, n in enumerate(sizes):
+        part = out[start : start + n]
+        assert sorted(part.tolist()) == list(range(n))
+        alone = feistel_permute_each(np.arange(n), np.full(n, n), np.full(n, keys[i]))
+        assert part.tolist() == alone.tolist()  # independent of its neighbours
+        start += n
+
+
+def test_feistel_each_refuses_positions_outside_their_domain():
+    with pytest.raises(ValueError, match="inside its domain"):
+        feistel_permute_each(np.array([5]), np.array([5]), mix_keys(1))
+
+
+@given(st.integers(1, 5000), st.integers(0, 100), st.integers(0, 5),
+       st.sampled_from(["global", "block", False]))
+def test_an_epoch_order_is_a_permutation(n, seed, epoch, mode):
+    ids = EpochOrder(n, seed, epoch, mode).ids(np.arange(n))
+    assert sorted(ids.tolist()) == list(range(n))
