@@ -51,6 +51,7 @@ _LAZY = {
     "load_numpy_dataset": "tfrecordkit.readers.numpy_data",
     "load_torch_dataset": "tfrecordkit.readers.torch_data",
     "load_torch_pk_dataset": "tfrecordkit.readers.torch_data",
+    "load_torch_triplet_dataset": "tfrecordkit.readers.torch_data",
     "load_grain_source": "tfrecordkit.readers.grain_source",
 }
 

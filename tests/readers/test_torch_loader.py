@@ -275,3 +275,17 @@ def test_augmentation_is_keyed_by_record_so_workers_and_resume_repeat_it(dataset
     again = {i: x for b in next_epoch for i, x in zip(b["id"].tolist(), b["x"].tolist(),
                                                        strict=True)}
     assert [again.get(i) for i in first_ids] != numpy_run[0]["x"].tolist()  # epochs differ
+
+
+def test_triplets_in_torch_equal_the_numpy_ones(class_dataset):
+    from tfrecordkit.readers.numpy_data import iter_triplets
+    from tfrecordkit.readers.torch_data import load_torch_triplet_dataset
+
+    expected = [b["anchor"]["id"].tolist() for b in iter_triplets(class_dataset, batch_size=8,
+                                                                  seed=3)]
+    ds = load_torch_triplet_dataset(class_dataset, batch_size=8, seed=3)
+    got = list(_loader(ds, 2))
+    assert [b["anchor"]["id"].tolist() for b in got] == expected
+    for b in got:
+        assert torch.equal(b["anchor"]["label"], b["positive"]["label"])
+        assert not (b["anchor"]["label"] == b["negative"]["label"]).any()

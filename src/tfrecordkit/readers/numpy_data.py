@@ -6,6 +6,7 @@ decoded with the dataset's schema (images via Pillow, audio via soundfile).
 
 from __future__ import annotations
 
+import math
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -35,8 +36,8 @@ from tfrecordkit.sampling._plan import EpochUnit
 from tfrecordkit.store import load_manifest
 
 __all__ = ["Augment", "DecodeOptions", "Loader", "PKBatches", "PKLoader", "Partition",
-           "batch_values", "iter_pk_batches", "iter_triplets", "load_numpy_dataset",
-           "stack_records"]
+           "TripletLoader", "batch_values", "iter_pk_batches", "iter_triplets",
+           "load_numpy_dataset", "stack_records"]
 
 
 def stack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -231,6 +232,111 @@ def iter_pk_batches(
     return PKBatches(loader, steps)
 
 
+class TripletLoader:
+    """Triplet batches by ``(epoch, step)`` with :class:`Loader`'s interface: every anchor once
+    per epoch, ``batch_size`` triplets a step (the last step may be short), JSON state.
+
+    Each batch is ``{"anchor": ..., "positive": ..., "negative": ...}``, each a decoded batch
+    with its ``"label"`` (class ids) and ``"id"`` (positions in the class index).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
+                 seed: int = 0, partition: Partition | None = None,
+                 options: DecodeOptions | None = None, num_threads: int | None = None,
+                 max_open_files: int = 64) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive; got {batch_size}")
+        self.partition = partition or Partition()
+        manifest = load_manifest(path)
+        self.index = ClassIndex.from_dataset(path, split, manifest)
+        self.sampler = TripletSampler(self.index, seed=seed, rank=self.partition.rank,
+                                      world_size=self.partition.world_size)
+        self.decoder = RecordDecoder(manifest.schema, options or DecodeOptions())
+        self.fetcher = RecordFetcher(self.index, max_open_files)
+        self.batch_size, self.seed = batch_size, seed
+        self.num_threads = num_threads or min(4, os.cpu_count() or 1)
+        self.fingerprint = fingerprint(manifest.to_json(), split)
+        self.epoch, self.step = 0, 0
+        self._class_of = np.repeat(self.index.classes, self.index.counts)
+        self._epoch_triplets: tuple[int, np.ndarray] | None = None
+        # Every rank gets as many triplets as the first (one more than others at most), so
+        # all ranks take the same number of steps.
+        world = self.partition.world_size
+        self._per_rank = math.ceil(self.sampler.total_anchors / world)
+        if self.sampler.anchors_per_epoch == 0:
+            raise DatasetError(f"{path}: rank {self.partition.rank} of {world} gets no "
+                               f"anchors (only {self.sampler.total_anchors} in the split)")
+
+    def __len__(self) -> int:
+        return math.ceil(self._per_rank / self.batch_size)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_epoch_triplets"] = None  # recomputed from (seed, epoch) where it is needed
+        return state
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start ``epoch`` (from its first step) on the next iteration."""
+        self.epoch, self.step = int(epoch), 0
+
+    def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
+        """This rank's triplets at ``step`` of ``epoch``."""
+        if self._epoch_triplets is None or self._epoch_triplets[0] != epoch:
+            triplets = self.sampler.triplets(epoch)
+            short = self._per_rank - len(triplets)  # this rank has one anchor fewer: wrap
+            self._epoch_triplets = (epoch, np.concatenate([triplets, triplets[:short]]))
+        chunk = self._epoch_triplets[1][step * self.batch_size : (step + 1) * self.batch_size]
+        batch = {}
+        for column, role in enumerate(("anchor", "positive", "negative")):
+            positions = chunk[:, column]
+            part = self.decoder.decode_batch(self.fetcher.fetch(positions),
+                                             _sources(self.index, positions), pool)
+            part["label"] = self._class_of[positions]
+            part["id"] = positions
+            batch[role] = part
+        return batch
+
+    def iter_steps(self, epoch: int, steps: Iterable[int], pool: Executor
+                   ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(step, batch)`` for ``steps`` of ``epoch``."""
+        for step in steps:
+            yield step, self.load_step(epoch, step, pool)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.num_threads) as pool:
+            for step in self.partition.steps(self.step, len(self)):
+                batch = self.load_step(self.epoch, step, pool)
+                self.step = step + 1
+                yield batch
+        self.epoch, self.step = self.epoch + 1, 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the loader is, as JSON: the same on every rank and worker."""
+        return {"epoch": self.epoch, "step": self.step, "seed": self.seed,
+                "batch_size": self.batch_size, "fingerprint": self.fingerprint}
+
+    def check_state(self, state: dict[str, Any]) -> None:
+        """Raise ValueError unless ``state`` was saved by a loader of this configuration."""
+        for key in ("fingerprint", "seed", "batch_size"):
+            if state.get(key) != getattr(self, key):
+                raise ValueError(f"the state was saved with {key}={state.get(key)!r}; this "
+                                 f"loader has {getattr(self, key)!r}")
+        if not 0 <= int(state["step"]) <= len(self) or int(state["epoch"]) < 0:
+            raise ValueError(f"the state's epoch {state['epoch']} / step {state['step']} is "
+                             f"outside this loader's {len(self)} steps per epoch")
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`state_dict` (refused if saved with other settings)."""
+        self.check_state(state)
+        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+
+    def close(self) -> None:
+        """Close the files kept open."""
+        self.fetcher.close()
+
+
 def iter_triplets(
     path: str | os.PathLike[str],
     split: str = "train",
@@ -245,30 +351,24 @@ def iter_triplets(
     max_open_files: int = 64,
     image_size: tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
+    state: dict[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Batches of ``{"anchor": ..., "positive": ..., "negative": ...}`` (each a decoded batch
-    with its ``"label"``); every anchor once per epoch."""
-    manifest = load_manifest(path)
-    index = ClassIndex.from_dataset(path, split, manifest)
-    sampler = TripletSampler(index, seed=seed, rank=rank, world_size=world_size)
-    decoder = RecordDecoder(manifest.schema, decode_options(
-        options, decode=decode, features=features, image_size=image_size))
-    class_of = np.repeat(index.classes, index.counts)
-    with RecordFetcher(index, max_open_files) as fetcher:
-        epoch = 0
-        while epochs is None or epoch < epochs:
-            triplets = sampler.epoch_triplets()
-            for start in range(0, len(triplets), batch_size):
-                chunk = triplets[start : start + batch_size]
-                batch = {}
-                for column, role in enumerate(("anchor", "positive", "negative")):
-                    positions = chunk[:, column]
-                    part = decoder.decode_batch(fetcher.fetch(positions),
-                                                _sources(index, positions))
-                    part["label"] = class_of[positions]
-                    batch[role] = part
-                yield batch
-            epoch += 1
+    with its ``"label"``); every anchor once per epoch, for ``epochs`` epochs (None: endless).
+    ``state`` (a :class:`TripletLoader`'s ``state_dict()``) continues a run exactly; for
+    epochs, workers and saving state use :class:`TripletLoader` directly."""
+    loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,
+                           partition=Partition(rank, world_size),
+                           options=decode_options(options, decode=decode, features=features,
+                                                  image_size=image_size),
+                           max_open_files=max_open_files)
+    if state is not None:
+        loader.load_state_dict(state)
+    try:
+        while epochs is None or loader.epoch < epochs:
+            yield from loader
+    finally:
+        loader.close()
 
 
 # -- the general loader --------------------------------------------------------------------

@@ -17,7 +17,7 @@ from tfrecordkit.errors import MissingDependencyError
 from tfrecordkit.readers._decoding import DecodeOptions, Padding, decode_options
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
-from tfrecordkit.readers.numpy_data import Augment, Loader, PKLoader
+from tfrecordkit.readers.numpy_data import Augment, Loader, PKLoader, TripletLoader
 from tfrecordkit.sampling._order import ShuffleMode
 from tfrecordkit.sampling._plan import EpochUnit
 
@@ -27,7 +27,8 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("torch", "torch", "the PyTorch reader") from err
 
-__all__ = ["TorchDataset", "load_torch_dataset", "load_torch_pk_dataset", "to_tensors"]
+__all__ = ["TorchDataset", "load_torch_dataset", "load_torch_pk_dataset",
+           "load_torch_triplet_dataset", "to_tensors"]
 
 
 def to_tensors(value: Any) -> Any:
@@ -60,7 +61,8 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
     """Batches of one split as dicts of tensors, for ``DataLoader(ds, batch_size=None,
     num_workers=N)``; see :func:`load_torch_dataset`."""
 
-    def __init__(self, loader: Loader | PKLoader, threads_per_worker: int | None = None
+    def __init__(self, loader: Loader | PKLoader | TripletLoader,
+                 threads_per_worker: int | None = None
                  ) -> None:
         self.loader = loader
         self.threads_per_worker = threads_per_worker
@@ -205,4 +207,22 @@ def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
                       options=decode_options(options, decode=decode, features=features,
                                              image_size=image_size),
                       num_threads=num_threads, max_open_files=max_open_files)
+    return TorchDataset(loader, num_threads)
+
+
+def load_torch_triplet_dataset(path: str | os.PathLike[str], split: str = "train", *,
+                               batch_size: int, seed: int = 0, rank: int | None = None,
+                               world_size: int | None = None,
+                               features: Sequence[str] | None = None, decode: bool = True,
+                               image_size: tuple[int, int] | None = None,
+                               num_threads: int | None = None, max_open_files: int = 64,
+                               options: DecodeOptions | None = None) -> TorchDataset:
+    """Triplet batches (``{"anchor", "positive", "negative"}``, each with ``"label"``) as
+    tensors, every anchor once per epoch, with :func:`load_torch_dataset`'s workers, ranks
+    (anchors split between them) and JSON state."""
+    loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,
+                           partition=_distributed_partition(rank, world_size),
+                           options=decode_options(options, decode=decode, features=features,
+                                                  image_size=image_size),
+                           num_threads=num_threads, max_open_files=max_open_files)
     return TorchDataset(loader, num_threads)

@@ -219,20 +219,31 @@ class TripletSampler:
         self.epoch = 0
 
     @property
+    def total_anchors(self) -> int:
+        """Anchors per epoch over all workers."""
+        return len(self._anchors)
+
+    @property
     def anchors_per_epoch(self) -> int:
         """Anchors this worker sees per epoch."""
         return len(range(self.rank, len(self._anchors), self.world_size))
 
     def epoch_triplets(self) -> np.ndarray:
-        """One epoch of triplets for this worker: an ``(n, 3)`` array of record positions.
+        """The triplets of the next epoch (see :meth:`triplets`), which then becomes current."""
+        out = self.triplets(self.epoch)
+        self.epoch += 1
+        return out
+
+    def triplets(self, epoch: int) -> np.ndarray:
+        """Epoch ``epoch``'s triplets for this worker: an ``(n, 3)`` array of record positions.
 
         The epoch's randomness is a function of ``(seed, epoch)`` alone, so every worker draws
         the same anchor order however many draws the others made before.
         """
-        order = np.random.default_rng([self.seed, self.epoch]).permutation(self._anchors)
+        order = np.random.default_rng([self.seed, epoch]).permutation(self._anchors)
         # All workers permute identically; each takes every world_size-th anchor.
         anchors = order[self.rank :: self.world_size]
-        rng = np.random.default_rng([self.seed, self.epoch, self.rank + 1])
+        rng = np.random.default_rng([self.seed, epoch, self.rank + 1])
         starts, counts = self.index.starts, self.index.counts
         anchor_class = self._class_of[anchors]
         # Positive: another record of the class (shift by 1..count-1, modulo the class).
@@ -243,7 +254,6 @@ class TripletSampler:
         other = rng.integers(0, len(counts) - 1, len(anchors))
         other += other >= anchor_class
         negatives = starts[other] + (rng.random(len(anchors)) * counts[other]).astype(np.int64)
-        self.epoch += 1
         return np.stack([anchors, positives, negatives], axis=1)
 
     def state_dict(self) -> dict[str, Any]:
