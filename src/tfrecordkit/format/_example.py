@@ -209,9 +209,29 @@ def _check_map(message: Any, what: str) -> None:
                          "(TensorFlow rejects such a record)")
 
 
-def _decode_features(features: Any) -> dict[str, DecodedValue]:
+def _decode_features(features: Any, kindless: bool = True) -> dict[str, DecodedValue]:
     _check_map(features, "Features")
-    return {name: _decode_feature(feature) for name, feature in features.feature.items()}
+    if kindless:
+        return {name: _decode_feature(feature) for name, feature in features.feature.items()}
+    return {name: _decode_feature(feature) for name, feature in features.feature.items()
+            if feature.WhichOneof("kind") is not None}
+
+
+def decode_example_keys(data: bytes) -> dict[str, DecodedValue]:
+    """:func:`decode_example` as parsers check it: a feature with no list set is left out
+    (TensorFlow's parser reads it as absent), so an empty list always has a type.
+
+    Raises:
+        ValueError: ``data`` is not a serialized Example.
+    """
+    try:
+        example = _Example.FromString(data)
+    except Exception as err:  # protobuf's DecodeError has no stable import path across versions
+        raise ValueError(f"not a serialized tf.train.Example: {err}") from None
+    try:
+        return _decode_features(example.features, kindless=False)
+    except ValueError as err:
+        raise ValueError(f"not a valid tf.train.Example: {err}") from None
 
 
 def decode_example(data: bytes) -> dict[str, DecodedValue]:

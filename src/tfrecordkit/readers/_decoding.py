@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, SchemaError
-from tfrecordkit.format import decode_example
+from tfrecordkit.format._example import decode_example_keys
 from tfrecordkit.readers._image import resize_image, resize_image_with_pad
 from tfrecordkit.schema import (
     ClassLabel,
@@ -140,7 +140,7 @@ class RecordDecoder:
 
     def _decode_by_specs(self, record: bytes, source: str | int | None) -> dict[str, Any]:
         try:
-            keys = decode_example(record)
+            keys = decode_example_keys(record)
         except ValueError as err:
             raise SchemaError("<record>", str(err), record=source) from None
         out: dict[str, Any] = {}

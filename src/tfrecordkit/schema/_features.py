@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections.abc
 import io
-import math
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, SchemaError
+from tfrecordkit.format._spec import KeySpec, SpecDtype, check_key
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
 from tfrecordkit.schema._sniff import image_header, sniff_bytes
 
@@ -37,55 +37,9 @@ __all__ = [
     "feature_from_json",
 ]
 
-SpecDtype = Literal["string", "int64", "float32"]
 Entries = list[bytes]  # wire parts of a feature's map entries, joined as they are
 _SPEC_DTYPE: dict[str, SpecDtype] = {"bytes": "string", "float": "float32", "int64": "int64"}
 EntryEncoder = Callable[[Any], Entries]
-
-
-@dataclass(frozen=True)
-class KeySpec:
-    """How to parse one Example key: its list dtype and fixed shape (None: variable length)."""
-
-    key: str
-    dtype: SpecDtype
-    shape: tuple[int, ...] | None = ()
-    default: Any = None
-
-
-# decode_example gives float32 or int64 arrays: the dtype's kind letter tells them apart
-# (much cheaper than dtype.name, and this runs for every key of every record).
-_LIST_DTYPE: dict[str, SpecDtype] = {"f": "float32", "i": "int64"}
-
-
-def decoded_kind(value: Any) -> str:
-    """The list dtype of a value from ``decode_example`` (``"none"`` for an unset or empty
-    bytes list, whose type can't be told)."""
-    if isinstance(value, np.ndarray):
-        kind = _LIST_DTYPE.get(value.dtype.kind)
-        return kind if kind is not None else str(value.dtype)
-    return "string" if value else "none"
-
-
-def check_key(spec: KeySpec, features: Mapping[str, Any]) -> str | None:
-    """What is wrong with ``features[spec.key]`` for ``spec``, or None if it fits.
-
-    A missing variable-length key reads as empty (as TensorFlow's ``RaggedFeature`` does);
-    a missing fixed-length key needs a default.
-    """
-    value = features.get(spec.key)
-    if value is None:
-        if spec.shape is None or spec.default is not None:
-            return None
-        return f"key {spec.key!r} is missing from the record"
-    kind = decoded_kind(value)
-    if kind not in ("none", spec.dtype):
-        return f"key {spec.key!r} holds a {kind} list; the schema expects {spec.dtype}"
-    if spec.shape is not None:
-        want = math.prod(spec.shape)
-        if len(value) != want:
-            return f"key {spec.key!r} holds {len(value)} value(s); the schema expects {want}"
-    return None
 
 
 # -- entry encoders: value -> framed map entries ---------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.format._example import messages
-from tfrecordkit.schema._features import KeySpec, SpecDtype
+from tfrecordkit.format._spec import KeySpec, SpecDtype
 from tfrecordkit.schema._sniff import sniff_bytes
 
 __all__ = ["FeatureProfile", "ListKind", "RecordProfile", "profile_records"]

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format._example import decode_example
+from tfrecordkit.format._example import decode_example_keys
 from tfrecordkit.format._wire import varint
 from tfrecordkit.schema._features import (
     ClassLabel,
@@ -115,7 +115,7 @@ class Schema(Mapping[str, Feature]):
                 or count, or undecodable (names the feature, and ``source``: which record).
         """
         try:
-            keys = decode_example(data)
+            keys = decode_example_keys(data)
         except ValueError as err:
             raise SchemaError("<record>", str(err), record=source) from None
         out = {}

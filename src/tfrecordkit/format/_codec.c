@@ -1,0 +1,736 @@
+/* Columnar decoding of serialized tf.train.Example records, without building messages.
+ *
+ * Two passes over the same records with the same parser: `scan` counts, per parsing spec, the
+ * values and bytes a batch holds (so the caller can allocate the output arrays once), `fill`
+ * writes the values into those arrays. Both release the GIL.
+ *
+ * The parser accepts and rejects exactly what protobuf's parser (upb) does for Example:
+ * unknown fields of any valid wire type (groups included) are skipped; repeated message fields
+ * merge (parsing their concatenation); a oneof keeps its last case, and consecutive
+ * occurrences of the same case merge; packed and unpacked encodings of repeated scalars mix;
+ * a map keeps the last entry of a key; a map key must be valid UTF-8 (proto3 string). A map
+ * entry holding any field other than its key and value is refused (protobuf drops such an
+ * entry from the map, TensorFlow rejects the record).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { KIND_NONE = 0, KIND_BYTES = 1, KIND_FLOAT = 2, KIND_INT64 = 3 };
+enum { MODE_SCAN = 0, MODE_FILL = 1 };
+#define MAX_DEPTH 64
+
+typedef struct {
+    const uint8_t *p;
+    const uint8_t *end;
+} Span;
+
+typedef struct {
+    const char *key;
+    Py_ssize_t key_len;
+    int kind;          /* KIND_BYTES / KIND_FLOAT / KIND_INT64 */
+    Py_ssize_t count;  /* values per record when fixed, -1 when variable */
+    int has_default;
+    /* scan results */
+    int64_t total_values;
+    int64_t total_bytes;
+    /* fill outputs (borrowed buffers) */
+    char *values;        /* int64 / float32 values, or the bytes of bytes values */
+    int64_t *row_counts; /* values per record */
+    int64_t *value_lens; /* bytes: the length of every value */
+    uint8_t *missing;    /* per record: 1 when the key was absent */
+    int64_t value_pos, byte_pos;
+} Spec;
+
+typedef struct {
+    int record;
+    int spec;
+    char message[200];
+} Error;
+
+/* ---------------------------------------------------------------- wire primitives */
+
+static int read_varint(Span *s, uint64_t *out) {
+    uint64_t value = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (s->p >= s->end) return 0;
+        uint8_t byte = *s->p++;
+        value |= (uint64_t)(byte & 0x7F) << shift;
+        if (!(byte & 0x80)) {
+            *out = value;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int skip_field(Span *s, uint32_t wire, uint32_t field, int depth);
+
+/* Skips the rest of a group opened with `field`; 0 on malformed input. */
+static int skip_group(Span *s, uint32_t field, int depth) {
+    if (depth > MAX_DEPTH) return 0;
+    while (s->p < s->end) {
+        uint64_t tag;
+        if (!read_varint(s, &tag) || tag > 0xFFFFFFFFu) return 0;
+        uint32_t wire = (uint32_t)tag & 7, number = (uint32_t)(tag >> 3);
+        if (number == 0) return 0;
+        if (wire == 4) return number == field;
+        if (!skip_field(s, wire, number, depth + 1)) return 0;
+    }
+    return 0;
+}
+
+static int skip_field(Span *s, uint32_t wire, uint32_t field, int depth) {
+    uint64_t n;
+    switch (wire) {
+    case 0: return read_varint(s, &n);
+    case 1:
+        if (s->end - s->p < 8) return 0;
+        s->p += 8;
+        return 1;
+    case 2:
+        if (!read_varint(s, &n) || n > (uint64_t)(s->end - s->p) || n > 0x7FFFFFFF) return 0;
+        s->p += n;
+        return 1;
+    case 3: return skip_group(s, field, depth);
+    case 5:
+        if (s->end - s->p < 4) return 0;
+        s->p += 4;
+        return 1;
+    default: return 0; /* 4 (an unmatched end group), 6, 7 */
+    }
+}
+
+/* Reads a tag; returns 0 at a clean end, -1 on malformed input, 1 with a tag. */
+static int read_tag(Span *s, uint32_t *number, uint32_t *wire) {
+    if (s->p >= s->end) return 0;
+    uint64_t tag;
+    if (!read_varint(s, &tag) || tag > 0xFFFFFFFFu) return -1;
+    *wire = (uint32_t)tag & 7;
+    *number = (uint32_t)(tag >> 3);
+    if (*number == 0 || *number > 536870911u) return -1;
+    return 1;
+}
+
+static int read_length(Span *s, Span *inner) {
+    uint64_t n;
+    if (!read_varint(s, &n) || n > (uint64_t)(s->end - s->p) || n > 0x7FFFFFFF) return 0;
+    inner->p = s->p;
+    inner->end = s->p + n;
+    s->p += n;
+    return 1;
+}
+
+static int valid_utf8(const uint8_t *p, const uint8_t *end) {
+    while (p < end) {
+        uint8_t c = *p;
+        if (c < 0x80) { p++; continue; }
+        int n;
+        uint32_t cp;
+        if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
+        else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
+        else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
+        else return 0;
+        if (end - p <= n) return 0;
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- one record */
+
+/* Where a key's Feature lies: up to MAX_SEGMENTS serialized pieces, parsed as their
+ * concatenation (a map entry's value field may repeat: the pieces merge). */
+#define MAX_SEGMENTS 8
+typedef struct {
+    int found;
+    int segments;
+    int overflow; /* more pieces than we keep: fall back to an error the caller can retry */
+    Span piece[MAX_SEGMENTS];
+} Located;
+
+/* A Feature's list: the last run of one oneof case, as a list of list-message spans. */
+#define MAX_RUN 16
+typedef struct {
+    int kind;
+    int pieces;
+    Span piece[MAX_RUN];
+} Run;
+
+static int collect_run(const Located *where, Run *run, Error *err) {
+    run->kind = KIND_NONE;
+    run->pieces = 0;
+    for (int i = 0; i < where->segments; i++) {
+        Span s = where->piece[i];
+        uint32_t number, wire;
+        int r;
+        while ((r = read_tag(&s, &number, &wire)) == 1) {
+            if (number >= 1 && number <= 3 && wire == 2) {
+                Span list;
+                if (!read_length(&s, &list)) goto bad;
+                int kind = (int)number; /* 1 bytes, 2 float, 3 int64 */
+                if (kind != run->kind) {
+                    run->kind = kind;
+                    run->pieces = 0;
+                }
+                if (run->pieces == MAX_RUN) {
+                    snprintf(err->message, sizeof err->message,
+                             "a feature list split in more than %d pieces", MAX_RUN);
+                    return 0;
+                }
+                run->piece[run->pieces++] = list;
+            } else if (!skip_field(&s, wire, number, 0)) {
+                goto bad;
+            }
+        }
+        if (r < 0) goto bad;
+    }
+    return 1;
+bad:
+    snprintf(err->message, sizeof err->message, "not a valid tf.train.Example (a Feature)");
+    return 0;
+}
+
+/* Counts (and, in fill mode, writes) the values of a run. The list messages are validated in
+ * both modes, so scan and fill agree on everything. */
+static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int64_t *bytes,
+                       Error *err) {
+    int64_t n = 0, b = 0;
+    for (int i = 0; i < run->pieces; i++) {
+        Span s = run->piece[i];
+        uint32_t number, wire;
+        int r;
+        while ((r = read_tag(&s, &number, &wire)) == 1) {
+            if (number != 1) {
+                if (!skip_field(&s, wire, number, 0)) goto bad;
+                continue;
+            }
+            if (run->kind == KIND_BYTES && wire == 2) {
+                Span v;
+                if (!read_length(&s, &v)) goto bad;
+                Py_ssize_t len = v.end - v.p;
+                if (mode == MODE_FILL) {
+                    memcpy(spec->values + spec->byte_pos + b, v.p, (size_t)len);
+                    spec->value_lens[spec->value_pos + n] = len;
+                }
+                n++;
+                b += len;
+            } else if (run->kind == KIND_FLOAT && wire == 2) {
+                Span v;
+                if (!read_length(&s, &v) || (v.end - v.p) % 4) goto bad;
+                int64_t m = (v.end - v.p) / 4;
+                if (mode == MODE_FILL)
+                    memcpy(spec->values + 4 * (spec->value_pos + n), v.p, (size_t)(4 * m));
+                n += m;
+            } else if (run->kind == KIND_FLOAT && wire == 5) {
+                if (s.end - s.p < 4) goto bad;
+                if (mode == MODE_FILL) memcpy(spec->values + 4 * (spec->value_pos + n), s.p, 4);
+                s.p += 4;
+                n++;
+            } else if (run->kind == KIND_INT64 && wire == 2) {
+                Span v;
+                if (!read_length(&s, &v)) goto bad;
+                while (v.p < v.end) {
+                    uint64_t x;
+                    if (!read_varint(&v, &x)) goto bad;
+                    if (mode == MODE_FILL) {
+                        int64_t sx = (int64_t)x;
+                        memcpy(spec->values + 8 * (spec->value_pos + n), &sx, 8);
+                    }
+                    n++;
+                }
+            } else if (run->kind == KIND_INT64 && wire == 0) {
+                uint64_t x;
+                if (!read_varint(&s, &x)) goto bad;
+                if (mode == MODE_FILL) {
+                    int64_t sx = (int64_t)x;
+                    memcpy(spec->values + 8 * (spec->value_pos + n), &sx, 8);
+                }
+                n++;
+            } else if (!skip_field(&s, wire, number, 0)) {
+                goto bad;
+            }
+        }
+        if (r < 0) goto bad;
+    }
+    *count = n;
+    *bytes = b;
+    return 1;
+bad:
+    snprintf(err->message, sizeof err->message, "not a valid tf.train.Example (a value list)");
+    return 0;
+}
+
+static const char *kind_name(int kind) {
+    switch (kind) {
+    case KIND_BYTES: return "string";
+    case KIND_FLOAT: return "float32";
+    case KIND_INT64: return "int64";
+    default: return "none";
+    }
+}
+
+/* Finds every spec's last map entry in one record; validates the whole record. */
+static int locate(Span record, Spec *specs, int nspecs, Located *where, Error *err) {
+    for (int k = 0; k < nspecs; k++) where[k].found = 0;
+    Span ex = record;
+    uint32_t number, wire;
+    int r;
+    while ((r = read_tag(&ex, &number, &wire)) == 1) {
+        if (!(number == 1 && wire == 2)) {
+            if (!skip_field(&ex, wire, number, 0)) goto bad;
+            continue;
+        }
+        Span features;
+        if (!read_length(&ex, &features)) goto bad;
+        uint32_t fn, fw;
+        int fr;
+        while ((fr = read_tag(&features, &fn, &fw)) == 1) {
+            if (fn == 1 && fw != 2) {
+                /* protobuf keeps it as an unknown field: a feature would be lost silently */
+                snprintf(err->message, sizeof err->message,
+                         "a Features map entry holds fields a map entry cannot have "
+                         "(TensorFlow rejects such a record)");
+                return 0;
+            }
+            if (fn != 1) {
+                if (!skip_field(&features, fw, fn, 0)) goto bad;
+                continue;
+            }
+            Span entry;
+            if (!read_length(&features, &entry)) goto bad;
+            Span key = {NULL, NULL};
+            Located value = {0, 0, 0, {{0}}};
+            uint32_t en, ew;
+            int er;
+            while ((er = read_tag(&entry, &en, &ew)) == 1) {
+                if (en == 1 && ew == 2) {
+                    if (!read_length(&entry, &key)) goto bad;
+                } else if (en == 2 && ew == 2) {
+                    Span v;
+                    if (!read_length(&entry, &v)) goto bad;
+                    if (value.segments == MAX_SEGMENTS) value.overflow = 1;
+                    else value.piece[value.segments++] = v;
+                } else {
+                    snprintf(err->message, sizeof err->message,
+                             "a Features map entry holds fields a map entry cannot have "
+                             "(TensorFlow rejects such a record)");
+                    return 0;
+                }
+            }
+            if (er < 0) goto bad;
+            if (key.p != NULL && !valid_utf8(key.p, key.end)) {
+                snprintf(err->message, sizeof err->message,
+                         "not a valid tf.train.Example (a feature name is not UTF-8)");
+                return 0;
+            }
+            Py_ssize_t key_len = key.p ? key.end - key.p : 0;
+            /* protobuf parses every value, wanted or not: so do we, to refuse what it refuses */
+            if (value.overflow) {
+                snprintf(err->message, sizeof err->message,
+                         "a map entry repeats its value more than %d times", MAX_SEGMENTS);
+                return 0;
+            }
+            {
+                Run run;
+                int64_t n, b;
+                if (!collect_run(&value, &run, err) ||
+                    !walk_values(&run, NULL, MODE_SCAN, &n, &b, err))
+                    return 0;
+            }
+            for (int k = 0; k < nspecs; k++) {
+                if (specs[k].key_len == key_len &&
+                    (key_len == 0 || memcmp(specs[k].key, key.p, (size_t)key_len) == 0)) {
+                    where[k] = value;
+                    where[k].found = 1;
+                    break;
+                }
+            }
+        }
+        if (fr < 0) goto bad;
+    }
+    if (r < 0) goto bad;
+    return 1;
+bad:
+    snprintf(err->message, sizeof err->message, "not a valid tf.train.Example");
+    return 0;
+}
+
+/* One record: checks every spec's key and counts (scan) or writes (fill) its values. */
+static int parse_record(Span record, int index, Spec *specs, int nspecs, int mode,
+                        Located *where, Error *err) {
+    err->record = index;
+    err->spec = -1;
+    if (!locate(record, specs, nspecs, where, err)) return 0;
+    for (int k = 0; k < nspecs; k++) {
+        Spec *spec = &specs[k];
+        err->spec = k;
+        if (!where[k].found) {
+            if (spec->count >= 0 && !spec->has_default) {
+                snprintf(err->message, sizeof err->message, "key '%.*s' is missing from the record",
+                         (int)(spec->key_len > 100 ? 100 : spec->key_len), spec->key);
+                return 0;
+            }
+            if (mode == MODE_FILL) {
+                spec->missing[index] = 1;
+                spec->row_counts[index] = 0;
+            }
+            continue;
+        }
+        if (where[k].overflow) {
+            snprintf(err->message, sizeof err->message,
+                     "a map entry repeats its value more than %d times", MAX_SEGMENTS);
+            return 0;
+        }
+        Run run;
+        if (!collect_run(&where[k], &run, err)) return 0;
+        if (run.kind == KIND_NONE) {
+            /* A Feature with no list set: TensorFlow reads the key as absent. */
+            if (spec->count >= 0 && !spec->has_default) {
+                snprintf(err->message, sizeof err->message,
+                         "key '%.*s' is missing from the record",
+                         (int)(spec->key_len > 100 ? 100 : spec->key_len), spec->key);
+                return 0;
+            }
+            if (mode == MODE_FILL) {
+                spec->missing[index] = 1;
+                spec->row_counts[index] = 0;
+            }
+            continue;
+        }
+        int64_t n = 0, b = 0;
+        if (!walk_values(&run, spec, mode, &n, &b, err)) return 0;
+        if (run.kind != spec->kind) {
+            snprintf(err->message, sizeof err->message,
+                     "key '%.*s' holds a %s list; the schema expects %s",
+                     (int)(spec->key_len > 100 ? 100 : spec->key_len), spec->key,
+                     kind_name(run.kind), kind_name(spec->kind));
+            return 0;
+        }
+        if (spec->count >= 0 && n != spec->count) {
+            snprintf(err->message, sizeof err->message,
+                     "key '%.*s' holds %lld value(s); the schema expects %lld",
+                     (int)(spec->key_len > 100 ? 100 : spec->key_len), spec->key,
+                     (long long)n, (long long)spec->count);
+            return 0;
+        }
+        if (mode == MODE_SCAN) {
+            spec->total_values += n;
+            spec->total_bytes += b;
+        } else {
+            spec->row_counts[index] = n;
+            spec->missing[index] = 0;
+            spec->value_pos += n;
+            spec->byte_pos += b;
+        }
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- Python glue */
+
+typedef struct {
+    Py_ssize_t n;
+    const uint8_t **data;
+    Py_ssize_t *len;
+    PyObject *keep; /* what keeps the bytes alive while the GIL is released */
+    Py_buffer view;
+    int has_view;
+} Records;
+
+static void records_release(Records *r) {
+    PyMem_Free(r->data);
+    PyMem_Free(r->len);
+    if (r->has_view) PyBuffer_Release(&r->view);
+    Py_XDECREF(r->keep);
+}
+
+/* `records`: a list/tuple of bytes, or (buffer, offsets, lengths) with int64 arrays. */
+static int records_get(PyObject *records, Records *out) {
+    memset(out, 0, sizeof *out);
+    if (PyTuple_Check(records) && PyTuple_GET_SIZE(records) == 3 &&
+        PyObject_CheckBuffer(PyTuple_GET_ITEM(records, 0))) {
+        Py_buffer offsets, lengths;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(records, 0), &out->view, PyBUF_SIMPLE) < 0)
+            return 0;
+        out->has_view = 1;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(records, 1), &offsets, PyBUF_SIMPLE) < 0)
+            return 0;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(records, 2), &lengths, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&offsets);
+            return 0;
+        }
+        Py_ssize_t n = offsets.len / 8;
+        if (lengths.len / 8 != n || offsets.len % 8 || lengths.len % 8) {
+            PyBuffer_Release(&offsets);
+            PyBuffer_Release(&lengths);
+            PyErr_SetString(PyExc_ValueError, "offsets and lengths must be int64 of one size");
+            return 0;
+        }
+        out->n = n;
+        out->data = PyMem_Malloc(sizeof(uint8_t *) * (size_t)(n ? n : 1));
+        out->len = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+        const int64_t *off = offsets.buf, *len = lengths.buf;
+        int ok = out->data && out->len;
+        for (Py_ssize_t i = 0; ok && i < n; i++) {
+            if (off[i] < 0 || len[i] < 0 || off[i] > out->view.len ||
+                len[i] > out->view.len - off[i]) {
+                PyErr_Format(PyExc_ValueError, "record %zd lies outside the buffer", i);
+                ok = 0;
+                break;
+            }
+            out->data[i] = (const uint8_t *)out->view.buf + off[i];
+            out->len[i] = (Py_ssize_t)len[i];
+        }
+        PyBuffer_Release(&offsets);
+        PyBuffer_Release(&lengths);
+        if (!ok && !PyErr_Occurred()) PyErr_NoMemory();
+        return ok;
+    }
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence of bytes");
+    if (seq == NULL) return 0;
+    out->keep = seq; /* the list (or tuple) holds references to every item */
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    out->n = n;
+    out->data = PyMem_Malloc(sizeof(uint8_t *) * (size_t)(n ? n : 1));
+    out->len = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    if (!out->data || !out->len) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyBytes_Check(items[i])) {
+            PyErr_Format(PyExc_TypeError, "record %zd is %s, not bytes", i,
+                         Py_TYPE(items[i])->tp_name);
+            return 0;
+        }
+        out->data[i] = (const uint8_t *)PyBytes_AS_STRING(items[i]);
+        out->len[i] = PyBytes_GET_SIZE(items[i]);
+    }
+    if (!PyList_Check(records) || seq != records) return 1;
+    /* A list can change while the GIL is released: work on a private tuple copy. */
+    PyObject *copy = PyList_AsTuple(records);
+    if (copy == NULL) return 0;
+    Py_DECREF(out->keep);
+    out->keep = copy;
+    return 1;
+}
+
+/* specs: a sequence of (key: bytes, kind: int, count: int, has_default: bool). */
+static Spec *specs_get(PyObject *arg, int *nspecs) {
+    PyObject *seq = PySequence_Fast(arg, "specs must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Spec *specs = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Spec));
+    if (specs == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, k);
+        const char *key;
+        Py_ssize_t key_len, count;
+        int kind, has_default;
+        if (!PyArg_ParseTuple(item, "y#inp", &key, &key_len, &kind, &count, &has_default)) {
+            PyMem_Free(specs);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        specs[k].key = key; /* kept alive by the caller's specs object */
+        specs[k].key_len = key_len;
+        specs[k].kind = kind;
+        specs[k].count = count;
+        specs[k].has_default = has_default;
+    }
+    Py_DECREF(seq);
+    *nspecs = (int)n;
+    return specs;
+}
+
+static PyObject *raise_parse_error(const Error *err) {
+    PyObject *args = Py_BuildValue("(iis)", err->record, err->spec, err->message);
+    if (args != NULL) {
+        PyErr_SetObject(PyExc_ValueError, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+static int run_pass(Records *records, Spec *specs, int nspecs, int mode, Error *err) {
+    Located *where = PyMem_RawMalloc(sizeof(Located) * (size_t)(nspecs ? nspecs : 1));
+    if (where == NULL) {
+        snprintf(err->message, sizeof err->message, "out of memory");
+        err->record = -1;
+        return 0;
+    }
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < records->n && ok; i++) {
+        Span record = {records->data[i], records->data[i] + records->len[i]};
+        ok = parse_record(record, (int)i, specs, nspecs, mode, where, err);
+    }
+    PyMem_RawFree(where);
+    return ok;
+}
+
+static PyObject *codec_scan(PyObject *self, PyObject *args) {
+    PyObject *records_arg, *specs_arg;
+    if (!PyArg_ParseTuple(args, "OO", &records_arg, &specs_arg)) return NULL;
+    int nspecs = 0;
+    Spec *specs = specs_get(specs_arg, &nspecs);
+    if (specs == NULL) return NULL;
+    Records records;
+    if (!records_get(records_arg, &records)) {
+        records_release(&records);
+        PyMem_Free(specs);
+        return NULL;
+    }
+    Error err = {0, -1, {0}};
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = run_pass(&records, specs, nspecs, MODE_SCAN, &err);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (ok) {
+        result = PyList_New(nspecs);
+        for (int k = 0; result && k < nspecs; k++) {
+            PyObject *pair = Py_BuildValue("(LL)", (long long)specs[k].total_values,
+                                           (long long)specs[k].total_bytes);
+            if (pair == NULL) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyList_SET_ITEM(result, k, pair);
+        }
+    } else {
+        raise_parse_error(&err);
+    }
+    records_release(&records);
+    PyMem_Free(specs);
+    return result;
+}
+
+/* outs: per spec (values, row_counts, value_lens or None, missing), writable buffers sized
+ * from `scan`. */
+static PyObject *codec_fill(PyObject *self, PyObject *args) {
+    PyObject *records_arg, *specs_arg, *outs_arg;
+    if (!PyArg_ParseTuple(args, "OOO", &records_arg, &specs_arg, &outs_arg)) return NULL;
+    int nspecs = 0;
+    Spec *specs = specs_get(specs_arg, &nspecs);
+    if (specs == NULL) return NULL;
+    Records records;
+    Py_buffer *views = PyMem_Calloc((size_t)(4 * (nspecs ? nspecs : 1)), sizeof(Py_buffer));
+    int nviews = 0, ok = views != NULL;
+    if (!records_get(records_arg, &records)) ok = 0;
+    PyObject *outs = ok ? PySequence_Fast(outs_arg, "outs must be a sequence") : NULL;
+    if (outs == NULL || PySequence_Fast_GET_SIZE(outs) != nspecs) {
+        if (outs != NULL) PyErr_SetString(PyExc_ValueError, "one output tuple per spec");
+        ok = 0;
+    }
+    for (int k = 0; ok && k < nspecs; k++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(outs, k);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
+            PyErr_SetString(PyExc_ValueError, "outputs are (values, row_counts, lens, missing)");
+            ok = 0;
+            break;
+        }
+        void **slots[4] = {(void **)&specs[k].values, (void **)&specs[k].row_counts,
+                           (void **)&specs[k].value_lens, (void **)&specs[k].missing};
+        Py_ssize_t need[4] = {0, 8 * records.n, 0, records.n};
+        for (int j = 0; j < 4; j++) {
+            PyObject *buf = PyTuple_GET_ITEM(item, j);
+            if (buf == Py_None) {
+                *slots[j] = NULL;
+                continue;
+            }
+            if (PyObject_GetBuffer(buf, &views[nviews], PyBUF_WRITABLE) < 0) {
+                ok = 0;
+                break;
+            }
+            if (views[nviews].len < need[j]) {
+                PyErr_SetString(PyExc_ValueError, "an output buffer is too small");
+                PyBuffer_Release(&views[nviews]);
+                ok = 0;
+                break;
+            }
+            *slots[j] = views[nviews].buf;
+            nviews++;
+        }
+        if (ok && (specs[k].row_counts == NULL || specs[k].missing == NULL ||
+                   (specs[k].kind == KIND_BYTES && specs[k].value_lens == NULL))) {
+            PyErr_SetString(PyExc_ValueError, "missing output buffers");
+            ok = 0;
+        }
+    }
+    /* Sizes: values and lens must hold what `scan` counted; checked again while filling. */
+    Error err = {0, -1, {0}};
+    if (ok) {
+        /* Count first (cheap) so that a buffer sized for other records can't overflow. */
+        int counted;
+        Py_BEGIN_ALLOW_THREADS
+        counted = run_pass(&records, specs, nspecs, MODE_SCAN, &err);
+        Py_END_ALLOW_THREADS
+        if (!counted) {
+            raise_parse_error(&err);
+            ok = 0;
+        }
+        for (int k = 0; ok && k < nspecs; k++) {
+            int width = specs[k].kind == KIND_INT64 ? 8 : specs[k].kind == KIND_FLOAT ? 4 : 1;
+            int64_t need_values = specs[k].kind == KIND_BYTES ? specs[k].total_bytes
+                                                              : width * specs[k].total_values;
+            Py_ssize_t have_values = 0, have_lens = 0;
+            for (int j = 0; j < nviews; j++) {
+                if (views[j].buf == specs[k].values) have_values = views[j].len;
+                if (views[j].buf == specs[k].value_lens) have_lens = views[j].len;
+            }
+            if ((need_values > 0 && (specs[k].values == NULL || have_values < need_values)) ||
+                (specs[k].kind == KIND_BYTES && have_lens < 8 * specs[k].total_values)) {
+                PyErr_SetString(PyExc_ValueError, "an output buffer is too small");
+                ok = 0;
+            }
+        }
+    }
+    if (ok) {
+        int filled;
+        Py_BEGIN_ALLOW_THREADS
+        filled = run_pass(&records, specs, nspecs, MODE_FILL, &err);
+        Py_END_ALLOW_THREADS
+        if (!filled) {
+            raise_parse_error(&err);
+            ok = 0;
+        }
+    }
+    for (int j = 0; j < nviews; j++) PyBuffer_Release(&views[j]);
+    PyMem_Free(views);
+    Py_XDECREF(outs);
+    records_release(&records);
+    PyMem_Free(specs);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", codec_scan, METH_VARARGS,
+     "scan(records, specs) -> [(values, bytes)] per spec; ValueError((record, spec, why))."},
+    {"fill", codec_fill, METH_VARARGS,
+     "fill(records, specs, outs): write every spec's values into its output buffers."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "_codec",
+    .m_doc = "Columnar tf.train.Example decoding (compiled).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__codec(void) { return PyModule_Create(&module); }

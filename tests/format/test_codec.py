@@ -1,0 +1,262 @@
+"""parse_examples: the compiled codec against the protobuf path and against TensorFlow, on
+arbitrary valid wire encodings, extreme values, and random or mutated bytes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from tests import wire
+from tfrecordkit import SchemaError, encode_example
+from tfrecordkit.format._columns import (
+    RecordSlices,
+    _parse_python,
+    codec_name,
+    parse_examples,
+)
+from tfrecordkit.format._spec import KeySpec
+
+COMPILED = codec_name() == "compiled"
+needs_compiled = pytest.mark.skipif(not COMPILED, reason="the C codec was not built")
+KINDS = {"bytes": "string", "float": "float32", "int64": "int64"}
+
+
+def _outcome(parse, records, specs):
+    """What a codec makes of a batch: its columns, or the (key, record) of its error."""
+    try:
+        return "ok", parse(records, specs)
+    except SchemaError as err:
+        return "error", (err.feature if err.feature != "<record>" else "<record>", err.record)
+
+
+def _same_columns(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        x, y = a[key], b[key]
+        assert x.values.dtype == y.values.dtype and x.values.shape == y.values.shape, key
+        if x.values.dtype.kind == "f":
+            assert np.array_equal(x.values, y.values, equal_nan=True), key
+            assert np.array_equal(np.signbit(x.values), np.signbit(y.values)), key
+        else:
+            assert np.array_equal(x.values, y.values), key
+        assert np.array_equal(x.row_splits, y.row_splits), key
+        assert np.array_equal(x.missing, y.missing), key
+        assert (x.offsets is None) == (y.offsets is None), key
+        if x.offsets is not None:
+            assert np.array_equal(x.offsets, y.offsets), key
+
+
+def _python(records, specs):
+    return _parse_python(records, specs, None)
+
+
+def _agree(records, specs):
+    compiled = _outcome(parse_examples, records, specs)
+    python = _outcome(_python, records, specs)
+    assert compiled[0] == python[0], (compiled, python)
+    if compiled[0] == "ok":
+        _same_columns(compiled[1], python[1])
+    else:
+        assert compiled[1] == python[1]
+    return compiled
+
+
+@st.composite
+def batches(draw, odd=True):
+    """A few arbitrary wire encodings, and specs for keys they may or may not hold."""
+    cases = draw(st.lists(wire.examples(odd=odd), min_size=1, max_size=4))
+    keys = draw(st.lists(wire.KEYS, unique=True, max_size=4))
+    specs = []
+    for key in keys:
+        dtype = draw(st.sampled_from(["string", "float32", "int64"]))
+        shape = draw(st.sampled_from([None, (), (1,), (2,)]))
+        default = None
+        if shape is not None and draw(st.booleans()):
+            count = int(np.prod(shape))
+            default = ([b"d"] * count if dtype == "string" else [7] * count) if count else None
+        specs.append(wire_spec(key, dtype, shape, default))
+    return [c[0] for c in cases], specs
+
+
+def wire_spec(key, dtype, shape, default):
+    return KeySpec(key, dtype, shape, default)
+
+
+@needs_compiled
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(batches())
+def test_compiled_and_protobuf_agree_on_arbitrary_encodings(batch):
+    records, specs = batch
+    _agree(records, specs)
+
+
+@needs_compiled
+@settings(max_examples=200)
+@given(st.lists(wire.examples(), min_size=1, max_size=3))
+def test_values_equal_a_full_protobuf_parse(cases):
+    for wire_bytes, expected, _ in cases:
+        if expected is None:  # a map entry protobuf drops: both codecs refuse the record
+            with pytest.raises(SchemaError):
+                parse_examples([wire_bytes], [])
+            continue
+        specs = [KeySpec(k, _dtype_of(v), None) for k, v in expected.items()]
+        columns = parse_examples([wire_bytes], specs)
+        for key, value in expected.items():
+            got = columns[key].row(0)
+            if isinstance(value, np.ndarray):
+                assert wire.same_value(np.asarray(got), value), key
+            else:
+                assert list(got) == list(value), key
+
+
+def _dtype_of(value):
+    if isinstance(value, np.ndarray):
+        return "float32" if value.dtype.kind == "f" else "int64"
+    return "string"
+
+
+@needs_compiled
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=64))
+@example(b"\x0a\x02\x0a\x00")  # a map entry with no key or value
+@example(b"\x0c")  # an unmatched end group
+@example(b"\x0b\x0c")  # an empty group
+@example(b"\x0a\x06\x0a\x04\x0a\x02\xff\xfe")  # a key that is not UTF-8
+@example(b"\x08" + b"\xff" * 9 + b"\x7f")  # a ten-byte varint with high bits set
+@example(b"\x08" + b"\xff" * 10 + b"\x01")  # an eleven-byte varint
+def test_random_bytes_are_accepted_or_rejected_as_protobuf_does(data):
+    _agree([data], [])
+    _agree([data], [KeySpec("", "string", None), KeySpec("x", "int64", None)])
+
+
+@needs_compiled
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@given(wire.examples(), st.data())
+def test_mutated_records_are_accepted_or_rejected_as_protobuf_does(case, data):
+    record = bytearray(case[0])
+    for _ in range(data.draw(st.integers(1, 3))):
+        if not record:
+            break
+        at = data.draw(st.integers(0, len(record) - 1))
+        action = data.draw(st.sampled_from(["flip", "drop", "insert"]))
+        if action == "flip":
+            record[at] ^= data.draw(st.integers(1, 255))
+        elif action == "drop":
+            del record[at]
+        else:
+            record.insert(at, data.draw(st.integers(0, 255)))
+    _agree([bytes(record)], [KeySpec(k, "int64", None) for k in ("x", "label")])
+
+
+def test_extreme_values_round_trip_in_both_codecs():
+    values = {
+        "f": np.array([np.nan, np.inf, -np.inf, -0.0, 3.4028235e38, 1e-45], np.float32),
+        "i": np.array([-(2**63), 2**63 - 1, 0, -1], np.int64),
+        "empty_f": np.array([], np.float32),
+        "empty_i": np.array([], np.int64),
+        "b": [b"", b"\xff\xfe\x00", "é".encode()],
+        "empty_b": [],
+    }
+    record = encode_example(values)
+    specs = [KeySpec("f", "float32", (6,)), KeySpec("i", "int64", None),
+             KeySpec("empty_f", "float32", None), KeySpec("empty_i", "int64", (0,)),
+             KeySpec("b", "string", (3,)), KeySpec("empty_b", "int64", None)]
+    for parse in (parse_examples, _python):
+        cols = parse([record] * 3, specs)
+        assert np.array_equal(cols["f"].values[1], values["f"], equal_nan=True)
+        assert np.signbit(cols["f"].values[2, 3])
+        assert cols["i"].row(2).tolist() == values["i"].tolist()
+        assert cols["empty_f"].row_splits.tolist() == [0, 0, 0, 0]
+        assert cols["empty_i"].values.shape == (3, 0)
+        assert cols["b"].to_bytes() == values["b"] * 3
+        assert cols["empty_b"].values.size == 0  # an empty bytes list reads as any type
+
+
+def test_duplicate_keys_keep_the_last_entry():
+    first = wire.field(1, 2, wire.field(1, 2, b"x") + wire.field(2, 2, wire.field(
+        3, 2, wire.field(1, 2, wire.varint(1)))))
+    second = wire.field(1, 2, wire.field(1, 2, b"x") + wire.field(2, 2, wire.field(
+        3, 2, wire.field(1, 2, wire.varint(2) + wire.varint(3)))))
+    record = wire.field(1, 2, first + second)
+    for parse in (parse_examples, _python):
+        assert parse([record], [KeySpec("x", "int64", None)])["x"].row(0).tolist() == [2, 3]
+
+
+def test_errors_name_the_key_and_the_record():
+    good = encode_example({"x": [1, 2]})
+    bad = encode_example({"x": [1.5]})
+    for parse in (parse_examples, _python):
+        with pytest.raises(SchemaError, match=r"record 1: feature 'x': key 'x' holds a float32"):
+            parse([good, bad], [KeySpec("x", "int64", None)])
+        with pytest.raises(SchemaError, match=r"record 0: feature 'x'.*holds 2 value"):
+            parse([good], [KeySpec("x", "int64", (3,))])
+        with pytest.raises(SchemaError, match=r"record 0: feature 'y'.*missing"):
+            parse([good], [KeySpec("y", "int64", ())])
+        with pytest.raises(SchemaError, match=r"record 0: feature '<record>'"):
+            parse([b"\x0a\x05junk"], [])
+
+
+def test_records_sliced_from_one_buffer_decode_without_copies():
+    records = [encode_example({"x": [i, i + 1], "s": [b"v%d" % i]}) for i in range(50)]
+    framing = b"HEAD"
+    buffer = bytearray()
+    offsets, lengths = [], []
+    for r in records:
+        buffer += framing
+        offsets.append(len(buffer))
+        lengths.append(len(r))
+        buffer += r
+    slices = RecordSlices(bytes(buffer), np.array(offsets), np.array(lengths))
+    specs = [KeySpec("x", "int64", (2,)), KeySpec("s", "string", ())]
+    _same_columns(parse_examples(slices, specs), _python(records, specs))
+    with pytest.raises(ValueError, match="outside the buffer"):
+        parse_examples(RecordSlices(b"abc", np.array([2]), np.array([5])), specs)
+
+
+@pytest.mark.integration
+@settings(max_examples=100, deadline=None)
+@given(st.lists(wire.examples(odd=False), min_size=1, max_size=4))
+def test_values_equal_tf_io_parse_example(cases):
+    tf = pytest.importorskip("tensorflow")
+    records = [c[0] for c in cases if c[1] is not None]
+    if not records:
+        return
+    keys = sorted({k for c in cases if c[1] is not None for k in c[1]})
+    kinds = {}
+    for c in cases:
+        for k, v in (c[1] or {}).items():
+            if not (isinstance(v, list) and not v):
+                kinds.setdefault(k, _dtype_of(v))
+    specs = [KeySpec(k, kinds.get(k, "int64"), None) for k in keys]
+    if not specs:  # tf.io.parse_example needs at least one feature
+        specs = [KeySpec("absent", "int64", None)]
+    ours = _outcome(parse_examples, records, specs)
+    description = {s.key: tf.io.RaggedFeature(getattr(tf, s.dtype)) for s in specs}
+    try:
+        theirs = tf.io.parse_example(tf.constant(records), description)
+    except tf.errors.InvalidArgumentError:
+        assert ours[0] == "error"
+        return
+    assert ours[0] == "ok"
+    for spec in specs:
+        column = ours[1][spec.key]
+        ragged = theirs[spec.key]
+        assert column.row_splits.tolist() == ragged.row_splits.numpy().tolist()
+        if spec.dtype == "string":
+            assert column.to_bytes() == ragged.flat_values.numpy().tolist()
+        else:
+            assert wire.same_value(column.values, ragged.flat_values.numpy())
+
+
+def test_pure_python_is_chosen_by_the_environment():
+    code = ("from tfrecordkit.format._columns import codec_name; print(codec_name())")
+    env = {**os.environ, "TFRECORDKIT_PURE_PYTHON": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True)
+    assert out.stdout.strip() == "python"
