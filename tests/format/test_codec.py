@@ -260,3 +260,21 @@ def test_pure_python_is_chosen_by_the_environment():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True)
     assert out.stdout.strip() == "python"
+
+
+def _at_level(level, body):
+    """``body`` placed inside the Example (0), Features (1), a Feature (3) or an Int64List (4)."""
+    if level == 0:
+        return body
+    if level == 1:
+        return wire.field(1, 2, body)
+    value = body if level == 3 else wire.field(3, 2, body)
+    entry = wire.field(1, 2, b"x") + wire.field(2, 2, value)
+    return wire.field(1, 2, wire.field(1, 2, entry))
+
+
+@pytest.mark.parametrize("level", [0, 1, 3, 4])
+def test_nesting_depth_limit_is_protobufs(level):
+    for depth in range(94, 103):
+        groups = b"\x13" * depth + b"\x14" * depth  # nested groups of an unknown field 2
+        _agree([_at_level(level, groups)], [])

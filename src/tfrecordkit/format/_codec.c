@@ -19,7 +19,7 @@
 
 enum { KIND_NONE = 0, KIND_BYTES = 1, KIND_FLOAT = 2, KIND_INT64 = 3 };
 enum { MODE_SCAN = 0, MODE_FILL = 1 };
-#define MAX_DEPTH 64
+#define MAX_DEPTH 99 /* upb's limit: 100 levels of nesting, messages and groups alike */
 
 typedef struct {
     const uint8_t *p;
@@ -186,7 +186,7 @@ static int collect_run(const Located *where, Run *run, Error *err) {
                     return 0;
                 }
                 run->piece[run->pieces++] = list;
-            } else if (!skip_field(&s, wire, number, 0)) {
+            } else if (!skip_field(&s, wire, number, 3)) {
                 goto bad;
             }
         }
@@ -209,7 +209,7 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
         int r;
         while ((r = read_tag(&s, &number, &wire)) == 1) {
             if (number != 1) {
-                if (!skip_field(&s, wire, number, 0)) goto bad;
+                if (!skip_field(&s, wire, number, 4)) goto bad;
                 continue;
             }
             if (run->kind == KIND_BYTES && wire == 2) {
@@ -254,7 +254,7 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
                     memcpy(spec->values + 8 * (spec->value_pos + n), &sx, 8);
                 }
                 n++;
-            } else if (!skip_field(&s, wire, number, 0)) {
+            } else if (!skip_field(&s, wire, number, 4)) {
                 goto bad;
             }
         }
@@ -301,7 +301,7 @@ static int locate(Span record, Spec *specs, int nspecs, Located *where, Error *e
                 return 0;
             }
             if (fn != 1) {
-                if (!skip_field(&features, fw, fn, 0)) goto bad;
+                if (!skip_field(&features, fw, fn, 1)) goto bad;
                 continue;
             }
             Span entry;
