@@ -278,3 +278,15 @@ def test_nesting_depth_limit_is_protobufs(level):
     for depth in range(94, 103):
         groups = b"\x13" * depth + b"\x14" * depth  # nested groups of an unknown field 2
         _agree([_at_level(level, groups)], [])
+
+
+def test_large_batches_split_across_threads_give_the_same_columns_and_errors():
+    records = [encode_example({"x": list(range(i % 7)), "s": [b"r%d" % i], "f": [i / 3]})
+               for i in range(5000)]
+    specs = [KeySpec("x", "int64", None), KeySpec("s", "string", ()),
+             KeySpec("f", "float32", (1,)), KeySpec("d", "int64", (2,), default=[1, 2])]
+    _same_columns(parse_examples(records, specs), _python(records, specs))
+    broken = [*records[:4000], encode_example({"x": [1.5]}), *records[4000:]]
+    for parse in (parse_examples, _python):
+        with pytest.raises(SchemaError, match=r"record 4000: feature 'x'"):
+            parse(broken, specs)

@@ -40,6 +40,7 @@ typedef struct {
     int64_t *row_counts; /* values per record */
     int64_t *value_lens; /* bytes: the length of every value */
     uint8_t *missing;    /* per record: 1 when the key was absent */
+    int64_t values_cap, lens_cap; /* bytes in `values`, entries in `value_lens` */
     int64_t value_pos, byte_pos;
 } Spec;
 
@@ -217,6 +218,8 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
                 if (!read_length(&s, &v)) goto bad;
                 Py_ssize_t len = v.end - v.p;
                 if (mode == MODE_FILL) {
+                    if (spec->byte_pos + b + len > spec->values_cap ||
+                        spec->value_pos + n >= spec->lens_cap) goto full;
                     memcpy(spec->values + spec->byte_pos + b, v.p, (size_t)len);
                     spec->value_lens[spec->value_pos + n] = len;
                 }
@@ -226,12 +229,17 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
                 Span v;
                 if (!read_length(&s, &v) || (v.end - v.p) % 4) goto bad;
                 int64_t m = (v.end - v.p) / 4;
-                if (mode == MODE_FILL)
+                if (mode == MODE_FILL) {
+                    if (4 * (spec->value_pos + n + m) > spec->values_cap) goto full;
                     memcpy(spec->values + 4 * (spec->value_pos + n), v.p, (size_t)(4 * m));
+                }
                 n += m;
             } else if (run->kind == KIND_FLOAT && wire == 5) {
                 if (s.end - s.p < 4) goto bad;
-                if (mode == MODE_FILL) memcpy(spec->values + 4 * (spec->value_pos + n), s.p, 4);
+                if (mode == MODE_FILL) {
+                    if (4 * (spec->value_pos + n + 1) > spec->values_cap) goto full;
+                    memcpy(spec->values + 4 * (spec->value_pos + n), s.p, 4);
+                }
                 s.p += 4;
                 n++;
             } else if (run->kind == KIND_INT64 && wire == 2) {
@@ -241,6 +249,7 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
                     uint64_t x;
                     if (!read_varint(&v, &x)) goto bad;
                     if (mode == MODE_FILL) {
+                        if (8 * (spec->value_pos + n + 1) > spec->values_cap) goto full;
                         int64_t sx = (int64_t)x;
                         memcpy(spec->values + 8 * (spec->value_pos + n), &sx, 8);
                     }
@@ -250,6 +259,7 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
                 uint64_t x;
                 if (!read_varint(&s, &x)) goto bad;
                 if (mode == MODE_FILL) {
+                    if (8 * (spec->value_pos + n + 1) > spec->values_cap) goto full;
                     int64_t sx = (int64_t)x;
                     memcpy(spec->values + 8 * (spec->value_pos + n), &sx, 8);
                 }
@@ -266,6 +276,9 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
 bad:
     snprintf(err->message, sizeof err->message, "not a valid tf.train.Example (a value list)");
     return 0;
+full:
+    snprintf(err->message, sizeof err->message, "an output buffer is too small");
+    return 0;
 }
 
 static const char *kind_name(int kind) {
@@ -277,8 +290,55 @@ static const char *kind_name(int kind) {
     }
 }
 
+/* Spec lookup by key: open addressing over FNV-1a hashes, built once per call. */
+typedef struct {
+    const Spec *specs;
+    int *slot; /* spec index + 1, or 0 */
+    uint32_t mask;
+} Table;
+
+static uint32_t fnv1a(const uint8_t *p, Py_ssize_t n) {
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+static int table_init(Table *t, const Spec *specs, int nspecs) {
+    uint32_t size = 4;
+    while (size < 2u * (uint32_t)nspecs) size <<= 1;
+    t->slot = PyMem_RawCalloc(size, sizeof(int));
+    if (t->slot == NULL) return 0;
+    t->specs = specs;
+    t->mask = size - 1;
+    for (int k = 0; k < nspecs; k++) {
+        uint32_t h = fnv1a((const uint8_t *)specs[k].key, specs[k].key_len) & t->mask;
+        while (t->slot[h]) h = (h + 1) & t->mask;
+        t->slot[h] = k + 1;
+    }
+    return 1;
+}
+
+static int find_spec(const Table *t, const uint8_t *key, Py_ssize_t len) {
+    uint32_t h = fnv1a(key, len) & t->mask;
+    while (t->slot[h]) {
+        const Spec *spec = &t->specs[t->slot[h] - 1];
+        if (spec->key_len == len && (len == 0 || memcmp(spec->key, key, (size_t)len) == 0))
+            return t->slot[h] - 1;
+        h = (h + 1) & t->mask;
+    }
+    return -1;
+}
+
+static int validate(const Located *value, Error *err) {
+    Run run;
+    int64_t n, b;
+    return collect_run(value, &run, err) && walk_values(&run, NULL, MODE_SCAN, &n, &b, err);
+}
+
 /* Finds every spec's last map entry in one record; validates the whole record. */
-static int locate(Span record, Spec *specs, int nspecs, Located *where, Error *err) {
+/* `trusted`: the record passed a scan already (fill mode), so values need no second check. */
+static int locate(Span record, const Table *table, int nspecs, int trusted, Located *where,
+                  Error *err) {
     for (int k = 0; k < nspecs; k++) where[k].found = 0;
     Span ex = record;
     uint32_t number, wire;
@@ -332,26 +392,20 @@ static int locate(Span record, Spec *specs, int nspecs, Located *where, Error *e
                 return 0;
             }
             Py_ssize_t key_len = key.p ? key.end - key.p : 0;
-            /* protobuf parses every value, wanted or not: so do we, to refuse what it refuses */
             if (value.overflow) {
                 snprintf(err->message, sizeof err->message,
                          "a map entry repeats its value more than %d times", MAX_SEGMENTS);
                 return 0;
             }
-            {
-                Run run;
-                int64_t n, b;
-                if (!collect_run(&value, &run, err) ||
-                    !walk_values(&run, NULL, MODE_SCAN, &n, &b, err))
-                    return 0;
-            }
-            for (int k = 0; k < nspecs; k++) {
-                if (specs[k].key_len == key_len &&
-                    (key_len == 0 || memcmp(specs[k].key, key.p, (size_t)key_len) == 0)) {
-                    where[k] = value;
-                    where[k].found = 1;
-                    break;
-                }
+            /* protobuf parses every value, wanted or not: so do we, to refuse what it refuses.
+             * A wanted value is checked when it is read (or here, when a later entry of its
+             * key replaces it). */
+            int k = find_spec(table, key.p, key_len);
+            Located *unread = k < 0 ? &value : where[k].found ? &where[k] : NULL;
+            if (!trusted && unread != NULL && !validate(unread, err)) return 0;
+            if (k >= 0) {
+                where[k] = value;
+                where[k].found = 1;
             }
         }
         if (fr < 0) goto bad;
@@ -364,24 +418,17 @@ bad:
 }
 
 /* One record: checks every spec's key and counts (scan) or writes (fill) its values. */
-static int parse_record(Span record, int index, Spec *specs, int nspecs, int mode,
-                        Located *where, Error *err) {
+static int parse_record(Span record, int index, Spec *specs, int nspecs, const Table *table,
+                        int mode, Located *where, Run *runs, int64_t *sizes, Error *err) {
     err->record = index;
     err->spec = -1;
-    if (!locate(record, specs, nspecs, where, err)) return 0;
+    if (!locate(record, table, nspecs, mode == MODE_FILL, where, err)) return 0;
+    /* Every wanted value well formed first: protobuf refuses a malformed record as a whole.
+     * (In fill mode the scan has checked these very records: only the runs are needed.) */
     for (int k = 0; k < nspecs; k++) {
-        Spec *spec = &specs[k];
-        err->spec = k;
-        if (!where[k].found) {
-            if (spec->count >= 0 && !spec->has_default) {
-                snprintf(err->message, sizeof err->message, "key '%.*s' is missing from the record",
-                         (int)(spec->key_len > 100 ? 100 : spec->key_len), spec->key);
-                return 0;
-            }
-            if (mode == MODE_FILL) {
-                spec->missing[index] = 1;
-                spec->row_counts[index] = 0;
-            }
+        if (!where[k].found) continue;
+        if (mode == MODE_FILL) {
+            if (!collect_run(&where[k], &runs[k], err)) return 0;
             continue;
         }
         if (where[k].overflow) {
@@ -389,14 +436,19 @@ static int parse_record(Span record, int index, Spec *specs, int nspecs, int mod
                      "a map entry repeats its value more than %d times", MAX_SEGMENTS);
             return 0;
         }
-        Run run;
-        if (!collect_run(&where[k], &run, err)) return 0;
-        if (run.kind == KIND_NONE) {
-            /* A Feature with no list set: TensorFlow reads the key as absent. */
+        if (!collect_run(&where[k], &runs[k], err)) return 0;
+        if (!walk_values(&runs[k], NULL, MODE_SCAN, &sizes[2 * k], &sizes[2 * k + 1], err))
+            return 0;
+    }
+    for (int k = 0; k < nspecs; k++) {
+        Spec *spec = &specs[k];
+        err->spec = k;
+        int key_len = (int)(spec->key_len > 100 ? 100 : spec->key_len);
+        /* A Feature with no list set: TensorFlow reads the key as absent. */
+        if (!where[k].found || runs[k].kind == KIND_NONE) {
             if (spec->count >= 0 && !spec->has_default) {
                 snprintf(err->message, sizeof err->message,
-                         "key '%.*s' is missing from the record",
-                         (int)(spec->key_len > 100 ? 100 : spec->key_len), spec->key);
+                         "key '%.*s' is missing from the record", key_len, spec->key);
                 return 0;
             }
             if (mode == MODE_FILL) {
@@ -406,19 +458,22 @@ static int parse_record(Span record, int index, Spec *specs, int nspecs, int mod
             continue;
         }
         int64_t n = 0, b = 0;
-        if (!walk_values(&run, spec, mode, &n, &b, err)) return 0;
-        if (run.kind != spec->kind) {
+        if (mode == MODE_FILL) {
+            if (!walk_values(&runs[k], spec, MODE_FILL, &n, &b, err)) return 0;
+        } else {
+            n = sizes[2 * k];
+            b = sizes[2 * k + 1];
+        }
+        if (runs[k].kind != spec->kind) {
             snprintf(err->message, sizeof err->message,
-                     "key '%.*s' holds a %s list; the schema expects %s",
-                     (int)(spec->key_len > 100 ? 100 : spec->key_len), spec->key,
-                     kind_name(run.kind), kind_name(spec->kind));
+                     "key '%.*s' holds a %s list; the schema expects %s", key_len, spec->key,
+                     kind_name(runs[k].kind), kind_name(spec->kind));
             return 0;
         }
         if (spec->count >= 0 && n != spec->count) {
             snprintf(err->message, sizeof err->message,
-                     "key '%.*s' holds %lld value(s); the schema expects %lld",
-                     (int)(spec->key_len > 100 ? 100 : spec->key_len), spec->key,
-                     (long long)n, (long long)spec->count);
+                     "key '%.*s' holds %lld value(s); the schema expects %lld", key_len,
+                     spec->key, (long long)n, (long long)spec->count);
             return 0;
         }
         if (mode == MODE_SCAN) {
@@ -566,8 +621,15 @@ static PyObject *raise_parse_error(const Error *err) {
 }
 
 static int run_pass(Records *records, Spec *specs, int nspecs, int mode, Error *err) {
-    Located *where = PyMem_RawMalloc(sizeof(Located) * (size_t)(nspecs ? nspecs : 1));
-    if (where == NULL) {
+    size_t slots = (size_t)(nspecs ? nspecs : 1);
+    Located *where = PyMem_RawMalloc(sizeof(Located) * slots);
+    Run *runs = PyMem_RawMalloc(sizeof(Run) * slots);
+    int64_t *sizes = PyMem_RawMalloc(2 * sizeof(int64_t) * slots);
+    Table table = {NULL, NULL, 0};
+    if (where == NULL || runs == NULL || sizes == NULL || !table_init(&table, specs, nspecs)) {
+        PyMem_RawFree(where);
+        PyMem_RawFree(runs);
+        PyMem_RawFree(sizes);
         snprintf(err->message, sizeof err->message, "out of memory");
         err->record = -1;
         return 0;
@@ -575,9 +637,12 @@ static int run_pass(Records *records, Spec *specs, int nspecs, int mode, Error *
     int ok = 1;
     for (Py_ssize_t i = 0; i < records->n && ok; i++) {
         Span record = {records->data[i], records->data[i] + records->len[i]};
-        ok = parse_record(record, (int)i, specs, nspecs, mode, where, err);
+        ok = parse_record(record, (int)i, specs, nspecs, &table, mode, where, runs, sizes, err);
     }
+    PyMem_RawFree(table.slot);
     PyMem_RawFree(where);
+    PyMem_RawFree(runs);
+    PyMem_RawFree(sizes);
     return ok;
 }
 
@@ -670,34 +735,14 @@ static PyObject *codec_fill(PyObject *self, PyObject *args) {
             ok = 0;
         }
     }
-    /* Sizes: values and lens must hold what `scan` counted; checked again while filling. */
-    Error err = {0, -1, {0}};
-    if (ok) {
-        /* Count first (cheap) so that a buffer sized for other records can't overflow. */
-        int counted;
-        Py_BEGIN_ALLOW_THREADS
-        counted = run_pass(&records, specs, nspecs, MODE_SCAN, &err);
-        Py_END_ALLOW_THREADS
-        if (!counted) {
-            raise_parse_error(&err);
-            ok = 0;
-        }
-        for (int k = 0; ok && k < nspecs; k++) {
-            int width = specs[k].kind == KIND_INT64 ? 8 : specs[k].kind == KIND_FLOAT ? 4 : 1;
-            int64_t need_values = specs[k].kind == KIND_BYTES ? specs[k].total_bytes
-                                                              : width * specs[k].total_values;
-            Py_ssize_t have_values = 0, have_lens = 0;
-            for (int j = 0; j < nviews; j++) {
-                if (views[j].buf == specs[k].values) have_values = views[j].len;
-                if (views[j].buf == specs[k].value_lens) have_lens = views[j].len;
-            }
-            if ((need_values > 0 && (specs[k].values == NULL || have_values < need_values)) ||
-                (specs[k].kind == KIND_BYTES && have_lens < 8 * specs[k].total_values)) {
-                PyErr_SetString(PyExc_ValueError, "an output buffer is too small");
-                ok = 0;
-            }
+    /* Every write is checked against these, so buffers sized for other records fail cleanly. */
+    for (int k = 0; ok && k < nspecs; k++) {
+        for (int j = 0; j < nviews; j++) {
+            if (views[j].buf == specs[k].values) specs[k].values_cap = views[j].len;
+            if (views[j].buf == specs[k].value_lens) specs[k].lens_cap = views[j].len / 8;
         }
     }
+    Error err = {0, -1, {0}};
     if (ok) {
         int filled;
         Py_BEGIN_ALLOW_THREADS

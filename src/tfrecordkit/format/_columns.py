@@ -120,11 +120,12 @@ def _default_values(spec: KeySpec) -> list[Any]:
     return numbers
 
 
-def _raise(err: ValueError, specs: Sequence[KeySpec], where: Any) -> None:
+def _raise(err: ValueError, specs: Sequence[KeySpec], where: Any, first: int = 0) -> None:
     # The codec raises ValueError(record, spec, reason); anything else is about the arguments.
     if len(err.args) != 3 or not isinstance(err.args[0], int):
         raise err
     record, spec, reason = err.args
+    record = record + first if record >= 0 else record
     name = specs[spec].key if spec >= 0 else "<record>"
     place = where(record) if where is not None and record >= 0 else record
     raise SchemaError(name, reason, record=place) from None
@@ -146,30 +147,92 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
     n = len(records)
     if _CODEC is None:
         return _parse_python(records, specs, where)
-    source: Any = ((records.buffer, np.ascontiguousarray(records.offsets, dtype=np.int64),
-                    np.ascontiguousarray(records.lengths, dtype=np.int64))
-                   if isinstance(records, RecordSlices) else records)
     args = _spec_args(specs)
+    parts = _split(records, n)
     try:
-        totals = _CODEC.scan(source, args)
-    except ValueError as err:
-        _raise(err, specs, where)
-    outs, columns = [], []
-    for spec, (count, size) in zip(specs, totals, strict=True):
-        values = (np.empty(size, np.uint8) if spec.dtype == "string"
-                  else np.empty(count, _DTYPE[spec.dtype]))
-        lens = np.empty(count, np.int64) if spec.dtype == "string" else None
+        totals = _run(lambda part: _CODEC.scan(part[2], args), parts)
+    except _PartError as err:
+        _raise(err.error, specs, where, err.first)
+    outs, views = [], []
+    for k, spec in enumerate(specs):
+        counts = [t[k][0] for t in totals]
+        sizes = [t[k][1] for t in totals]
+        values = (np.empty(sum(sizes), np.uint8) if spec.dtype == "string"
+                  else np.empty(sum(counts), _DTYPE[spec.dtype]))
+        lens = np.empty(sum(counts), np.int64) if spec.dtype == "string" else None
         row_counts, missing = np.empty(n, np.int64), np.zeros(n, np.uint8)
         outs.append((values, row_counts, lens, missing))
+        # Each part writes its own slice of the same arrays.
+        value_at = np.cumsum([0, *(sizes if spec.dtype == "string" else counts)]).tolist()
+        count_at = np.cumsum([0, *counts]).tolist()
+        views.append([(values[value_at[j] : value_at[j + 1]],
+                       row_counts[first : first + size],
+                       None if lens is None else lens[count_at[j] : count_at[j + 1]],
+                       missing[first : first + size])
+                      for j, (first, size, _) in enumerate(parts)])
     try:
-        _CODEC.fill(source, args, outs)
+        _run(lambda part: _CODEC.fill(part[1], args, [v[part[2]] for v in views]),
+             [(first, source, j) for j, (first, _, source) in enumerate(parts)])
+    except _PartError as err:
+        _raise(err.error, specs, where, err.first)
+    return {spec.key: _finish(spec, values, row_counts, lens, missing.astype(bool))
+            for spec, (values, row_counts, lens, missing) in zip(specs, outs, strict=True)}
+
+
+_PARALLEL_MIN = 512  # records per thread below which splitting costs more than it saves
+_POOL: Any = None
+
+
+class _PartError(Exception):
+    """A part's codec error, with the index of the part's first record."""
+
+    def __init__(self, error: ValueError, first: int) -> None:
+        super().__init__(error)
+        self.error, self.first = error, first
+
+
+def _split(records: Sequence[bytes] | RecordSlices, n: int) -> list[tuple[int, int, Any]]:
+    """``(first record, size, codec source)`` parts: one per thread for large batches."""
+    threads = min(os.cpu_count() or 1, 8, max(1, n // _PARALLEL_MIN))
+    bounds = np.linspace(0, n, threads + 1).astype(int).tolist()
+    parts = []
+    for first, stop in itertools.pairwise(bounds):
+        if isinstance(records, RecordSlices):
+            source: Any = (records.buffer,
+                           np.ascontiguousarray(records.offsets[first:stop], dtype=np.int64),
+                           np.ascontiguousarray(records.lengths[first:stop], dtype=np.int64))
+        else:
+            source = records[first:stop] if threads > 1 else records
+        parts.append((first, stop - first, source))
+    return parts
+
+
+def _run(work: Any, parts: list[Any]) -> list[Any]:
+    """``work`` on every part (on threads when there are several: the codec drops the GIL);
+    the earliest part's error wins, as one pass over the batch would report it."""
+    global _POOL  # noqa: PLW0603 - one pool per process, made on first use
+    if len(parts) == 1:
+        jobs = [_attempt(work, parts[0])]
+    else:
+        if _POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL = ThreadPoolExecutor(min(os.cpu_count() or 1, 8),
+                                       thread_name_prefix="tfrecordkit-codec")
+        jobs = list(_POOL.map(lambda part: _attempt(work, part), parts))
+    for outcome in jobs:
+        if isinstance(outcome, _PartError):
+            raise outcome
+    return jobs
+
+
+def _attempt(work: Any, part: Any) -> Any:
+    try:
+        return work(part)
     except ValueError as err:
-        _raise(err, specs, where)
-    result = {}
-    for spec, (values, row_counts, lens, missing) in zip(specs, outs, strict=True):
-        columns.append(spec)
-        result[spec.key] = _finish(spec, values, row_counts, lens, missing.astype(bool))
-    return result
+        if len(err.args) == 3 and isinstance(err.args[0], int):
+            return _PartError(err, part[0])
+        raise
 
 
 def _finish(spec: KeySpec, values: np.ndarray, row_counts: np.ndarray,

@@ -1,0 +1,110 @@
+"""Columnar Example decoding without TensorFlow vs tf.io.parse_example, on the same records.
+
+Records: 16-feature tabular Examples (10 float32, 5 int64, 1 string; ~270 bytes), as
+bench/tf_read.py writes them, held in memory as a list of bytes. Batches of --batch records,
+all of them decoded into per-key arrays; medians of --runs, cases alternating:
+
+  tf.io.parse_example   tf.io.parse_example(tf.constant(batch), feature_description)
+  compiled              tfrecordkit.format.parse_examples(batch, specs)   (the C codec)
+  python                the same through protobuf (TFRECORDKIT_PURE_PYTHON=1's path)
+  per record            Schema.decode of every record (what the loaders did before)
+  slices                parse_examples over one shard buffer with the .index offsets
+
+Run: python bench/codec.py [--records 100000] [--batch 1024] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--batch", type=int, default=1024)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--dir", default="bench_output/codec")
+    args = parser.parse_args()
+    import numpy as np
+    from tf_read import make_datasets
+
+    from tfrecordkit import load_manifest, read_records
+    from tfrecordkit.format._columns import (
+        RecordSlices,
+        _parse_python,
+        codec_name,
+        parse_examples,
+    )
+    from tfrecordkit.format._index import load_index
+
+    folder = Path(args.dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    _, small = make_datasets(folder, 10, args.records)
+    manifest = load_manifest(small)
+    files = [small / s.file for s in manifest.split("train").shards]
+    records = [r for f in files for r in read_records(f)]
+    schema = manifest.schema
+    specs = schema.key_specs()
+    batches = [records[i : i + args.batch] for i in range(0, len(records), args.batch)]
+    shard = files[0].read_bytes()
+    table = load_index(str(files[0]) + ".index")
+    slices = RecordSlices(shard, table[:, 0] + 12, table[:, 1] - 16)
+    print(f"{len(records)} records, {len(specs)} keys, batch {args.batch}, codec "
+          f"{codec_name()}, {os.cpu_count()} cores")
+
+    import tensorflow as tf
+
+    from tfrecordkit.readers.tf_data import feature_description
+
+    description = feature_description(schema)
+
+    def tf_case() -> int:
+        for batch in batches:
+            tf.io.parse_example(tf.constant(batch), description)
+        return len(records)
+
+    def compiled() -> int:
+        for batch in batches:
+            parse_examples(batch, specs)
+        return len(records)
+
+    def python() -> int:
+        for batch in batches[: max(1, len(batches) // 10)]:  # a tenth: it is slow
+            _parse_python(batch, specs, None)
+        return sum(len(b) for b in batches[: max(1, len(batches) // 10)])
+
+    def per_record() -> int:
+        chosen = records[: len(records) // 10]
+        for record in chosen:
+            schema.decode(record)
+        return len(chosen)
+
+    def sliced() -> int:
+        parse_examples(slices, specs)
+        return len(slices)
+
+    cases = {"tf.io.parse_example": tf_case, "compiled": compiled, "python": python,
+             "per record (Schema.decode)": per_record, "slices of one shard": sliced}
+    rates: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(args.runs):
+        for name, case in cases.items():
+            start = time.perf_counter()
+            count = case()
+            rates[name].append(count / (time.perf_counter() - start))
+    base = statistics.median(rates["tf.io.parse_example"])
+    for name, values in rates.items():
+        rate = statistics.median(values)
+        print(f"{name:28s} {rate:12,.0f} rec/s   {rate / base:5.2f}x tf.io.parse_example")
+    del np
+
+
+if __name__ == "__main__":
+    main()
