@@ -3,6 +3,7 @@
 Imports nothing heavier than NumPy and protobuf.
 """
 
+from tfrecordkit.format._columns import Column, RecordSlices, codec_name, parse_examples
 from tfrecordkit.format._crc import masked_crc32c
 from tfrecordkit.format._example import (
     DecodedValue,
@@ -22,16 +23,22 @@ from tfrecordkit.format._framing import (
     read_records,
 )
 from tfrecordkit.format._index import build_index, index_path_for, load_index
+from tfrecordkit.format._spec import KeySpec, check_key
 
 __all__ = [
+    "Column",
     "DecodedValue",
     "ErrorPolicy",
     "FeatureValue",
+    "KeySpec",
     "ReadStats",
     "RecordReader",
+    "RecordSlices",
     "RecordWriter",
     "build_index",
     "check_frame",
+    "check_key",
+    "codec_name",
     "decode_example",
     "decode_sequence_example",
     "encode_example",
@@ -40,5 +47,6 @@ __all__ = [
     "index_path_for",
     "load_index",
     "masked_crc32c",
+    "parse_examples",
     "read_records",
 ]

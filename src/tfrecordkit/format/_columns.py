@@ -53,6 +53,16 @@ class RecordSlices:
     offsets: np.ndarray
     lengths: np.ndarray
 
+    def __post_init__(self) -> None:
+        size = memoryview(self.buffer).nbytes
+        offsets = np.asarray(self.offsets, dtype=np.int64)
+        lengths = np.asarray(self.lengths, dtype=np.int64)
+        if offsets.shape != lengths.shape:
+            raise ValueError("offsets and lengths must have one length")
+        bad = np.flatnonzero((offsets < 0) | (lengths < 0) | (offsets + lengths > size))
+        if bad.size:
+            raise ValueError(f"record {int(bad[0])} lies outside the buffer ({size} bytes)")
+
     def __len__(self) -> int:
         return len(self.offsets)
 

@@ -173,20 +173,34 @@ class RecordDecoder:
         else:
             values = self.schema.decode(record, source=source, features=self.features,
                                         image_min_size=self._min_size)
-        size = self.options.image_size
-        if size is not None:
-            resize = resize_image_with_pad if self.options.keep_aspect else resize_image
-            for name in self._images:
-                try:
-                    values[name] = resize(values[name], size)
-                except ValueError as err:
-                    raise SchemaError(name, str(err), record=source) from None
+        if self.options.image_size is not None:
+            self._resize(values, source)
         return values
+
+    def _resize(self, values: dict[str, Any], source: str | int | None) -> None:
+        size = self.options.image_size
+        assert size is not None
+        resize = resize_image_with_pad if self.options.keep_aspect else resize_image
+        for name in self._images:
+            try:
+                values[name] = resize(values[name], size)
+            except ValueError as err:
+                raise SchemaError(name, str(err), record=source) from None
 
     def decode_rows(self, records: list[bytes], where: Callable[[int], str]
                     ) -> list[dict[str, Any]]:
         """Each record's values; ``where(i)`` names record ``i`` in errors."""
-        return [self.decode_one(record, where(i)) for i, record in enumerate(records)]
+        if self.schema is None or not records:
+            return [self.decode_one(record, where(i)) for i, record in enumerate(records)]
+        # One columnar pass over the batch (the compiled codec), then rows.
+        columns = self.schema.decode_batch(records, features=self.features, where=where,
+                                           image_min_size=self._min_size)
+        rows = [{name: columns[name][i] for name in self.features}
+                for i in range(len(records))]
+        if self.options.image_size is not None:
+            for i, row in enumerate(rows):
+                self._resize(row, where(i))
+        return rows
 
     def assemble(self, rows: list[Any]) -> dict[str, Any]:
         """Rows from :meth:`decode_rows` (or serialized records, without decoding) as a batch."""

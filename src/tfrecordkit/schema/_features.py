@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, SchemaError
+from tfrecordkit.format._columns import Column
 from tfrecordkit.format._spec import KeySpec, SpecDtype, check_key
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
 from tfrecordkit.schema._sniff import image_header, sniff_bytes
@@ -171,6 +172,23 @@ class Feature:
         """The value back from decoded Example features, without TensorFlow."""
         raise NotImplementedError
 
+    def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
+                      where: Callable[[int], Any], **options: Any) -> Any:
+        """Every record's value from the batch's columns (a sequence of ``n`` values); this
+        default decodes record by record (``options`` go to :meth:`decode`), kinds with a
+        vectorised form override it."""
+        keys = [spec.key for spec in self.key_specs(name)]
+        out = []
+        for i in range(n):
+            record = {k: columns[k].row(i) for k in keys if not columns[k].missing[i]}
+            try:
+                out.append(self.decode(name, record, **options))
+            except SchemaError as err:
+                raise SchemaError(err.feature, err.reason, record=where(i)) from None
+            except (OSError, ValueError, RuntimeError, KeyError, IndexError) as err:
+                raise SchemaError(name, f"cannot decode: {err}", record=where(i)) from None
+        return out
+
 
 _SCALAR_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "bool",
                   "float32", "float64", "float16", "string")
@@ -242,6 +260,21 @@ class Scalar(Feature):
             return bool(number) if self.dtype == "bool" else number
         return np.asarray(value).astype(self.dtype).item()
 
+    def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
+                      where: Callable[[int], Any], **options: Any) -> Any:
+        column = columns[name]
+        if self.dtype == "string":
+            return column.to_bytes()
+        values = column.values.reshape(n)
+        if self.list_kind == "int64":
+            low, high = self._int_range
+            bad = np.flatnonzero((values < low) | (values > high))
+            if bad.size:
+                raise SchemaError(name, f"{int(values[bad[0]])} does not fit {self.dtype}",
+                                  record=where(int(bad[0])))
+            return values != 0 if self.dtype == "bool" else values.astype(self.dtype)
+        return values.astype(self.dtype)
+
 
 @dataclass(frozen=True)
 class ClassLabel(Feature):
@@ -294,6 +327,15 @@ class ClassLabel(Feature):
     def decode(self, name: str, features: Mapping[str, Any]) -> int:
         return self.index_of(name, _scalar(features, name))
 
+    def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
+                      where: Callable[[int], Any], **options: Any) -> Any:
+        values = columns[name].values.reshape(n)
+        bad = np.flatnonzero((values < 0) | (values >= len(self.names)))
+        if bad.size:
+            raise SchemaError(name, f"class index {int(values[bad[0]])} outside "
+                                    f"0..{len(self.names) - 1}", record=where(int(bad[0])))
+        return values
+
 
 @dataclass(frozen=True)
 class Text(Feature):
@@ -327,6 +369,18 @@ class Text(Feature):
             return [*encode_text(_as_text_bytes(name, value))]
 
         return encode
+
+    def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
+                      where: Callable[[int], Any], **options: Any) -> Any:
+        if self.token_ids:
+            return super().decode_column(name, columns, n, where, **options)
+        out = []
+        for i, data in enumerate(columns[name].to_bytes()):
+            try:
+                out.append(data.decode("utf-8"))
+            except UnicodeDecodeError as err:
+                raise SchemaError(name, f"cannot decode: {err}", record=where(i)) from None
+        return out
 
     def decode(self, name: str, features: Mapping[str, Any]) -> Any:
         text = _scalar(features, name).decode("utf-8")
