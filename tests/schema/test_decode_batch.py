@@ -56,7 +56,7 @@ def _same(a, b):
     elif isinstance(a, list):
         assert len(a) == len(b) and all(_same(x, y) is None for x, y in zip(a, b, strict=True))
     else:
-        assert a == b and type(a) is type(b) or (isinstance(a, float) and a == b), (a, b)
+        assert (a == b and type(a) is type(b)) or (isinstance(a, float) and a == b), (a, b)
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 12))
