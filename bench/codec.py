@@ -9,6 +9,7 @@ all of them decoded into per-key arrays; medians of --runs, cases alternating:
   python                the same through protobuf (TFRECORDKIT_PURE_PYTHON=1's path)
   per record            Schema.decode of every record (what the loaders did before)
   slices                parse_examples over one shard buffer with the .index offsets
+  loaders               load_numpy_dataset vs load_tf_dataset over the same dataset, batch 256
 
 Run: python bench/codec.py [--records 100000] [--batch 1024] [--runs 5]
 """
@@ -91,7 +92,23 @@ def main() -> None:
         parse_examples(slices, specs)
         return len(slices)
 
-    cases = {"tf.io.parse_example": tf_case, "compiled": compiled, "python": python,
+    from tfrecordkit.readers.numpy_data import load_numpy_dataset
+    from tfrecordkit.readers.tf_data import load_tf_dataset
+
+    def numpy_loader() -> int:
+        count = 0
+        for batch in load_numpy_dataset(small, batch_size=256, drop_last=False):
+            count += len(batch["id"])
+        return count
+
+    def tf_loader() -> int:
+        count = 0
+        for batch in load_tf_dataset(small, batch_size=256):
+            count += len(batch["s"])
+        return count
+
+    cases = {"load_tf_dataset (loader)": tf_loader, "load_numpy_dataset (loader)": numpy_loader,
+             "tf.io.parse_example": tf_case, "compiled": compiled, "python": python,
              "per record (Schema.decode)": per_record, "slices of one shard": sliced}
     rates: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(args.runs):
