@@ -188,3 +188,38 @@ def test_a_bad_record_in_a_prefetched_step_names_itself_and_stopping_early_is_cl
     with pytest.raises(SchemaError, match=r"^record 77 \[train\] \(byte \d+ of .*"
                                           r"train-00001-of-00002.tfrecord\): feature 'image'"):
         list(load_numpy_dataset(tmp_path / "ds", batch_size=10, shuffle=False))
+
+
+def _identity(values, rng):
+    return values
+
+
+@pytest.mark.parametrize("padding", ["pad", "ragged"])
+def test_columnar_and_per_record_batches_are_identical(tmp_path, padding):
+    from tests.schema.test_decode_batch import SCHEMA, _row
+
+    rng = np.random.default_rng(5)
+    write_dataset((_row(i, rng) for i in range(40)), tmp_path / "ds", SCHEMA, num_shards=2,
+                  progress=False)
+    columnar = list(load_numpy_dataset(tmp_path / "ds", batch_size=16, padding=padding,
+                                       shuffle="global"))
+    by_row = list(load_numpy_dataset(tmp_path / "ds", batch_size=16, padding=padding,
+                                     shuffle="global", augment=_identity))
+
+    def same(a, b):
+        if isinstance(a, dict):
+            assert a.keys() == b.keys()
+            for k in a:
+                same(a[k], b[k])
+        elif isinstance(a, np.ndarray):
+            assert isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+        elif isinstance(a, list):
+            assert len(a) == len(b)
+            for x, y in zip(a, b, strict=True):
+                same(x, y)
+        else:
+            assert type(a) is type(b) and a == b
+
+    assert len(columnar) == len(by_row) == 2
+    for a, b in zip(columnar, by_row, strict=True):
+        same(a, b)

@@ -15,6 +15,7 @@ from tfrecordkit.errors import DatasetError, SchemaError
 from tfrecordkit.format._example import decode_example_keys
 from tfrecordkit.readers._image import resize_image, resize_image_with_pad
 from tfrecordkit.schema import (
+    Audio,
     ClassLabel,
     Feature,
     Image,
@@ -201,6 +202,45 @@ class RecordDecoder:
             for i, row in enumerate(rows):
                 self._resize(row, where(i))
         return rows
+
+    @property
+    def heavy(self) -> bool:
+        """Whether records take long to decode (images, audio): worth splitting finely."""
+        if self.schema is None:
+            return bool(self._images)
+        return any(isinstance(self.schema[n], Image | Audio) for n in self.features)
+
+    def decode_columns(self, records: list[bytes], where: Callable[[int], str]
+                       ) -> dict[str, Any]:
+        """The records' values feature by feature (arrays for numbers, else per-record
+        lists), to be joined by :meth:`assemble_columns`."""
+        if self.schema is None or not records:
+            rows = self.decode_rows(records, where)
+            return {name: [row[name] for row in rows] for name in self.features}
+        columns = self.schema.decode_batch(records, features=self.features, where=where,
+                                           image_min_size=self._min_size)
+        if self.options.image_size is not None:
+            for name in self._images:
+                values = columns[name]
+                for i in range(len(values)):
+                    row = {name: values[i]}
+                    self._resize(row, where(i))
+                    values[i] = row[name]
+        return columns
+
+    def assemble_columns(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        """Parts from :meth:`decode_columns` as one batch, as :meth:`assemble` makes it."""
+        batch = {}
+        for name in self.features:
+            pieces = [p[name] for p in parts]
+            dtype = self._dtypes.get(name)
+            if all(isinstance(x, np.ndarray) and x.ndim == 1 for x in pieces):
+                joined = np.concatenate(pieces)
+                batch[name] = joined.astype(dtype) if dtype is not None else joined
+            else:
+                batch[name] = batch_values([v for x in pieces for v in x],
+                                           self.options.padding, dtype)
+        return batch
 
     def assemble(self, rows: list[Any]) -> dict[str, Any]:
         """Rows from :meth:`decode_rows` (or serialized records, without decoding) as a batch."""

@@ -377,10 +377,10 @@ def iter_triplets(
 class _Done:
     """A result already at hand, with the part of the Future interface the loader uses."""
 
-    def __init__(self, value: list[Any]) -> None:
+    def __init__(self, value: Any) -> None:
         self.value = value
 
-    def result(self) -> list[Any]:
+    def result(self) -> Any:
         return self.value
 
     def cancel(self) -> bool:
@@ -488,19 +488,24 @@ class Loader:
 
         augment, seed = self.augment, self.seed
 
-        def part(chunk: np.ndarray) -> list[Any]:
+        def part(chunk: np.ndarray) -> Any:
             raw = records.get_many(chunk)
             if not decoder.options.decode:
                 return raw
+            if augment is None:  # feature by feature: no per-record rows at all
+                return decoder.decode_columns(raw, lambda i: records.where(int(chunk[i])))
             rows = decoder.decode_rows(raw, lambda i: records.where(int(chunk[i])))
             if augment is not None:  # randomness keyed by the record, not by the thread
                 rows = [augment(row, np.random.default_rng([seed, epoch, int(i)]))
                         for row, i in zip(rows, chunk, strict=True)]
             return rows
 
-        parts: list[Future[list[Any]] | _Done]
+        parts: list[Future[Any] | _Done]
         if decoder.options.decode:
-            parts = [pool.submit(part, ids[i : i + _CHUNK]) for i in range(0, len(ids), _CHUNK)]
+            # Images and audio: small chunks, so threads share a batch; light records: one
+            # chunk per thread, so the columnar codec sees large batches.
+            size = _CHUNK if decoder.heavy else max(_CHUNK, -(-len(ids) // self.num_threads))
+            parts = [pool.submit(part, ids[i : i + size]) for i in range(0, len(ids), size)]
         else:  # a few reads: faster here than handed to a thread and back
             parts = [_Done(part(ids))]
 
@@ -509,7 +514,11 @@ class Loader:
                 for p in parts:
                     p.cancel()
                 return {}
-            batch = decoder.assemble([row for p in parts for row in p.result()])
+            results = [p.result() for p in parts]
+            if decoder.options.decode and augment is None:
+                batch = decoder.assemble_columns(results)
+            else:
+                batch = decoder.assemble([row for rows in results for row in rows])
             batch["id"] = ids
             if not self.drop_last:
                 batch["valid"] = valid
