@@ -7,7 +7,7 @@ setup(
         Extension(
             "tfrecordkit.format._codec",
             ["src/tfrecordkit/format/_codec.c"],
-            extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+            extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter"],
             # Without a compiler the install still succeeds: the pure-Python codec takes over.
             optional=True,
         )

@@ -52,7 +52,11 @@ typedef struct {
 
 /* ---------------------------------------------------------------- wire primitives */
 
-static int read_varint(Span *s, uint64_t *out) {
+static inline int read_varint(Span *s, uint64_t *out) {
+    if (s->p < s->end && !(*s->p & 0x80)) { /* the common case: one byte */
+        *out = *s->p++;
+        return 1;
+    }
     uint64_t value = 0;
     for (int shift = 0; shift < 70; shift += 7) {
         if (s->p >= s->end) return 0;
@@ -104,7 +108,7 @@ static int skip_field(Span *s, uint32_t wire, uint32_t field, int depth) {
 }
 
 /* Reads a tag; returns 0 at a clean end, -1 on malformed input, 1 with a tag. */
-static int read_tag(Span *s, uint32_t *number, uint32_t *wire) {
+static inline int read_tag(Span *s, uint32_t *number, uint32_t *wire) {
     if (s->p >= s->end) return 0;
     uint64_t tag;
     if (!read_varint(s, &tag) || tag > 0xFFFFFFFFu) return -1;
@@ -114,7 +118,7 @@ static int read_tag(Span *s, uint32_t *number, uint32_t *wire) {
     return 1;
 }
 
-static int read_length(Span *s, Span *inner) {
+static inline int read_length(Span *s, Span *inner) {
     uint64_t n;
     if (!read_varint(s, &n) || n > (uint64_t)(s->end - s->p) || n > 0x7FFFFFFF) return 0;
     inner->p = s->p;
@@ -367,7 +371,10 @@ static int locate(Span record, const Table *table, int nspecs, int trusted, Loca
             Span entry;
             if (!read_length(&features, &entry)) goto bad;
             Span key = {NULL, NULL};
-            Located value = {0, 0, 0, {{0}}};
+            Located value; /* only the pieces in use are ever read */
+            value.found = 0;
+            value.segments = 0;
+            value.overflow = 0;
             uint32_t en, ew;
             int er;
             while ((er = read_tag(&entry, &en, &ew)) == 1) {
@@ -404,8 +411,11 @@ static int locate(Span record, const Table *table, int nspecs, int trusted, Loca
             Located *unread = k < 0 ? &value : where[k].found ? &where[k] : NULL;
             if (!trusted && unread != NULL && !validate(unread, err)) return 0;
             if (k >= 0) {
-                where[k] = value;
-                where[k].found = 1;
+                Located *slot = &where[k];
+                slot->found = 1;
+                slot->overflow = value.overflow;
+                slot->segments = value.segments;
+                for (int i = 0; i < value.segments; i++) slot->piece[i] = value.piece[i];
             }
         }
         if (fr < 0) goto bad;
