@@ -224,14 +224,7 @@ def decode_example_keys(data: bytes) -> dict[str, DecodedValue]:
     Raises:
         ValueError: ``data`` is not a serialized Example.
     """
-    try:
-        example = _Example.FromString(data)
-    except Exception as err:  # protobuf's DecodeError has no stable import path across versions
-        raise ValueError(f"not a serialized tf.train.Example: {err}") from None
-    try:
-        return _decode_features(example.features, kindless=False)
-    except ValueError as err:
-        raise ValueError(f"not a valid tf.train.Example: {err}") from None
+    return _decode_example(data, kindless=False)
 
 
 def decode_example(data: bytes) -> dict[str, DecodedValue]:
@@ -243,12 +236,16 @@ def decode_example(data: bytes) -> dict[str, DecodedValue]:
     Raises:
         ValueError: ``data`` is not a serialized Example.
     """
+    return _decode_example(data, kindless=True)
+
+
+def _decode_example(data: bytes, kindless: bool) -> dict[str, DecodedValue]:
     try:
         example = _Example.FromString(data)
     except Exception as err:  # protobuf's DecodeError has no stable import path across versions
         raise ValueError(f"not a serialized tf.train.Example: {err}") from None
     try:
-        return _decode_features(example.features)
+        return _decode_features(example.features, kindless)
     except ValueError as err:
         raise ValueError(f"not a valid tf.train.Example: {err}") from None
 

@@ -60,7 +60,58 @@ def _sources(index: ClassIndex, positions: np.ndarray) -> Callable[[int], str]:
     return where
 
 
-class PKLoader:
+class _SampledLoader:
+    """What the P×K and triplet loaders share: epochs of steps built by ``load_step``, run on
+    a thread pool, a JSON state checked by ``check_state``, open files to close."""
+
+    epoch: int
+    step: int
+    num_threads: int
+    partition: Partition
+    fetcher: RecordFetcher
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
+        """This rank's batch at ``step`` of ``epoch``."""
+        raise NotImplementedError
+
+    def check_state(self, state: dict[str, Any]) -> None:
+        """Raise ValueError unless ``state`` was saved by a loader of this configuration."""
+        raise NotImplementedError
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start ``epoch`` (from its first step) on the next iteration."""
+        self.epoch, self.step = int(epoch), 0
+
+    def iter_steps(self, epoch: int, steps: Iterable[int], pool: Executor
+                   ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(step, batch)`` for ``steps`` of ``epoch``."""
+        for step in steps:
+            yield step, self.load_step(epoch, step, pool)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.num_threads) as pool:
+            for step in self.partition.steps(self.step, len(self)):
+                batch = self.load_step(self.epoch, step, pool)
+                self.step = step + 1
+                yield batch
+        self.epoch, self.step = self.epoch + 1, 0
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`state_dict` (refused if saved with other settings)."""
+        self.check_state(state)
+        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+
+    def close(self) -> None:
+        """Close the files kept open."""
+        self.fetcher.close()
+
+
+class PKLoader(_SampledLoader):
     """P×K batches by ``(epoch, step)`` with :class:`Loader`'s interface (``len``, epochs,
     JSON state, loading workers taking steps in turn), so every framework adapter serves both.
 
@@ -91,10 +142,6 @@ class PKLoader:
     def __len__(self) -> int:
         return self.sampler.steps_per_epoch
 
-    def set_epoch(self, epoch: int) -> None:
-        """Start ``epoch`` (from its first step) on the next iteration."""
-        self.epoch, self.step = int(epoch), 0
-
     def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
         """This rank's P×K batch at ``step`` of ``epoch``."""
         positions = self.sampler.batch(epoch, step)
@@ -104,22 +151,6 @@ class PKLoader:
         batch["class_position"] = self._positions
         batch["id"] = positions
         return batch
-
-    def iter_steps(self, epoch: int, steps: Iterable[int], pool: Executor
-                   ) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(step, batch)`` for ``steps`` of ``epoch``."""
-        for step in steps:
-            yield step, self.load_step(epoch, step, pool)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(self.num_threads) as pool:
-            for step in self.partition.steps(self.step, len(self)):
-                batch = self.load_step(self.epoch, step, pool)
-                self.step = step + 1
-                yield batch
-        self.epoch, self.step = self.epoch + 1, 0
 
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is, as JSON: the same on every rank and worker."""
@@ -138,14 +169,6 @@ class PKLoader:
             raise ValueError(f"the state's epoch {state['epoch']} / step {state['step']} is "
                              f"outside this loader's {len(self)} steps per epoch")
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from a :meth:`state_dict` (refused if saved with other settings)."""
-        self.check_state(state)
-        self.epoch, self.step = int(state["epoch"]), int(state["step"])
-
-    def close(self) -> None:
-        """Close the files kept open."""
-        self.fetcher.close()
 
 
 class PKBatches(Iterator[dict[str, Any]]):
@@ -232,7 +255,7 @@ def iter_pk_batches(
     return PKBatches(loader, steps)
 
 
-class TripletLoader:
+class TripletLoader(_SampledLoader):
     """Triplet batches by ``(epoch, step)`` with :class:`Loader`'s interface: every anchor once
     per epoch, ``batch_size`` triplets a step (the last step may be short), JSON state.
 
@@ -275,10 +298,6 @@ class TripletLoader:
         state["_epoch_triplets"] = None  # recomputed from (seed, epoch) where it is needed
         return state
 
-    def set_epoch(self, epoch: int) -> None:
-        """Start ``epoch`` (from its first step) on the next iteration."""
-        self.epoch, self.step = int(epoch), 0
-
     def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
         """This rank's triplets at ``step`` of ``epoch``."""
         if self._epoch_triplets is None or self._epoch_triplets[0] != epoch:
@@ -296,22 +315,6 @@ class TripletLoader:
             batch[role] = part
         return batch
 
-    def iter_steps(self, epoch: int, steps: Iterable[int], pool: Executor
-                   ) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(step, batch)`` for ``steps`` of ``epoch``."""
-        for step in steps:
-            yield step, self.load_step(epoch, step, pool)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(self.num_threads) as pool:
-            for step in self.partition.steps(self.step, len(self)):
-                batch = self.load_step(self.epoch, step, pool)
-                self.step = step + 1
-                yield batch
-        self.epoch, self.step = self.epoch + 1, 0
-
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is, as JSON: the same on every rank and worker."""
         return {"epoch": self.epoch, "step": self.step, "seed": self.seed,
@@ -327,14 +330,6 @@ class TripletLoader:
             raise ValueError(f"the state's epoch {state['epoch']} / step {state['step']} is "
                              f"outside this loader's {len(self)} steps per epoch")
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from a :meth:`state_dict` (refused if saved with other settings)."""
-        self.check_state(state)
-        self.epoch, self.step = int(state["epoch"]), int(state["step"])
-
-    def close(self) -> None:
-        """Close the files kept open."""
-        self.fetcher.close()
 
 
 def iter_triplets(
