@@ -318,6 +318,6 @@ def _parse_python(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeySp
             lens = None
             values = (np.concatenate([np.asarray(r, _DTYPE[spec.dtype]) for r in rows])
                       if rows else np.empty(0, _DTYPE[spec.dtype]))
-        result[spec.key] = _finish(spec, values.astype(values.dtype, copy=False), row_counts,
+        result[spec.key] = _finish(spec, values, row_counts,
                                    lens, missing[k])
     return result

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, SchemaError
-from tfrecordkit.format._example import decode_example_keys
+from tfrecordkit.format._columns import parse_examples
 from tfrecordkit.readers._image import resize_image, resize_image_with_pad
 from tfrecordkit.schema import (
     Audio,
@@ -23,13 +23,13 @@ from tfrecordkit.schema import (
     Scalar,
     Schema,
     Sequence,
-    check_key,
     decode_image_bytes,
 )
 
 __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_values", "decode_options"]
 
 Padding = Literal["pad", "ragged"]
+_CHUNK = 32  # records per decoding task: small enough to share a batch between threads
 
 
 @dataclass(frozen=True)
@@ -139,70 +139,6 @@ class RecordDecoder:
         """The NumPy type of feature ``name``'s numbers (None: not numbers)."""
         return self._dtypes.get(name)
 
-    def _decode_by_specs(self, record: bytes, source: str | int | None) -> dict[str, Any]:
-        try:
-            keys = decode_example_keys(record)
-        except ValueError as err:
-            raise SchemaError("<record>", str(err), record=source) from None
-        out: dict[str, Any] = {}
-        for name, spec in self._specs.items():
-            problem = check_key(spec, keys)
-            if problem:
-                raise SchemaError(name, problem, record=source)
-            value = keys.get(name)
-            if name in self._images:
-                if not isinstance(value, list) or len(value) != 1:
-                    raise SchemaError(name, "expected one encoded image", record=source)
-                try:
-                    out[name] = decode_image_bytes(value[0], min_size=self._min_size)
-                except (OSError, ValueError) as err:
-                    raise SchemaError(name, f"cannot decode: {err}", record=source) from None
-            elif spec.dtype == "string":
-                items = list(value) if value else []
-                out[name] = items[0] if spec.shape == () else items
-            else:
-                array = (value if isinstance(value, np.ndarray)
-                         else np.zeros(0, np.dtype(spec.dtype)))
-                out[name] = array[0] if spec.shape == () else (
-                    array.reshape(spec.shape) if spec.shape else array)
-        return out
-
-    def decode_one(self, record: bytes, source: str | int | None = None) -> dict[str, Any]:
-        """One record's values (images resized per the options)."""
-        if self.schema is None:
-            values = self._decode_by_specs(record, source)
-        else:
-            values = self.schema.decode(record, source=source, features=self.features,
-                                        image_min_size=self._min_size)
-        if self.options.image_size is not None:
-            self._resize(values, source)
-        return values
-
-    def _resize(self, values: dict[str, Any], source: str | int | None) -> None:
-        size = self.options.image_size
-        assert size is not None
-        resize = resize_image_with_pad if self.options.keep_aspect else resize_image
-        for name in self._images:
-            try:
-                values[name] = resize(values[name], size)
-            except ValueError as err:
-                raise SchemaError(name, str(err), record=source) from None
-
-    def decode_rows(self, records: list[bytes], where: Callable[[int], str]
-                    ) -> list[dict[str, Any]]:
-        """Each record's values; ``where(i)`` names record ``i`` in errors."""
-        if self.schema is None or not records:
-            return [self.decode_one(record, where(i)) for i, record in enumerate(records)]
-        # One columnar pass over the batch (the compiled codec), then rows.
-        columns = self.schema.decode_batch(records, features=self.features, where=where,
-                                           image_min_size=self._min_size)
-        rows = [{name: columns[name][i] for name in self.features}
-                for i in range(len(records))]
-        if self.options.image_size is not None:
-            for i, row in enumerate(rows):
-                self._resize(row, where(i))
-        return rows
-
     @property
     def heavy(self) -> bool:
         """Whether records take long to decode (images, audio): worth splitting finely."""
@@ -210,23 +146,61 @@ class RecordDecoder:
             return bool(self._images)
         return any(isinstance(self.schema[n], Image | Audio) for n in self.features)
 
-    def decode_columns(self, records: list[bytes], where: Callable[[int], str]
+    def decode_columns(self, records: list[bytes], where: Callable[[int], Any]
                        ) -> dict[str, Any]:
         """The records' values feature by feature (arrays for numbers, else per-record
-        lists), to be joined by :meth:`assemble_columns`."""
-        if self.schema is None or not records:
-            rows = self.decode_rows(records, where)
-            return {name: [row[name] for row in rows] for name in self.features}
-        columns = self.schema.decode_batch(records, features=self.features, where=where,
-                                           image_min_size=self._min_size)
+        lists), through one columnar pass; ``where(i)`` names record ``i`` in errors."""
+        if self.schema is not None:
+            columns = self.schema.decode_batch(records, features=self.features, where=where,
+                                               image_min_size=self._min_size)
+        else:
+            columns = self._columns_by_specs(records, where)
         if self.options.image_size is not None:
+            resize = resize_image_with_pad if self.options.keep_aspect else resize_image
             for name in self._images:
-                values = columns[name]
-                for i in range(len(values)):
-                    row = {name: values[i]}
-                    self._resize(row, where(i))
-                    values[i] = row[name]
+                images = columns[name]
+                for i, image in enumerate(images):
+                    try:
+                        images[i] = resize(image, self.options.image_size)
+                    except ValueError as err:
+                        raise SchemaError(name, str(err), record=where(i)) from None
         return columns
+
+    def _columns_by_specs(self, records: list[bytes], where: Callable[[int], Any]
+                          ) -> dict[str, Any]:
+        """Files without a schema: the inferred specs' columns as values (images decoded)."""
+        columns = parse_examples(records, list(self._specs.values()), where=where)
+        out: dict[str, Any] = {}
+        for name, spec in self._specs.items():
+            column, n = columns[name], len(records)
+            if name in self._images:  # one encoded image per record (its spec's shape is ())
+                images = []
+                for i, data in enumerate(column.to_bytes()):
+                    try:
+                        images.append(decode_image_bytes(data, min_size=self._min_size))
+                    except (OSError, ValueError) as err:
+                        raise SchemaError(name, f"cannot decode: {err}",
+                                          record=where(i)) from None
+                out[name] = images
+            elif spec.dtype == "string":
+                out[name] = (column.to_bytes() if spec.shape == ()
+                             else [column.row(i) for i in range(n)])
+            elif spec.shape is None:
+                out[name] = [column.row(i) for i in range(n)]
+            else:
+                out[name] = column.values
+        return out
+
+    def decode_rows(self, records: list[bytes], where: Callable[[int], Any]
+                    ) -> list[dict[str, Any]]:
+        """Each record's values, as :meth:`decode_columns` finds them."""
+        columns = self.decode_columns(records, where)
+        return [{name: columns[name][i] for name in self.features}
+                for i in range(len(records))]
+
+    def decode_one(self, record: bytes, source: str | int | None = None) -> dict[str, Any]:
+        """One record's values (images resized per the options)."""
+        return self.decode_rows([record], lambda _: source)[0]
 
     def assemble_columns(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
         """Parts from :meth:`decode_columns` as one batch, as :meth:`assemble` makes it."""
@@ -234,7 +208,7 @@ class RecordDecoder:
         for name in self.features:
             pieces = [p[name] for p in parts]
             dtype = self._dtypes.get(name)
-            if all(isinstance(x, np.ndarray) and x.ndim == 1 for x in pieces):
+            if all(isinstance(x, np.ndarray) and x.ndim >= 1 for x in pieces):
                 joined = np.concatenate(pieces)
                 batch[name] = joined.astype(dtype) if dtype is not None else joined
             else:
@@ -250,18 +224,18 @@ class RecordDecoder:
                                    self._dtypes.get(name))
                 for name in self.features}
 
-    def decode_batch(self, records: list[bytes], where: Callable[[int], str],
+    def decode_batch(self, records: list[bytes], where: Callable[[int], Any],
                      pool: Executor | None = None) -> dict[str, Any]:
-        """A batch of records; ``where(i)`` names record ``i`` in errors."""
+        """A batch of records; ``where(i)`` names record ``i`` in errors. With ``pool``,
+        heavy records (images, audio) decode in chunks on its threads."""
         if not self.options.decode:
             return self.assemble(records)
-
-        def one(item: tuple[int, bytes]) -> dict[str, Any]:
-            return self.decode_one(item[1], where(item[0]))
-
-        rows = list(pool.map(one, enumerate(records)) if pool is not None
-                    else map(one, enumerate(records)))
-        return self.assemble(rows)
+        if pool is None or not self.heavy or len(records) <= _CHUNK:
+            return self.assemble_columns([self.decode_columns(records, where)])
+        starts = range(0, len(records), _CHUNK)
+        parts = pool.map(lambda s: self.decode_columns(records[s : s + _CHUNK],
+                                                       lambda i: where(s + i)), starts)
+        return self.assemble_columns(list(parts))
 
 
 def decode_options(options: DecodeOptions | None, *, decode: bool = True,

@@ -17,6 +17,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.readers._decoding import (
+    _CHUNK,
     DecodeOptions,
     Padding,
     RecordDecoder,
@@ -382,7 +383,6 @@ class _Done:
         return False
 
 
-_CHUNK = 32  # records per decoding task: small enough to share a batch between threads
 
 Augment = Callable[[dict[str, Any], np.random.Generator], dict[str, Any]]
 """Per-record augmentation: (decoded values, a generator seeded by the record) -> values."""

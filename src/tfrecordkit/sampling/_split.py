@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -130,15 +129,6 @@ class SplitRecords(Sequence[bytes]):
     def close(self) -> None:
         """Close the files kept open (reads reopen them)."""
         self._fetcher.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        del state["_fetcher"]  # open files don't travel; they reopen on first read
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._fetcher = RecordFetcher(self, self.max_open_files)
 
     def __repr__(self) -> str:
         return f"SplitRecords({self.path!r}, split={self.split!r}, records={len(self)})"
