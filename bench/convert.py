@@ -2,7 +2,9 @@
 tf.io.TFRecordWriter), on the same inputs, in one run.
 
 Cases: ~6 KB pre-encoded JPEG records with 4 features; small tabular records with 16 features
-(10 float, 5 int64, 1 string); an image folder (ImageFolder + worker processes) against just
+(10 float, 5 int64, 1 string); each with our default write-time shuffle (records pass through
+a spill, so they are written twice) and without it (one pass, input order, as the tutorial);
+an image folder (ImageFolder + worker processes) against just
 reading its files; peak RSS converting a dataset and one 10x larger (fresh processes).
 
 Run: python bench/convert.py [--records 40000] [--runs 3] [--dir bench_output]
@@ -116,14 +118,14 @@ TABULAR_SCHEMA = Schema({**{f"f{i}": Scalar("float32") for i in range(10)},
                          **{f"i{i}": Scalar("int64") for i in range(5)}, "s": Text()})
 
 
-def ours_images(path: Path, pool: list[bytes], n: int) -> None:
+def ours_images(path: Path, pool: list[bytes], n: int, shuffle: bool = True) -> None:
     rows = ({"image": {"bytes": pool[i % len(pool)], "height": 128, "width": 128,
                        "channels": 3}, "label": i % 10} for i in range(n))
-    write_dataset(rows, path, IMAGE_SCHEMA, overwrite=True)
+    write_dataset(rows, path, IMAGE_SCHEMA, overwrite=True, shuffle=shuffle)
 
 
-def ours_tabular(path: Path, rows: list[dict]) -> None:
-    write_dataset(rows, path, TABULAR_SCHEMA, overwrite=True)
+def ours_tabular(path: Path, rows: list[dict], shuffle: bool = True) -> None:
+    write_dataset(rows, path, TABULAR_SCHEMA, overwrite=True, shuffle=shuffle)
 
 
 def timed(function, *args) -> float:
@@ -162,6 +164,14 @@ def main() -> None:
         ("tabular records, 16 features",
          lambda: tutorial_tabular(tf, str(folder / "t.tfrecord"), rows),
          lambda: ours_tabular(folder / "tab", rows), None),
+        # The tutorial loop keeps input order; so does shuffle=False (one pass, no spill).
+        ("JPEG records, no shuffle",
+         lambda: tutorial_images(tf, str(folder / "t.tfrecord"), pool, n),
+         lambda: ours_images(folder / "img", pool, n, False),
+         sum(len(pool[i % 256]) for i in range(n))),
+        ("tabular records, no shuffle",
+         lambda: tutorial_tabular(tf, str(folder / "t.tfrecord"), rows),
+         lambda: ours_tabular(folder / "tab", rows, False), None),
     ]:
         base_times, our_times = [], []
         for _ in range(args.runs):

@@ -288,7 +288,9 @@ from tfrecordkit.schema import Schema, Tensor, Scalar
 schema = Schema({"x": Tensor((256,), "float32"), "n": Scalar("int64")})
 rng = np.random.default_rng(0)
 records = ({"x": rng.normal(size=256).astype(np.float32), "n": i} for i in range(20000))
-write_dataset(records, sys.argv[1], schema, num_shards=8, overwrite=True)
+layout = {"spill": {"num_shards": 8},  # shuffled through the spill
+          "stream": {"shuffle": False, "shard_size": 1 << 20}}[sys.argv[2]]  # one pass
+write_dataset(records, sys.argv[1], schema, overwrite=True, **layout)
 print("done")
 """
 
@@ -309,27 +311,28 @@ def check_dataset_is_whole_or_absent(path: Path) -> bool:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_sigkill_at_random_moments_never_leaves_a_partial_dataset(tmp_path):
+@pytest.mark.parametrize("mode", ["spill", "stream"])
+def test_sigkill_at_random_moments_never_leaves_a_partial_dataset(tmp_path, mode):
     out = tmp_path / "ds"
     rng = random.Random(1234)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    full = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out)], env=env, check=True,
+    full = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out), mode], env=env, check=True,
                           capture_output=True, text=True, timeout=300)
     assert "done" in full.stdout
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out)], env=env, check=True,
+    subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out), mode], env=env, check=True,
                    capture_output=True, timeout=300)
     duration = time.perf_counter() - started
     outcomes = Counter()
     for _ in range(6):
-        proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(out)], env=env,
+        proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(out), mode], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.05, duration))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
         outcomes[check_dataset_is_whole_or_absent(out)] += 1
         # Running again finishes the job (resuming a completed spill, or from scratch).
-        subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out)], env=env, check=True,
+        subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out), mode], env=env, check=True,
                        capture_output=True, timeout=300)
         assert check_dataset_is_whole_or_absent(out)
     assert outcomes[False] >= 1, f"no kill landed mid-conversion: {outcomes}"
@@ -374,3 +377,58 @@ def test_a_script_without_a_main_guard_that_imported_tensorflow_does_not_hang(tm
     assert result.stdout.strip() == "done"
     assert "freeze_support" not in result.stderr
     assert load_manifest(tmp_path / "ds").num_records("train") == 600
+
+
+def test_without_shuffle_records_stream_into_shards_in_input_order(tmp_path):
+    """One pass: shards of at most shard_size bytes (one record at least), input order."""
+    tf = pytest.importorskip("tensorflow")
+    rows = records(3000)
+    rows[1234]["x"] = np.zeros(3, np.float32)
+    schema = Schema({**SCHEMA, "blob": Scalar("string")})
+    for i, row in enumerate(rows):
+        row["blob"] = bytes(9000 if i == 1500 else i % 50)  # one record past shard_size
+    result = write_dataset(rows, tmp_path / "ds", schema, shuffle=False, shard_size=8192,
+                           split={"train": 0.7, "val": 0.3})
+    manifest = result.manifest
+    for split in ("train", "val"):
+        shards = manifest.split(split).shards
+        assert len(shards) > 5
+        for shard in shards:
+            path = tmp_path / "ds" / shard.file
+            assert shard.bytes == path.stat().st_size
+            assert shard.bytes <= 8192 or shard.records == 1
+            assert sum(1 for _ in tf.data.TFRecordDataset(str(path))) == shard.records
+            lines = (tmp_path / "ds" / shard.index).read_text().split()
+            assert len(lines) == 2 * shard.records
+        back = [r["n"] for r in read_dataset(tmp_path / "ds", split)]
+        assert back == sorted(back)  # input order
+    got = sorted(r["n"] for s in ("train", "val") for r in read_dataset(tmp_path / "ds", s))
+    assert got == list(range(3000))
+    assert sum(manifest.split(s).records for s in ("train", "val")) == 3000
+
+
+def test_a_failing_streamed_conversion_leaves_no_manifest_and_no_shards(tmp_path):
+    rows = records(2000)
+    rows[1700]["n"] = "not a number"
+    with pytest.raises(SourceError, match="'n'"):
+        write_dataset(rows, tmp_path / "ds", SCHEMA, shuffle=False, shard_size=4096)
+    assert sorted(p.name for p in (tmp_path / "ds").iterdir()) == []
+    result = write_dataset(records(2000), tmp_path / "ds", SCHEMA, shuffle=False,
+                           shard_size=4096)
+    assert [r["n"] for r in read_dataset(tmp_path / "ds")] == list(range(2000))
+    assert result.manifest.num_records("train") == 2000
+
+
+@pytest.mark.parametrize("layout", ["mixed", "per_class"])
+def test_buckets_read_from_disk_or_memory_give_the_same_shards(tmp_path, monkeypatch, layout):
+    """Large spill buckets are read record by record (pread); small ones whole. Frames are
+    gathered in runs of a few MiB; tiny runs must give the same bytes."""
+    from tfrecordkit.store import _writer
+
+    options = {"layout": layout, "shard_size": 3000, "workers": 1}
+    write_dataset(records(1500), tmp_path / "a", SCHEMA, **options)
+    monkeypatch.setattr(_writer, "_BUCKET_IN_MEMORY", 0)
+    monkeypatch.setattr(_writer, "_GATHER", 100)
+    write_dataset(records(1500), tmp_path / "b", SCHEMA, **options)
+    assert shard_bytes(tmp_path / "a") == shard_bytes(tmp_path / "b")
+    assert len(shard_bytes(tmp_path / "a")) > 10

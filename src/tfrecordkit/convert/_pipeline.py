@@ -17,6 +17,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.errors import SchemaError, SourceError
-from tfrecordkit.format import frame_record
+from tfrecordkit.format._encode import EncodedFrames
 from tfrecordkit.schema import ClassLabel, Image, Schema, image_header, sniff_bytes
 from tfrecordkit.sources import Records, Source, SourceItem
 from tfrecordkit.store import (
@@ -133,33 +134,74 @@ def _init_worker(job: _Job) -> None:
     _worker_job = job
 
 
-# (ok, framed record or reason, label, order hash, observed (image, format, channels))
-_Outcome = tuple[bool, bytes | str, int | None, int | None, tuple[Any, ...]]
+@dataclass
+class _Encoded:
+    """A chunk of items, encoded: the good ones framed back to back, the bad ones with why."""
+
+    frames: EncodedFrames
+    kept: list[int]  # positions (in the chunk) of the framed items, in order
+    labels: list[int | None]
+    hashes: list[int] | None
+    failures: list[tuple[int, str]]  # (position, reason), in order
+    observed: set[tuple[str, str, int]]  # (image, format, channels) of open images
 
 
-def _encode_chunk(chunk: list[SourceItem]) -> list[_Outcome]:
-    """Load, encode and frame a chunk of items."""
+def _encode_chunk(chunk: list[SourceItem]) -> _Encoded:
+    """Load, encode and frame a chunk of items (in a worker)."""
     assert _worker_job is not None
-    return [_encode_one(_worker_job, item) for item in chunk]
+    return _encode_items(_worker_job, chunk)
 
 
-def _encode_one(job: _Job, item: SourceItem) -> _Outcome:
+def _reason(err: Exception) -> str:
+    if isinstance(err, SourceError):
+        return err.reason
+    if isinstance(err, SchemaError):
+        return str(err)
+    return f"{type(err).__name__}: {err}"
+
+
+_ITEM_ERRORS = (SourceError, SchemaError, OSError, ValueError, KeyError, TypeError)
+
+
+def _encode_items(job: _Job, chunk: list[SourceItem]) -> _Encoded:
+    records: list[Mapping[str, Any]] = []
+    kept: list[int] = []
+    failures: list[tuple[int, str]] = []
+    for position, item in enumerate(chunk):
+        try:
+            records.append(job.source.load(item.item))
+            kept.append(position)
+        except _ITEM_ERRORS as err:
+            failures.append((position, _reason(err)))
     try:
-        record = job.source.load(item.item)
-        frame = frame_record(job.schema.encode(record))
-        label = None
-        if job.label_feature is not None:
-            feature = job.schema[job.label_feature]
-            assert isinstance(feature, ClassLabel)
-            label = feature.index_of(job.label_feature, record[job.label_feature])
-        h = record_hash(item.key, job.seed) if job.seed is not None else None
-        return True, frame, label, h, _observe_images(job.open_images, record)
-    except SourceError as err:
-        return False, err.reason, None, None, ()
-    except SchemaError as err:
-        return False, str(err), None, None, ()
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        return False, f"{type(err).__name__}: {err}", None, None, ()
+        frames = job.schema.encode_frames(records)
+    except _ITEM_ERRORS:
+        # Some record is bad: find each one, and frame the rest.
+        good: list[Mapping[str, Any]] = []
+        good_positions: list[int] = []
+        for position, record in zip(kept, records, strict=True):
+            try:
+                job.schema.encode(record)
+            except _ITEM_ERRORS as err:
+                failures.append((position, _reason(err)))
+                continue
+            good.append(record)
+            good_positions.append(position)
+        records, kept = good, good_positions
+        failures.sort()
+        frames = job.schema.encode_frames(records)
+    labels: list[int | None] = [None] * len(records)
+    if job.label_feature is not None:
+        feature = job.schema[job.label_feature]
+        assert isinstance(feature, ClassLabel)
+        labels = [feature.index_of(job.label_feature, r[job.label_feature]) for r in records]
+    hashes = (None if job.seed is None
+              else [record_hash(chunk[p].key, job.seed) for p in kept])
+    observed: set[tuple[str, str, int]] = set()
+    if job.open_images:
+        for record in records:
+            observed.update(_observe_images(job.open_images, record))
+    return _Encoded(frames, kept, labels, hashes, failures, observed)
 
 
 def _open_images(schema: Schema) -> tuple[str, ...]:
@@ -168,7 +210,8 @@ def _open_images(schema: Schema) -> tuple[str, ...]:
                  if isinstance(f, Image) and (f.channels is None or f.encoding == "auto"))
 
 
-def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]) -> tuple[Any, ...]:
+def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]
+                    ) -> tuple[tuple[str, str, int], ...]:
     """(name, format, channels) of open images whose value came from a source (a dict)."""
     seen = []
     for name in names:
@@ -239,10 +282,12 @@ def _main_not_rerun(method: str) -> Iterator[None]:
 
 
 _SMALL_JOB = 500  # items
+_BATCH = 256  # items encoded at once in this process
 
 
-def _parallel_outcomes(job: _Job, workers: int) -> Iterator[tuple[SourceItem, _Outcome]]:
-    """Encode every item, in input order, with at most a few chunks in flight.
+def _parallel_chunks(job: _Job, workers: int
+                     ) -> Iterator[tuple[list[SourceItem], _Encoded]]:
+    """Encode every item in chunks, in input order, with at most a few chunks in flight.
 
     Jobs of fewer than 500 items run in this process: starting workers (a second or more
     when they import heavy modules) costs more than it saves.
@@ -251,23 +296,58 @@ def _parallel_outcomes(job: _Job, workers: int) -> Iterator[tuple[SourceItem, _O
     head = list(islice(items, _SMALL_JOB)) if workers > 1 else []
     items = chain(head, items)
     if workers <= 1 or len(head) < _SMALL_JOB:
-        for item in items:
-            yield item, _encode_one(job, item)
+        for chunk in _chunks(items, _BATCH):
+            yield chunk, _encode_items(job, chunk)
         return
     # fork starts fast and shares the source; with TensorFlow loaded, fork is unsafe.
     method = "spawn" if "tensorflow" in sys.modules or sys.platform != "linux" else "fork"
     context = multiprocessing.get_context(method)
     with _main_not_rerun(method), context.Pool(workers, _init_worker, (job,)) as pool:
         pending: deque[tuple[list[SourceItem], Any]] = deque()
-        chunks = _chunks(items, _CHUNK)
-        for chunk in chunks:
+        for chunk in _chunks(items, _CHUNK):
             pending.append((chunk, pool.apply_async(_encode_chunk, (chunk,))))
             if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
                 done_chunk, result = pending.popleft()
-                yield from zip(done_chunk, result.get(), strict=True)
+                yield done_chunk, result.get()
         while pending:
             done_chunk, result = pending.popleft()
-            yield from zip(done_chunk, result.get(), strict=True)
+            yield done_chunk, result.get()
+
+
+class _Staging:
+    """Hands batches to the writer on one background thread, in order, at most two behind;
+    the first error it meets is raised in the caller."""
+
+    def __init__(self, writer: ShardedWriter) -> None:
+        self.writer = writer
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="tfrecordkit-staging")
+        self.pending: deque[Future[None]] = deque()
+
+    def _submit(self, function: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+        self.pending.append(self.pool.submit(function, *args, **kwargs))
+        while len(self.pending) > 2 or (self.pending and self.pending[0].done()):
+            self.pending.popleft().result()
+
+    def add(self, frames: EncodedFrames, splits: list[str], labels: list[int | None],
+            hashes: list[int] | None, keys: list[str]) -> None:
+        self._submit(self.writer.add_frames, frames, splits=splits, labels=labels,
+                     hashes=hashes, keys=keys)
+
+    def skip(self, input_name: str, reason: str) -> None:
+        self._submit(self.writer.skip, input_name, reason)
+
+    def __enter__(self) -> _Staging:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        try:
+            if exc_type is None:
+                while self.pending:
+                    self.pending.popleft().result()
+        finally:
+            for future in self.pending:
+                future.cancel()
+            self.pool.shutdown(wait=True)
 
 
 class _SplitAssigner:
@@ -375,18 +455,21 @@ def convert(
             observed: dict[str, set[tuple[str, int]]] = {}
             job = _Job(source, schema, label_feature, seed if shuffle else None,
                        _open_images(schema))
-            for item, (ok, payload, label, h, images) in _parallel_outcomes(job, workers):
-                if not ok:
-                    if on_error == "raise":
-                        raise SourceError(source.describe(item), str(payload))
-                    logger.info("skipping %s: %s", source.describe(item), payload)
-                    writer.skip(source.describe(item), str(payload))
-                    continue
-                assert isinstance(payload, bytes)
-                writer.add_frame(item.key, payload, split=assign_split(item), label=label, h=h)
-                for name, fmt, channels in images:
-                    observed.setdefault(name, set()).add((fmt, channels))
-                report(1, len(payload))
+            # Staging (grouping, spill writes) runs on a thread while the next chunk encodes.
+            with _Staging(writer) as staging:
+                for chunk, encoded in _parallel_chunks(job, workers):
+                    for position, reason in encoded.failures:
+                        item = chunk[position]
+                        if on_error == "raise":
+                            raise SourceError(source.describe(item), reason)
+                        logger.info("skipping %s: %s", source.describe(item), reason)
+                        staging.skip(source.describe(item), reason)
+                    kept = [chunk[p] for p in encoded.kept]
+                    staging.add(encoded.frames, [assign_split(i) for i in kept],
+                                encoded.labels, encoded.hashes, [i.key for i in kept])
+                    for name, fmt, channels in encoded.observed:
+                        observed.setdefault(name, set()).add((fmt, channels))
+                    report(len(kept), len(encoded.frames.buffer))
             writer.schema = _refine_schema(schema, observed)
         manifest = writer.finish()
         report(0, 0, done=True)

@@ -772,11 +772,389 @@ static PyObject *codec_fill(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+
+/* ---------------------------------------------------------------- encoding */
+/* Framed, CRC'd Example records for a batch, built from columns (see `encode_frames`). */
+
+enum { COL_FLOAT = 0, COL_INT64 = 1, COL_BYTES1 = 2, COL_RAW = 3 };
+
+typedef struct {
+    int type;
+    const uint8_t *prefix; /* map entry key field: 0x0a varint(len) key */
+    Py_ssize_t prefix_len;
+    const char *values;    /* float32 / int64 values, n * count of them */
+    Py_ssize_t count;
+    const uint8_t **data;  /* bytes1: n values; raw: parts, record i's are first[i]..first[i+1] */
+    Py_ssize_t *len;
+    Py_ssize_t *first;
+} EncColumn;
+
+static inline int varint_size(uint64_t v) {
+    int n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline uint8_t *put_varint(uint8_t *out, uint64_t v) {
+    while (v >= 0x80) {
+        *out++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *out++ = (uint8_t)v;
+    return out;
+}
+
+static uint32_t crc_table[8][256];
+
+static void crc_table_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+        crc_table[0][i] = c;
+    }
+    for (int t = 1; t < 8; t++)
+        for (int i = 0; i < 256; i++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+
+static uint32_t crc32c_table(uint32_t crc, const uint8_t *p, size_t n) {
+    crc = ~crc;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        w ^= crc; /* little-endian */
+        crc = crc_table[7][w & 0xFF] ^ crc_table[6][(w >> 8) & 0xFF] ^
+              crc_table[5][(w >> 16) & 0xFF] ^ crc_table[4][(w >> 24) & 0xFF] ^
+              crc_table[3][(w >> 32) & 0xFF] ^ crc_table[2][(w >> 40) & 0xFF] ^
+              crc_table[1][(w >> 48) & 0xFF] ^ crc_table[0][w >> 56];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xFF];
+    return ~crc;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_SSE42_CRC 1
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const uint8_t *p,
+                                                              size_t n) {
+    uint64_t c = ~crc;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = __builtin_ia32_crc32di(c, w);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return ~c32;
+}
+#endif
+
+static int use_hw_crc = 0;
+
+static inline uint32_t masked_crc(const uint8_t *p, size_t n) {
+#ifdef HAVE_SSE42_CRC
+    uint32_t crc = use_hw_crc ? crc32c_hw(0, p, n) : crc32c_table(0, p, n);
+#else
+    uint32_t crc = crc32c_table(0, p, n);
+#endif
+    return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
+
+static inline uint8_t *put_u32(uint8_t *out, uint32_t v) {
+    for (int k = 0; k < 4; k++) out[k] = (uint8_t)(v >> (8 * k));
+    return out + 4;
+}
+
+/* Size of a map entry's payload and of the Feature inside it, for record i. */
+static void entry_sizes(const EncColumn *c, Py_ssize_t i, uint64_t *feature, uint64_t *list,
+                        uint64_t *packed) {
+    *packed = 0;
+    if (c->type == COL_FLOAT) {
+        *packed = (uint64_t)c->count * 4;
+        *list = *packed ? 1 + varint_size(*packed) + *packed : 0;
+    } else if (c->type == COL_INT64) {
+        const int64_t *v = (const int64_t *)c->values + i * c->count;
+        for (Py_ssize_t k = 0; k < c->count; k++) *packed += varint_size((uint64_t)v[k]);
+        *list = *packed ? 1 + varint_size(*packed) + *packed : 0;
+    } else { /* bytes1: BytesList{value: [v]} */
+        uint64_t n = (uint64_t)c->len[i];
+        *list = 1 + varint_size(n) + n;
+    }
+    *feature = 1 + varint_size(*list) + *list;
+}
+
+static uint64_t entry_total(const EncColumn *c, Py_ssize_t i) {
+    if (c->type == COL_RAW) {
+        uint64_t total = 0;
+        for (Py_ssize_t k = c->first[i]; k < c->first[i + 1]; k++) total += (uint64_t)c->len[k];
+        return total;
+    }
+    uint64_t feature, list, packed;
+    entry_sizes(c, i, &feature, &list, &packed);
+    uint64_t entry = (uint64_t)c->prefix_len + 1 + varint_size(feature) + feature;
+    return 1 + varint_size(entry) + entry;
+}
+
+static uint8_t *put_entry(uint8_t *out, const EncColumn *c, Py_ssize_t i) {
+    if (c->type == COL_RAW) {
+        for (Py_ssize_t k = c->first[i]; k < c->first[i + 1]; k++) {
+            memcpy(out, c->data[k], (size_t)c->len[k]);
+            out += c->len[k];
+        }
+        return out;
+    }
+    uint64_t feature, list, packed;
+    entry_sizes(c, i, &feature, &list, &packed);
+    uint64_t entry = (uint64_t)c->prefix_len + 1 + varint_size(feature) + feature;
+    *out++ = 0x0a;
+    out = put_varint(out, entry);
+    memcpy(out, c->prefix, (size_t)c->prefix_len);
+    out += c->prefix_len;
+    *out++ = 0x12;
+    out = put_varint(out, feature);
+    if (c->type == COL_FLOAT) {
+        *out++ = 0x12;
+        out = put_varint(out, list);
+        if (packed) {
+            *out++ = 0x0a;
+            out = put_varint(out, packed);
+            memcpy(out, c->values + (size_t)i * c->count * 4, (size_t)c->count * 4);
+            out += c->count * 4;
+        }
+    } else if (c->type == COL_INT64) {
+        const int64_t *v = (const int64_t *)c->values + i * c->count;
+        *out++ = 0x1a;
+        out = put_varint(out, list);
+        if (packed) {
+            *out++ = 0x0a;
+            out = put_varint(out, packed);
+        }
+        for (Py_ssize_t k = 0; k < c->count; k++) out = put_varint(out, (uint64_t)v[k]);
+    } else {
+        *out++ = 0x0a;
+        out = put_varint(out, list);
+        *out++ = 0x0a;
+        out = put_varint(out, (uint64_t)c->len[i]);
+        memcpy(out, c->data[i], (size_t)c->len[i]);
+        out += c->len[i];
+    }
+    return out;
+}
+
+static void enc_columns_free(EncColumn *cols, int ncols) {
+    if (cols == NULL) return;
+    for (int j = 0; j < ncols; j++) {
+        PyMem_Free(cols[j].data);
+        PyMem_Free(cols[j].len);
+        PyMem_Free(cols[j].first);
+    }
+    PyMem_Free(cols);
+}
+
+/* Pointers to one bytes object's data; 0 (with TypeError) when it is not bytes. */
+static int bytes_ptr(PyObject *item, const uint8_t **data, Py_ssize_t *len, const char *what,
+                     Py_ssize_t i) {
+    if (!PyBytes_Check(item)) {
+        PyErr_Format(PyExc_TypeError, "%s %zd is %s, not bytes", what, i, Py_TYPE(item)->tp_name);
+        return 0;
+    }
+    *data = (const uint8_t *)PyBytes_AS_STRING(item);
+    *len = PyBytes_GET_SIZE(item);
+    return 1;
+}
+
+/* columns: a sequence of (type, prefix: bytes, payload, count); see encode_frames in Python.
+   Every object referenced stays alive in `columns` (the caller keeps it) for the call. */
+static EncColumn *enc_columns_get(PyObject *columns, Py_ssize_t n, int *ncols,
+                                  Py_buffer *views, int *nviews) {
+    PyObject *seq = PySequence_Fast(columns, "columns must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    EncColumn *cols = PyMem_Calloc((size_t)(m ? m : 1), sizeof(EncColumn));
+    *ncols = (int)m;
+    *nviews = 0;
+    if (cols == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    int ok = 1;
+    for (Py_ssize_t j = 0; ok && j < m; j++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, j), *prefix, *payload;
+        int type;
+        Py_ssize_t count;
+        EncColumn *c = &cols[j];
+        if (!PyArg_ParseTuple(item, "iSOn", &type, &prefix, &payload, &count)) {
+            ok = 0;
+            break;
+        }
+        c->type = type;
+        c->count = count;
+        c->prefix = (const uint8_t *)PyBytes_AS_STRING(prefix);
+        c->prefix_len = PyBytes_GET_SIZE(prefix);
+        if (type == COL_FLOAT || type == COL_INT64) {
+            Py_buffer *view = &views[(*nviews)];
+            if (PyObject_GetBuffer(payload, view, PyBUF_C_CONTIGUOUS) < 0) {
+                ok = 0;
+                break;
+            }
+            (*nviews)++;
+            if (count < 0 || view->len != (Py_ssize_t)(n * count * (type == COL_FLOAT ? 4 : 8))) {
+                PyErr_Format(PyExc_ValueError, "column %zd holds %zd bytes, expected %zd", j,
+                             view->len, n * count * (type == COL_FLOAT ? 4 : 8));
+                ok = 0;
+                break;
+            }
+            c->values = view->buf;
+        } else if (type == COL_BYTES1 || type == COL_RAW) {
+            PyObject *values = PySequence_Fast(payload, "a bytes column must be a sequence");
+            if (values == NULL) {
+                ok = 0;
+                break;
+            }
+            Py_ssize_t rows = PySequence_Fast_GET_SIZE(values);
+            if (rows != n) {
+                PyErr_Format(PyExc_ValueError, "column %zd has %zd rows, expected %zd", j, rows, n);
+                Py_DECREF(values);
+                ok = 0;
+                break;
+            }
+            PyObject **items = PySequence_Fast_ITEMS(values);
+            if (type == COL_BYTES1) {
+                c->data = PyMem_Malloc(sizeof(uint8_t *) * (size_t)(n ? n : 1));
+                c->len = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+                ok = c->data && c->len;
+                for (Py_ssize_t i = 0; ok && i < n; i++)
+                    ok = bytes_ptr(items[i], &c->data[i], &c->len[i], "value", i);
+            } else { /* raw: each row is a list or tuple of bytes parts */
+                Py_ssize_t parts = 0;
+                for (Py_ssize_t i = 0; ok && i < n; i++) {
+                    if (!PyList_Check(items[i]) && !PyTuple_Check(items[i])) {
+                        PyErr_Format(PyExc_TypeError, "row %zd of column %zd is not a list", i, j);
+                        ok = 0;
+                    } else {
+                        parts += PySequence_Fast_GET_SIZE(items[i]);
+                    }
+                }
+                if (ok) {
+                    c->data = PyMem_Malloc(sizeof(uint8_t *) * (size_t)(parts ? parts : 1));
+                    c->len = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(parts ? parts : 1));
+                    c->first = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+                    ok = c->data && c->len && c->first;
+                }
+                Py_ssize_t k = 0;
+                for (Py_ssize_t i = 0; ok && i < n; i++) {
+                    c->first[i] = k;
+                    PyObject **row = PySequence_Fast_ITEMS(items[i]);
+                    for (Py_ssize_t r = 0; ok && r < PySequence_Fast_GET_SIZE(items[i]); r++, k++)
+                        ok = bytes_ptr(row[r], &c->data[k], &c->len[k], "part", k);
+                }
+                if (ok) c->first[n] = k;
+            }
+            Py_DECREF(values); /* the items stay referenced by `payload` */
+            if (ok == 0 && !PyErr_Occurred()) PyErr_NoMemory();
+        } else {
+            PyErr_Format(PyExc_ValueError, "unknown column type %d", type);
+            ok = 0;
+        }
+    }
+    Py_DECREF(seq);
+    if (!ok) {
+        for (int v = 0; v < *nviews; v++) PyBuffer_Release(&views[v]);
+        *nviews = 0;
+        enc_columns_free(cols, *ncols);
+        return NULL;
+    }
+    return cols;
+}
+
+/* encode_frames(columns, n) -> (frames: bytes, lengths: bytes of int64 frame lengths). */
+static PyObject *codec_encode_frames(PyObject *self, PyObject *args) {
+    PyObject *columns;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "On", &columns, &n)) return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be non-negative");
+        return NULL;
+    }
+    Py_ssize_t m = PySequence_Size(columns);
+    if (m < 0) return NULL;
+    Py_buffer *views = PyMem_Calloc((size_t)(m ? m : 1), sizeof(Py_buffer));
+    if (views == NULL) return PyErr_NoMemory();
+    int ncols = 0, nviews = 0;
+    EncColumn *cols = enc_columns_get(columns, n, &ncols, views, &nviews);
+    if (cols == NULL) {
+        PyMem_Free(views);
+        return NULL;
+    }
+    PyObject *lengths = PyBytes_FromStringAndSize(NULL, n * 8);
+    int64_t *frame_len = lengths ? (int64_t *)PyBytes_AS_STRING(lengths) : NULL;
+    uint64_t *bodies = PyMem_Malloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
+    uint64_t total = 0;
+    if (bodies == NULL) {
+        PyErr_NoMemory();
+        frame_len = NULL;
+    }
+    if (frame_len != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint64_t body = 0;
+            for (int j = 0; j < ncols; j++) body += entry_total(&cols[j], i);
+            bodies[i] = body;
+            uint64_t record = 1 + varint_size(body) + body;
+            frame_len[i] = (int64_t)(record + 16);
+            total += record + 16;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyObject *frames = NULL;
+    if (frame_len != NULL && total > (uint64_t)PY_SSIZE_T_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "the batch is too large to encode at once");
+    } else if (frame_len != NULL) {
+        frames = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    }
+    if (frames != NULL) {
+        uint8_t *out = (uint8_t *)PyBytes_AS_STRING(frames);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint64_t record = (uint64_t)frame_len[i] - 16;
+            uint8_t *head = out;
+            for (int k = 0; k < 8; k++) head[k] = (uint8_t)(record >> (8 * k));
+            put_u32(head + 8, masked_crc(head, 8));
+            uint8_t *data = head + 12, *p = data;
+            *p++ = 0x0a;
+            p = put_varint(p, bodies[i]);
+            for (int j = 0; j < ncols; j++) p = put_entry(p, &cols[j], i);
+            put_u32(p, masked_crc(data, record));
+            out = p + 4;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    for (int v = 0; v < nviews; v++) PyBuffer_Release(&views[v]);
+    PyMem_Free(views);
+    PyMem_Free(bodies);
+    enc_columns_free(cols, ncols);
+    if (frames == NULL) {
+        Py_XDECREF(lengths);
+        return NULL;
+    }
+    PyObject *result = Py_BuildValue("(NN)", frames, lengths);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", codec_scan, METH_VARARGS,
      "scan(records, specs) -> [(values, bytes)] per spec; ValueError((record, spec, why))."},
     {"fill", codec_fill, METH_VARARGS,
      "fill(records, specs, outs): write every spec's values into its output buffers."},
+    {"encode_frames", codec_encode_frames, METH_VARARGS,
+     "encode_frames(columns, n) -> (frames, int64 frame lengths as bytes)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -788,4 +1166,11 @@ static struct PyModuleDef module = {
     .m_methods = methods,
 };
 
-PyMODINIT_FUNC PyInit__codec(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__codec(void) {
+    crc_table_init();
+#ifdef HAVE_SSE42_CRC
+    __builtin_cpu_init();
+    use_hw_crc = __builtin_cpu_supports("sse4.2");
+#endif
+    return PyModule_Create(&module);
+}

@@ -14,7 +14,7 @@ import os
 import stat
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
@@ -134,6 +134,23 @@ class RecordWriter:
             self._index.write(f"{self.bytes_written} {len(frame)}\n")
         self.records_written += 1
         self.bytes_written += len(frame)
+
+    def write_frames(self, frames: bytes | memoryview, lengths: Sequence[int]) -> None:
+        """Append records already framed and lying back to back in ``frames``, whose frame
+        lengths are ``lengths`` (as :meth:`Schema.encode_frames` gives them)."""
+        if self._closed:
+            raise ValueError(f"write to closed RecordWriter for {self.path}")
+        self._stream.write(frames)
+        start = self.bytes_written
+        if self._index is not None:
+            lines = []
+            for length in lengths:
+                lines.append(f"{start} {length}\n")
+                start += length
+            self._index.write("".join(lines))
+        total = len(frames)
+        self.records_written += len(lengths)
+        self.bytes_written += total
 
     def write_all(self, records: Iterable[bytes | bytearray | memoryview]) -> None:
         """Append every record of ``records``."""

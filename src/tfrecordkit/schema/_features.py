@@ -18,6 +18,7 @@ import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, SchemaError
 from tfrecordkit.format._columns import Column
+from tfrecordkit.format._encode import EncColumn, bytes_column, float_column, int64_column
 from tfrecordkit.format._spec import KeySpec, SpecDtype, check_key
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
 from tfrecordkit.schema._sniff import image_header, sniff_bytes
@@ -41,6 +42,7 @@ __all__ = [
 Entries = list[bytes]  # wire parts of a feature's map entries, joined as they are
 _SPEC_DTYPE: dict[str, SpecDtype] = {"bytes": "string", "float": "float32", "int64": "int64"}
 EntryEncoder = Callable[[Any], Entries]
+ColumnEncoder = Callable[[list[Any]], list[EncColumn] | None]
 
 
 # -- entry encoders: value -> framed map entries ---------------------------------------------
@@ -76,7 +78,10 @@ def _float_scalar_encoder(key: str) -> Callable[[float], bytes]:
     pack = struct.Struct("<f").pack
 
     def encode(value: float) -> bytes:
-        return head + pack(value)
+        try:
+            return head + pack(value)
+        except OverflowError:
+            raise SchemaError(key, f"{value!r} does not fit float32") from None
 
     return encode
 
@@ -143,6 +148,43 @@ def _scalar(features: Mapping[str, Any], key: str) -> Any:
     return features[key][0]
 
 
+def _int_column(values: list[Any], low: int, high: int) -> np.ndarray | None:
+    """``values`` as an ``[n, 1]`` int64 array when all are ints within ``low..high``."""
+    if not all(type(v) is int for v in values):
+        return None
+    try:
+        array = np.array(values, dtype=np.int64)
+    except OverflowError:
+        return None
+    if array.size and (int(array.min()) < low or int(array.max()) > high):
+        return None
+    return array.reshape(-1, 1)
+
+
+def _float_column(values: list[Any]) -> np.ndarray | None:
+    """``values`` as an ``[n, 1]`` float32 array when all are floats that fit float32."""
+    if not all(type(v) is float for v in values):
+        return None
+    wide = np.array(values, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        narrow = wide.astype(np.float32)
+    if np.any(np.isinf(narrow) & ~np.isinf(wide)):
+        return None
+    return narrow.reshape(-1, 1)
+
+
+def _str_column(values: list[Any], *, accept_bytes: bool) -> list[bytes] | None:
+    """UTF-8 bytes of every value when all are str (or, with ``accept_bytes``, all bytes)."""
+    if all(type(v) is str for v in values):
+        try:
+            return [v.encode("utf-8") for v in values]
+        except UnicodeEncodeError:
+            return None
+    if accept_bytes and all(type(v) is bytes for v in values):
+        return values
+    return None
+
+
 # -- features --------------------------------------------------------------------------------
 
 
@@ -167,6 +209,15 @@ class Feature:
     def entry_encoder(self, name: str) -> EntryEncoder:
         """A function turning one value into this feature's framed Example map entries."""
         raise NotImplementedError
+
+    def column_encoder(self, name: str) -> ColumnEncoder | None:
+        """A function turning a batch's values into encoding columns at once, or None.
+
+        It returns None for values it does not take in one go (it then encodes them record
+        by record through :meth:`entry_encoder`, which also reports the bad ones). Both
+        give the same bytes.
+        """
+        return None
 
     def decode(self, name: str, features: Mapping[str, Any]) -> Any:
         """The value back from decoded Example features, without TensorFlow."""
@@ -251,6 +302,19 @@ class Scalar(Feature):
 
         return encode
 
+    def column_encoder(self, name: str) -> ColumnEncoder | None:
+        def encode(values: list[Any]) -> list[EncColumn] | None:
+            if self.list_kind == "float":
+                floats = _float_column(values)
+                return None if floats is None else [float_column(name, floats)]
+            if self.list_kind == "int64":
+                ints = _int_column(values, *self._int_range)
+                return None if ints is None else [int64_column(name, ints)]
+            data = _str_column(values, accept_bytes=True)
+            return None if data is None else [bytes_column(name, data)]
+
+        return encode
+
     def decode(self, name: str, features: Mapping[str, Any]) -> Any:
         value = _scalar(features, name)
         if self.dtype == "string":
@@ -324,6 +388,20 @@ class ClassLabel(Feature):
         encode_int = _int_scalar_encoder(name)
         return lambda value: [encode_int(self.index_of(name, value))]
 
+    def column_encoder(self, name: str) -> ColumnEncoder | None:
+        def encode(values: list[Any]) -> list[EncColumn] | None:
+            ids: np.ndarray | None
+            if all(type(v) is str for v in values):
+                lookup = self._lookup
+                if not all(v in lookup for v in values):
+                    return None
+                ids = np.array([lookup[v] for v in values], dtype=np.int64).reshape(-1, 1)
+            else:
+                ids = _int_column(values, 0, len(self.names) - 1)
+            return None if ids is None else [int64_column(name, ids)]
+
+        return encode
+
     def decode(self, name: str, features: Mapping[str, Any]) -> int:
         return self.index_of(name, _scalar(features, name))
 
@@ -367,6 +445,16 @@ class Text(Feature):
             if isinstance(value, Mapping):
                 value = value.get("text")
             return [*encode_text(_as_text_bytes(name, value))]
+
+        return encode
+
+    def column_encoder(self, name: str) -> ColumnEncoder | None:
+        if self.token_ids:
+            return None
+
+        def encode(values: list[Any]) -> list[EncColumn] | None:
+            data = _str_column(values, accept_bytes=False)  # bytes need a UTF-8 check
+            return None if data is None else [bytes_column(name, data)]
 
         return encode
 
@@ -537,6 +625,30 @@ class Image(Feature):
                 raise SchemaError(name, f"expected encoded bytes or a uint8 array, got "
                                         f"{type(value).__name__}")
             return [*encode_bytes(data), *(enc(int(d)) for enc, d in zip(dims, shape, strict=True))]
+
+        return encode
+
+    def column_encoder(self, name: str) -> ColumnEncoder | None:
+        if self.encoding == "raw":
+            return None
+        dims = ("height", "width", "channels")
+
+        def encode(values: list[Any]) -> list[EncColumn] | None:
+            # Values from sources: {"bytes", "height", "width", "channels"} dicts.
+            if not all(isinstance(v, Mapping) for v in values):
+                return None
+            data = [v["bytes"] for v in values]
+            if not all(type(d) is bytes for d in data):
+                return None
+            for item in data:
+                self._check_encoding(name, item)
+            columns = [bytes_column(name, data)]
+            for dim in dims:
+                column = _int_column([v[dim] for v in values], -(2**63), 2**63 - 1)
+                if column is None:
+                    return None
+                columns.append(int64_column(f"{name}/{dim}", column))
+            return columns
 
         return encode
 

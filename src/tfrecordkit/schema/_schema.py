@@ -7,10 +7,12 @@ from typing import Any
 
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format._columns import RecordSlices, parse_examples
+from tfrecordkit.format._encode import EncColumn, EncodedFrames, encode_frames, raw_column
 from tfrecordkit.format._example import decode_example_keys
 from tfrecordkit.format._wire import varint
 from tfrecordkit.schema._features import (
     ClassLabel,
+    ColumnEncoder,
     EntryEncoder,
     Feature,
     Image,
@@ -45,6 +47,9 @@ class Schema(Mapping[str, Feature]):
                 keys[spec.key] = name
         self._encoders: dict[str, EntryEncoder] = {
             name: feature.entry_encoder(name) for name, feature in self._features.items()
+        }
+        self._column_encoders: dict[str, ColumnEncoder | None] = {
+            name: feature.column_encoder(name) for name, feature in self._features.items()
         }
         # Parsing specs per feature, built once: decode checks them for every record.
         self._specs: dict[str, list[KeySpec]] = {
@@ -100,6 +105,55 @@ class Schema(Mapping[str, Feature]):
         # Entries go in schema order: fixed, so records are deterministic; TF accepts any order.
         size = sum(map(len, parts))
         return b"".join([b"\x0a", varint(size), *parts])
+
+    def encode_frames(self, records: Sequence[Mapping[str, Any]], *,
+                      sources: Sequence[str | int] | None = None) -> EncodedFrames:
+        """Serialize and frame a batch of records at once: the frames are byte-identical to
+        ``frame_record(encode(record))`` for each record, back to back.
+
+        Raises:
+            SchemaError: as :meth:`encode`, for the first bad record (named by ``sources``,
+                else by its index in the batch).
+        """
+        n = len(records)
+        where = sources if sources is not None else range(n)
+        names = self._features.keys()
+        for i, record in enumerate(records):
+            if record.keys() != names:
+                self.encode(record, source=where[i])  # raises, naming the feature
+        columns: list[EncColumn] = []
+        try:
+            for name in self._features:
+                values = [record[name] for record in records]
+                batch = self._column_encoders[name]
+                encoded = None
+                if batch is not None:
+                    try:
+                        encoded = batch(values)
+                    except (TypeError, ValueError, OverflowError, KeyError):
+                        encoded = None  # the record-by-record path reports the bad value
+                if encoded is None:
+                    encoded = [raw_column(self._entries(name, values, where))]
+                columns.extend(encoded)
+        except SchemaError:
+            # Columns are checked one feature at a time; report the first bad record.
+            for i, record in enumerate(records):
+                self.encode(record, source=where[i])
+            raise
+        return encode_frames(columns, n)
+
+    def _entries(self, name: str, values: list[Any], where: Sequence[str | int]
+                 ) -> list[list[bytes]]:
+        """Each value's map entries (as bytes parts) from the feature's entry encoder."""
+        encode = self._encoders[name]
+        out = []
+        for i, value in enumerate(values):
+            try:
+                parts = encode(value)
+            except SchemaError as err:
+                raise SchemaError(err.feature, err.reason, record=where[i]) from None
+            out.append([p if type(p) is bytes else bytes(p) for p in parts])
+        return out
 
     def decode(self, data: bytes, *, source: str | int | None = None,
                features: Sequence[str] | None = None,

@@ -56,9 +56,24 @@ def _check_size(path: str, width: int, height: int, max_pixels: int) -> None:
                                 f"{max_pixels} (max_image_pixels; a decompression bomb?)")
 
 
+def _decodes_cleanly(data: bytes) -> bool:
+    """True when simplejpeg (if installed) decodes the JPEG at 1/8 scale without a warning."""
+    try:
+        import simplejpeg
+    except ImportError:
+        return False
+    try:
+        simplejpeg.decode_jpeg(data, min_height=1, min_width=1, min_factor=8, strict=True)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_decodes(path: str, data: bytes, kind: str) -> None:
     """Decode the image, JPEG at 1/8 scale (cheap), so that corrupt pixel data fails at
     conversion, not in training."""
+    if kind == "jpeg" and _decodes_cleanly(data):
+        return  # libjpeg-turbo decoded it without a warning; anything else Pillow judges
     pil = _pil()
     try:
         with warnings.catch_warnings():

@@ -25,7 +25,7 @@ import os
 import shutil
 import struct
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -37,6 +37,7 @@ from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import RecordWriter, frame_record
 from tfrecordkit.format._compression import normalize_compression
 from tfrecordkit.format._crc import file_crc32c
+from tfrecordkit.format._encode import EncodedFrames
 from tfrecordkit.format._index import INDEX_SUFFIX
 from tfrecordkit.schema import Schema
 from tfrecordkit.store._lock import OutputLock
@@ -64,6 +65,7 @@ _ENTRY_PACK = struct.Struct("<QqQ").pack
 _UNLABELLED = -1
 _MAX_SKIPPED_LISTED = 1000
 _BUCKET_IN_MEMORY = 256 << 20  # larger buckets are read record by record
+_GATHER = 4 << 20  # bytes of frames gathered per write when writing shards
 
 
 def record_hash(key: str, seed: int, purpose: str = "order") -> int:
@@ -121,6 +123,53 @@ class ShardOptions:
         return max(count, self.min_shards) if self.layout == "mixed" else count
 
 
+class _ShardFile:
+    """One shard being written under a temporary name in the staging folder."""
+
+    def __init__(self, staging: Path, tmp_name: str, *, compression: str | None,
+                 index: bool) -> None:
+        self.tmp = staging / tmp_name
+        self.index_tmp = (staging / (tmp_name + INDEX_SUFFIX)
+                          if index and compression is None else None)
+        self.compression = compression
+        self.writer = RecordWriter(self.tmp, compression, index_path=self.index_tmp)
+        self.counts: Counter[int] = Counter()
+        self.crc = 0
+
+    @property
+    def bytes_written(self) -> int:
+        return self.writer.bytes_written
+
+    def write_frame(self, frame: bytes | memoryview, label: int) -> None:
+        self.writer.write_frame(frame)
+        if self.compression is None:
+            self.crc = crc32c.crc32c(frame, self.crc)
+        self.counts[label] += 1
+
+    def write_frames(self, frames: memoryview, lengths: np.ndarray, labels: np.ndarray) -> None:
+        """Frames lying back to back in ``frames``, with their class ids (or -1)."""
+        self.writer.write_frames(frames, lengths.tolist())
+        if self.compression is None:
+            self.crc = crc32c.crc32c(frames, self.crc)
+        ids, counts = np.unique(labels, return_counts=True)
+        self.counts.update(dict(zip(ids.tolist(), counts.tolist(), strict=True)))
+
+    def finish(self, directory: Path, name: str) -> ShardInfo:
+        """Close the file and rename it (and its index) to ``name`` in ``directory``."""
+        self.writer.close()
+        # The checksum is of the file's bytes: the frames as written, or the compressed stream.
+        checksum = f"{self.crc:08x}" if self.compression is None else file_crc32c(self.tmp)
+        size = self.tmp.stat().st_size
+        if self.index_tmp is not None:
+            os.replace(self.index_tmp, directory / (name + INDEX_SUFFIX))
+        os.replace(self.tmp, directory / name)
+        return ShardInfo(
+            file=name, records=self.writer.records_written, bytes=size, crc32c=checksum,
+            index=name + INDEX_SUFFIX if self.index_tmp is not None else None,
+            class_counts={str(k): v for k, v in sorted(self.counts.items()) if k != _UNLABELLED},
+        )
+
+
 def write_shard(
     frames: Iterable[tuple[bytes | memoryview, int]],
     directory: Path,
@@ -135,28 +184,53 @@ def write_shard(
     ``frames`` are ``(framed record, class id or -1)`` pairs, records already framed by
     :func:`~tfrecordkit.format.frame_record`. Returns the shard's stats.
     """
-    tmp = staging / name
-    index_tmp = staging / (name + INDEX_SUFFIX) if index and compression is None else None
-    counts: Counter[int] = Counter()
-    crc = 0
-    with RecordWriter(tmp, compression, index_path=index_tmp) as writer:
-        for frame, label in frames:
-            writer.write_frame(frame)
-            if compression is None:
-                crc = crc32c.crc32c(frame, crc)
-            counts[label] += 1
-        count = writer.records_written
-    # The checksum is of the file's bytes: the frames as written, or the compressed stream.
-    checksum = f"{crc:08x}" if compression is None else file_crc32c(tmp)
-    size = tmp.stat().st_size
-    if index_tmp is not None:
-        os.replace(index_tmp, directory / (name + INDEX_SUFFIX))
-    os.replace(tmp, directory / name)
-    return ShardInfo(
-        file=name, records=count, bytes=size, crc32c=checksum,
-        index=name + INDEX_SUFFIX if index_tmp is not None else None,
-        class_counts={str(k): v for k, v in sorted(counts.items()) if k != _UNLABELLED},
-    )
+    shard = _ShardFile(staging, name, compression=compression, index=index)
+    for frame, label in frames:
+        shard.write_frame(frame, label)
+    return shard.finish(directory, name)
+
+
+class _SplitStream:
+    """A split written in input order straight into shards of about ``shard_size`` bytes
+    (one pass; used when there is no write-time shuffle and no fixed shard count)."""
+
+    def __init__(self, staging: Path, split: str, options: ShardOptions) -> None:
+        self.staging = staging
+        self.split = split
+        self.options = options
+        self.done: list[_ShardFile] = []
+        self.current: _ShardFile | None = None
+
+    def _open(self) -> _ShardFile:
+        return _ShardFile(self.staging, f"{self.split}.{len(self.done):06d}.stream",
+                          compression=self.options.compression, index=self.options.index)
+
+    def write(self, frames: memoryview, lengths: np.ndarray, labels: np.ndarray) -> None:
+        limit = self.options.shard_size
+        ends = np.cumsum(lengths)
+        start, base = 0, 0
+        while start < len(lengths):
+            if self.current is None:
+                self.current = self._open()
+            room = limit - self.current.bytes_written
+            # Records that fit in this shard; a shard holds at least one record.
+            stop = int(np.searchsorted(ends, base + room, side="right"))
+            if stop <= start and self.current.writer.records_written:
+                self.done.append(self.current)
+                self.current = None
+                continue
+            stop = max(stop, start + 1)
+            end = int(ends[stop - 1])
+            self.current.write_frames(frames[base:end], lengths[start:stop],
+                                      labels[start:stop])
+            start, base = stop, end
+
+    def finish(self, directory: Path) -> list[ShardInfo]:
+        files = [*self.done, *([self.current] if self.current is not None else [])]
+        count = len(files)
+        return [shard.finish(directory, shard_name(self.split, i, count,
+                                                   self.options.compression))
+                for i, shard in enumerate(files)]
 
 
 @dataclass
@@ -230,6 +304,11 @@ class ShardedWriter:
             shutil.rmtree(self._staging, ignore_errors=True)
             self._spill_dir.mkdir(parents=True)
         self._handles: dict[tuple[str, int], tuple[BinaryIO, BinaryIO]] = {}
+        self._streams: dict[str, _SplitStream] = {}
+        opts = self.options
+        # Without a shuffle or a fixed shard count, records go straight into their shards.
+        self.streaming = (not self.resumed and not opts.shuffle and opts.layout == "mixed"
+                          and opts.num_shards is None and opts.min_shards == 1)
         self._totals: dict[str, _SplitTotals] = defaultdict(_SplitTotals)
         self._skipped: list[dict[str, str]] = []
         self._skipped_count = 0
@@ -258,6 +337,10 @@ class ShardedWriter:
         """Stage one framed record (see :func:`frame_record`), with its order hash if known."""
         if self.resumed:
             raise DatasetError("this conversion resumes from a completed spill; call finish()")
+        if self.streaming:
+            single = EncodedFrames(bytes(frame), np.array([len(frame)], dtype=np.int64))
+            self.add_frames(single, splits=split, labels=[label], keys=[key])
+            return
         if not self.options.shuffle:
             h = self._sequence
         elif h is None:
@@ -281,6 +364,88 @@ class ShardedWriter:
         if label is not None:
             totals.class_records[label] += 1
             totals.class_bytes[label] += len(frame)
+
+    def add_frames(self, frames: EncodedFrames, *, splits: str | Sequence[str] = "train",
+                   labels: Sequence[int | None] | None = None,
+                   hashes: Sequence[int] | None = None, keys: Sequence[str] = ()) -> None:
+        """Stage a batch of framed records (see :meth:`Schema.encode_frames`), with each
+        record's split, class id and order hash (computed from ``keys`` when not given)."""
+        if self.resumed:
+            raise DatasetError("this conversion resumes from a completed spill; call finish()")
+        n = len(frames)
+        if n == 0:
+            return
+        lengths = frames.lengths
+        label_ids = np.full(n, _UNLABELLED, dtype=np.int64)
+        if labels is not None:
+            missing = [i for i, label in enumerate(labels) if label is None]
+            if missing and self.options.layout == "per_class":
+                key = keys[missing[0]] if keys else missing[0]
+                raise DatasetError(f"record {key!r} has no class label (per-class layout)")
+            label_ids[:] = [_UNLABELLED if label is None else label for label in labels]
+        split_of = [splits] * n if isinstance(splits, str) else list(splits)
+        groups: dict[str, list[int]] = {}
+        for i, split in enumerate(split_of):
+            groups.setdefault(split, []).append(i)
+        view = memoryview(frames.buffer)
+        if self.streaming:
+            self._stream_frames(view, lengths, label_ids, groups, frames.offsets)
+            return
+        if not self.options.shuffle:
+            h = np.arange(self._sequence, self._sequence + n, dtype=np.uint64)
+        elif hashes is not None:
+            h = np.array(hashes, dtype=np.uint64)
+        else:
+            h = np.array([record_hash(k, self.options.seed) for k in keys], dtype=np.uint64)
+        self._sequence += n
+        if self.options.layout == "per_class":
+            bucket = label_ids % _BUCKETS
+        elif self.options.shuffle:
+            bucket = (h >> np.uint64(_BUCKET_SHIFT)).astype(np.int64)
+        else:
+            bucket = np.minimum(h >> np.uint64(18), _BUCKETS - 1).astype(np.int64)
+        entries = np.empty(n, dtype=_ENTRY)
+        entries["h"], entries["label"], entries["length"] = h, label_ids, lengths
+        offsets = frames.offsets
+        for split, members in groups.items():
+            rows = np.array(members, dtype=np.int64)
+            # Stable: records of one bucket keep their input order.
+            rows = rows[np.argsort(bucket[rows], kind="stable")]
+            cuts = np.flatnonzero(np.diff(bucket[rows])) + 1
+            for run in np.split(rows, cuts):
+                data_file, index_file = self._bucket(split, int(bucket[run[0]]))
+                data_file.write(b"".join([view[o : o + size] for o, size in zip(
+                    offsets[run].tolist(), lengths[run].tolist(), strict=True)]))
+                index_file.write(entries[run].tobytes())
+            self._count(split, lengths[rows], label_ids[rows])
+
+    def _stream_frames(self, view: memoryview, lengths: np.ndarray, label_ids: np.ndarray,
+                       groups: dict[str, list[int]], offsets: np.ndarray) -> None:
+        for split, members in groups.items():
+            stream = self._streams.get(split)
+            if stream is None:
+                stream = self._streams[split] = _SplitStream(self._staging, split, self.options)
+            rows = np.array(members, dtype=np.int64)
+            if len(members) == len(lengths):
+                stream.write(view, lengths, label_ids)
+            else:  # records of several splits: gather this split's frames
+                data = b"".join([view[o : o + size] for o, size in zip(
+                    offsets[rows].tolist(), lengths[rows].tolist(), strict=True)])
+                stream.write(memoryview(data), lengths[rows], label_ids[rows])
+            self._count(split, lengths[rows], label_ids[rows])
+
+    def _count(self, split: str, lengths: np.ndarray, label_ids: np.ndarray) -> None:
+        totals = self._totals[split]
+        totals.records += len(lengths)
+        totals.bytes += int(lengths.sum())
+        labelled = label_ids != _UNLABELLED
+        if labelled.any():
+            ids, inverse = np.unique(label_ids[labelled], return_inverse=True)
+            records = np.bincount(inverse)
+            nbytes = np.bincount(inverse, weights=lengths[labelled])
+            for label, r, b in zip(ids.tolist(), records.tolist(), nbytes.tolist(), strict=True):
+                totals.class_records[label] += r
+                totals.class_bytes[label] += int(b)
 
     def skip(self, input_name: str, reason: str) -> None:
         """Record an input that was left out, with why (listed in the manifest)."""
@@ -366,36 +531,58 @@ class ShardedWriter:
                     os.close(fd)
 
     @staticmethod
-    def _read_records(
-        table: np.ndarray, data: memoryview | int
-    ) -> Iterator[tuple[bytes | memoryview, int]]:
-        """Frames in table order: slices of a loaded bucket, or reads from a large one."""
-        if isinstance(data, memoryview):
-            for label, offset, length in table.tolist():
-                yield data[offset : offset + length], label
-        else:
-            for label, offset, length in table.tolist():
-                yield os.pread(data, length, offset), label
+    def _gathered(rows: np.ndarray, data: memoryview | int
+                  ) -> Iterator[tuple[memoryview, np.ndarray, np.ndarray]]:
+        """The frames of ``rows`` (table rows) in order, gathered into runs of a few MiB:
+        ``(frames back to back, their lengths, their class ids)``."""
+        lengths = rows["length"]
+        ends = np.cumsum(lengths)
+        start = 0
+        while start < len(rows):
+            base = int(ends[start - 1]) if start else 0
+            stop = max(start + 1, int(np.searchsorted(ends, base + _GATHER, side="right")))
+            run = rows[start:stop]
+            pairs = zip(run["offset"].tolist(), run["length"].tolist(), strict=True)
+            if isinstance(data, memoryview):
+                joined = b"".join([data[o : o + n] for o, n in pairs])
+            else:
+                joined = b"".join([os.pread(data, n, o) for o, n in pairs])
+            yield memoryview(joined), run["length"], run["label"]
+            start = stop
+
+    def _write_rows(self, rows: np.ndarray, data: memoryview | int, shard: _ShardFile) -> None:
+        for frames, lengths, labels in self._gathered(rows, data):
+            shard.write_frames(frames, lengths, labels)
+
+    def _new_shard(self, name: str) -> _ShardFile:
+        return _ShardFile(self._staging, name, compression=self.options.compression,
+                          index=self.options.index)
 
     def _write_mixed_split(self, split: str, progress: Callable[[int], None]) -> list[ShardInfo]:
         totals = self._totals[split]
         count = self.options.shard_count(totals.bytes)
         count = min(count, max(1, totals.records))
         bounds = [round(totals.records * (i + 1) / count) for i in range(count)]
-
-        def stream() -> Iterator[tuple[bytes | memoryview, int]]:
-            for _, table, fd in self._sorted_buckets(split):
-                yield from self._read_records(table, fd)
-
-        records = stream()
-        shards = []
-        start = 0
-        for i, stop in enumerate(bounds):
-            chunk = _take(records, stop - start)
-            shards.append(self._write_one(chunk, shard_name(split, i, count,
-                                                            self.options.compression)))
-            progress(stop - start)
-            start = stop
+        sizes = np.diff([0, *bounds]).tolist()
+        names = [shard_name(split, i, count, self.options.compression) for i in range(count)]
+        shards: list[ShardInfo] = []
+        shard = self._new_shard(names[0])
+        filled = 0
+        for _, table, data in self._sorted_buckets(split):
+            position = 0
+            while position < len(table):
+                while filled == sizes[len(shards)]:  # the current shard is full
+                    shards.append(shard.finish(self.out_dir, names[len(shards)]))
+                    shard, filled = self._new_shard(names[len(shards)]), 0
+                take = min(len(table) - position, sizes[len(shards)] - filled)
+                self._write_rows(table[position : position + take], data, shard)
+                position += take
+                filled += take
+                progress(take)
+        shards.append(shard.finish(self.out_dir, names[len(shards)]))
+        while len(shards) < count:  # shards left empty by rounding
+            shards.append(self._new_shard(names[len(shards)]).finish(
+                self.out_dir, names[len(shards)]))
         return shards
 
     def _write_per_class_split(
@@ -403,7 +590,7 @@ class ShardedWriter:
     ) -> list[ShardInfo]:
         totals = self._totals[split]
         shards = []
-        for _, table, fd in self._sorted_buckets(split):
+        for _, table, data in self._sorted_buckets(split):
             # Group by class keeping the h order inside each class (stable sort).
             grouped = table[np.argsort(table["label"], kind="stable")]
             labels, starts = np.unique(grouped["label"], return_index=True)
@@ -415,28 +602,26 @@ class ShardedWriter:
                 start = 0
                 for i, stop in enumerate(bounds):
                     name = shard_name(split, i, count, self.options.compression, class_id=label)
-                    shard = self._write_one(self._read_records(rows[start:stop], fd), name)
-                    shards.append(ShardInfo(**{**shard.__dict__, "class_id": label}))
+                    shard = self._new_shard(name)
+                    self._write_rows(rows[start:stop], data, shard)
+                    info = shard.finish(self.out_dir, name)
+                    shards.append(ShardInfo(**{**info.__dict__, "class_id": label}))
                     progress(stop - start)
                     start = stop
         return sorted(shards, key=lambda s: (s.class_id, s.file))
 
-    def _write_one(self, records: Iterable[tuple[bytes | memoryview, int]], name: str
-                   ) -> ShardInfo:
-        return write_shard(
-            records, self.out_dir, name, staging=self._staging,
-            compression=self.options.compression, index=self.options.index,
-        )
-
     def finish(self, progress: Callable[[int], None] | None = None) -> Manifest:
         """Write every shard, then the manifest; return the manifest."""
         tick = progress or (lambda n: None)
-        if not self.resumed:
+        if not self.resumed and not self.streaming:
             self._close_spill()
             self._write_spill_summary()
         splits: dict[str, SplitInfo] = {}
         for split in sorted(self._totals):
-            if self.options.layout == "per_class":
+            if self.streaming:
+                shards = self._streams[split].finish(self.out_dir)
+                tick(self._totals[split].records)
+            elif self.options.layout == "per_class":
                 shards = self._write_per_class_split(split, tick)
             else:
                 shards = self._write_mixed_split(split, tick)
@@ -467,6 +652,10 @@ class ShardedWriter:
     def abort(self) -> None:
         """Drop staged work (no manifest is written)."""
         self._close_spill()
+        for stream in self._streams.values():
+            for shard in [*stream.done, *([stream.current] if stream.current else [])]:
+                shard.writer.close()
+        self._streams.clear()
         shutil.rmtree(self._staging, ignore_errors=True)
         self._lock.release()
 
@@ -492,7 +681,3 @@ class ShardedWriter:
             if SHARD_PATTERN.match(name):
                 path.unlink()
 
-
-def _take(iterator: Iterator[Any], count: int) -> Iterator[Any]:
-    for _ in range(count):
-        yield next(iterator)
