@@ -14,6 +14,7 @@ from tfrecordkit.errors import (
     MissingDependencyError,
     SchemaError,
     SourceError,
+    StorageError,
     TFRecordKitError,
 )
 from tfrecordkit.format import (
@@ -83,6 +84,7 @@ __all__ = [
     "Sequence",
     "SourceError",
     "SplitRecords",
+    "StorageError",
     "TFRecordKitError",
     "Tensor",
     "Text",

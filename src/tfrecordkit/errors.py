@@ -23,6 +23,7 @@ __all__ = [
     "MissingDependencyError",
     "SchemaError",
     "SourceError",
+    "StorageError",
     "TFRecordKitError",
 ]
 
@@ -109,6 +110,27 @@ class SourceError(TFRecordKitError, ValueError):
 
     def __reduce__(self) -> tuple[type, tuple[str, str]]:
         return (type(self), (self.input, self.reason))
+
+
+class StorageError(TFRecordKitError, OSError):
+    """A file or URL cannot be reached: missing, no permission or credentials, a bad URL, or
+    a store that keeps failing after retries.
+
+    Attributes:
+        url: the path or URL.
+        reason: what went wrong.
+    """
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        self.reason = reason
+        super().__init__(f"{url}: {reason}")
+
+    def __str__(self) -> str:
+        return f"{self.url}: {self.reason}"
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return (type(self), (self.url, self.reason))
 
 
 class IndexUnavailableError(TFRecordKitError, ValueError):

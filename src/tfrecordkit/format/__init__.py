@@ -13,6 +13,7 @@ from tfrecordkit.format._example import (
     encode_example,
     encode_sequence_example,
 )
+from tfrecordkit.format._filesystem import LOCAL, Storage
 from tfrecordkit.format._framing import (
     ErrorPolicy,
     ReadStats,
@@ -26,6 +27,7 @@ from tfrecordkit.format._index import build_index, index_path_for, load_index
 from tfrecordkit.format._spec import KeySpec, check_key
 
 __all__ = [
+    "LOCAL",
     "Column",
     "DecodedValue",
     "ErrorPolicy",
@@ -35,6 +37,7 @@ __all__ = [
     "RecordReader",
     "RecordSlices",
     "RecordWriter",
+    "Storage",
     "build_index",
     "check_frame",
     "check_key",

@@ -1,13 +1,30 @@
-"""Opening record files: local paths with ``open``, URLs (``gs://``, ``s3://``) via fsspec."""
+"""Where files live: the local disk, or any fsspec filesystem (``s3://``, ``gs://``,
+``http(s)://``, ``memory://``, ...).
+
+A :class:`Storage` is resolved once per dataset (:meth:`Storage.of`) and passed down to
+framing, index, manifest, writer and readers. Local files keep their fast paths (``mmap``,
+``pread``, atomic ``rename``); remote files are read in large blocks and by ranged requests,
+and written whole (object stores have no rename: an object appears only once complete).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import BinaryIO
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, BinaryIO
 
-from tfrecordkit.errors import MissingDependencyError
+from tfrecordkit.errors import MissingDependencyError, StorageError
+
+__all__ = ["LOCAL", "PathLike", "Storage", "is_remote", "local_path", "open_binary"]
 
 PathLike = str | os.PathLike[str]
+
+READ_BLOCK = 16 << 20
+"""Bytes fetched per request when reading a remote file sequentially."""
+
+MERGE_GAP = 8 << 20
+"""Ranged reads of one file closer than this are merged into one request."""
 
 
 def is_remote(path: PathLike) -> bool:
@@ -22,12 +39,331 @@ def local_path(path: PathLike) -> str:
     return text[len("file://") :] if text.startswith("file://") else text
 
 
-def open_binary(path: PathLike, mode: str, buffering: int = -1) -> BinaryIO:
+def _fsspec() -> Any:
+    try:
+        import fsspec
+    except ImportError as err:
+        raise MissingDependencyError("fsspec", "remote", "reading or writing URLs") from err
+    return fsspec
+
+
+_TRANSIENT_HINTS = ("credentials", "Unable to locate", "AccessDenied", "Forbidden")
+
+
+@contextlib.contextmanager
+def remote_errors(url: str) -> Iterator[None]:
+    """Turn a filesystem's exceptions into one-line :class:`StorageError`s naming ``url``."""
+    try:
+        yield
+    except (StorageError, MissingDependencyError):
+        raise
+    except FileNotFoundError as err:
+        raise StorageError(url, f"not found ({_reason(err)})") from None
+    except PermissionError as err:
+        raise StorageError(url, f"permission denied ({_reason(err)})") from None
+    except Exception as err:
+        name = type(err).__name__
+        if name in ("NoCredentialsError", "PartialCredentialsError", "DefaultCredentialsError",
+                    "RefreshError"):
+            raise StorageError(url, f"no credentials for this store ({name}: {err}); set "
+                               "AWS_* variables, Google application-default credentials, "
+                               "or pass storage_options") from None
+        if isinstance(err, OSError | ValueError) or "botocore" in type(err).__module__ or \
+                "aiohttp" in type(err).__module__ or "google" in type(err).__module__:
+            raise StorageError(url, f"{name}: {_reason(err)}") from None
+        raise
+
+
+def _reason(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:300] if text else type(err).__name__
+
+
+class Storage:
+    """A filesystem: the local disk (``fs`` None) or an fsspec filesystem.
+
+    Paths given to its methods are what users wrote: local paths, or full URLs. Pickles
+    (by protocol and options), so loaders can send it to worker processes.
+    """
+
+    def __init__(self, fs: Any = None, options: Mapping[str, Any] | None = None) -> None:
+        self.fs = fs
+        self.options = dict(options or {})
+
+    @classmethod
+    def of(cls, url: PathLike | Sequence[PathLike],
+           storage_options: Mapping[str, Any] | None = None) -> Storage:
+        """The storage a path or URL (or the first of several) lives on."""
+        first = url if isinstance(url, str | os.PathLike) else (url[0] if url else "")
+        text = os.fspath(first)
+        if not is_remote(text):
+            return LOCAL
+        fsspec = _fsspec()
+        with remote_errors(text):
+            fs, _ = fsspec.core.url_to_fs(text, **dict(storage_options or {}))
+        return cls(fs, storage_options)
+
+    @property
+    def local(self) -> bool:
+        return self.fs is None
+
+    @property
+    def protocol(self) -> str:
+        if self.fs is None:
+            return "file"
+        protocol = self.fs.protocol
+        return protocol[0] if isinstance(protocol, tuple | list) else str(protocol)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.fs is None:
+            return (_local, ())
+        return (_remote, (self.protocol, self.options))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Storage) and self.fs is other.fs
+
+    def __hash__(self) -> int:
+        return id(self.fs)
+
+    def __repr__(self) -> str:
+        return "Storage(local)" if self.fs is None else f"Storage({self.protocol}://)"
+
+    # -- names ------------------------------------------------------------------------
+
+    def join(self, base: PathLike, name: str) -> str:
+        """``name`` inside the folder ``base``."""
+        text = os.fspath(base)
+        if self.fs is None:
+            return os.path.join(text, name)
+        return text.rstrip("/") + "/" + name
+
+    def url(self, path: str) -> str:
+        """A path as the filesystem lists it, made a full URL again."""
+        if self.fs is None or "://" in path:
+            return path
+        return f"{self.protocol}://{path}"
+
+    # -- queries ----------------------------------------------------------------------
+
+    def exists(self, path: PathLike) -> bool:
+        text = os.fspath(path)
+        if self.fs is None:
+            return os.path.exists(local_path(text))
+        with remote_errors(text):
+            return bool(self.fs.exists(text))
+
+    def isfile(self, path: PathLike) -> bool:
+        text = os.fspath(path)
+        if self.fs is None:
+            return os.path.isfile(local_path(text))
+        with remote_errors(text):
+            return bool(self.fs.isfile(text))
+
+    def isdir(self, path: PathLike) -> bool:
+        text = os.fspath(path)
+        if self.fs is None:
+            return os.path.isdir(local_path(text))
+        with remote_errors(text):
+            return bool(self.fs.isdir(text))
+
+    def size(self, path: PathLike) -> int:
+        text = os.fspath(path)
+        if self.fs is None:
+            return os.path.getsize(local_path(text))
+        with remote_errors(text):
+            return int(self.fs.size(text))
+
+    def listdir(self, path: PathLike) -> list[str]:
+        """Names (not paths) of the entries in the folder ``path``."""
+        text = os.fspath(path)
+        if self.fs is None:
+            return os.listdir(local_path(text))
+        with remote_errors(text):
+            if not self.fs.exists(text):
+                return []
+            return [entry.rstrip("/").rsplit("/", 1)[-1]
+                    for entry in self.fs.ls(text, detail=False, refresh=True)]
+
+    def sizes(self, path: PathLike) -> dict[str, int]:
+        """Sizes of the files in the folder ``path``, by name (one listing request)."""
+        text = os.fspath(path)
+        if self.fs is None:
+            folder = local_path(text)
+            return {name: os.path.getsize(os.path.join(folder, name))
+                    for name in os.listdir(folder)}
+        with remote_errors(text):
+            if not self.fs.exists(text):
+                return {}
+            entries = self.fs.ls(text, detail=True, refresh=True)
+        return {entry["name"].rstrip("/").rsplit("/", 1)[-1]: int(entry.get("size") or 0)
+                for entry in entries if entry.get("type") == "file"}
+
+    def glob(self, pattern: str) -> list[str]:
+        """Files matching ``pattern``, sorted (full URLs for remote storage)."""
+        if self.fs is None:
+            import glob
+
+            return [m for m in sorted(glob.glob(local_path(pattern))) if os.path.isfile(m)]
+        with remote_errors(pattern):
+            found = self.fs.glob(pattern, detail=True)
+        return sorted(self.url(path) for path, info in found.items()
+                      if info.get("type") == "file")
+
+    # -- reading and writing ------------------------------------------------------------
+
+    def open(self, path: PathLike, mode: str = "rb", *, buffering: int = -1) -> BinaryIO:
+        """A binary file object; remote reads go in blocks of :data:`READ_BLOCK` bytes."""
+        text = os.fspath(path)
+        if self.fs is None:
+            return open(local_path(text), mode, buffering=buffering)  # type: ignore[return-value]
+        with remote_errors(text):
+            if "r" in mode:
+                return self.fs.open(text, mode, block_size=READ_BLOCK,  # type: ignore[no-any-return]
+                                    cache_type="readahead")
+            return self.fs.open(text, mode)  # type: ignore[no-any-return]
+
+    def read_bytes(self, path: PathLike) -> bytes:
+        text = os.fspath(path)
+        if self.fs is None:
+            with open(local_path(text), "rb") as f:
+                return f.read()
+        with remote_errors(text):
+            return bytes(self.fs.cat_file(text))
+
+    def write_bytes(self, path: PathLike, data: bytes) -> None:
+        """Write a whole file atomically: readers see the old file or the new one."""
+        text = os.fspath(path)
+        if self.fs is None:
+            target = local_path(text)
+            tmp = f"{target}.tmp-{os.getpid()}"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+            return
+        with remote_errors(text):
+            self.fs.pipe_file(text, data)  # one PUT: the object appears whole
+
+    def put_file(self, local: PathLike, path: PathLike) -> None:
+        """Move the finished local file ``local`` to ``path`` (a rename, or an upload)."""
+        text = os.fspath(path)
+        if self.fs is None:
+            os.replace(os.fspath(local), local_path(text))
+            return
+        with remote_errors(text):
+            self.fs.put_file(os.fspath(local), text)
+        os.unlink(os.fspath(local))
+
+    def remove(self, path: PathLike) -> None:
+        """Delete a file; a missing one is fine."""
+        text = os.fspath(path)
+        if self.fs is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(local_path(text))
+            return
+        with remote_errors(text), contextlib.suppress(FileNotFoundError):
+            self.fs.rm_file(text)
+
+    def makedirs(self, path: PathLike) -> None:
+        text = os.fspath(path)
+        if self.fs is None:
+            os.makedirs(local_path(text), exist_ok=True)
+            return
+        with remote_errors(text):
+            self.fs.makedirs(text, exist_ok=True)
+
+    def read_many(self, paths: Sequence[str]) -> dict[str, bytes | None]:
+        """Whole files at once (remote: concurrent requests); None for a missing one."""
+        if self.fs is None:
+            out: dict[str, bytes | None] = {}
+            for path in paths:
+                try:
+                    out[path] = self.read_bytes(path)
+                except FileNotFoundError:
+                    out[path] = None
+            return out
+        if not paths:
+            return {}
+        with remote_errors(paths[0]):
+            found = self.fs.cat(list(paths), on_error="return")
+        result: dict[str, bytes | None] = {}
+        for path in paths:
+            value = found.get(path, found.get(self.fs._strip_protocol(path)))
+            if isinstance(value, FileNotFoundError):
+                result[path] = None
+            elif isinstance(value, BaseException):
+                with remote_errors(path):
+                    raise value
+            else:
+                result[path] = value
+        return result
+
+    def read_ranges(self, path: str, offsets: Sequence[int], lengths: Sequence[int]
+                    ) -> list[bytes]:
+        """The byte ranges ``[offset, offset + length)`` of one file, in the order given."""
+        return self.read_ranges_many([(path, offsets, lengths)])[0]
+
+    def read_ranges_many(self, requests: Sequence[tuple[str, Sequence[int], Sequence[int]]]
+                         ) -> list[list[bytes]]:
+        """Byte ranges of several files: per request ``(path, offsets, lengths)``, the ranges
+        in the order given.
+
+        Remote: ranges of one file less than :data:`MERGE_GAP` apart become one request, and
+        every request goes out at once. Local: one ``pread`` each.
+        """
+        if self.fs is None:
+            results = []
+            for path, offsets, lengths in requests:
+                with open(local_path(path), "rb", buffering=0) as f:
+                    fd = f.fileno()
+                    results.append([os.pread(fd, n, o)
+                                    for o, n in zip(offsets, lengths, strict=True)])
+            return results
+        spans: list[tuple[int, int, int, list[int]]] = []  # (request, start, end, members)
+        for number, (_path, offsets, lengths) in enumerate(requests):
+            order = sorted(range(len(offsets)), key=lambda i: offsets[i])
+            current: list[Any] | None = None
+            for i in order:
+                start, end = offsets[i], offsets[i] + lengths[i]
+                if current is not None and start - current[2] <= MERGE_GAP:
+                    current[2] = max(current[2], end)
+                    current[3].append(i)
+                else:
+                    current = [number, start, end, [i]]
+                    spans.append(current)  # type: ignore[arg-type]
+        results = [[b""] * len(offsets) for _path, offsets, _lengths in requests]
+        if not spans:
+            return results
+        paths = [requests[number][0] for number, *_ in spans]
+        with remote_errors(paths[0]):
+            blobs = self.fs.cat_ranges(paths, [s[1] for s in spans], [s[2] for s in spans],
+                                       on_error="return")
+        for (number, start, _end, members), blob in zip(spans, blobs, strict=True):
+            if isinstance(blob, BaseException):
+                with remote_errors(requests[number][0]):
+                    raise blob
+            view = memoryview(blob)
+            _path, offsets, lengths = requests[number]
+            for i in members:
+                results[number][i] = bytes(view[offsets[i] - start : offsets[i] - start
+                                                + lengths[i]])
+        return results
+
+
+def _local() -> Storage:
+    return LOCAL
+
+
+def _remote(protocol: str, options: dict[str, Any]) -> Storage:
+    return Storage.of(f"{protocol}://", options)
+
+
+LOCAL = Storage()
+"""The local disk."""
+
+
+def open_binary(path: PathLike, mode: str, buffering: int = -1,
+                storage: Storage | None = None) -> BinaryIO:
     """Open ``path`` for binary reading (``"rb"``) or writing (``"wb"``)."""
-    if is_remote(path):
-        try:
-            import fsspec  # type: ignore[import-not-found, import-untyped, unused-ignore]
-        except ImportError as err:
-            raise MissingDependencyError("fsspec", "remote", f"opening {path}") from err
-        return fsspec.open(os.fspath(path), mode).open()  # type: ignore[no-any-return]
-    return open(local_path(path), mode, buffering=buffering)  # type: ignore[return-value]
+    return (storage or Storage.of(path)).open(path, mode, buffering=buffering)

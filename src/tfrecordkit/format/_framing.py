@@ -16,7 +16,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 import crc32c as _crc32c
 import numpy as np
@@ -30,7 +30,7 @@ from tfrecordkit.format._compression import (
     normalize_compression,
 )
 from tfrecordkit.format._crc import _MASK_DELTA, masked_crc32c
-from tfrecordkit.format._filesystem import PathLike, is_remote, open_binary
+from tfrecordkit.format._filesystem import PathLike, Storage
 
 __all__ = [
     "ErrorPolicy", "ReadStats", "RecordReader", "RecordWriter", "check_frame", "frame_record",
@@ -83,8 +83,10 @@ class RecordWriter:
         compression_level: int = 6,
         index_path: PathLike | None = None,
         buffer_size: int = 1 << 20,
+        storage: Storage | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        storage = storage or Storage.of(self.path)
         self.compression: Compression = normalize_compression(compression)  # type: ignore[assignment]
         if not 0 <= compression_level <= 9:
             raise ValueError(f"compression_level must be in 0..9; got {compression_level}")
@@ -98,7 +100,7 @@ class RecordWriter:
         self.records_written = 0
         self.bytes_written = 0  # uncompressed framed bytes
         # buffering=1 means line buffering, which binary files do not have: 0 or 1 is unbuffered.
-        raw = open_binary(self.path, "wb", buffering=buffer_size if buffer_size > 1 else 0)
+        raw = storage.open(self.path, "wb", buffering=buffer_size if buffer_size > 1 else 0)
         self._stream: BinaryIO = (
             raw
             if self.compression is None
@@ -493,12 +495,14 @@ class RecordReader:
         buffer_size: int = 1 << 20,
         use_mmap: bool = True,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        storage: Storage | None = None,
     ) -> None:
         _check_policy(on_error)
         if not isinstance(buffer_size, int) or buffer_size < 0:
             raise ValueError(f"buffer_size must be a non-negative int; got {buffer_size!r}")
         buffer_size = max(buffer_size, HEADER_SIZE)  # the window grows as records need
         self.path = os.fspath(path)
+        self.storage = storage or Storage.of(self.path)
         self._compression_arg = normalize_compression(compression, allow_auto=True)
         self.verify = verify
         self.on_error: ErrorPolicy = on_error
@@ -525,18 +529,18 @@ class RecordReader:
             return self._compression_arg  # type: ignore[return-value]
         if self._sniffed is not None:
             return self._sniffed[0]
-        if is_remote(self.path):
-            with open_binary(self.path, "rb") as raw:
+        if not self.storage.local:
+            with self.storage.open(self.path, "rb") as raw:
                 return sniff_compression(raw.read(_SNIFF_BYTES))
-        with open_binary(self.path, "rb", buffering=0) as raw:
+        with self.storage.open(self.path, "rb", buffering=0) as raw:
             if not _is_regular(raw):
                 return None
             return sniff_compression(raw.read(_SNIFF_BYTES))
 
     def _open_stream(self) -> BinaryIO:
-        raw = open_binary(self.path, "rb", buffering=0)
+        raw = self.storage.open(self.path, "rb", buffering=0)
         try:
-            if not is_remote(self.path):
+            if self.storage.local:
                 mode = os.fstat(raw.fileno()).st_mode
                 if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
                     raise ValueError(f"{self.path}: not a regular file or a pipe (a device?); "
@@ -734,11 +738,11 @@ class RecordReader:
                 f"{self.compression} stream cannot be seeked to (rewrite it uncompressed)"
             )
         index_path = self._index_path or index_path_for(self.path)
-        if os.path.exists(index_path):
-            self._offsets = load_index(index_path, record_path=self.path)
+        if self.storage.exists(index_path):
+            self._offsets = load_index(index_path, record_path=self.path, storage=self.storage)
         else:
             logger.info("%s: no index at %s; scanning the file for offsets", self.path, index_path)
-            self._offsets = scan_offsets(self.path)
+            self._offsets = scan_offsets(self.path, storage=self.storage)
         return self._offsets
 
     def num_records(self) -> int:
@@ -755,7 +759,7 @@ class RecordReader:
         i %= n
         offset, size = int(offsets[i, 0]), int(offsets[i, 1])
         if self._random_handle is None:
-            self._random_handle = open_binary(self.path, "rb", buffering=0)
+            self._random_handle = self.storage.open(self.path, "rb", buffering=0)
         self._random_handle.seek(offset)
         frame = self._random_handle.read(size)
         return check_frame(frame, path=self.path, offset=offset, index=i, verify=self.verify)
@@ -780,10 +784,12 @@ def read_records(
     *,
     verify: bool = True,
     on_error: ErrorPolicy = "raise",
+    storage_options: dict[str, Any] | None = None,
 ) -> Iterator[bytes]:
-    """Yield the records of one or more TFRecord files, file after file."""
+    """Yield the records of one or more TFRecord files (paths or URLs), file after file."""
     _check_policy(on_error)
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     for path in paths:
-        yield from RecordReader(path, compression, verify=verify, on_error=on_error)
+        yield from RecordReader(path, compression, verify=verify, on_error=on_error,
+                                storage=Storage.of(path, storage_options))

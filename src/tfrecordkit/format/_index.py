@@ -12,9 +12,9 @@ import stat
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
-from tfrecordkit.format._filesystem import PathLike, is_remote
+from tfrecordkit.format._filesystem import PathLike, Storage, is_remote
 
-__all__ = ["build_index", "index_path_for", "load_index", "scan_offsets"]
+__all__ = ["build_index", "index_path_for", "load_index", "parse_index", "scan_offsets"]
 
 INDEX_SUFFIX = ".index"
 
@@ -42,13 +42,14 @@ def require_regular_file(path: PathLike) -> None:
                                     "only be read from start to end, not indexed")
 
 
-def scan_offsets(path: PathLike, *, verify: bool = True) -> np.ndarray:
+def scan_offsets(path: PathLike, *, verify: bool = True,
+                 storage: Storage | None = None) -> np.ndarray:
     """Return an ``(n, 2)`` int64 array of each record's frame offset and frame length."""
     from tfrecordkit.format._framing import FRAME_OVERHEAD, RecordReader
 
     require_regular_file(path)
 
-    reader = RecordReader(path, compression="auto", verify=verify)
+    reader = RecordReader(path, compression="auto", verify=verify, storage=storage)
     if reader.compression is not None:
         raise IndexUnavailableError(
             f"{os.fspath(path)}: cannot index a {reader.compression}-compressed file: "
@@ -61,27 +62,37 @@ def scan_offsets(path: PathLike, *, verify: bool = True) -> np.ndarray:
     return np.array(rows, dtype=np.int64).reshape(-1, 2)
 
 
-def build_index(path: PathLike, index_path: PathLike | None = None, *, verify: bool = True) -> int:
+def build_index(path: PathLike, index_path: PathLike | None = None, *, verify: bool = True,
+                storage: Storage | None = None) -> int:
     """Write the offset index of the record file ``path``; return its number of records.
 
     Raises:
         IndexUnavailableError: the file is compressed.
         CorruptRecordError: a record fails its checks (no index is written).
     """
-    offsets = scan_offsets(path, verify=verify)
+    storage = storage or Storage.of(path)
+    offsets = scan_offsets(path, verify=verify, storage=storage)
     target = os.fspath(index_path) if index_path is not None else index_path_for(path)
-    tmp = f"{target}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="ascii") as out:
-        out.writelines(f"{offset} {length}\n" for offset, length in offsets.tolist())
-    os.replace(tmp, target)
+    text = "".join(f"{offset} {length}\n" for offset, length in offsets.tolist())
+    storage.write_bytes(target, text.encode("ascii"))
     return len(offsets)
 
 
-def load_index(index_path: PathLike, *, record_path: PathLike | None = None) -> np.ndarray:
+def load_index(index_path: PathLike, *, record_path: PathLike | None = None,
+               storage: Storage | None = None) -> np.ndarray:
     """Read an index file into an ``(n, 2)`` int64 array, checking it fits ``record_path``."""
     index_path = os.fspath(index_path)
-    with open(index_path, "rb") as f:
-        text = f.read()
+    storage = storage or Storage.of(index_path)
+    text = storage.read_bytes(index_path)
+    size = storage.size(record_path) if record_path is not None else None
+    return parse_index(text, index_path, record_path=record_path, record_size=size)
+
+
+def parse_index(text: bytes, index_path: PathLike, *, record_path: PathLike | None = None,
+                record_size: int | None = None) -> np.ndarray:
+    """An index file's bytes as an ``(n, 2)`` int64 array, checked to cover the record file
+    of ``record_size`` bytes exactly (when given)."""
+    index_path = os.fspath(index_path)
     try:
         values = np.array(text.split(), dtype=np.int64)
     except ValueError as err:
@@ -89,13 +100,13 @@ def load_index(index_path: PathLike, *, record_path: PathLike | None = None) -> 
     if values.size % 2:
         raise DatasetError(f"{index_path}: odd number of values; expected 'offset length' lines")
     offsets = values.reshape(-1, 2)
-    if record_path is not None and len(offsets):
+    if record_size is not None and len(offsets):
         ends = offsets[:, 0] + offsets[:, 1]
-        size = os.path.getsize(os.fspath(record_path))
+        size = record_size
         contiguous = bool(np.all(offsets[1:, 0] == ends[:-1])) and offsets[0, 0] == 0
         if not contiguous or int(ends[-1]) != size:
             raise DatasetError(
-                f"{index_path}: index does not match {os.fspath(record_path)} "
+                f"{index_path}: index does not match {os.fspath(record_path or '')} "
                 f"(covers {int(ends[-1])} of {size} bytes, contiguous={contiguous}); "
                 "rebuild it with `tfrecordkit index`"
             )

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
-from tfrecordkit.format import RecordReader, decode_example
+from tfrecordkit.format import LOCAL, RecordReader, Storage, decode_example
 from tfrecordkit.format._index import index_path_for, load_index, scan_offsets
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._partition import Partition
@@ -48,6 +48,7 @@ class ReadPlan:
     specs: tuple[KeySpec, ...] = ()
     images: tuple[str, ...] = ()
     bytes_per_record: float = 1024.0
+    storage: Storage = LOCAL
 
     @property
     def records(self) -> int:
@@ -59,7 +60,7 @@ class ReadPlan:
         """A short stable hash of what the records are (what a reading order depends on)."""
         if self.manifest is not None:
             return fingerprint(self.manifest.to_json(), self.split)
-        data = json.dumps([[os.path.basename(f), os.path.getsize(f)] for f in self.files])
+        data = json.dumps([[f.rsplit("/", 1)[-1], self.storage.size(f)] for f in self.files])
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
     def for_rank(self, partition: Partition) -> tuple[tuple[str, ...], tuple[int, ...], bool]:
@@ -79,15 +80,16 @@ class ReadPlan:
             DatasetError: a dataset's shards disagree with its manifest.
         """
         if self.manifest is not None:
-            return split_locations(self.path, self.manifest, self.split)
+            return split_locations(self.path, self.manifest, self.split, storage=self.storage)
         if self.compression is not None:
             raise IndexUnavailableError(f"{self.files[0]}: random access needs uncompressed "
                                         f"files; this one is {self.compression}-compressed")
         shard_ids, offsets, lengths = [], [], []
         for number, file in enumerate(self.files):
             index_file = index_path_for(file)
-            table = (load_index(index_file, record_path=file) if os.path.exists(index_file)
-                     else scan_offsets(file))
+            table = (load_index(index_file, record_path=file, storage=self.storage)
+                     if self.storage.exists(index_file)
+                     else scan_offsets(file, storage=self.storage))
             shard_ids.append(np.full(len(table), number, dtype=np.int32))
             offsets.append(table[:, 0])
             lengths.append(table[:, 1])
@@ -95,16 +97,20 @@ class ReadPlan:
                               np.concatenate(lengths), ())
 
 
-def is_dataset_dir(path: Any) -> bool:
-    """Whether ``path`` is a local directory holding a manifest."""
+def is_dataset_dir(path: Any, storage: Storage | None = None) -> bool:
+    """Whether ``path`` is a directory (local, or a URL prefix) holding a manifest."""
     if not isinstance(path, str | os.PathLike):
         return False
-    local = os.fspath(path)
-    return os.path.isdir(local) and os.path.exists(os.path.join(local, MANIFEST_NAME))
+    storage = storage or Storage.of(path)
+    text = os.fspath(path)
+    if storage.local and not os.path.isdir(text):
+        return False
+    return storage.exists(storage.join(text, MANIFEST_NAME))
 
 
 def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = None,
-              sample: int = 1000) -> ReadPlan:
+              sample: int = 1000, storage_options: dict[str, Any] | None = None,
+              storage: Storage | None = None) -> ReadPlan:
     """Resolve a dataset directory (its manifest, checked against the shards) or TFRecord
     files / globs (``schema``, else specs inferred from ``sample`` records) to a plan.
 
@@ -113,33 +119,36 @@ def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = No
             the manifest (missing, resized, records lacking the schema's keys), or records
             that are not ``tf.train.Example``.
     """
-    if is_dataset_dir(path):
-        local = os.fspath(path)  # type: ignore[arg-type]
-        manifest = load_manifest(local)
-        shards = [(file, info.records) for file, info in shard_paths(local, manifest, split)]
-        _check_first_record(manifest, shards)
-        return ReadPlan(local, split, tuple(f for f, _ in shards),
+    storage = storage or Storage.of(path, storage_options)
+    if is_dataset_dir(path, storage):
+        root = os.fspath(path)  # type: ignore[arg-type]
+        manifest = load_manifest(root, storage=storage)
+        shards = [(file, info.records)
+                  for file, info in shard_paths(root, manifest, split, storage=storage)]
+        _check_first_record(manifest, shards, storage)
+        return ReadPlan(root, split, tuple(f for f, _ in shards),
                         tuple(n for _, n in shards), manifest.compression, manifest,
                         manifest.schema, bytes_per_record=manifest.split(split).bytes
-                        / max(1, manifest.num_records(split)))
-    files = _foreign_files(path)
-    compression = RecordReader(files[0]).compression
+                        / max(1, manifest.num_records(split)), storage=storage)
+    files = _foreign_files(path, storage)
+    compression = RecordReader(files[0], storage=storage).compression
     given = (os.fspath(path) if isinstance(path, str | os.PathLike)
              else ", ".join(os.fspath(p) for p in path))
     if schema is not None:
         return ReadPlan(given, split, tuple(files), (-1,) * len(files), compression,
-                        None, schema)
-    specs, images = _inferred_specs(files, sample)
+                        None, schema, storage=storage)
+    specs, images = _inferred_specs(files, sample, storage)
     return ReadPlan(given, split, tuple(files), (-1,) * len(files), compression,
-                    None, None, specs, images)
+                    None, None, specs, images, storage=storage)
 
 
-def _check_first_record(manifest: Manifest, shards: list[tuple[str, int]]) -> None:
+def _check_first_record(manifest: Manifest, shards: list[tuple[str, int]],
+                        storage: Storage) -> None:
     """Refuse shards whose records lack keys the schema needs (a schema mismatch)."""
     first = next((f for f, n in shards if n), None)
     if first is None:
         return
-    keys = set(decode_example(next(iter(RecordReader(first)))))
+    keys = set(decode_example(next(iter(RecordReader(first, storage=storage)))))
     missing = [s.key for s in manifest.schema.key_specs() if s.key not in keys
                and s.shape is not None]
     if missing:
@@ -147,19 +156,19 @@ def _check_first_record(manifest: Manifest, shards: list[tuple[str, int]]) -> No
                            f"{MANIFEST_NAME} describes (schema mismatch)")
 
 
-def _foreign_files(path: PathArg) -> list[str]:
+def _foreign_files(path: PathArg, storage: Storage) -> list[str]:
     patterns = ([os.fspath(path)] if isinstance(path, str | os.PathLike)
                 else [os.fspath(p) for p in path])
     files: list[str] = []
     for pattern in patterns:
         if glob.has_magic(pattern):
-            matched = [m for m in sorted(glob.glob(pattern)) if os.path.isfile(m)]
+            matched = storage.glob(pattern)
             if not matched:
                 raise DatasetError(f"no TFRecord files match {pattern!r}")
             files.extend(matched)
-        elif os.path.isfile(pattern):
+        elif storage.isfile(pattern):
             files.append(pattern)
-        elif os.path.isdir(pattern):
+        elif storage.isdir(pattern):
             raise DatasetError(f"{pattern}: a directory without {MANIFEST_NAME}; pass its "
                                "TFRecord files (or a glob) instead")
         else:
@@ -169,12 +178,12 @@ def _foreign_files(path: PathArg) -> list[str]:
     return files
 
 
-def _inferred_specs(files: list[str], sample: int) -> tuple[tuple[KeySpec, ...],
-                                                            tuple[str, ...]]:
+def _inferred_specs(files: list[str], sample: int, storage: Storage
+                    ) -> tuple[tuple[KeySpec, ...], tuple[str, ...]]:
     """Parsing specs inferred from a sample, and the keys that hold single JPEG/PNG images."""
     def records() -> Any:
         for file in files:
-            yield from RecordReader(file)
+            yield from RecordReader(file, storage=storage)
 
     profile = profile_records(records(), limit=sample)
     if profile.message_type != "Example" or not profile.records:
@@ -188,11 +197,12 @@ def _inferred_specs(files: list[str], sample: int) -> tuple[tuple[KeySpec, ...],
 
 
 def open_records(path: PathArg, split: str, options: DecodeOptions, *,
-                 max_open_files: int = 64) -> tuple[ReadPlan, SplitRecords, RecordDecoder]:
+                 max_open_files: int = 64, storage_options: dict[str, Any] | None = None
+                 ) -> tuple[ReadPlan, SplitRecords, RecordDecoder]:
     """A split's plan, random access to its records, and their decoder: what the TF-free
     readers stand on (dataset directories and foreign files alike)."""
-    read = plan_read(path, split)
+    read = plan_read(path, split, storage_options=storage_options)
     locations = None if read.manifest is not None else read.locations()
     records = SplitRecords(read.path, split, max_open_files=max_open_files,
-                           manifest=read.manifest, locations=locations)
+                           manifest=read.manifest, locations=locations, storage=read.storage)
     return read, records, RecordDecoder(read.schema, options, read.specs, read.images)

@@ -24,10 +24,12 @@ class GrainSource:
     ``load_tf_dataset`` types them."""
 
     def __init__(self, path: PathArg, split: str = "train", *,
-                 options: DecodeOptions | None = None, max_open_files: int = 64) -> None:
+                 options: DecodeOptions | None = None, max_open_files: int = 64,
+                 storage_options: dict[str, Any] | None = None) -> None:
         self.options = options or DecodeOptions()
         read, self.records, self.decoder = open_records(path, split, self.options,
-                                                        max_open_files=max_open_files)
+                                                        max_open_files=max_open_files,
+                                                        storage_options=storage_options)
         self.fingerprint = read.fingerprint
         self._dtypes = {name: self.decoder.number_dtype(name) for name in self.decoder.features}
 
@@ -64,10 +66,12 @@ class GrainSource:
 def load_grain_source(path: PathArg, split: str = "train", *,
                       features: Sequence[str] | None = None, decode: bool = True,
                       image_size: tuple[int, int] | None = None,
-                      options: DecodeOptions | None = None) -> GrainSource:
+                      options: DecodeOptions | None = None,
+                      storage_options: dict[str, Any] | None = None) -> GrainSource:
     """A split as a grain ``RandomAccessDataSource``: ``grain.MapDataset.source(...)`` or
     ``grain.DataLoader(data_source=...)`` then shuffle, shard, batch and checkpoint it."""
     from tfrecordkit.readers._decoding import decode_options
 
     return GrainSource(path, split, options=decode_options(
-        options, decode=decode, features=features, image_size=image_size))
+        options, decode=decode, features=features, image_size=image_size),
+        storage_options=storage_options)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError
+from tfrecordkit.format import Storage
 from tfrecordkit.readers._decoding import (
     _CHUNK,
     DecodeOptions,
@@ -124,16 +125,18 @@ class PKLoader(_SampledLoader):
                  classes_per_batch: int, examples_per_class: int, seed: int = 0,
                  epoch: EpochUnit = "classes", exclude_small: bool = False,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
-                 num_threads: int | None = None, max_open_files: int = 64) -> None:
+                 num_threads: int | None = None, max_open_files: int = 64,
+                 storage_options: dict[str, Any] | None = None) -> None:
         self.partition = partition or Partition()
-        manifest = load_manifest(path)
-        self.index = ClassIndex.from_dataset(path, split, manifest)
+        storage = Storage.of(path, storage_options)
+        manifest = load_manifest(path, storage=storage)
+        self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
         self.sampler = PKSampler(self.index, classes_per_batch, examples_per_class, seed=seed,
                                  exclude_small=exclude_small, epoch=epoch,
                                  rank=self.partition.rank,
                                  world_size=self.partition.world_size)
         self.decoder = RecordDecoder(manifest.schema, options or DecodeOptions())
-        self.fetcher = RecordFetcher(self.index, max_open_files)
+        self.fetcher = RecordFetcher(self.index, max_open_files, storage=storage)
         self.num_threads = num_threads or min(4, os.cpu_count() or 1)
         self.fingerprint = fingerprint(manifest.to_json(), split)
         self.epoch, self.step = 0, 0
@@ -235,6 +238,7 @@ def iter_pk_batches(
     state: dict[str, Any] | None = None,
     image_size: tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> PKBatches:
     """Class-balanced batches: P distinct classes × K records each, as NumPy arrays.
 
@@ -250,7 +254,7 @@ def iter_pk_batches(
                       exclude_small=exclude_small, partition=Partition(rank, world_size),
                       options=decode_options(options, decode=decode, features=features,
                                              image_size=image_size),
-                      max_open_files=max_open_files)
+                      max_open_files=max_open_files, storage_options=storage_options)
     if state is not None:
         loader.load_state_dict(state)
     return PKBatches(loader, steps)
@@ -267,16 +271,18 @@ class TripletLoader(_SampledLoader):
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
                  seed: int = 0, partition: Partition | None = None,
                  options: DecodeOptions | None = None, num_threads: int | None = None,
-                 max_open_files: int = 64) -> None:
+                 max_open_files: int = 64,
+                 storage_options: dict[str, Any] | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
-        manifest = load_manifest(path)
-        self.index = ClassIndex.from_dataset(path, split, manifest)
+        storage = Storage.of(path, storage_options)
+        manifest = load_manifest(path, storage=storage)
+        self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
         self.sampler = TripletSampler(self.index, seed=seed, rank=self.partition.rank,
                                       world_size=self.partition.world_size)
         self.decoder = RecordDecoder(manifest.schema, options or DecodeOptions())
-        self.fetcher = RecordFetcher(self.index, max_open_files)
+        self.fetcher = RecordFetcher(self.index, max_open_files, storage=storage)
         self.batch_size, self.seed = batch_size, seed
         self.num_threads = num_threads or min(4, os.cpu_count() or 1)
         self.fingerprint = fingerprint(manifest.to_json(), split)
@@ -348,6 +354,7 @@ def iter_triplets(
     image_size: tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
     state: dict[str, Any] | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Batches of ``{"anchor": ..., "positive": ..., "negative": ...}`` (each a decoded batch
     with its ``"label"``); every anchor once per epoch, for ``epochs`` epochs (None: endless).
@@ -357,7 +364,7 @@ def iter_triplets(
                            partition=Partition(rank, world_size),
                            options=decode_options(options, decode=decode, features=features,
                                                   image_size=image_size),
-                           max_open_files=max_open_files)
+                           max_open_files=max_open_files, storage_options=storage_options)
     if state is not None:
         loader.load_state_dict(state)
     try:
@@ -402,7 +409,8 @@ class Loader:
                  shuffle: ShuffleMode = "block", seed: int = 0, drop_last: bool = True,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
                  num_threads: int | None = None, max_open_files: int = 64,
-                 augment: Augment | None = None) -> None:
+                 augment: Augment | None = None,
+                 storage_options: dict[str, Any] | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
@@ -415,8 +423,9 @@ class Loader:
         if augment is not None and not self.options.decode:
             raise ValueError("augment needs decoded values (decode=True)")
         self.augment = augment
-        self.plan, self.records, self.decoder = open_records(path, split, self.options,
-                                                             max_open_files=max_open_files)
+        self.plan, self.records, self.decoder = open_records(
+            path, split, self.options, max_open_files=max_open_files,
+            storage_options=storage_options)
         self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.drop_last = drop_last
@@ -581,7 +590,8 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
                        image_size: tuple[int, int] | None = None, padding: Padding = "pad",
                        num_threads: int | None = None,
                        options: DecodeOptions | None = None,
-                       augment: Augment | None = None) -> Loader:
+                       augment: Augment | None = None,
+                       storage_options: dict[str, Any] | None = None) -> Loader:
     """Batches of a split as dicts of NumPy arrays, without any framework; see :class:`Loader`.
 
     ``batch_size`` is the global batch: each of ``world_size`` ranks gets ``batch_size /
@@ -592,10 +602,11 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
     records become values; decoding runs on ``num_threads`` threads. ``augment(values, rng)``
     maps each record's decoded values (before batching); its ``rng`` is seeded by
     ``(seed, epoch, record id)``, so augmentation repeats exactly on resume and does not
-    depend on threads, workers or ranks.
+    depend on threads, workers or ranks. ``path`` may be a URL (``s3://``, ``gs://``, ...;
+    ``storage_options`` go to fsspec).
     """
     return Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
                   drop_last=drop_last, partition=Partition(rank, world_size),
                   options=decode_options(options, decode=decode, features=features,
                                          image_size=image_size, padding=padding),
-                  num_threads=num_threads, augment=augment)
+                  num_threads=num_threads, augment=augment, storage_options=storage_options)

@@ -168,7 +168,8 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
                        decode: bool = True, image_size: tuple[int, int] | None = None,
                        padding: Padding = "pad", num_threads: int | None = None,
                        options: DecodeOptions | None = None,
-                       augment: Augment | None = None) -> TorchDataset:
+                       augment: Augment | None = None,
+                       storage_options: dict[str, Any] | None = None) -> TorchDataset:
     """Batches of a split as dicts of tensors: use ``DataLoader(ds, batch_size=None,
     num_workers=N)`` (or torchdata's ``StatefulDataLoader``).
 
@@ -184,7 +185,8 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
                     drop_last=drop_last, partition=_distributed_partition(rank, world_size),
                     options=decode_options(options, decode=decode, features=features,
                                            image_size=image_size, padding=padding),
-                    num_threads=num_threads, augment=augment)
+                    num_threads=num_threads, augment=augment,
+                    storage_options=storage_options)
     return TorchDataset(loader, num_threads)
 
 
@@ -195,7 +197,8 @@ def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
                           features: Sequence[str] | None = None, decode: bool = True,
                           image_size: tuple[int, int] | None = None,
                           num_threads: int | None = None, max_open_files: int = 64,
-                          options: DecodeOptions | None = None) -> TorchDataset:
+                          options: DecodeOptions | None = None,
+                          storage_options: dict[str, Any] | None = None) -> TorchDataset:
     """Class-balanced P×K batches as tensors, for ``DataLoader(ds, batch_size=None,
     num_workers=N)``: the batches of :func:`~tfrecordkit.iter_pk_batches` (``"label"``,
     ``"class_position"``, class-major), with :func:`load_torch_dataset`'s workers, ranks
@@ -206,7 +209,8 @@ def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
                       partition=_distributed_partition(rank, world_size),
                       options=decode_options(options, decode=decode, features=features,
                                              image_size=image_size),
-                      num_threads=num_threads, max_open_files=max_open_files)
+                      num_threads=num_threads, max_open_files=max_open_files,
+                      storage_options=storage_options)
     return TorchDataset(loader, num_threads)
 
 
@@ -216,7 +220,9 @@ def load_torch_triplet_dataset(path: str | os.PathLike[str], split: str = "train
                                features: Sequence[str] | None = None, decode: bool = True,
                                image_size: tuple[int, int] | None = None,
                                num_threads: int | None = None, max_open_files: int = 64,
-                               options: DecodeOptions | None = None) -> TorchDataset:
+                               options: DecodeOptions | None = None,
+                               storage_options: dict[str, Any] | None = None
+                               ) -> TorchDataset:
     """Triplet batches (``{"anchor", "positive", "negative"}``, each with ``"label"``) as
     tensors, every anchor once per epoch, with :func:`load_torch_dataset`'s workers, ranks
     (anchors split between them) and JSON state."""
@@ -224,5 +230,6 @@ def load_torch_triplet_dataset(path: str | os.PathLike[str], split: str = "train
                            partition=_distributed_partition(rank, world_size),
                            options=decode_options(options, decode=decode, features=features,
                                                   image_size=image_size),
-                           num_threads=num_threads, max_open_files=max_open_files)
+                           num_threads=num_threads, max_open_files=max_open_files,
+                           storage_options=storage_options)
     return TorchDataset(loader, num_threads)

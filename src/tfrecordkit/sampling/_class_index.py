@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tfrecordkit.errors import DatasetError
-from tfrecordkit.format import RecordReader
+from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.format._columns import parse_examples
 from tfrecordkit.sampling._split import split_locations
 from tfrecordkit.schema import KeySpec
@@ -36,7 +36,8 @@ class ClassIndex:
 
     @classmethod
     def from_dataset(cls, path: str | os.PathLike[str], split: str = "train",
-                     manifest: Manifest | None = None) -> ClassIndex:
+                     manifest: Manifest | None = None, *,
+                     storage: Storage | None = None) -> ClassIndex:
         """Build the index of one split of a dataset directory.
 
         Per-class datasets need only the manifest and the shards' offset indexes; mixed
@@ -47,17 +48,19 @@ class ClassIndex:
                 the manifest (see :func:`~tfrecordkit.sampling.split_locations`).
             IndexUnavailableError: the shards are compressed.
         """
-        manifest = manifest or load_manifest(path)  # validated: class ids are in range
+        storage = storage or Storage.of(path)
+        # Validated: class ids are in range.
+        manifest = manifest or load_manifest(path, storage=storage)
         if manifest.label_feature is None:
             raise DatasetError(f"{path}: the dataset has no class-label feature")
-        where = split_locations(path, manifest, split)
+        where = split_locations(path, manifest, split, storage=storage)
         num_classes = len(manifest.class_names)
         labels = []
         for file, shard in zip(where.files, where.shards, strict=True):
             if shard.class_id is not None:
                 labels.append(np.full(shard.records, shard.class_id, dtype=np.int64))
                 continue
-            shard_labels = _scan_labels(file, manifest.label_feature)
+            shard_labels = _scan_labels(file, manifest.label_feature, storage)
             bad = np.flatnonzero((shard_labels < 0) | (shard_labels >= num_classes))
             if bad.size:
                 raise DatasetError(f"{file}: record {int(bad[0])} has label "
@@ -73,7 +76,8 @@ class ClassIndex:
         )
 
 
-def _scan_labels(file: str, label_feature: str, batch: int = 4096) -> np.ndarray:
+def _scan_labels(file: str, label_feature: str, storage: Storage,
+                 batch: int = 4096) -> np.ndarray:
     """Every record's label, each checked to be one int64 (only that key is decoded)."""
     spec = KeySpec(label_feature, "int64", ())
     labels: list[np.ndarray] = []
@@ -88,7 +92,7 @@ def _scan_labels(file: str, label_feature: str, batch: int = 4096) -> np.ndarray
         done += len(pending)
         pending.clear()
 
-    for record in RecordReader(file):
+    for record in RecordReader(file, storage=storage):
         pending.append(record)
         if len(pending) == batch:
             flush()

@@ -5,16 +5,21 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
-from tfrecordkit.format._index import index_path_for, load_index, scan_offsets
+from tfrecordkit.format import Storage
+from tfrecordkit.format._index import index_path_for, parse_index, scan_offsets
 from tfrecordkit.sampling._fetch import RecordFetcher
 from tfrecordkit.schema import Schema
 from tfrecordkit.store import MANIFEST_NAME, Manifest, ShardInfo, load_manifest, shard_paths
 
 __all__ = ["SplitLocations", "SplitRecords", "open_split", "split_locations"]
+
+
+_INDEXES_AT_ONCE = 64
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,7 @@ class SplitLocations:
 
 
 def split_locations(path: str | os.PathLike[str], manifest: Manifest,
-                    split: str) -> SplitLocations:
+                    split: str, *, storage: Storage | None = None) -> SplitLocations:
     """The record locations of a split, from each shard's ``.index`` (or one scan), after
     checking the shards against the manifest: present, the right size, the right count.
 
@@ -42,11 +47,21 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
         raise IndexUnavailableError(
             f"{os.fspath(path)}: random access needs uncompressed shards; this dataset is "
             f"{manifest.compression}-compressed")
+    storage = storage or Storage.of(path)
     files, infos, shard_ids, offsets, lengths = [], [], [], [], []
-    for number, (file, info) in enumerate(shard_paths(path, manifest, split)):
+    shards = shard_paths(path, manifest, split, storage=storage)
+    indexes: dict[str, bytes | None] = {}
+    for number, (file, info) in enumerate(shards):
         index_file = index_path_for(file)
-        has_index = os.path.exists(index_file)
-        table = load_index(index_file, record_path=file) if has_index else scan_offsets(file)
+        if index_file not in indexes:
+            # The next indexes in one go (concurrent requests on object stores).
+            group = 1 if storage.local else _INDEXES_AT_ONCE
+            indexes = storage.read_many([index_path_for(f) for f, _ in
+                                         shards[number : number + group]])
+        text = indexes[index_file]
+        has_index = text is not None
+        table = (parse_index(text, index_file, record_path=file, record_size=info.bytes)
+                 if text is not None else scan_offsets(file, storage=storage))
         if len(table) != info.records:
             raise DatasetError(f"{file}: {len(table)} records on disk (by "
                                f"{'its index' if has_index else 'a scan'}), {MANIFEST_NAME} "
@@ -73,18 +88,22 @@ class SplitRecords(Sequence[bytes]):
 
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
                  max_open_files: int = 64, manifest: Manifest | None = None,
-                 locations: SplitLocations | None = None) -> None:
+                 locations: SplitLocations | None = None,
+                 storage_options: dict[str, Any] | None = None,
+                 storage: Storage | None = None) -> None:
         self.path = os.fspath(path)
         self.split = split
+        self.storage = storage or Storage.of(self.path, storage_options)
         if locations is None:
-            self.manifest: Manifest | None = manifest or load_manifest(self.path)
-            where = split_locations(self.path, self.manifest, split)
+            self.manifest: Manifest | None = manifest or load_manifest(
+                self.path, storage=self.storage)
+            where = split_locations(self.path, self.manifest, split, storage=self.storage)
         else:  # files without a manifest (located by the caller)
             self.manifest, where = manifest, locations
         self.files: tuple[str, ...] = where.files
         self.shard, self.offset, self.length = where.shard, where.offset, where.length
         self.max_open_files = max_open_files
-        self._fetcher = RecordFetcher(self, max_open_files)
+        self._fetcher = RecordFetcher(self, max_open_files, storage=self.storage)
 
     @property
     def schema(self) -> Schema:
@@ -135,7 +154,8 @@ class SplitRecords(Sequence[bytes]):
 
 
 def open_split(path: str | os.PathLike[str], split: str = "train", *,
-               max_open_files: int = 64) -> SplitRecords:
+               max_open_files: int = 64,
+               storage_options: dict[str, Any] | None = None) -> SplitRecords:
     """Random access to the serialized records of one split of a dataset directory:
     ``len()``, ``[i]`` and ``get_many(ids)``; decode them with ``.schema.decode``.
 
@@ -143,4 +163,5 @@ def open_split(path: str | os.PathLike[str], split: str = "train", *,
         DatasetError: the manifest disagrees with the files (missing, resized, wrong count).
         IndexUnavailableError: the shards are compressed.
     """
-    return SplitRecords(path, split, max_open_files=max_open_files)
+    return SplitRecords(path, split, max_open_files=max_open_files,
+                        storage_options=storage_options)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
 
-from tfrecordkit.errors import DatasetError, SchemaError
+from tfrecordkit.errors import DatasetError, SchemaError, StorageError
+from tfrecordkit.format import Storage
 from tfrecordkit.schema import ClassLabel, Schema
 
 __all__ = ["MANIFEST_NAME", "Manifest", "ShardInfo", "SplitInfo", "load_manifest",
@@ -128,32 +128,33 @@ class Manifest:
             raise DatasetError(f"{source}: invalid manifest: {_explain(err)}") from None
         return _from_spec(cls, spec, source)
 
-    def write(self, directory: str | os.PathLike[str]) -> Path:
-        """Write ``dataset.json`` into ``directory`` atomically (temp file, fsync, rename)."""
-        target = Path(directory) / MANIFEST_NAME
-        tmp = target.with_name(f".{MANIFEST_NAME}.tmp-{os.getpid()}")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(_json_safe(self.to_json()), f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+    def write(self, directory: str | os.PathLike[str], *,
+              storage: Storage | None = None) -> str:
+        """Write ``dataset.json`` into ``directory`` atomically (locally: temp file, fsync,
+        rename; object stores: one whole-object upload). Returns its path."""
+        storage = storage or Storage.of(directory)
+        target = storage.join(directory, MANIFEST_NAME)
+        data = json.dumps(_json_safe(self.to_json()), indent=1).encode("utf-8")
+        storage.write_bytes(target, data)
         return target
 
 
 def shard_paths(directory: str | os.PathLike[str], manifest: Manifest,
-                split: str) -> list[tuple[str, ShardInfo]]:
+                split: str, *, storage: Storage | None = None) -> list[tuple[str, ShardInfo]]:
     """The paths of a split's shards with their manifest entries, after checking that each
     file exists and has the size the manifest gives.
 
     Raises:
         DatasetError: a shard is missing, or its size differs (replaced or truncated).
     """
+    storage = storage or Storage.of(directory)
     out = []
+    sizes = storage.sizes(directory) if not storage.local else None
     for shard in manifest.split(split).shards:
-        file = os.path.join(os.fspath(directory), shard.file)
+        file = storage.join(directory, shard.file)
         try:
-            size = os.path.getsize(file)
-        except OSError:
+            size = storage.size(file) if sizes is None else sizes[shard.file]
+        except (OSError, KeyError):
             raise DatasetError(f"{file}: listed in {MANIFEST_NAME} but missing") from None
         if size != shard.bytes:
             raise DatasetError(f"{file}: {size} bytes, {MANIFEST_NAME} says {shard.bytes} "
@@ -182,18 +183,30 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def load_manifest(directory: str | os.PathLike[str]) -> Manifest:
-    """Read and validate the manifest of a dataset directory.
+def load_manifest(directory: str | os.PathLike[str], *,
+                  storage_options: dict[str, Any] | None = None,
+                  storage: Storage | None = None) -> Manifest:
+    """Read and validate the manifest of a dataset directory (a path or a URL).
 
     Raises:
         DatasetError: there is none, it is larger than 64 MiB, or it is not valid JSON
             or not a valid manifest (one line naming the key).
+        StorageError: the store can't be reached (credentials, bucket, network).
     """
-    path = Path(directory) / MANIFEST_NAME
+    storage = storage or Storage.of(directory, storage_options)
+    path = storage.join(directory, MANIFEST_NAME)
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_MANIFEST_BYTES + 1)
-    except FileNotFoundError:
+        if storage.local:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_MANIFEST_BYTES + 1)
+        else:
+            if storage.size(path) > MAX_MANIFEST_BYTES:
+                raise DatasetError(f"{path}: larger than {MAX_MANIFEST_BYTES >> 20} MiB; "
+                                   "not a manifest")
+            raw = storage.read_bytes(path)
+    except (FileNotFoundError, StorageError) as err:
+        if isinstance(err, StorageError) and not err.reason.startswith("not found"):
+            raise
         raise DatasetError(
             f"{directory}: no {MANIFEST_NAME} (not a dataset, or its conversion did not finish)"
         ) from None
