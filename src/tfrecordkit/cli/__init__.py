@@ -6,13 +6,36 @@ Exit status: 0 success, 1 bad data (corrupt records, missing files), 2 bad usage
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from tfrecordkit.errors import TFRecordKitError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "parse_storage_options"]
+
+
+def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any] | None:
+    """``KEY=VALUE`` pairs as fsspec storage options (None when there are none)."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--storage-option expects KEY=VALUE; got {pair!r}")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        *parents, last = key.split(".")
+        target = options
+        for parent in parents:
+            target = target.setdefault(parent, {})
+            if not isinstance(target, dict):
+                raise ValueError(f"--storage-option {key}: {parent} is not a group")
+        target[last] = value
+    return options or None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tfrecordkit {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-q", "--quiet", action="store_true", help="no progress bars or logs")
+    common.add_argument(
+        "--storage-option", action="append", default=[], metavar="KEY=VALUE",
+        dest="storage_option_pairs",
+        help="an option for URLs' filesystem (fsspec), repeatable; VALUE is JSON if it "
+             "parses (true, 3), and a dotted KEY nests (client_kwargs.endpoint_url=...)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Each subcommand module adds its parser; they all share --quiet.
     for module in (_convert, _stats, _inspect, _verify, _index, _head):
@@ -55,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
+    try:
+        args.storage_options = parse_storage_options(args.storage_option_pairs)
+    except ValueError as err:
+        print(f"tfrecordkit {args.command}: {err}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=logging.ERROR if args.quiet else logging.WARNING,
         format="%(levelname)s: %(message)s",

@@ -41,7 +41,7 @@ def parse_split(text: str) -> str | dict[str, float]:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("convert", help="convert a dataset into TFRecord shards")
     parser.add_argument("src", help="image/audio class folder, table, .txt, .npy/.npz")
-    parser.add_argument("out", help="output dataset directory")
+    parser.add_argument("out", help="output dataset directory, or a URL (s3://bucket/ds)")
     parser.add_argument("--source", choices=SOURCE_KINDS, help="source type (default: inferred)")
     parser.add_argument("--layout", choices=("mixed", "per-class"), default="mixed")
     parser.add_argument("--split", type=parse_split, default="train",
@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         num_shards=args.num_shards, min_shards=args.min_shards,
         compression=None if args.compression == "none" else args.compression,
         workers=args.workers, seed=args.seed, shuffle=not args.no_shuffle,
-        on_error=args.on_error, overwrite=args.overwrite, progress=not args.quiet, **extra,
+        on_error=args.on_error, overwrite=args.overwrite, progress=not args.quiet,
+        storage_options=args.storage_options, **extra,
     )
     print(json.dumps(result.to_json(), indent=2) if args.json else result.summary())
     return 0

@@ -48,8 +48,9 @@ def summarize(value: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    paths = expand_record_paths(args.paths)
-    for i, record in enumerate(islice(read_records(paths), args.n)):
+    paths = expand_record_paths(args.paths, args.storage_options)
+    records = read_records(paths, storage_options=args.storage_options)
+    for i, record in enumerate(islice(records, args.n)):
         try:
             context, lists = decode_sequence_example(record)
             decoded: Any = {k: summarize(v) for k, v in sorted(context.items())}

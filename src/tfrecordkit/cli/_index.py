@@ -6,7 +6,7 @@ import argparse
 import json
 
 from tfrecordkit.cli._inputs import expand_record_paths
-from tfrecordkit.format import build_index, index_path_for
+from tfrecordkit.format import Storage, build_index, index_path_for
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     results = []
-    for path in expand_record_paths(args.paths):
-        records = build_index(path)
+    for path in expand_record_paths(args.paths, args.storage_options):
+        records = build_index(path, storage=Storage.of(path, args.storage_options))
         results.append({"path": path, "index": index_path_for(path), "records": records})
     if args.json:
         print(json.dumps({"files": results}, indent=2))

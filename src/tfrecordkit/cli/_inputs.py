@@ -1,32 +1,42 @@
-"""Turning command-line path arguments (files, globs, dataset directories) into record files."""
+"""Turning command-line path arguments (files, globs, dataset directories, URLs) into record
+files."""
 
 from __future__ import annotations
 
 import glob
-import os
+from typing import Any
 
 from tfrecordkit.errors import DatasetError
+from tfrecordkit.format import Storage
 from tfrecordkit.store import MANIFEST_NAME, load_manifest
 
 _NOT_RECORDS = (".index", ".json", ".tmp")
 
 
-def expand_record_paths(args: list[str]) -> list[str]:
-    """Return the record files named by ``args``: files, glob patterns or directories.
+def is_dataset(arg: str, storage: Storage) -> bool:
+    """Whether ``arg`` is a dataset directory (a folder or URL prefix with a manifest)."""
+    return storage.isdir(arg) and storage.exists(storage.join(arg, MANIFEST_NAME))
+
+
+def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None = None
+                        ) -> list[str]:
+    """Return the record files named by ``args``: files, glob patterns or directories
+    (local paths or URLs).
 
     A dataset directory stands for the shards its manifest lists; any other directory for the
     record files in it (``*.tfrecord*``, not index sidecars).
     """
     paths: list[str] = []
     for arg in args:
-        if os.path.isdir(arg) and os.path.exists(os.path.join(arg, MANIFEST_NAME)):
-            manifest = load_manifest(arg)
-            paths.extend(os.path.join(arg, shard.file) for split in manifest.splits.values()
+        storage = Storage.of(arg, storage_options)
+        if is_dataset(arg, storage):
+            manifest = load_manifest(arg, storage=storage)
+            paths.extend(storage.join(arg, shard.file) for split in manifest.splits.values()
                          for shard in split.shards)
-        elif os.path.isdir(arg):
+        elif storage.isdir(arg):
             found = sorted(
-                os.path.join(arg, name)
-                for name in os.listdir(arg)
+                storage.join(arg, name)
+                for name in storage.listdir(arg)
                 if ".tfrecord" in name
                 and not name.endswith(_NOT_RECORDS)
                 and not name.startswith(".")
@@ -34,10 +44,10 @@ def expand_record_paths(args: list[str]) -> list[str]:
             if not found:
                 raise DatasetError(f"{arg}: directory holds no *.tfrecord files")
             paths.extend(found)
-        elif os.path.exists(arg):
+        elif storage.exists(arg):
             paths.append(arg)
         elif glob.has_magic(arg):
-            matched = sorted(glob.glob(arg))
+            matched = storage.glob(arg)
             if not matched:
                 raise DatasetError(f"{arg}: pattern matches no files")
             paths.extend(matched)

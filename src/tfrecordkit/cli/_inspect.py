@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from itertools import islice
 from typing import Any
 
 from tfrecordkit.cli._inputs import expand_record_paths
 from tfrecordkit.cli._progress import progress
-from tfrecordkit.format import RecordReader
+from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.schema import RecordProfile, profile_records
 
 
@@ -30,27 +29,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def _sampled(paths: list[str], sample: int) -> RecordProfile:
+def _sampled(paths: list[str], sample: int, options: dict[str, Any] | None) -> RecordProfile:
     def records() -> Any:
         for path in paths:
-            yield from RecordReader(path, use_mmap=False)  # see _verify
+            # See _verify for why not mmap.
+            yield from RecordReader(path, use_mmap=False, storage=Storage.of(path, options))
 
     return profile_records(islice(records(), sample), limit=sample)
 
 
 def run(args: argparse.Namespace) -> int:
-    paths = expand_record_paths(args.paths)
+    options = args.storage_options
+    paths = expand_record_paths(args.paths, options)
     files: list[dict[str, Any]] = []
     for path in paths:
-        reader = RecordReader(path, use_mmap=False)
-        count = sum(1 for _ in progress(reader, quiet=args.quiet, desc=os.path.basename(path)))
+        storage = Storage.of(path, options)
+        reader = RecordReader(path, use_mmap=False, storage=storage)
+        count = sum(1 for _ in progress(reader, quiet=args.quiet, desc=path.rsplit("/", 1)[-1]))
         files.append({
             "path": path,
             "records": count,
-            "bytes": os.path.getsize(path),
+            "bytes": storage.size(path),
             "compression": reader.compression or "none",
         })
-    profile = _sampled(paths, args.sample)
+    profile = _sampled(paths, args.sample, options)
     if args.emit_code:
         print(profile.feature_description_code())
         return 0

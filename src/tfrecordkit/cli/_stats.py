@@ -94,7 +94,8 @@ def _print_text(stats: dict[str, Any], k: int | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stats = dataset_stats(load_manifest(args.dataset), args.examples_per_class)
+    manifest = load_manifest(args.dataset, storage_options=args.storage_options)
+    stats = dataset_stats(manifest, args.examples_per_class)
     if args.json:
         print(json.dumps(stats, indent=2))
     else:

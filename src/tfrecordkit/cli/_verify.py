@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
-from tfrecordkit.cli._inputs import expand_record_paths
+from tfrecordkit.cli._inputs import expand_record_paths, is_dataset
 from tfrecordkit.cli._progress import progress
-from tfrecordkit.format import RecordReader
+from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.format._crc import file_crc32c
-from tfrecordkit.store import MANIFEST_NAME, load_manifest
+from tfrecordkit.store import load_manifest
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,12 +22,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def verify_file(path: str, quiet: bool) -> dict[str, Any]:
+def verify_file(path: str, quiet: bool, storage: Storage | None = None) -> dict[str, Any]:
     """Read every record of ``path`` with CRC checks; return counts and problems."""
     # Read through a buffer, not a memory map: a file truncated by another process while it
     # is mapped kills the process with SIGBUS; read() just comes up short, which is reported.
-    reader = RecordReader(path, on_error="skip", use_mmap=False)
-    for _ in progress(reader, quiet=quiet, desc=os.path.basename(path)):
+    reader = RecordReader(path, on_error="skip", use_mmap=False, storage=storage)
+    for _ in progress(reader, quiet=quiet, desc=path.rsplit("/", 1)[-1]):
         pass
     stats = reader.stats
     problems = [
@@ -45,21 +44,22 @@ def verify_file(path: str, quiet: bool) -> dict[str, Any]:
             "problems": problems}
 
 
-def check_against_manifest(dataset: str, files: list[dict[str, Any]]) -> list[str]:
+def check_against_manifest(dataset: str, files: list[dict[str, Any]],
+                           storage: Storage) -> list[str]:
     """Problems where shards disagree with the manifest: missing, counts, checksums."""
-    manifest = load_manifest(dataset)
+    manifest = load_manifest(dataset, storage=storage)
     by_path = {f["path"]: f for f in files}
     problems = []
     for split in manifest.splits.values():
         for shard in split.shards:
-            path = os.path.join(dataset, shard.file)
+            path = storage.join(dataset, shard.file)
             seen = by_path.get(path)
             if seen is None:
                 continue
             if not seen["problems"] and seen["records"] != shard.records:
                 problems.append(f"{path}: manifest says {shard.records} records, "
                                 f"file holds {seen['records']}")
-            checksum = file_crc32c(path)
+            checksum = file_crc32c(path, storage=None if storage.local else storage)
             if checksum != shard.crc32c:
                 problems.append(f"{path}: file checksum {checksum} differs from the manifest's "
                                 f"{shard.crc32c}")
@@ -69,18 +69,22 @@ def check_against_manifest(dataset: str, files: list[dict[str, Any]]) -> list[st
 def run(args: argparse.Namespace) -> int:
     files = []
     manifest_problems: list[str] = []
+    options = args.storage_options
     for arg in args.paths:
-        if os.path.isdir(arg) and os.path.exists(os.path.join(arg, MANIFEST_NAME)):
-            manifest = load_manifest(arg)
-            missing = [os.path.join(arg, s.file) for sp in manifest.splits.values()
-                       for s in sp.shards if not os.path.exists(os.path.join(arg, s.file))]
+        storage = Storage.of(arg, options)
+        if is_dataset(arg, storage):
+            manifest = load_manifest(arg, storage=storage)
+            on_disk = set(storage.listdir(arg))
+            missing = [storage.join(arg, s.file) for sp in manifest.splits.values()
+                       for s in sp.shards if s.file not in on_disk]
             manifest_problems += [f"{m}: listed in the manifest but missing" for m in missing]
-            present = [p for p in expand_record_paths([arg]) if p not in missing]
-            checked = [verify_file(path, args.quiet) for path in present]
-            manifest_problems += check_against_manifest(arg, checked)
+            present = [p for p in expand_record_paths([arg], options) if p not in missing]
+            checked = [verify_file(path, args.quiet, storage) for path in present]
+            manifest_problems += check_against_manifest(arg, checked, storage)
             files += checked
         else:
-            files += [verify_file(path, args.quiet) for path in expand_record_paths([arg])]
+            files += [verify_file(path, args.quiet, Storage.of(path, options))
+                      for path in expand_record_paths([arg], options)]
     ok = not any(f["problems"] for f in files) and not manifest_problems
     if args.json:
         print(json.dumps({"ok": ok, "files": files, "manifest_problems": manifest_problems},

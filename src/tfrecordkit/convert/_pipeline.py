@@ -52,7 +52,7 @@ _IN_FLIGHT_PER_WORKER = 4
 class ConversionResult:
     """What a conversion produced, and how fast."""
 
-    path: Path
+    path: Path | str  # a local folder, or a URL
     manifest: Manifest
     seconds: float
     resumed: bool
@@ -402,12 +402,14 @@ def convert(
     overwrite: bool = False,
     label_feature: str | None = None,
     progress: bool | Callable[[int, int], None] = False,
+    storage_options: dict[str, Any] | None = None,
 ) -> ConversionResult:
     """Convert ``source`` into a dataset directory of TFRecord shards plus ``dataset.json``.
 
     Args:
         source: where records come from (see :mod:`tfrecordkit.sources`).
-        out_dir: the dataset directory.
+        out_dir: the dataset directory: a local path, or a URL (``s3://bucket/ds``,
+            ``gs://...``; shards are staged locally and uploaded, ``dataset.json`` last).
         schema: the features (default: the source's own schema).
         split: a split name, or ratios such as ``{"train": 0.9, "val": 0.1}`` (seeded, by key).
         layout: ``"mixed"`` shards, or ``"per_class"`` (each class in its own shards).
@@ -421,6 +423,8 @@ def convert(
         overwrite: replace an existing dataset in ``out_dir``.
         label_feature: the class-label feature (default: the schema's first ClassLabel).
         progress: show a progress bar on stderr, or a ``callback(records, bytes)``.
+        storage_options: options for the URL's filesystem (fsspec), e.g. credentials or
+            ``{"client_kwargs": {"endpoint_url": ...}}``.
 
     Raises:
         SourceError: an input is unreadable (with ``on_error="raise"``); names the input.
@@ -446,6 +450,7 @@ def convert(
         if getattr(source, "resumable", True) else "",
         created_by={"tool": "tfrecordkit", "version": __version__, "source": source.description,
                     "split": split if isinstance(split, str) else dict(split)},
+        storage_options=storage_options,
     )
     report = _progress_reporter(progress)
     with writer:
@@ -476,8 +481,8 @@ def convert(
     if manifest.skipped_count:
         logger.warning("skipped %d input(s); they are listed in %s/dataset.json",
                        manifest.skipped_count, out_dir)
-    return ConversionResult(Path(out_dir), manifest, time.perf_counter() - started,
-                            writer.resumed)
+    where: Path | str = Path(out_dir) if writer.storage.local else os.fspath(out_dir)
+    return ConversionResult(where, manifest, time.perf_counter() - started, writer.resumed)
 
 
 def _progress_reporter(progress: bool | Callable[[int, int], None]) -> Callable[..., None]:

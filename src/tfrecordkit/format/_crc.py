@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import crc32c as _crc32c
 
@@ -15,10 +16,12 @@ def masked_crc32c(data: bytes | bytearray | memoryview) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-def file_crc32c(path: str | os.PathLike[str], chunk_size: int = 1 << 22) -> str:
-    """The plain CRC32C of a whole file, as 8 hex digits (the manifest's shard checksum)."""
+def file_crc32c(path: str | os.PathLike[str], chunk_size: int = 1 << 22, *,
+                storage: Any = None) -> str:
+    """The plain CRC32C of a whole file, as 8 hex digits (the manifest's shard checksum);
+    ``storage`` (a :class:`~tfrecordkit.format.Storage`) for files that are not local."""
     crc = 0
-    with open(path, "rb") as f:
+    with (storage.open(path, "rb") if storage is not None else open(path, "rb")) as f:
         while chunk := f.read(chunk_size):
             crc = _crc32c.crc32c(chunk, crc)
     return f"{crc:08x}"

@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, MissingDependencyError
+from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import is_dataset_dir, plan_read
@@ -300,12 +301,16 @@ def load_tf_dataset(
     schema: Schema | None = None,
     shuffle_buffer: int | None = None,
     options: DecodeOptions | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> Any:
     """A ``tf.data.Dataset`` of one split of a dataset, parsed and decoded from its manifest.
 
     Args:
         path: a dataset directory (with ``dataset.json``), or TFRecord files / globs that
             tfrecordkit did not write (their schema is inferred from a sample, or ``schema``).
+            Local paths and ``gs://`` URLs are read by TensorFlow's own file reader; other
+            URLs (``s3://``, ``http(s)://``, ``memory://``; ``gs://`` with
+            ``storage_options``) by tfrecordkit's reader through fsspec, feeding tf.data.
         split: which split.
         batch_size: records per batch (None: unbatched examples).
         shuffle: shuffle files every epoch and records through a buffer sized from the record
@@ -334,6 +339,7 @@ def load_tf_dataset(
         options: ``decode``, ``features``, ``image_size``, ``keep_aspect_ratio`` and
             ``padding`` as one :class:`~tfrecordkit.readers.numpy_data.DecodeOptions` (the
             TF-free loaders' object; then leave those keywords at their defaults).
+        storage_options: options for a URL's filesystem (fsspec).
 
     Returns:
         The dataset; it carries ``class_names`` and (for tfrecordkit datasets) ``manifest``.
@@ -352,9 +358,10 @@ def load_tf_dataset(
         raise ValueError(f"padding must be 'pad' or 'ragged'; got {padding!r}")
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size must be positive; got {batch_size}")
-    read = plan_read(path, split, schema=schema)
+    read = plan_read(path, split, schema=schema, storage_options=storage_options)
     manifest, schema = read.manifest, read.schema
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
+    open_file = _file_reader(read.storage, compression, storage_options)
     names = list(features) if features is not None else (list(schema) if schema else None)
     foreign_images: list[str] = []
     if schema is not None:
@@ -390,9 +397,7 @@ def load_tf_dataset(
         files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
     cycle = max(1, min(len(file_paths), 16))
     ds = files_ds.interleave(
-        lambda f: tf.data.TFRecordDataset(f, compression_type=compression,
-                                          buffer_size=1 << 20),
-        cycle_length=cycle, block_length=1, num_parallel_calls=AUTOTUNE,
+        open_file, cycle_length=cycle, block_length=1, num_parallel_calls=AUTOTUNE,
         deterministic=ordered,
     )
     if by_record:
@@ -579,15 +584,32 @@ def _to_dense(example: Any) -> Any:
 
 
 
+def _file_reader(storage: Storage, compression: str,
+                 storage_options: dict[str, Any] | None) -> Callable[[Any], Any]:
+    """File path tensor -> dataset of its serialized records: TensorFlow's reader where TF
+    reads the files itself (local, ``gs://``), else tfrecordkit's (CRC-checked) via fsspec."""
+    if storage.local or (storage.protocol in ("gs", "gcs") and not storage_options):
+        return lambda f: tf.data.TFRecordDataset(f, compression_type=compression,
+                                                 buffer_size=1 << 20)
+
+    def records(path: bytes) -> Iterator[bytes]:
+        yield from RecordReader(path.decode(), storage=storage)
+
+    signature = tf.TensorSpec((), tf.string)
+    return lambda f: tf.data.Dataset.from_generator(records, args=(f,),
+                                                    output_signature=signature)
+
+
 # -- metric learning -------------------------------------------------------------------------
 
 
 def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequence[str] | None,
-                      input_context: Any) -> tuple[Manifest, Schema, list[str], int, int]:
-    if not is_dataset_dir(path):
+                      input_context: Any, storage: Storage
+                      ) -> tuple[Manifest, Schema, list[str], int, int]:
+    if not is_dataset_dir(path, storage):
         raise DatasetError(f"{os.fspath(path)}: class-balanced sampling needs a dataset "
                            f"directory with {MANIFEST_NAME}")
-    read = plan_read(path, split)
+    read = plan_read(path, split, storage=storage)
     manifest, schema = read.manifest, read.schema
     assert manifest is not None and schema is not None  # a dataset directory has both
     names = list(features) if features is not None else list(schema)
@@ -617,6 +639,7 @@ def load_tf_pk_dataset(
     repeat: bool = False,
     input_context: Any = None,
     max_open_files: int = 64,
+    storage_options: dict[str, Any] | None = None,
 ) -> Any:
     """Class-balanced batches of P classes × K examples as a ``tf.data.Dataset``.
 
@@ -629,12 +652,13 @@ def load_tf_pk_dataset(
     """
     from tfrecordkit.sampling import ClassIndex, PKSampler, RecordFetcher
 
+    storage = Storage.of(path, storage_options)
     manifest, schema, names, rank, world = _sampling_context(path, split, features,
-                                                            input_context)
-    index = ClassIndex.from_dataset(path, split, manifest)
+                                                            input_context, storage)
+    index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
     sampler = PKSampler(index, classes_per_batch, examples_per_class, seed=seed,
                         exclude_small=exclude_small, epoch=epoch, rank=rank, world_size=world)
-    fetcher = RecordFetcher(index, max_open_files)
+    fetcher = RecordFetcher(index, max_open_files, storage=storage)
     size = classes_per_batch * examples_per_class
     steps = sampler.steps_per_epoch
 
@@ -671,6 +695,7 @@ def load_tf_triplet_dataset(
     with_labels: bool = True,
     input_context: Any = None,
     max_open_files: int = 64,
+    storage_options: dict[str, Any] | None = None,
 ) -> Any:
     """Batches of ``{"anchor", "positive", "negative"}`` examples as a ``tf.data.Dataset``.
 
@@ -681,14 +706,15 @@ def load_tf_triplet_dataset(
     """
     from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
 
+    storage = Storage.of(path, storage_options)
     manifest, schema, names, rank, world = _sampling_context(path, split, features,
-                                                            input_context)
+                                                            input_context, storage)
     if not with_labels and manifest.label_feature in names and (
             features is None or manifest.label_feature not in features):
         names.remove(manifest.label_feature)
-    index = ClassIndex.from_dataset(path, split, manifest)
+    index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
     sampler = TripletSampler(index, seed=seed, rank=rank, world_size=world)
-    fetcher = RecordFetcher(index, max_open_files)
+    fetcher = RecordFetcher(index, max_open_files, storage=storage)
     anchors = sampler.anchors_per_epoch
 
     def triplets() -> Any:

@@ -24,8 +24,10 @@ import math
 import os
 import shutil
 import struct
+import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -34,7 +36,7 @@ import crc32c
 import numpy as np
 
 from tfrecordkit.errors import DatasetError
-from tfrecordkit.format import RecordWriter, frame_record
+from tfrecordkit.format import LOCAL, RecordWriter, Storage, frame_record
 from tfrecordkit.format._compression import normalize_compression
 from tfrecordkit.format._crc import file_crc32c
 from tfrecordkit.format._encode import EncodedFrames
@@ -225,11 +227,10 @@ class _SplitStream:
                                       labels[start:stop])
             start, base = stop, end
 
-    def finish(self, directory: Path) -> list[ShardInfo]:
+    def finish(self, finish_shard: Callable[[_ShardFile, str], ShardInfo]) -> list[ShardInfo]:
         files = [*self.done, *([self.current] if self.current is not None else [])]
         count = len(files)
-        return [shard.finish(directory, shard_name(self.split, i, count,
-                                                   self.options.compression))
+        return [finish_shard(shard, shard_name(self.split, i, count, self.options.compression))
                 for i, shard in enumerate(files)]
 
 
@@ -256,6 +257,11 @@ class ShardedWriter:
         plan_id: identifies the conversion (source, schema, options); a rerun with the same
             ``plan_id`` resumes from a completed spill.
         created_by: provenance stored in the manifest.
+        storage_options: for a URL ``out_dir`` (``s3://``, ``gs://``, ...), passed to fsspec.
+
+    A URL ``out_dir`` is staged in a local folder (``TFRECORDKIT_STAGING``, else the system
+    temp dir, one folder per URL, so a rerun on the same machine resumes); each shard is
+    uploaded whole once complete, and ``dataset.json`` last.
     """
 
     def __init__(
@@ -268,8 +274,15 @@ class ShardedWriter:
         overwrite: bool = False,
         plan_id: str = "",
         created_by: dict[str, Any] | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
-        self.out_dir = Path(out_dir)
+        self.storage = Storage.of(out_dir, storage_options)
+        self.target = os.fspath(out_dir)  # where the dataset goes (a path or a URL)
+        # Local work happens in the output folder itself, or in a local stand-in for a URL.
+        self.out_dir = Path(out_dir) if self.storage.local else _local_stand_in(self.target)
+        self._uploads: list[Future[None]] = []
+        self._uploader = (None if self.storage.local else
+                          ThreadPoolExecutor(2, thread_name_prefix="tfrecordkit-upload"))
         self.schema = schema
         self.options = options or ShardOptions()
         self.label_feature = label_feature
@@ -287,11 +300,12 @@ class ShardedWriter:
             raise
 
     def _prepare(self, overwrite: bool) -> None:
-        manifest = self.out_dir / MANIFEST_NAME
-        if manifest.exists():
+        if not self.storage.local:
+            self.storage.makedirs(self.target)
+        if self.storage.exists(self.storage.join(self.target, MANIFEST_NAME)):
             if not overwrite:
                 raise DatasetError(
-                    f"{self.out_dir} already holds a dataset; pass overwrite=True "
+                    f"{self.target} already holds a dataset; pass overwrite=True "
                     "(--overwrite) to replace it"
                 )
             self._remove_previous_dataset()
@@ -554,6 +568,28 @@ class ShardedWriter:
         for frames, lengths, labels in self._gathered(rows, data):
             shard.write_frames(frames, lengths, labels)
 
+    def _finish_shard(self, shard: _ShardFile, name: str) -> ShardInfo:
+        """Close a shard into the output folder (and start its upload, for a URL)."""
+        info = shard.finish(self.out_dir, name)
+        if self._uploader is not None:
+            files = [name, *([info.index] if info.index else [])]
+            for file in reversed(files):  # the index first: a shard is never without it
+                self._uploads.append(self._uploader.submit(
+                    self.storage.put_file, self.out_dir / file,
+                    self.storage.join(self.target, file)))
+            self._check_uploads()
+        return info
+
+    def _check_uploads(self, wait: bool = False) -> None:
+        """Raise the first failed upload; with ``wait``, wait for all of them."""
+        pending = []
+        for upload in self._uploads:
+            if wait or upload.done():
+                upload.result()
+            else:
+                pending.append(upload)
+        self._uploads = pending
+
     def _new_shard(self, name: str) -> _ShardFile:
         return _ShardFile(self._staging, name, compression=self.options.compression,
                           index=self.options.index)
@@ -572,17 +608,17 @@ class ShardedWriter:
             position = 0
             while position < len(table):
                 while filled == sizes[len(shards)]:  # the current shard is full
-                    shards.append(shard.finish(self.out_dir, names[len(shards)]))
+                    shards.append(self._finish_shard(shard, names[len(shards)]))
                     shard, filled = self._new_shard(names[len(shards)]), 0
                 take = min(len(table) - position, sizes[len(shards)] - filled)
                 self._write_rows(table[position : position + take], data, shard)
                 position += take
                 filled += take
                 progress(take)
-        shards.append(shard.finish(self.out_dir, names[len(shards)]))
+        shards.append(self._finish_shard(shard, names[len(shards)]))
         while len(shards) < count:  # shards left empty by rounding
-            shards.append(self._new_shard(names[len(shards)]).finish(
-                self.out_dir, names[len(shards)]))
+            shards.append(self._finish_shard(self._new_shard(names[len(shards)]),
+                                             names[len(shards)]))
         return shards
 
     def _write_per_class_split(
@@ -604,7 +640,7 @@ class ShardedWriter:
                     name = shard_name(split, i, count, self.options.compression, class_id=label)
                     shard = self._new_shard(name)
                     self._write_rows(rows[start:stop], data, shard)
-                    info = shard.finish(self.out_dir, name)
+                    info = self._finish_shard(shard, name)
                     shards.append(ShardInfo(**{**info.__dict__, "class_id": label}))
                     progress(stop - start)
                     start = stop
@@ -619,7 +655,7 @@ class ShardedWriter:
         splits: dict[str, SplitInfo] = {}
         for split in sorted(self._totals):
             if self.streaming:
-                shards = self._streams[split].finish(self.out_dir)
+                shards = self._streams[split].finish(self._finish_shard)
                 tick(self._totals[split].records)
             elif self.options.layout == "per_class":
                 shards = self._write_per_class_split(split, tick)
@@ -644,7 +680,10 @@ class ShardedWriter:
             created_by={**self.created_by, "seed": self.options.seed,
                         "shuffle": self.options.shuffle},
         )
-        manifest.write(self.out_dir)
+        self._check_uploads(wait=True)
+        if self._uploader is not None:
+            self._uploader.shutdown(wait=True)
+        manifest.write(self.target, storage=self.storage)  # last: the dataset is complete
         shutil.rmtree(self._staging, ignore_errors=True)
         self._lock.release()
         return manifest
@@ -656,6 +695,10 @@ class ShardedWriter:
             for shard in [*stream.done, *([stream.current] if stream.current else [])]:
                 shard.writer.close()
         self._streams.clear()
+        if self._uploader is not None:
+            for upload in self._uploads:
+                upload.cancel()
+            self._uploader.shutdown(wait=True)
         shutil.rmtree(self._staging, ignore_errors=True)
         self._lock.release()
 
@@ -671,13 +714,23 @@ class ShardedWriter:
 
     def _remove_previous_dataset(self) -> None:
         # The manifest goes first, so no reader ever sees it pointing at missing shards.
-        (self.out_dir / MANIFEST_NAME).unlink()
+        self.storage.remove(self.storage.join(self.target, MANIFEST_NAME))
         self._remove_stale_shards()
 
     def _remove_stale_shards(self) -> None:
         """Remove shard files (and indexes) a killed or previous run left, and nothing else."""
-        for path in self.out_dir.iterdir():
-            name = path.name.removesuffix(INDEX_SUFFIX)
-            if SHARD_PATTERN.match(name):
-                path.unlink()
+        folders = [(LOCAL, os.fspath(self.out_dir))]
+        if not self.storage.local:
+            folders.append((self.storage, self.target))
+        for storage, folder in folders:
+            for name in storage.listdir(folder):
+                if SHARD_PATTERN.match(name.removesuffix(INDEX_SUFFIX)):
+                    storage.remove(storage.join(folder, name))
 
+
+
+def _local_stand_in(url: str) -> Path:
+    """The local folder where a conversion to ``url`` stages its work (stable per URL)."""
+    root = os.environ.get("TFRECORDKIT_STAGING") or tempfile.gettempdir()
+    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return Path(root) / f"tfrecordkit-{digest}"
