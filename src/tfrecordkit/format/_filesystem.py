@@ -47,7 +47,7 @@ def _fsspec() -> Any:
     return fsspec
 
 
-_TRANSIENT_HINTS = ("credentials", "Unable to locate", "AccessDenied", "Forbidden")
+_BUCKET_PROTOCOLS = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
 
 
 @contextlib.contextmanager
@@ -87,8 +87,19 @@ class Storage:
     """
 
     def __init__(self, fs: Any = None, options: Mapping[str, Any] | None = None) -> None:
-        self.fs = fs
+        self._fs = fs
+        self._pid = os.getpid()
         self.options = dict(options or {})
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem (None: local); made afresh in a forked child process, since
+        async filesystems (s3fs, gcsfs) can't be used across a fork."""
+        if self._fs is not None and os.getpid() != self._pid:
+            protocol = self.protocol
+            self._fs = _fsspec().filesystem(protocol, **self.options)
+            self._pid = os.getpid()
+        return self._fs
 
     @classmethod
     def of(cls, url: PathLike | Sequence[PathLike],
@@ -105,28 +116,29 @@ class Storage:
 
     @property
     def local(self) -> bool:
-        return self.fs is None
+        return self._fs is None
 
     @property
     def protocol(self) -> str:
-        if self.fs is None:
+        if self._fs is None:
             return "file"
-        protocol = self.fs.protocol
+        protocol = self._fs.protocol
         return protocol[0] if isinstance(protocol, tuple | list) else str(protocol)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        if self.fs is None:
+        if self._fs is None:
             return (_local, ())
         return (_remote, (self.protocol, self.options))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Storage) and self.fs is other.fs
+        return isinstance(other, Storage) and (self.protocol, self.options) == (
+            other.protocol, other.options)
 
     def __hash__(self) -> int:
-        return id(self.fs)
+        return hash(self.protocol)
 
     def __repr__(self) -> str:
-        return "Storage(local)" if self.fs is None else f"Storage({self.protocol}://)"
+        return "Storage(local)" if self._fs is None else f"Storage({self.protocol}://)"
 
     # -- names ------------------------------------------------------------------------
 
@@ -145,11 +157,28 @@ class Storage:
 
     # -- queries ----------------------------------------------------------------------
 
+    def _fresh(self, path: str) -> None:
+        """Forget cached listings of ``path``: other processes may have changed it."""
+        self.fs.invalidate_cache(self.fs._strip_protocol(path))
+
+    def check_writable_root(self, url: str) -> None:
+        """Raise :class:`StorageError` if the bucket of ``url`` does not exist (object stores);
+        writing never creates buckets."""
+        if self._fs is None or self.protocol not in _BUCKET_PROTOCOLS:
+            return
+        bucket = self.fs._strip_protocol(url).split("/", 1)[0]
+        with remote_errors(url):
+            found = self.fs.exists(bucket)
+        if not found:
+            raise StorageError(url, f"bucket {bucket!r} does not exist (or these credentials "
+                                    "can't see it)")
+
     def exists(self, path: PathLike) -> bool:
         text = os.fspath(path)
         if self.fs is None:
             return os.path.exists(local_path(text))
         with remote_errors(text):
+            self._fresh(text)
             return bool(self.fs.exists(text))
 
     def isfile(self, path: PathLike) -> bool:
@@ -157,6 +186,7 @@ class Storage:
         if self.fs is None:
             return os.path.isfile(local_path(text))
         with remote_errors(text):
+            self._fresh(text)
             return bool(self.fs.isfile(text))
 
     def isdir(self, path: PathLike) -> bool:
@@ -164,6 +194,7 @@ class Storage:
         if self.fs is None:
             return os.path.isdir(local_path(text))
         with remote_errors(text):
+            self._fresh(text)
             return bool(self.fs.isdir(text))
 
     def size(self, path: PathLike) -> int:
@@ -171,6 +202,7 @@ class Storage:
         if self.fs is None:
             return os.path.getsize(local_path(text))
         with remote_errors(text):
+            self._fresh(text)
             return int(self.fs.size(text))
 
     def listdir(self, path: PathLike) -> list[str]:

@@ -301,7 +301,7 @@ class ShardedWriter:
 
     def _prepare(self, overwrite: bool) -> None:
         if not self.storage.local:
-            self.storage.makedirs(self.target)
+            self.storage.check_writable_root(self.target)  # fail now, not at the first upload
         if self.storage.exists(self.storage.join(self.target, MANIFEST_NAME)):
             if not overwrite:
                 raise DatasetError(
