@@ -40,7 +40,7 @@ def same(a, b) -> bool:
     """Equal values: arrays, lists of values, and dicts of them (padded values)."""
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray) and a.dtype == object or isinstance(a, list):
+    if (isinstance(a, np.ndarray) and a.dtype == object) or isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return bool(np.array_equal(a, b))
 
@@ -82,7 +82,7 @@ def test_record_files_and_indexes_round_trip(memory_url, tmp_path):
 def test_datasets_are_byte_identical_to_local_ones(memory_url, tmp_path, options):
     url = f"{memory_url}/ds"
     remote = write_dataset(rows(), url, SCHEMA, **options)
-    local = write_dataset(rows(), tmp_path / "ds", SCHEMA, **options)
+    write_dataset(rows(), tmp_path / "ds", SCHEMA, **options)
     assert remote.path == url and remote.records == 600
     got, want = files_of(url), local_files(tmp_path / "ds")
     assert got.keys() == want.keys()
@@ -94,11 +94,15 @@ def test_datasets_are_byte_identical_to_local_ones(memory_url, tmp_path, options
             assert got[name] == want[name], name
 
 
-def test_loaders_read_the_same_values_as_locally(memory_url, tmp_path):
+@pytest.mark.parametrize("shuffle", ["block", "global", False])
+def test_loaders_read_the_same_values_as_locally(memory_url, tmp_path, monkeypatch, shuffle):
+    from tfrecordkit.sampling import _fetch
+
+    monkeypatch.setattr(_fetch, "_CACHE_BYTES", 5000)  # evictions happen within an epoch
     url = f"{memory_url}/ds"
     write_dataset(rows(), url, SCHEMA, layout="per_class", shard_size=3000)
     write_dataset(rows(), tmp_path / "ds", SCHEMA, layout="per_class", shard_size=3000)
-    kwargs = {"batch_size": 50, "seed": 3}
+    kwargs = {"batch_size": 50, "seed": 3, "shuffle": shuffle}
     for a, b in zip(tk.load_numpy_dataset(url, **kwargs),
                     tk.load_numpy_dataset(tmp_path / "ds", **kwargs), strict=True):
         assert a.keys() == b.keys()
@@ -108,8 +112,12 @@ def test_loaders_read_the_same_values_as_locally(memory_url, tmp_path):
     for a, b in zip(tk.iter_pk_batches(url, **pk), tk.iter_pk_batches(tmp_path / "ds", **pk),
                     strict=True):
         assert np.array_equal(a["label"], b["label"]) and np.array_equal(a["x"], b["x"])
-    split = tk.open_split(url)
-    assert len(split) == 600 and split[7] == tk.open_split(tmp_path / "ds")[7]
+    split, local = tk.open_split(url), tk.open_split(tmp_path / "ds")
+    assert len(split) == 600 and split[7] == local[7]
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        ids = rng.integers(0, 600, size=rng.integers(1, 80))
+        assert split.get_many(ids) == local.get_many(ids)
     assert tk.load_manifest(url).num_records("train") == 600
 
 
@@ -180,7 +188,7 @@ def test_overwrite_and_existing_datasets(memory_url):
 
 
 def test_bad_urls_are_one_clear_line(memory_url):
-    with pytest.raises(DatasetError, match="no dataset.json"):
+    with pytest.raises(DatasetError, match=r"no dataset\.json"):
         tk.load_manifest(f"{memory_url}/nothing")
     with pytest.raises(StorageError, match="nosuchscheme://x"):
         Storage.of("nosuchscheme://x")

@@ -9,8 +9,12 @@ and written whole (object stores have no rename: an object appears only once com
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import contextlib
+import io
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, BinaryIO
 
@@ -20,7 +24,7 @@ __all__ = ["LOCAL", "PathLike", "Storage", "is_remote", "local_path", "open_bina
 
 PathLike = str | os.PathLike[str]
 
-READ_BLOCK = 16 << 20
+READ_BLOCK = 8 << 20
 """Bytes fetched per request when reading a remote file sequentially."""
 
 MERGE_GAP = 8 << 20
@@ -227,8 +231,14 @@ class Storage:
             if not self.fs.exists(text):
                 return {}
             entries = self.fs.ls(text, detail=True, refresh=True)
-        return {entry["name"].rstrip("/").rsplit("/", 1)[-1]: int(entry.get("size") or 0)
-                for entry in entries if entry.get("type") == "file"}
+        found = {entry["name"].rstrip("/").rsplit("/", 1)[-1]: int(entry.get("size") or 0)
+                 for entry in entries if entry.get("type") == "file"}
+        with _WARM_LOCK:  # the next open() of these files needs no size request
+            for name, size in found.items():
+                _LISTED[(self.protocol, self.join(text, name))] = size
+            while len(_LISTED) > _MAX_LISTED:
+                _LISTED.pop(next(iter(_LISTED)))
+        return found
 
     def glob(self, pattern: str) -> list[str]:
         """Files matching ``pattern``, sorted (full URLs for remote storage)."""
@@ -244,15 +254,47 @@ class Storage:
     # -- reading and writing ------------------------------------------------------------
 
     def open(self, path: PathLike, mode: str = "rb", *, buffering: int = -1) -> BinaryIO:
-        """A binary file object; remote reads go in blocks of :data:`READ_BLOCK` bytes."""
+        """A binary file object. Remote files opened for reading are read front to back in
+        blocks of :data:`READ_BLOCK` bytes, the next block downloading while the current one
+        is consumed; ``seek`` works but restarts the download there."""
         text = os.fspath(path)
         if self.fs is None:
             return open(local_path(text), mode, buffering=buffering)  # type: ignore[return-value]
         with remote_errors(text):
             if "r" in mode:
-                return self.fs.open(text, mode, block_size=READ_BLOCK,  # type: ignore[no-any-return]
-                                    cache_type="readahead")
+                with _WARM_LOCK:
+                    warm = _WARM.pop((self.protocol, text), None)
+                if warm is not None:
+                    return _PrefetchingReader(self, text, *warm.result())  # type: ignore[return-value]
+                return _PrefetchingReader(self, text, self._size_for_read(text))  # type: ignore[return-value]
             return self.fs.open(text, mode)  # type: ignore[no-any-return]
+
+    def prefetch(self, path: str) -> None:
+        """Start downloading the first block of ``path`` (remote), for its next :meth:`open`:
+        reading file after file then overlaps each file's first request with the one before."""
+        if self._fs is None:
+            return
+        with _WARM_LOCK:
+            if (self.protocol, path) in _WARM:
+                return
+            if len(_WARM) >= _MAX_WARM:  # never opened: drop the oldest
+                _WARM.pop(next(iter(_WARM))).cancel()
+            _WARM[(self.protocol, path)] = _PREFETCH_POOL.submit(self._first_block, path)
+
+    def _first_block(self, path: str) -> tuple[int, bytes]:
+        size = self._size_for_read(path)
+        with remote_errors(path):
+            return size, bytes(self.fs.cat_file(path, start=0, end=min(size, READ_BLOCK)))
+
+    def _size_for_read(self, path: str) -> int:
+        """A file's size: from the folder's listing just made (see :meth:`sizes`), else asked."""
+        with _WARM_LOCK:
+            listed = _LISTED.pop((self.protocol, path), None)
+        if listed is not None:
+            return listed
+        with remote_errors(path):
+            self._fresh(path)
+            return int(self.fs.size(path))
 
     def read_bytes(self, path: PathLike) -> bytes:
         text = os.fspath(path)
@@ -331,6 +373,26 @@ class Storage:
                 result[path] = value
         return result
 
+    def read_spans(self, spans: Sequence[tuple[str, int, int]]) -> list[bytes]:
+        """The bytes ``[start, end)`` of each ``(path, start, end)``; remote requests go out
+        together."""
+        if self.fs is None:
+            out = []
+            for path, start, end in spans:
+                with open(local_path(path), "rb", buffering=0) as f:
+                    out.append(os.pread(f.fileno(), end - start, start))
+            return out
+        if not spans:
+            return []
+        with remote_errors(spans[0][0]):
+            blobs = self.fs.cat_ranges([p for p, _, _ in spans], [s for _, s, _ in spans],
+                                       [e for _, _, e in spans], on_error="return")
+        for (path, _, _), blob in zip(spans, blobs, strict=True):
+            if isinstance(blob, BaseException):
+                with remote_errors(path):
+                    raise blob
+        return [bytes(blob) for blob in blobs]
+
     def read_ranges(self, path: str, offsets: Sequence[int], lengths: Sequence[int]
                     ) -> list[bytes]:
         """The byte ranges ``[offset, offset + length)`` of one file, in the order given."""
@@ -381,6 +443,97 @@ class Storage:
                 results[number][i] = bytes(view[offsets[i] - start : offsets[i] - start
                                                 + lengths[i]])
         return results
+
+
+class _PrefetchingReader(io.RawIOBase):
+    """Sequential reads of a remote file: ranged requests of :data:`READ_BLOCK` bytes, the
+    next ones fetched on a thread while the caller consumes the current one."""
+
+    _AHEAD = 2  # blocks in flight beyond the one being read
+
+    def __init__(self, storage: Storage, path: str, size: int, first: bytes | None = None
+                 ) -> None:
+        super().__init__()
+        self._storage, self._path, self._size = storage, path, size
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tfrecordkit-read")
+        self._start(0, first)
+
+    def _start(self, position: int, first: bytes | None = None) -> None:
+        self._position = position
+        self._block = memoryview(b"")
+        self._whole = memoryview(b"")  # the current block, and where it starts in the file
+        self._whole_start = position
+        self._next = position  # where the next requested block begins
+        self._pending: collections.deque[concurrent.futures.Future[bytes]] = collections.deque()
+        if first is not None:  # the first block, already downloaded
+            done: concurrent.futures.Future[bytes] = concurrent.futures.Future()
+            done.set_result(first)
+            self._pending.append(done)
+            self._next = len(first)
+        self._fill()
+
+    def _fetch(self, start: int, end: int) -> bytes:
+        with remote_errors(self._path):
+            return bytes(self._storage.fs.cat_file(self._path, start=start, end=end))
+
+    def _fill(self) -> None:
+        while len(self._pending) < self._AHEAD and self._next < self._size:
+            end = min(self._next + READ_BLOCK, self._size)
+            self._pending.append(self._pool.submit(self._fetch, self._next, end))
+            self._next = end
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        target = {0: offset, 1: self._position + offset, 2: self._size + offset}[whence]
+        if target == self._position:
+            return target
+        start, end = self._whole_start, self._whole_start + len(self._whole)
+        if start <= target <= end:  # inside the block at hand (e.g. back to 0 after a sniff)
+            self._block = self._whole[target - start :]
+            self._position = target
+            return target
+        for future in self._pending:
+            future.cancel()
+        self._start(max(0, target))
+        return self._position
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._block:
+            if not self._pending:
+                return 0
+            self._whole_start += len(self._whole)
+            self._whole = self._block = memoryview(self._pending.popleft().result())
+            self._fill()
+        count = min(len(buffer), len(self._block))
+        buffer[:count] = self._block[:count]
+        self._block = self._block[count:]
+        self._position += count
+        return count
+
+    def close(self) -> None:
+        if not self.closed:
+            for future in self._pending:
+                future.cancel()
+            self._pool.shutdown(wait=False)
+        super().close()
+
+
+_PREFETCH_POOL = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="tfrecordkit-prefetch")
+# First blocks downloaded ahead of their open(), by (protocol, path); bounded.
+_WARM: dict[tuple[str, str], concurrent.futures.Future[tuple[int, bytes]]] = {}
+_WARM_LOCK = threading.Lock()
+_MAX_WARM = 4
+# Sizes from a folder listing, used once by the next open() of each file; bounded.
+_LISTED: dict[tuple[str, str], int] = {}
+_MAX_LISTED = 100_000
 
 
 def _local() -> Storage:

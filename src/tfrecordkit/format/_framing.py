@@ -790,6 +790,15 @@ def read_records(
     _check_policy(on_error)
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    for path in paths:
+    names = [os.fspath(p) for p in paths]
+    listed: set[str] = set()
+    for i, path in enumerate(names):
+        storage = Storage.of(path, storage_options)
+        folder = path.rsplit("/", 1)[0]
+        if not storage.local and folder not in listed:
+            listed.add(folder)
+            storage.sizes(folder)  # one listing gives every file's size
+        if i + 1 < len(names) and not storage.local:
+            storage.prefetch(names[i + 1])  # the next file downloads while this one is read
         yield from RecordReader(path, compression, verify=verify, on_error=on_error,
-                                storage=Storage.of(path, storage_options))
+                                storage=storage)

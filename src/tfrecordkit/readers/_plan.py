@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
-from tfrecordkit.format import LOCAL, RecordReader, Storage, decode_example
+from tfrecordkit.format import LOCAL, RecordReader, Storage, check_frame, decode_example
+from tfrecordkit.format._framing import FRAME_OVERHEAD
 from tfrecordkit.format._index import index_path_for, load_index, scan_offsets
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._partition import Partition
@@ -148,12 +149,26 @@ def _check_first_record(manifest: Manifest, shards: list[tuple[str, int]],
     first = next((f for f, n in shards if n), None)
     if first is None:
         return
-    keys = set(decode_example(next(iter(RecordReader(first, storage=storage)))))
+    keys = set(decode_example(_first_record(first, storage)))
     missing = [s.key for s in manifest.schema.key_specs() if s.key not in keys
                and s.shape is not None]
     if missing:
         raise DatasetError(f"{first}: records lack {missing} that the schema in "
                            f"{MANIFEST_NAME} describes (schema mismatch)")
+
+
+def _first_record(file: str, storage: Storage) -> bytes:
+    """The first record of a file; remotely from one small ranged read when it fits."""
+    if not storage.local:
+        head = storage.read_spans([(file, 0, _PEEK)])[0]
+        if len(head) >= FRAME_OVERHEAD:
+            length = int.from_bytes(head[:8], "little")
+            if FRAME_OVERHEAD + length <= len(head):
+                return check_frame(head[: FRAME_OVERHEAD + length], path=file, offset=0)
+    return next(iter(RecordReader(file, storage=storage)))
+
+
+_PEEK = 1 << 16
 
 
 def _foreign_files(path: PathArg, storage: Storage) -> list[str]:

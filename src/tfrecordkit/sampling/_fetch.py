@@ -10,8 +10,11 @@ from typing import Protocol
 import numpy as np
 
 from tfrecordkit.format import LOCAL, Storage, check_frame
+from tfrecordkit.format._filesystem import MERGE_GAP, READ_BLOCK
 
 __all__ = ["RecordFetcher", "RecordLocations"]
+
+_CACHE_BYTES = 64 << 20  # remote spans kept per fetcher
 
 
 class RecordLocations(Protocol):
@@ -47,6 +50,11 @@ class RecordFetcher:
         self._users: dict[int, int] = {}  # shard -> threads reading it now
         self._lock = threading.Lock()
         self.peak_open_files = 0
+        # Remote files: spans fetched lately, by file; bounded by _CACHE_BYTES.
+        self._blocks: dict[int, list[tuple[int, bytes]]] = {}
+        self._order: list[tuple[int, int, int]] = []
+        self._cached_bytes = 0
+        self._ends: np.ndarray | None = None
 
     def _acquire(self, shard: int) -> int:
         with self._lock:
@@ -96,19 +104,76 @@ class RecordFetcher:
 
     def _fetch_remote(self, shards: np.ndarray, offsets: np.ndarray, lengths: np.ndarray
                       ) -> list[bytes]:
-        """Ranged reads, all at once: one request per file (nearby records merged)."""
+        """Ranged reads, sent together: per file, nearby records merged into one request;
+        a request that is mostly records (sequential reading) reads ahead a whole block,
+        kept for the next calls."""
         files = self.index.files
+        out: list[bytes] = [b""] * len(shards)
+        spans: list[tuple[int, int, int, list[int]]] = []  # (shard, start, end, members)
         groups: dict[int, list[int]] = {}
         for i, shard in enumerate(shards.tolist()):
             groups.setdefault(shard, []).append(i)
-        requests = [(files[shard], offsets[members].tolist(), lengths[members].tolist())
-                    for shard, members in groups.items()]
-        frames = self.storage.read_ranges_many(requests)
-        out: list[bytes] = [b""] * len(shards)
-        for (shard, members), got in zip(groups.items(), frames, strict=True):
-            for i, frame in zip(members, got, strict=True):
-                out[i] = check_frame(frame, path=files[shard], offset=int(offsets[i]))
+        for shard, members in groups.items():
+            missing = []
+            for i in members:
+                data = self._cached(shard, int(offsets[i]), int(lengths[i]))
+                if data is None:
+                    missing.append(i)
+                else:
+                    out[i] = check_frame(data, path=files[shard], offset=int(offsets[i]))
+            missing.sort(key=lambda i: int(offsets[i]))
+            for i in missing:
+                start, end = int(offsets[i]), int(offsets[i] + lengths[i])
+                last = spans[-1] if spans else None
+                if last is not None and last[0] == shard and start - last[2] <= MERGE_GAP:
+                    spans[-1] = (shard, last[1], max(last[2], end), [*last[3], i])
+                else:
+                    spans.append((shard, start, end, [i]))
+        if not spans:
+            return out
+        ends = self._file_ends()
+        requests = []
+        for shard, start, stop, members in spans:
+            wanted = int(lengths[members].sum())
+            dense = wanted * 2 >= stop - start  # sequential reading: read ahead
+            end = min(max(stop, start + READ_BLOCK), int(ends[shard])) if dense else stop
+            requests.append((shard, start, end, members))
+        blobs = self.storage.read_spans([(files[s], a, b) for s, a, b, _ in requests])
+        for (shard, start, _end, members), blob in zip(requests, blobs, strict=True):
+            view = memoryview(blob)
+            for i in members:
+                at = int(offsets[i]) - start
+                out[i] = check_frame(bytes(view[at : at + int(lengths[i])]),
+                                     path=files[shard], offset=int(offsets[i]))
+            self._remember(shard, start, blob)
         return out
+
+    def _file_ends(self) -> np.ndarray:
+        """Where each file's last record ends (its size, for a whole file)."""
+        if self._ends is None:
+            ends = np.zeros(len(self.index.files), dtype=np.int64)
+            np.maximum.at(ends, self.index.shard, self.index.offset + self.index.length)
+            self._ends = ends
+        return self._ends
+
+    def _cached(self, shard: int, offset: int, length: int) -> bytes | None:
+        with self._lock:
+            for start, blob in self._blocks.get(shard, ()):
+                if start <= offset and offset + length <= start + len(blob):
+                    return blob[offset - start : offset - start + length]
+        return None
+
+    def _remember(self, shard: int, start: int, blob: bytes) -> None:
+        """Keep a fetched span for later calls (least recently fetched dropped first)."""
+        with self._lock:
+            self._blocks.setdefault(shard, []).append((start, blob))
+            self._order.append((shard, start, len(blob)))
+            self._cached_bytes += len(blob)
+            while self._cached_bytes > _CACHE_BYTES and self._order:
+                old_shard, old_start, size = self._order.pop(0)
+                kept = self._blocks.get(old_shard, [])
+                self._blocks[old_shard] = [b for b in kept if b[0] != old_start]
+                self._cached_bytes -= size
 
     def close(self) -> None:
         """Close every open file."""

@@ -1,0 +1,155 @@
+"""Reading a dataset from an S3-compatible server: tfrecordkit vs simply downloading the same
+objects with s3fs, in one run, against moto's server on 127.0.0.1 (started here).
+
+Cases:
+- sequential read of every record (CRCs checked) with ``read_records`` and the NumPy loader
+  (``decode=False``), against ``s3fs.cat_file`` of each shard (the floor: bytes only);
+- P×K batches (per-class layout): requests per batch, from the server's log;
+- the same reads from a local copy, for comparison.
+
+Run: python bench/remote.py [--records 40000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+import tfrecordkit as tk
+
+
+class _Log:
+    """The server's request lines (from its stderr, read on a thread)."""
+
+    def __init__(self, server: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._follow, args=(server,), daemon=True)
+        self._thread.start()
+
+    def _follow(self, server: subprocess.Popen[str]) -> None:
+        assert server.stderr is not None
+        for line in server.stderr:
+            self.lines.append(re.sub(r"\x1b\[[0-9;]*m", "", line))
+
+    def object_gets(self) -> int:
+        time.sleep(0.5)  # let the last lines arrive
+        found = [re.search(r'"GET (\S+) HTTP', line) for line in self.lines]
+        return sum(1 for m in found if m and "?" not in m[1])
+
+
+def _median(function, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=40_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    # The server runs in its own process, as a real store would (in this process it would
+    # compete with the reader for the GIL); its request log comes back on its stderr.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+                               "-p", str(port)], stderr=subprocess.PIPE, text=True)
+    log = _Log(server)
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
+                      AWS_DEFAULT_REGION="us-east-1", AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    fs.mkdir("bench")
+    n = args.records
+    rng = np.random.default_rng(0)
+    schema = tk.Schema({"x": tk.Tensor((256,), "float32"),
+                        "label": tk.ClassLabel([str(i) for i in range(50)])})
+    rows = [{"x": rng.random(256, dtype=np.float32), "label": i % 50} for i in range(n)]
+    url = "s3://bench/ds"
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(tmp) / "ds"
+        tk.write_dataset(rows, url, schema, num_shards=8)
+        tk.write_dataset(rows, local, schema, num_shards=8)
+        manifest = tk.load_manifest(url)
+        names = [s.file for s in manifest.split("train").shards]
+        total = manifest.split("train").bytes
+        remote_files = [f"{url}/{name}" for name in names]
+        local_files = [str(local / name) for name in names]
+
+        def download() -> None:
+            for file in remote_files:
+                fs.cat_file(file)
+
+        def loader(path: object) -> None:
+            for _ in tk.load_numpy_dataset(path, batch_size=256, decode=False, shuffle=False):
+                pass
+
+        cases = {
+            "s3fs download (bytes only)": download,
+            "read_records, s3": lambda: sum(1 for _ in tk.read_records(remote_files)),
+            "NumPy loader, s3 (no decode)": lambda: loader(url),
+            "read_records, local": lambda: sum(1 for _ in tk.read_records(local_files)),
+            "NumPy loader, local (no decode)": lambda: loader(local),
+        }
+        results = {name: _median(fn, args.runs) for name, fn in cases.items()}
+        base = results["s3fs download (bytes only)"]
+        print(f"{n:,} records, {total / 1e6:.0f} MB in {len(names)} shards; medians of "
+              f"{args.runs} runs, moto S3 on 127.0.0.1, {os.cpu_count()} cores\n")
+        print(f"{'case':<34}{'seconds':>9}{'MB/s':>9}{'rec/s':>12}{'vs download':>13}")
+        for name, seconds in results.items():
+            print(f"{name:<34}{seconds:>9.2f}{total / seconds / 1e6:>9.0f}"
+                  f"{n / seconds:>12,.0f}{base / seconds:>12.2f}x")
+        log.lines.clear()
+        sum(1 for _ in tk.read_records(remote_files))
+        print(f"\nsequential read: {log.object_gets()} object GETs for {n:,} records "
+              f"in {len(names)} shards")
+        log.lines.clear()
+        loader(url)
+        print(f"NumPy loader (no shuffle): {log.object_gets()} object GETs")
+
+        pk_url = "s3://bench/pc"
+        tk.write_dataset(rows, pk_url, schema, layout="per_class")
+        p, k, steps = 8, 4, 20
+        batches = iter(tk.iter_pk_batches(pk_url, classes_per_batch=p, examples_per_class=k,
+                                          steps=steps + 1, decode=False))
+        next(batches)
+        log.lines.clear()
+        start = time.perf_counter()
+        for _ in range(steps):
+            next(batches)
+        remote_pk = time.perf_counter() - start
+        gets = log.object_gets()
+        tk.write_dataset(rows, local / "pc", schema, layout="per_class")
+        local_batches = iter(tk.iter_pk_batches(local / "pc", classes_per_batch=p,
+                                                examples_per_class=k, steps=steps + 1,
+                                                decode=False))
+        next(local_batches)
+        start = time.perf_counter()
+        for _ in range(steps):
+            next(local_batches)
+        local_pk = time.perf_counter() - start
+        print(f"P×K ({p}×{k}, per-class shards): {gets / steps:.1f} object GETs per batch "
+              f"(P = {p}); {steps / remote_pk:.0f} batches/s from s3, "
+              f"{steps / local_pk:.0f} locally")
+    server.terminate()
+    server.wait()
+
+
+if __name__ == "__main__":
+    main()
