@@ -84,9 +84,10 @@ class RecordWriter:
         index_path: PathLike | None = None,
         buffer_size: int = 1 << 20,
         storage: Storage | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
         self.path = os.fspath(path)
-        storage = storage or Storage.of(self.path)
+        storage = storage or Storage.of(self.path, storage_options)
         self.compression: Compression = normalize_compression(compression)  # type: ignore[assignment]
         if not 0 <= compression_level <= 9:
             raise ValueError(f"compression_level must be in 0..9; got {compression_level}")
@@ -466,7 +467,9 @@ class RecordReader:
     """Reads the records of one TFRecord file, checking both CRCs of every record.
 
     Args:
-        path: a local path (or a ``gs://``/``s3://`` URL, with the ``remote`` extra).
+        path: a local path, or a URL (``s3://``, ``gs://``, ... with the ``remote`` extra;
+            ``storage_options`` go to fsspec, ``storage`` is a resolved
+            :class:`~tfrecordkit.format.Storage`).
         compression: ``"auto"`` (detect from the first bytes), None, ``"gzip"`` or ``"zlib"``.
         verify: check the length and data CRCs (truncation is always detected).
         on_error: on a corrupt record, ``"raise"`` a :class:`CorruptRecordError`; ``"skip"``
@@ -496,13 +499,14 @@ class RecordReader:
         use_mmap: bool = True,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         storage: Storage | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
         _check_policy(on_error)
         if not isinstance(buffer_size, int) or buffer_size < 0:
             raise ValueError(f"buffer_size must be a non-negative int; got {buffer_size!r}")
         buffer_size = max(buffer_size, HEADER_SIZE)  # the window grows as records need
         self.path = os.fspath(path)
-        self.storage = storage or Storage.of(self.path)
+        self.storage = storage or Storage.of(self.path, storage_options)
         self._compression_arg = normalize_compression(compression, allow_auto=True)
         self.verify = verify
         self.on_error: ErrorPolicy = on_error

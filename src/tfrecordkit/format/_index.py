@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import Any
 
 import numpy as np
 
@@ -63,14 +64,15 @@ def scan_offsets(path: PathLike, *, verify: bool = True,
 
 
 def build_index(path: PathLike, index_path: PathLike | None = None, *, verify: bool = True,
-                storage: Storage | None = None) -> int:
+                storage: Storage | None = None,
+                storage_options: dict[str, Any] | None = None) -> int:
     """Write the offset index of the record file ``path``; return its number of records.
 
     Raises:
         IndexUnavailableError: the file is compressed.
         CorruptRecordError: a record fails its checks (no index is written).
     """
-    storage = storage or Storage.of(path)
+    storage = storage or Storage.of(path, storage_options)
     offsets = scan_offsets(path, verify=verify, storage=storage)
     target = os.fspath(index_path) if index_path is not None else index_path_for(path)
     text = "".join(f"{offset} {length}\n" for offset, length in offsets.tolist())
