@@ -1,0 +1,6 @@
+"""Ray Data for tfrecordkit datasets (extra ``ray``): ``read_dataset`` reads a split into a
+``ray.data.Dataset`` with tfrecordkit's TF-free codec; workers never import TensorFlow."""
+
+from tfrecordkit.ray._datasource import TFRecordKitDatasource, read_dataset
+
+__all__ = ["TFRecordKitDatasource", "read_dataset"]

@@ -1,0 +1,137 @@
+"""tfrecordkit.ray.read_dataset on a real local Ray cluster: rows equal the source, exact counts
+from the manifest, stable order, pixels equal the other readers', CRC errors named, and no
+TensorFlow in the workers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import numpy as np
+import pytest
+
+import tfrecordkit as tk
+from tests.datasets import digits_folder
+from tfrecordkit.sources import ImageFolder
+
+ray = pytest.importorskip("ray")
+from tfrecordkit.ray import read_dataset  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = tk.Schema({"x": tk.Scalar("float32"), "v": tk.Tensor((None,), "int16"),
+                    "t": tk.Text(), "label": tk.ClassLabel(["a", "b", "c"])})
+
+
+def rows(n: int = 3000) -> list[dict]:
+    return [{"x": i / 3, "v": np.arange(i % 4, dtype=np.int16), "t": f"row {i}",
+             "label": i % 3} for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"TF_CPP_MIN_LOG_LEVEL": "3"}})
+    yield
+    ray.shutdown()
+
+
+def test_rows_equal_the_source_and_counts_are_exact(cluster, tmp_path):
+    tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, num_shards=3,
+                     split={"train": 0.8, "val": 0.2})
+    manifest = tk.load_manifest(tmp_path / "ds")
+    seen = []
+    for split in ("train", "val"):
+        ds = read_dataset(tmp_path / "ds", split, override_num_blocks=5)
+        assert ds.count() == manifest.num_records(split)
+        got = ds.take_all()
+        assert sorted(r["id"] for r in got) == list(range(manifest.num_records(split)))
+        seen += got
+    by_text = {r["t"]: r for r in seen}
+    assert len(by_text) == 3000
+    for i, row in enumerate(rows()):
+        got = by_text[row["t"]]
+        assert got["x"] == np.float32(row["x"]) and got["label"] == row["label"]
+        assert np.array_equal(got["v"], row["v"]), i
+
+
+def test_two_reads_give_the_same_order_and_match_open_split(cluster, tmp_path):
+    tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, num_shards=4)
+    ray.data.DataContext.get_current().execution_options.preserve_order = True
+    first = [r["id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
+    second = [r["id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
+    assert first == second == list(range(3000))
+    raw = read_dataset(tmp_path / "ds", decode=False).take(50)
+    records = tk.open_split(tmp_path / "ds")
+    assert [r["record"] for r in raw] == records.get_many(range(50))
+
+
+def test_images_equal_the_numpy_loader_and_no_tensorflow_in_workers(cluster, tmp_path):
+    digits_folder(tmp_path / "digits", limit_per_class=20)
+    tk.convert(ImageFolder(tmp_path / "digits"), tmp_path / "ds", workers=1)
+    expected = {}
+    for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=20, shuffle=False):
+        for i, image in zip(batch["id"], batch["image"], strict=True):
+            expected[int(i)] = image
+    ds = read_dataset(tmp_path / "ds", image_size=None)
+    got = {r["id"]: r["image"] for r in ds.take_all()}
+    assert got.keys() == expected.keys()
+    assert all(np.array_equal(got[i], expected[i]) for i in got)
+
+    def modules(batch):
+        return {"tf": np.array(["tensorflow" in sys.modules] * len(batch["id"]))}
+
+    flags = read_dataset(tmp_path / "ds").map_batches(modules).take_all()
+    assert flags and not any(f["tf"] for f in flags)
+
+
+def test_a_corrupt_record_fails_naming_the_file(cluster, tmp_path):
+    tk.write_dataset(rows(300), tmp_path / "ds", SCHEMA, num_shards=1)
+    shard = next(p for p in (tmp_path / "ds").iterdir() if p.name.endswith(".tfrecord"))
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    shard.write_bytes(bytes(data))
+    with pytest.raises(Exception, match=r"train-00000-of-00001\.tfrecord.*crc"):
+        read_dataset(tmp_path / "ds").take_all()
+
+
+CLUSTER_SCRIPT = """
+import ray, tfrecordkit as tk
+from tfrecordkit.ray import read_dataset
+ray.init(address="{address}", log_to_driver=False)
+nodes = [n for n in ray.nodes() if n["Alive"]]
+ds = read_dataset("{path}", override_num_blocks=6)
+ids = sorted(r["id"] for r in ds.take_all())
+print(len(nodes), ds.count(), ids == list(range(3000)))
+"""
+
+
+@pytest.mark.slow
+def test_a_two_node_cluster_started_with_ray_start(tmp_path):
+    """A head started by `ray start --head` on 127.0.0.1 and a second node joined to it."""
+    tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, num_shards=6)
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    port = "6391"
+    # Token auth would need the token copied to the joining node; loopback-only here.
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    temp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # Ray's sockets need a short path
+    start = [ray_bin, "start", "--num-cpus=1", "--include-dashboard=false", "--disable-usage-stats"]
+    try:
+        subprocess.run([*start, "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+                        f"--temp-dir={temp}"], env=env, check=True, capture_output=True,
+                       timeout=180)
+        subprocess.run([*start, f"--address=127.0.0.1:{port}", "--node-ip-address=127.0.0.1"],
+                       env=env, check=True, capture_output=True, timeout=180)
+        script = textwrap.dedent(CLUSTER_SCRIPT).format(address=f"127.0.0.1:{port}",
+                                                        path=tmp_path / "ds")
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, timeout=300, check=True)
+        assert out.stdout.split()[-3:] == ["2", "3000", "True"], out.stdout + out.stderr
+    finally:
+        subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True,
+                       timeout=120, check=False)
+        shutil.rmtree(temp, ignore_errors=True)
