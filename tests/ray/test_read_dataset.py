@@ -119,11 +119,11 @@ def test_a_two_node_cluster_started_with_ray_start(tmp_path):
     # Token auth would need the token copied to the joining node; loopback-only here.
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     temp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # Ray's sockets need a short path
-    start = [ray_bin, "start", "--num-cpus=1", "--include-dashboard=false", "--disable-usage-stats"]
+    start = [ray_bin, "start", "--num-cpus=1", "--disable-usage-stats"]
     try:
-        subprocess.run([*start, "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
-                        f"--temp-dir={temp}"], env=env, check=True, capture_output=True,
-                       timeout=180)
+        subprocess.run([*start, "--head", "--include-dashboard=false",
+                        "--node-ip-address=127.0.0.1", f"--port={port}", f"--temp-dir={temp}"],
+                       env=env, check=True, capture_output=True, timeout=180)
         subprocess.run([*start, f"--address=127.0.0.1:{port}", "--node-ip-address=127.0.0.1"],
                        env=env, check=True, capture_output=True, timeout=180)
         script = textwrap.dedent(CLUSTER_SCRIPT).format(address=f"127.0.0.1:{port}",
