@@ -144,3 +144,33 @@ def test_python_dash_m_entry_point(golden):
         capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert "OK, 5 records" in result.stdout
+
+
+def test_verify_reports_each_corruption_once(capsys, tmp_path):
+    import logging
+
+    from tfrecordkit import ClassLabel, Scalar, Schema, write_dataset
+
+    schema = Schema({"x": Scalar("float32"), "label": ClassLabel(["cat", "dog"])})
+    write_dataset([{"x": i / 3, "label": i % 2} for i in range(50)], tmp_path / "ds", schema,
+                  num_shards=1)
+    shard = next((tmp_path / "ds").glob("*.tfrecord"))
+    data = bytearray(shard.read_bytes())
+    data[300] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    logging.getLogger().handlers.clear()  # main() sets up logging to stderr afresh
+    assert main(["verify", str(tmp_path / "ds")]) == 1
+    captured = capsys.readouterr()
+    both = captured.out + captured.err
+    assert both.count("length crc failed") == 1, both
+
+
+def test_head_names_classes_of_a_dataset(capsys, tmp_path):
+    from tfrecordkit import ClassLabel, Scalar, Schema, write_dataset
+
+    schema = Schema({"x": Scalar("int64"), "label": ClassLabel(["cat", "dog"])})
+    write_dataset([{"x": i, "label": i % 2} for i in range(4)], tmp_path / "ds", schema,
+                  shuffle=False)
+    assert main(["head", str(tmp_path / "ds"), "-n", "2", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["features"]["label"] for line in lines] == ["0 (cat)", "1 (dog)"]

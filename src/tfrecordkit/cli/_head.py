@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.cli._inputs import expand_record_paths
-from tfrecordkit.format import decode_sequence_example, read_records
+from tfrecordkit.cli._inputs import expand_record_paths, is_dataset
+from tfrecordkit.format import Storage, decode_sequence_example, read_records
 from tfrecordkit.schema import sniff_bytes
+from tfrecordkit.store import load_manifest
 
 _SHOWN_VALUES = 8
 _SHOWN_TEXT = 60
@@ -47,13 +48,36 @@ def summarize(value: Any) -> Any:
     return items[0] if len(items) == 1 else items
 
 
+def _class_names(args: list[str], options: dict[str, Any] | None) -> dict[str, list[str]]:
+    """Class names by label key, from the manifests of the datasets among ``args``."""
+    names: dict[str, list[str]] = {}
+    for arg in args:
+        storage = Storage.of(arg, options)
+        if is_dataset(arg, storage):
+            manifest = load_manifest(arg, storage=storage)
+            if manifest.label_feature is not None and manifest.class_names:
+                names[manifest.label_feature] = list(manifest.class_names)
+    return names
+
+
+def _named(value: Any, names: list[str]) -> Any:
+    """A class id shown with its name: ``"1 (dog)"``."""
+    if isinstance(value, int) and 0 <= value < len(names):
+        return f"{value} ({names[value]})"
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     paths = expand_record_paths(args.paths, args.storage_options)
+    labels = _class_names(args.paths, args.storage_options)
     records = read_records(paths, storage_options=args.storage_options)
     for i, record in enumerate(islice(records, args.n)):
         try:
             context, lists = decode_sequence_example(record)
             decoded: Any = {k: summarize(v) for k, v in sorted(context.items())}
+            for key, names in labels.items():
+                if key in decoded:
+                    decoded[key] = _named(decoded[key], names)
             decoded.update(
                 {f"{k}[steps]": [summarize(step) for step in steps[:_SHOWN_VALUES]]
                  for k, steps in sorted(lists.items())}

@@ -26,7 +26,9 @@ def verify_file(path: str, quiet: bool, storage: Storage | None = None) -> dict[
     """Read every record of ``path`` with CRC checks; return counts and problems."""
     # Read through a buffer, not a memory map: a file truncated by another process while it
     # is mapped kills the process with SIGBUS; read() just comes up short, which is reported.
-    reader = RecordReader(path, on_error="skip", use_mmap=False, storage=storage)
+    # Problems are printed below, once each: the reader does not log them too.
+    reader = RecordReader(path, on_error="skip", use_mmap=False, storage=storage,
+                          log_skipped=False)
     for _ in progress(reader, quiet=quiet, desc=path.rsplit("/", 1)[-1]):
         pass
     stats = reader.stats

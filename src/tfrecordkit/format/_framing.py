@@ -474,7 +474,8 @@ class RecordReader:
         verify: check the length and data CRCs (truncation is always detected).
         on_error: on a corrupt record, ``"raise"`` a :class:`CorruptRecordError`; ``"skip"``
             it (resynchronising on the next valid record); or ``"warn"`` (skip and log).
-            What was skipped is in :attr:`stats` and logged once at the end.
+            What was skipped is in :attr:`stats` and logged once at the end (unless
+            ``log_skipped`` is False: the caller reports it).
         index_path: offset index for random access; default ``<path>.index`` if it exists.
         use_mmap: map local uncompressed files into memory (in bounded windows) rather than
             copying them through a read buffer; faster, but the file must not be truncated
@@ -500,6 +501,7 @@ class RecordReader:
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         storage: Storage | None = None,
         storage_options: dict[str, Any] | None = None,
+        log_skipped: bool = True,
     ) -> None:
         _check_policy(on_error)
         if not isinstance(buffer_size, int) or buffer_size < 0:
@@ -507,6 +509,7 @@ class RecordReader:
         buffer_size = max(buffer_size, HEADER_SIZE)  # the window grows as records need
         self.path = os.fspath(path)
         self.storage = storage or Storage.of(self.path, storage_options)
+        self.log_skipped = log_skipped
         self._compression_arg = normalize_compression(compression, allow_auto=True)
         self.verify = verify
         self.on_error: ErrorPolicy = on_error
@@ -716,7 +719,7 @@ class RecordReader:
                 logger.warning("%s: the compressed stream has no end marker (its writer is "
                                "still writing, or the file was cut at a flush point)", self.path)
             stream.close()
-            if stats.problems:
+            if stats.problems and self.log_skipped:
                 logger.warning(stats.summary(self.path))
         if resyncing_from >= 0:
             stats.skipped_bytes += window.offset(pos) - resyncing_from
