@@ -26,6 +26,23 @@ def test_import_tfrecordkit_imports_no_framework():
     assert result.stdout.strip() == "[]"
 
 
+def test_every_public_name_resolves_and_dir_lists_it():
+    """``__all__`` (readers included) resolves, ``dir()`` shows it, and only using a reader
+    imports its framework."""
+    code = (
+        "import sys, tfrecordkit as tk\n"
+        "assert sorted(tk.__all__) == dir(tk), 'dir differs from __all__'\n"
+        "light = [n for n in tk.__all__ if n not in tk._LAZY]\n"
+        "[getattr(tk, n) for n in light]\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
+        "tk.random_flip, tk.batch_hard_triplet_loss, tk.load_torch_dataset, tk.DecodeOptions\n"
+        "print('tensorflow' in sys.modules)\n"
+    )
+    result = run(code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["[]", "True"]
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("order", [("tensorflow", "tfrecordkit"), ("tfrecordkit", "tensorflow")])
 def test_coexists_with_tensorflow(tf, order):

@@ -4,7 +4,7 @@ Importing this package never imports TensorFlow, PyTorch or a distributed engine
 for those (``load_tf_dataset``, ...) are imported on first use.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfrecordkit.convert import ConversionResult, convert, open_source, write_dataset
 from tfrecordkit.errors import (
@@ -38,7 +38,39 @@ from tfrecordkit.schema import (
     Tensor,
     Text,
 )
+from tfrecordkit.sources import (
+    AudioFolder,
+    ImageFolder,
+    NumpyArrays,
+    Records,
+    Table,
+    TextLines,
+)
 from tfrecordkit.store import Manifest, load_manifest
+
+if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at run time
+    from tfrecordkit.readers.grain_source import load_grain_source
+    from tfrecordkit.readers.numpy_data import (
+        DecodeOptions,
+        iter_pk_batches,
+        iter_triplets,
+        load_numpy_dataset,
+    )
+    from tfrecordkit.readers.tf_data import (
+        batch_hard_triplet_loss,
+        feature_description,
+        load_tf_dataset,
+        load_tf_pk_dataset,
+        load_tf_triplet_dataset,
+        random_brightness,
+        random_crop,
+        random_flip,
+    )
+    from tfrecordkit.readers.torch_data import (
+        load_torch_dataset,
+        load_torch_pk_dataset,
+        load_torch_triplet_dataset,
+    )
 
 __version__ = "0.1.0"
 
@@ -47,6 +79,12 @@ _LAZY = {
     "load_tf_dataset": "tfrecordkit.readers.tf_data",
     "load_tf_pk_dataset": "tfrecordkit.readers.tf_data",
     "load_tf_triplet_dataset": "tfrecordkit.readers.tf_data",
+    "batch_hard_triplet_loss": "tfrecordkit.readers.tf_data",
+    "feature_description": "tfrecordkit.readers.tf_data",
+    "random_brightness": "tfrecordkit.readers.tf_data",
+    "random_crop": "tfrecordkit.readers.tf_data",
+    "random_flip": "tfrecordkit.readers.tf_data",
+    "DecodeOptions": "tfrecordkit.readers.numpy_data",
     "iter_pk_batches": "tfrecordkit.readers.numpy_data",
     "iter_triplets": "tfrecordkit.readers.numpy_data",
     "load_numpy_dataset": "tfrecordkit.readers.numpy_data",
@@ -66,18 +104,27 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'tfrecordkit' has no attribute {name!r}")
 
 
-__all__ = [
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = [  # the readers among these are imported on first use (see _LAZY)
     "Audio",
+    "AudioFolder",
     "ClassLabel",
     "ConversionResult",
     "CorruptRecordError",
     "DatasetError",
+    "DecodeOptions",
     "Image",
+    "ImageFolder",
     "IndexUnavailableError",
     "Manifest",
     "MissingDependencyError",
+    "NumpyArrays",
     "RecordReader",
     "RecordWriter",
+    "Records",
     "Scalar",
     "Schema",
     "SchemaError",
@@ -86,18 +133,35 @@ __all__ = [
     "SplitRecords",
     "StorageError",
     "TFRecordKitError",
+    "Table",
     "Tensor",
     "Text",
+    "TextLines",
     "__version__",
+    "batch_hard_triplet_loss",
     "build_index",
     "convert",
     "decode_example",
     "decode_sequence_example",
     "encode_example",
     "encode_sequence_example",
+    "feature_description",
+    "iter_pk_batches",
+    "iter_triplets",
+    "load_grain_source",
     "load_manifest",
+    "load_numpy_dataset",
+    "load_tf_dataset",
+    "load_tf_pk_dataset",
+    "load_tf_triplet_dataset",
+    "load_torch_dataset",
+    "load_torch_pk_dataset",
+    "load_torch_triplet_dataset",
     "open_source",
     "open_split",
+    "random_brightness",
+    "random_crop",
+    "random_flip",
     "read_records",
     "write_dataset",
 ]
