@@ -29,6 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import ray
+
     from tfrecordkit.ray import read_dataset
 
     n = args.records
