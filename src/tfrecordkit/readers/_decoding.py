@@ -46,6 +46,10 @@ class DecodeOptions:
         fast_resize: with ``image_size``, decode JPEGs at 1/2, 1/4 or 1/8 scale when the
             target allows (several times faster; pixels then differ slightly from a full
             decode + resize). False gives exactly what ``load_tf_dataset`` gives.
+        image_dtype: ``"uint8"`` pixels as stored, or ``"float32"`` scaled to [0, 1].
+        mean, std: with ``"float32"``, normalise to ``(x - mean) / std`` (one value, or one
+            per channel), e.g. ImageNet's ``(0.485, 0.456, 0.406)``, ``(0.229, 0.224, 0.225)``.
+            Augmentations see the images after this.
     """
 
     decode: bool = True
@@ -54,8 +58,27 @@ class DecodeOptions:
     keep_aspect: bool = False
     padding: Padding = "pad"
     fast_resize: bool = True
+    image_dtype: Literal["uint8", "float32"] = "uint8"
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.image_dtype not in ("uint8", "float32"):
+            raise ValueError(f"image_dtype must be 'uint8' or 'float32'; got "
+                             f"{self.image_dtype!r}")
+        for name in ("mean", "std"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if self.image_dtype != "float32":
+                raise ValueError(f"{name} normalises float32 images: give "
+                                 "image_dtype='float32'")
+            values = (float(value),) if isinstance(value, int | float) else tuple(
+                float(v) for v in value)
+            if not 1 <= len(values) <= 4 or (name == "std" and min(values) <= 0):
+                raise ValueError(f"{name} must be 1 to 4 numbers{' above 0' * (name == 'std')}"
+                                 f"; got {value!r}")
+            object.__setattr__(self, name, values)
         if self.features is not None:
             if isinstance(self.features, str):
                 raise ValueError(f"features must be a list of names; got {self.features!r}")
@@ -68,6 +91,19 @@ class DecodeOptions:
             object.__setattr__(self, "image_size", size)
         if self.padding not in ("pad", "ragged"):
             raise ValueError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
+
+
+def scale_image(pixels: np.ndarray, options: DecodeOptions) -> np.ndarray:
+    """Pixels as :class:`DecodeOptions` asks: uint8 as they are, or float32 in [0, 1],
+    normalised by ``mean``/``std`` (the same float32 operations tf.data runs)."""
+    if options.image_dtype == "uint8":
+        return pixels
+    out: np.ndarray = pixels.astype(np.float32) / np.float32(255.0)
+    if options.mean is not None:
+        out = out - np.asarray(options.mean, dtype=np.float32)
+    if options.std is not None:
+        out = out / np.asarray(options.std, dtype=np.float32)
+    return out
 
 
 def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None) -> Any:
@@ -164,6 +200,9 @@ class RecordDecoder:
                         images[i] = resize(image, self.options.image_size)
                     except ValueError as err:
                         raise SchemaError(name, str(err), record=where(i)) from None
+        if self.options.image_dtype != "uint8":
+            for name in self._images:
+                columns[name] = [scale_image(image, self.options) for image in columns[name]]
         return columns
 
     def _columns_by_specs(self, records: list[bytes], where: Callable[[int], Any]
@@ -241,13 +280,15 @@ class RecordDecoder:
 def decode_options(options: DecodeOptions | None, *, decode: bool = True,
                    features: Names[str] | None = None,
                    image_size: tuple[int, int] | None = None, padding: Padding = "pad",
+                   image_dtype: Literal["uint8", "float32"] = "uint8",
                    ) -> DecodeOptions:
     """``options`` if given (then the keywords must be left at their defaults), else one
     built from the keywords."""
     if options is None:
         chosen = tuple(features) if features is not None else None
         return DecodeOptions(decode=decode, features=chosen, image_size=image_size,
-                             padding=padding)
-    if (decode, features, image_size, padding) != (True, None, None, "pad"):
+                             padding=padding, image_dtype=image_dtype)
+    if (decode, features, image_size, padding, image_dtype) != (True, None, None, "pad",
+                                                                "uint8"):
         raise ValueError("give either options= or the decode keywords, not both")
     return options

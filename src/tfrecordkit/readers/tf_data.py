@@ -159,6 +159,17 @@ def _decode_image(feature: Image, parsed: Example, name: str,
     return _resize(image, image_size, keep_aspect)
 
 
+def _scale_image(image: Any, dtype: str, mean: tuple[float, ...] | None,
+                 std: tuple[float, ...] | None) -> Any:
+    """float32 in [0, 1], then ``(x - mean) / std``: the NumPy readers' float32 operations."""
+    out = tf.cast(image, tf.float32) / tf.constant(255.0, tf.float32)
+    if mean is not None:
+        out = out - tf.constant(mean, tf.float32)
+    if std is not None:
+        out = out / tf.constant(std, tf.float32)
+    return out
+
+
 def _resize(image: Any, image_size: tuple[int, int] | None, keep_aspect: bool) -> Any:
     if image_size is None:
         return image
@@ -302,6 +313,7 @@ def load_tf_dataset(
     shuffle_buffer: int | None = None,
     options: DecodeOptions | None = None,
     storage_options: dict[str, Any] | None = None,
+    image_dtype: Literal["uint8", "float32"] = "uint8",
 ) -> Any:
     """A ``tf.data.Dataset`` of one split of a dataset, parsed and decoded from its manifest.
 
@@ -340,6 +352,8 @@ def load_tf_dataset(
             ``padding`` as one :class:`~tfrecordkit.readers.numpy_data.DecodeOptions` (the
             TF-free loaders' object; then leave those keywords at their defaults).
         storage_options: options for a URL's filesystem (fsspec).
+        image_dtype: ``"float32"`` scales images to [0, 1] (``options`` adds ``mean``/``std``
+            normalisation); the TF-free loaders give the same values.
 
     Returns:
         The dataset; it carries ``class_names`` and (for tfrecordkit datasets) ``manifest``.
@@ -349,11 +363,13 @@ def load_tf_dataset(
             schema mismatch), before any training starts.
     """
     if options is not None:
-        if (decode, features, image_size, keep_aspect_ratio, padding) != (
-                True, None, None, False, "pad"):
+        if (decode, features, image_size, keep_aspect_ratio, padding, image_dtype) != (
+                True, None, None, False, "pad", "uint8"):
             raise ValueError("give either options= or the decode keywords, not both")
         decode, features, padding = options.decode, options.features, options.padding
         image_size, keep_aspect_ratio = options.image_size, options.keep_aspect
+    else:
+        options = DecodeOptions(image_dtype=image_dtype)  # validates it
     if padding not in ("pad", "ragged"):
         raise ValueError(f"padding must be 'pad' or 'ragged'; got {padding!r}")
     if batch_size is not None and batch_size < 1:
@@ -413,7 +429,8 @@ def load_tf_dataset(
 
     selected = {n: schema[n] for n in names} if schema is not None and names else {}
     plan = _DecodePlan(description, selected, foreign_images, decode,
-                       (image_size, keep_aspect_ratio), augment, padding, ordered)
+                       (image_size, keep_aspect_ratio), augment, padding, ordered,
+                       (options.image_dtype, options.mean, options.std))
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
     ds = ds.batch(parse_size, drop_remainder=drop_remainder and not plan.per_example
                   and batch_size is not None)
@@ -444,6 +461,7 @@ class _DecodePlan:
     augment: Any
     padding: Padding
     ordered: bool
+    scale: tuple[str, tuple[float, ...] | None, tuple[float, ...] | None] = ("uint8", None, None)
 
     @property
     def per_example(self) -> bool:
@@ -474,6 +492,10 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             else:
                 out = {n: _decode_one(f, parsed, n, *plan.image_args)
                        for n, f in plan.selected.items()}
+            if plan.decode and plan.scale[0] != "uint8":
+                for key in [k for k, f in plan.selected.items() if isinstance(f, Image)] + (
+                        list(plan.foreign_images) if not plan.selected else []):
+                    out[key] = _scale_image(out[key], *plan.scale)
             out = _compose(plan.augment)(out) if plan.augment is not None else out
             if pad_checked:
                 out.update({_CHANNELS + k: tf.shape(out[k])[-1] for k in open_images})
