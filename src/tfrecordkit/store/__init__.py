@@ -1,4 +1,5 @@
-"""The dataset on disk: manifest (``dataset.json``), shard naming, and the sharded writer."""
+"""The dataset on disk: manifest (``dataset.json``), shard naming, the engine-neutral write
+plan (``plan_split``, ``write_shard``, ``finalize_manifest``) and the local sharded writer."""
 
 from tfrecordkit.store._manifest import (
     MANIFEST_NAME,
@@ -10,13 +11,9 @@ from tfrecordkit.store._manifest import (
     text_of_name,
 )
 from tfrecordkit.store._naming import shard_name
-from tfrecordkit.store._writer import (
-    DEFAULT_SHARD_SIZE,
-    ShardedWriter,
-    ShardOptions,
-    record_hash,
-    write_shard,
-)
+from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
+from tfrecordkit.store._plan import ShardSpec, SplitTotals, finalize_manifest, plan_split
+from tfrecordkit.store._writer import ShardedWriter, write_shard
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -24,9 +21,13 @@ __all__ = [
     "Manifest",
     "ShardInfo",
     "ShardOptions",
+    "ShardSpec",
     "ShardedWriter",
     "SplitInfo",
+    "SplitTotals",
+    "finalize_manifest",
     "load_manifest",
+    "plan_split",
     "record_hash",
     "shard_name",
     "shard_paths",

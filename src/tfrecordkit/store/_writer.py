@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import shutil
 import struct
@@ -30,21 +29,22 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO
 
 import crc32c
 import numpy as np
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import LOCAL, RecordWriter, Storage, frame_record
-from tfrecordkit.format._compression import normalize_compression
 from tfrecordkit.format._crc import file_crc32c
 from tfrecordkit.format._encode import EncodedFrames
 from tfrecordkit.format._index import INDEX_SUFFIX
 from tfrecordkit.schema import Schema
 from tfrecordkit.store._lock import OutputLock
-from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo
+from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo
 from tfrecordkit.store._naming import SHARD_PATTERN, shard_name
+from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
+from tfrecordkit.store._plan import ShardSpec, SplitTotals, finalize_manifest, plan_split
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -56,9 +56,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SHARD_SIZE = 192 << 20
-"""Default target bytes per shard: 192 MiB, inside the 128–256 MiB range readers like."""
-
 STAGING = ".tfrecordkit-staging"
 _BUCKETS = 64
 _BUCKET_SHIFT = 58  # top 6 bits of h pick the bucket, so buckets are in h order
@@ -68,61 +65,6 @@ _UNLABELLED = -1
 _MAX_SKIPPED_LISTED = 1000
 _BUCKET_IN_MEMORY = 256 << 20  # larger buckets are read record by record
 _GATHER = 4 << 20  # bytes of frames gathered per write when writing shards
-
-
-def record_hash(key: str, seed: int, purpose: str = "order") -> int:
-    """A uniform 64-bit hash of ``key`` under ``seed``; stable across runs and machines."""
-    digest = hashlib.blake2b(
-        # surrogateescape: keys from non-UTF-8 file names hash their original bytes.
-        key.encode("utf-8", "surrogateescape"), digest_size=8,
-        key=seed.to_bytes(16, "little", signed=True),
-        person=purpose.encode()[:16],
-    ).digest()
-    return int.from_bytes(digest, "little")
-
-
-@dataclass(frozen=True)
-class ShardOptions:
-    """How records are laid out into shards.
-
-    Attributes:
-        shard_size: target bytes per shard (ignored when ``num_shards`` is set).
-        num_shards: exact shards per split (per class with the per-class layout).
-        min_shards: at least this many shards per split (mixed layout), e.g. the number of
-            reader workers you expect.
-        compression: None, ``"gzip"`` or ``"zlib"``.
-        layout: ``"mixed"`` or ``"per_class"`` (each class in its own shards).
-        seed: seeds the write-time shuffle and split assignment.
-        shuffle: shuffle records at write time (seeded); else keep input order.
-        index: write an offset index next to each (uncompressed) shard.
-    """
-
-    shard_size: int = DEFAULT_SHARD_SIZE
-    num_shards: int | None = None
-    min_shards: int = 1
-    compression: str | None = None
-    layout: Literal["mixed", "per_class"] = "mixed"
-    seed: int = 0
-    shuffle: bool = True
-    index: bool = True
-
-    def __post_init__(self) -> None:
-        if self.shard_size <= 0:
-            raise ValueError(f"shard_size must be positive; got {self.shard_size}")
-        if self.num_shards is not None and self.num_shards < 1:
-            raise ValueError(f"num_shards must be at least 1; got {self.num_shards}")
-        if self.min_shards < 1:
-            raise ValueError(f"min_shards must be at least 1; got {self.min_shards}")
-        if self.layout not in ("mixed", "per_class"):
-            raise ValueError(f"layout must be 'mixed' or 'per_class'; got {self.layout!r}")
-        object.__setattr__(self, "compression", normalize_compression(self.compression))
-
-    def shard_count(self, nbytes: int) -> int:
-        """Shards for ``nbytes`` of records."""
-        if self.num_shards is not None:
-            return self.num_shards
-        count = max(1, math.ceil(nbytes / self.shard_size))
-        return max(count, self.min_shards) if self.layout == "mixed" else count
 
 
 class _ShardFile:
@@ -594,37 +536,39 @@ class ShardedWriter:
         return _ShardFile(self._staging, name, compression=self.options.compression,
                           index=self.options.index)
 
+    def _plan(self, split: str) -> list[ShardSpec]:
+        t = self._totals[split]
+        return plan_split(split, SplitTotals(t.records, t.bytes, t.class_records,
+                                             t.class_bytes), self.options)
+
     def _write_mixed_split(self, split: str, progress: Callable[[int], None]) -> list[ShardInfo]:
-        totals = self._totals[split]
-        count = self.options.shard_count(totals.bytes)
-        count = min(count, max(1, totals.records))
-        bounds = [round(totals.records * (i + 1) / count) for i in range(count)]
-        sizes = np.diff([0, *bounds]).tolist()
-        names = [shard_name(split, i, count, self.options.compression) for i in range(count)]
+        specs = self._plan(split)
         shards: list[ShardInfo] = []
-        shard = self._new_shard(names[0])
-        filled = 0
+        shard = self._new_shard(specs[0].name)
+        position = 0  # in the split's h order
         for _, table, data in self._sorted_buckets(split):
-            position = 0
-            while position < len(table):
-                while filled == sizes[len(shards)]:  # the current shard is full
-                    shards.append(self._finish_shard(shard, names[len(shards)]))
-                    shard, filled = self._new_shard(names[len(shards)]), 0
-                take = min(len(table) - position, sizes[len(shards)] - filled)
-                self._write_rows(table[position : position + take], data, shard)
+            at = 0
+            while at < len(table):
+                while position == specs[len(shards)].stop:  # the current shard is full
+                    shards.append(self._finish_shard(shard, specs[len(shards)].name))
+                    shard = self._new_shard(specs[len(shards)].name)
+                take = min(len(table) - at, specs[len(shards)].stop - position)
+                self._write_rows(table[at : at + take], data, shard)
+                at += take
                 position += take
-                filled += take
                 progress(take)
-        shards.append(self._finish_shard(shard, names[len(shards)]))
-        while len(shards) < count:  # shards left empty by rounding
-            shards.append(self._finish_shard(self._new_shard(names[len(shards)]),
-                                             names[len(shards)]))
+        shards.append(self._finish_shard(shard, specs[len(shards)].name))
+        while len(shards) < len(specs):  # shards left empty by rounding
+            name = specs[len(shards)].name
+            shards.append(self._finish_shard(self._new_shard(name), name))
         return shards
 
     def _write_per_class_split(
         self, split: str, progress: Callable[[int], None]
     ) -> list[ShardInfo]:
-        totals = self._totals[split]
+        by_class: dict[int, list[ShardSpec]] = {}
+        for spec in self._plan(split):
+            by_class.setdefault(spec.class_id or 0, []).append(spec)
         shards = []
         for _, table, data in self._sorted_buckets(split):
             # Group by class keeping the h order inside each class (stable sort).
@@ -633,17 +577,14 @@ class ShardedWriter:
             ends = [*starts[1:].tolist(), len(grouped)]
             for label, first, last in zip(labels.tolist(), starts.tolist(), ends, strict=True):
                 rows = grouped[first:last]
-                count = min(self.options.shard_count(totals.class_bytes[label]), len(rows))
-                bounds = [round(len(rows) * (i + 1) / count) for i in range(count)]
-                start = 0
-                for i, stop in enumerate(bounds):
-                    name = shard_name(split, i, count, self.options.compression, class_id=label)
-                    shard = self._new_shard(name)
-                    self._write_rows(rows[start:stop], data, shard)
-                    info = self._finish_shard(shard, name)
+                specs = by_class[label]
+                origin = specs[0].start  # the class's first position in the split's order
+                for spec in specs:
+                    shard = self._new_shard(spec.name)
+                    self._write_rows(rows[spec.start - origin : spec.stop - origin], data, shard)
+                    info = self._finish_shard(shard, spec.name)
                     shards.append(ShardInfo(**{**info.__dict__, "class_id": label}))
-                    progress(stop - start)
-                    start = stop
+                    progress(spec.stop - spec.start)
         return sorted(shards, key=lambda s: (s.class_id, s.file))
 
     def finish(self, progress: Callable[[int], None] | None = None) -> Manifest:
@@ -652,38 +593,24 @@ class ShardedWriter:
         if not self.resumed and not self.streaming:
             self._close_spill()
             self._write_spill_summary()
-        splits: dict[str, SplitInfo] = {}
+        written: dict[str, list[ShardInfo]] = {}
         for split in sorted(self._totals):
             if self.streaming:
-                shards = self._streams[split].finish(self._finish_shard)
+                written[split] = self._streams[split].finish(self._finish_shard)
                 tick(self._totals[split].records)
             elif self.options.layout == "per_class":
-                shards = self._write_per_class_split(split, tick)
+                written[split] = self._write_per_class_split(split, tick)
             else:
-                shards = self._write_mixed_split(split, tick)
-            class_counts: Counter[str] = Counter()
-            for shard in shards:
-                class_counts.update(shard.class_counts)
-            splits[split] = SplitInfo(
-                shards=tuple(shards),
-                records=sum(s.records for s in shards),
-                bytes=sum(s.bytes for s in shards),
-                class_counts=dict(sorted(class_counts.items(), key=lambda kv: int(kv[0]))),
-            )
-            if splits[split].records != self._totals[split].records:
-                raise DatasetError(f"split {split!r}: wrote {splits[split].records} records, "
-                                   f"staged {self._totals[split].records}")
-        manifest = Manifest(
-            schema=self.schema, splits=splits, layout=self.options.layout,
-            compression=self.options.compression, label_feature=self.label_feature,
-            skipped=tuple(self._skipped), skipped_count=self._skipped_count,
-            created_by={**self.created_by, "seed": self.options.seed,
-                        "shuffle": self.options.shuffle},
-        )
+                written[split] = self._write_mixed_split(split, tick)
         self._check_uploads(wait=True)
         if self._uploader is not None:
             self._uploader.shutdown(wait=True)
-        manifest.write(self.target, storage=self.storage)  # last: the dataset is complete
+        manifest = finalize_manifest(
+            self.target, written, schema=self.schema, options=self.options,
+            label_feature=self.label_feature, skipped=self._skipped,
+            skipped_count=self._skipped_count, created_by=self.created_by,
+            expected={split: t.records for split, t in self._totals.items()},
+            storage=self.storage)
         shutil.rmtree(self._staging, ignore_errors=True)
         self._lock.release()
         return manifest

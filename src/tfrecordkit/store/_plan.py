@@ -1,0 +1,121 @@
+"""The write plan every engine follows, as pure functions.
+
+Records are ordered by their seeded hash ``h`` (:func:`record_hash`; input order when there is
+no write-time shuffle, ties in input order). A split's shards are contiguous runs of that order
+(class by class, ascending, for the per-class layout); :func:`plan_split` gives their names and
+bounds from the split's totals alone. So any engine that can sort and count writes the same
+shards, and a retried task rewrites the same shard. :func:`finalize_manifest` turns the shards'
+stats, from whatever engine wrote them, into ``dataset.json``, written last.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tfrecordkit.errors import DatasetError
+from tfrecordkit.format import Storage
+from tfrecordkit.schema import Schema
+from tfrecordkit.store._manifest import Manifest, ShardInfo, SplitInfo
+from tfrecordkit.store._naming import shard_name
+from tfrecordkit.store._options import ShardOptions
+
+__all__ = ["ShardSpec", "SplitTotals", "finalize_manifest", "plan_split"]
+
+
+@dataclass(frozen=True)
+class SplitTotals:
+    """What a split holds: records and framed bytes, overall and per class id."""
+
+    records: int
+    bytes: int
+    class_records: Mapping[int, int]
+    class_bytes: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """One shard: records ``start .. stop - 1`` of the split in write order."""
+
+    name: str
+    start: int
+    stop: int
+    class_id: int | None = None
+
+
+def _cut(records: int, nbytes: int, options: ShardOptions) -> list[int]:
+    """Shard bounds (exclusive ends) over ``records`` records of ``nbytes`` bytes."""
+    count = min(options.shard_count(nbytes), max(1, records))
+    return [round(records * (i + 1) / count) for i in range(count)]
+
+
+def plan_split(split: str, totals: SplitTotals, options: ShardOptions) -> list[ShardSpec]:
+    """The shards of ``split``: names and bounds in write order (for the per-class layout,
+    class by class in ascending id, each class in ``h`` order)."""
+    if options.layout != "per_class":
+        bounds = _cut(totals.records, totals.bytes, options)
+        starts = [0, *bounds[:-1]]
+        return [ShardSpec(shard_name(split, i, len(bounds), options.compression), a, b)
+                for i, (a, b) in enumerate(zip(starts, bounds, strict=True))]
+    specs = []
+    offset = 0
+    for label in sorted(totals.class_records):
+        records = totals.class_records[label]
+        bounds = _cut(records, totals.class_bytes[label], options)
+        start = 0
+        for i, stop in enumerate(bounds):
+            name = shard_name(split, i, len(bounds), options.compression, class_id=label)
+            specs.append(ShardSpec(name, offset + start, offset + stop, label))
+            start = stop
+        offset += records
+    return specs
+
+
+def finalize_manifest(
+    out: str | os.PathLike[str],
+    shards: Mapping[str, Sequence[ShardInfo]],
+    *,
+    schema: Schema,
+    options: ShardOptions,
+    label_feature: str | None,
+    skipped: Sequence[Mapping[str, str]] = (),
+    skipped_count: int = 0,
+    created_by: Mapping[str, Any] | None = None,
+    expected: Mapping[str, int] | None = None,
+    storage: Storage | None = None,
+) -> Manifest:
+    """Write ``dataset.json`` for shards already in place (any engine's), and return it.
+
+    ``shards`` maps each split to its shards' stats; ``expected`` (records per split), when
+    given, must match them, or nothing is written.
+
+    Raises:
+        DatasetError: the shards hold another number of records than expected.
+    """
+    splits: dict[str, SplitInfo] = {}
+    for split in sorted(shards):
+        ordered = sorted(shards[split], key=lambda s: (s.class_id or 0, s.file))
+        class_counts: Counter[str] = Counter()
+        for shard in ordered:
+            class_counts.update(shard.class_counts)
+        info = SplitInfo(
+            shards=tuple(ordered),
+            records=sum(s.records for s in ordered),
+            bytes=sum(s.bytes for s in ordered),
+            class_counts=dict(sorted(class_counts.items(), key=lambda kv: int(kv[0]))),
+        )
+        if expected is not None and info.records != expected.get(split):
+            raise DatasetError(f"split {split!r}: wrote {info.records} records, "
+                               f"staged {expected.get(split)}")
+        splits[split] = info
+    manifest = Manifest(
+        schema=schema, splits=splits, layout=options.layout, compression=options.compression,
+        label_feature=label_feature, skipped=tuple(dict(s) for s in skipped),
+        skipped_count=skipped_count,
+        created_by={**dict(created_by or {}), "seed": options.seed, "shuffle": options.shuffle},
+    )
+    manifest.write(out, storage=storage)  # last: the dataset is complete
+    return manifest

@@ -1,0 +1,70 @@
+"""The engine-neutral write plan: shard names and bounds from a split's totals alone, equal to
+what the local writer wrote; the manifest from shard stats, written only when they add up."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tfrecordkit import ClassLabel, DatasetError, Scalar, Schema, write_dataset
+from tfrecordkit.store import (
+    ShardOptions,
+    SplitTotals,
+    finalize_manifest,
+    load_manifest,
+    plan_split,
+)
+
+SCHEMA = Schema({"n": Scalar("int64"), "label": ClassLabel(["a", "b", "c", "d"])})
+
+
+@given(records=st.integers(1, 5000), avg=st.integers(10, 2000),
+       shard_size=st.integers(1000, 100_000), min_shards=st.integers(1, 9))
+def test_mixed_shards_are_contiguous_and_cover_the_split(records, avg, shard_size, min_shards):
+    totals = SplitTotals(records, records * avg, {}, {})
+    specs = plan_split("train", totals, ShardOptions(shard_size=shard_size,
+                                                     min_shards=min_shards))
+    assert specs[0].start == 0 and specs[-1].stop == records
+    assert all(a.stop == b.start for a, b in itertools.pairwise(specs))
+    assert len({s.name for s in specs}) == len(specs)
+    assert all(s.stop > s.start for s in specs)
+
+
+@pytest.mark.parametrize("options", [
+    {"layout": "mixed", "shard_size": 700},
+    {"layout": "per_class", "shard_size": 500},
+    {"layout": "mixed", "num_shards": 3, "split": {"train": 0.7, "val": 0.3}},
+])
+def test_the_plan_names_and_counts_what_the_local_writer_wrote(tmp_path, options):
+    rows = [{"n": i, "label": (i * 7) % 4} for i in range(400)]
+    layout = {k: v for k, v in options.items() if k != "split"}
+    result = write_dataset(rows, tmp_path / "ds", SCHEMA, **options)
+    manifest = result.manifest
+    for name, split in manifest.splits.items():
+        class_records = {int(k): v for k, v in split.class_counts.items()}
+        per_class_bytes = {int(c): sum(s.bytes for s in split.shards if s.class_id == int(c))
+                           for c in split.class_counts}
+        totals = SplitTotals(split.records, split.bytes, class_records, per_class_bytes)
+        specs = plan_split(name, totals, ShardOptions(**layout))
+        assert [s.name for s in specs] == [s.file for s in split.shards]
+        assert [s.stop - s.start for s in specs] == [s.records for s in split.shards]
+
+
+def test_finalize_writes_the_manifest_only_when_counts_add_up(tmp_path):
+    write_dataset([{"n": i, "label": i % 4} for i in range(100)], tmp_path / "ds", SCHEMA,
+                  num_shards=2)
+    manifest = load_manifest(tmp_path / "ds")
+    (tmp_path / "ds" / "dataset.json").unlink()
+    shards = {"train": list(manifest.split("train").shards)}
+    with pytest.raises(DatasetError, match="wrote 100 records, staged 101"):
+        finalize_manifest(tmp_path / "ds", shards, schema=SCHEMA, options=ShardOptions(),
+                          label_feature="label", expected={"train": 101})
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+    again = finalize_manifest(tmp_path / "ds", shards, schema=SCHEMA, options=ShardOptions(),
+                              label_feature="label", expected={"train": 100},
+                              created_by=manifest.created_by)
+    assert again.splits == manifest.splits
+    assert load_manifest(tmp_path / "ds").splits == manifest.splits
