@@ -56,6 +56,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--workers", type=int, default=None,
                         help="encoding processes (default: all cores)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--engine", choices=["local", "ray"], default="local",
+                        help="local processes (default) or a Ray cluster (extra 'ray')")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR",
+                        help="the Ray cluster to join (default: RAY_ADDRESS, else a local one)")
     parser.add_argument("--no-shuffle", action="store_true", help="keep input order")
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                         help="stop at the first bad input, or skip and list it (default raise)")
@@ -86,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         if args.max_image_pixels:
             options["max_image_pixels"] = args.max_image_pixels
     source = open_source(args.src, kind, **options)
+    if args.engine == "ray":
+        import ray
+
+        ray.init(address=args.ray_address, log_to_driver=False, ignore_reinit_error=True)
     extra = {"shard_size": args.shard_size} if args.shard_size else {}
     result = convert(
         source, args.out, split=args.split,
@@ -94,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         compression=None if args.compression == "none" else args.compression,
         workers=args.workers, seed=args.seed, shuffle=not args.no_shuffle,
         on_error=args.on_error, overwrite=args.overwrite, progress=not args.quiet,
-        storage_options=args.storage_options, **extra,
+        storage_options=args.storage_options, engine=args.engine, **extra,
     )
     print(json.dumps(result.to_json(), indent=2) if args.json else result.summary())
     return 0

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.errors import SchemaError, SourceError
+from tfrecordkit.format import Storage
 from tfrecordkit.format._encode import EncodedFrames
 from tfrecordkit.schema import ClassLabel, Image, Schema, image_header, sniff_bytes
 from tfrecordkit.sources import Records, Source, SourceItem
@@ -403,6 +404,7 @@ def convert(
     label_feature: str | None = None,
     progress: bool | Callable[[int, int], None] = False,
     storage_options: dict[str, Any] | None = None,
+    engine: Literal["local", "ray"] = "local",
 ) -> ConversionResult:
     """Convert ``source`` into a dataset directory of TFRecord shards plus ``dataset.json``.
 
@@ -425,6 +427,8 @@ def convert(
         progress: show a progress bar on stderr, or a ``callback(records, bytes)``.
         storage_options: options for the URL's filesystem (fsspec), e.g. credentials or
             ``{"client_kwargs": {"endpoint_url": ...}}``.
+        engine: ``"local"`` (processes on this machine) or ``"ray"`` (the connected Ray
+            cluster, extra ``ray``): the same shards with the write-time shuffle.
 
     Raises:
         SourceError: an input is unreadable (with ``on_error="raise"``); names the input.
@@ -443,6 +447,21 @@ def convert(
     from tfrecordkit import __version__
 
     started = time.perf_counter()
+    if engine == "ray":
+        from tfrecordkit.ray._engine import convert_on_ray
+
+        manifest = convert_on_ray(
+            source, out_dir, schema=schema, split=split, options=options,
+            label_feature=label_feature, on_error=on_error, overwrite=overwrite,
+            created_by={"tool": "tfrecordkit", "version": __version__,
+                        "source": source.description,
+                        "split": split if isinstance(split, str) else dict(split)},
+            storage_options=storage_options)
+        where_ray: Path | str = Path(out_dir) if Storage.of(out_dir).local else os.fspath(
+            out_dir)
+        return ConversionResult(where_ray, manifest, time.perf_counter() - started, False)
+    if engine != "local":
+        raise ValueError(f"engine must be 'local' or 'ray'; got {engine!r}")
     writer = ShardedWriter(
         out_dir, schema, options, label_feature=label_feature, overwrite=overwrite,
         # An empty plan id never resumes: used when the source's data can't be identified.
