@@ -158,8 +158,13 @@ def test_verify_reports_each_corruption_once(capsys, tmp_path):
     data = bytearray(shard.read_bytes())
     data[300] ^= 0xFF
     shard.write_bytes(bytes(data))
-    logging.getLogger().handlers.clear()  # main() sets up logging to stderr afresh
-    assert main(["verify", str(tmp_path / "ds")]) == 1
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers.clear()  # main() sets up logging to (this test's) stderr afresh
+    try:
+        assert main(["verify", str(tmp_path / "ds")]) == 1
+    finally:
+        root.handlers[:] = saved  # later tests must not log into this test's closed stream
     captured = capsys.readouterr()
     both = captured.out + captured.err
     assert both.count("length crc failed") == 1, both
