@@ -432,3 +432,18 @@ def test_buckets_read_from_disk_or_memory_give_the_same_shards(tmp_path, monkeyp
     write_dataset(records(1500), tmp_path / "b", SCHEMA, **options)
     assert shard_bytes(tmp_path / "a") == shard_bytes(tmp_path / "b")
     assert len(shard_bytes(tmp_path / "a")) > 10
+
+
+@pytest.mark.parametrize("layout", ["mixed", "per_class"])
+def test_the_writer_fed_record_by_record_writes_what_convert_writes(tmp_path, layout):
+    from tfrecordkit.store import ShardedWriter, ShardOptions
+
+    rows = records(300)
+    write_dataset(rows, tmp_path / "a", SCHEMA, layout=layout, shard_size=3000)
+    options = ShardOptions(layout=layout, shard_size=3000)
+    with ShardedWriter(tmp_path / "b", SCHEMA, options, label_feature="label") as writer:
+        for i, row in enumerate(rows):
+            writer.add(str(i), SCHEMA.encode(row), label=row["label"])
+        writer.finish()
+    assert shard_bytes(tmp_path / "b") == shard_bytes(tmp_path / "a")
+    assert len(shard_bytes(tmp_path / "a")) > 4

@@ -196,3 +196,20 @@ def test_bad_urls_are_one_clear_line(memory_url):
         tk.load_numpy_dataset(f"{memory_url}/*.tfrecord", batch_size=1)
     with pytest.raises(StorageError, match="not found"):
         list(RecordReader(f"{memory_url}/missing.tfrecord"))
+
+
+def test_a_truncated_foreign_file_on_a_url_is_one_clear_error(memory_url):
+    """Files someone else wrote, read from a URL: a cut-short one fails naming the file."""
+    records = [tk.encode_example({"n": i, "s": b"x" * (i % 50)}) for i in range(200)]
+    whole = f"{memory_url}/data/part-0.tfrecord"
+    with RecordWriter(whole) as writer:
+        writer.write_all(records)
+    fs = fsspec.filesystem("memory")
+    data = fs.cat_file(whole)
+    fs.pipe_file(f"{memory_url}/data/part-1.tfrecord", data[: len(data) - 30])
+    assert sum(1 for _ in tk.read_records(whole)) == 200
+    with pytest.raises(tk.CorruptRecordError, match=r"part-1\.tfrecord"):
+        list(tk.read_records(f"{memory_url}/data/part-1.tfrecord"))
+    with pytest.raises((tk.CorruptRecordError, DatasetError), match=r"part-1\.tfrecord"):
+        for _ in tk.load_numpy_dataset(f"{memory_url}/data/*.tfrecord", batch_size=10):
+            pass

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.cli._inputs import expand_record_paths, is_dataset
+from tfrecordkit.cli._inputs import expand_record_paths
 from tfrecordkit.format import Storage, decode_sequence_example, read_records
 from tfrecordkit.schema import sniff_bytes
-from tfrecordkit.store import load_manifest
+from tfrecordkit.store import is_dataset_dir, load_manifest
 
 _SHOWN_VALUES = 8
 _SHOWN_TEXT = 60
@@ -53,7 +53,7 @@ def _class_names(args: list[str], options: dict[str, Any] | None) -> dict[str, l
     names: dict[str, list[str]] = {}
     for arg in args:
         storage = Storage.of(arg, options)
-        if is_dataset(arg, storage):
+        if is_dataset_dir(arg, storage):
             manifest = load_manifest(arg, storage=storage)
             if manifest.label_feature is not None and manifest.class_names:
                 names[manifest.label_feature] = list(manifest.class_names)

@@ -8,14 +8,9 @@ from typing import Any
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Storage
-from tfrecordkit.store import MANIFEST_NAME, load_manifest
+from tfrecordkit.store import is_dataset_dir, load_manifest
 
 _NOT_RECORDS = (".index", ".json", ".tmp")
-
-
-def is_dataset(arg: str, storage: Storage) -> bool:
-    """Whether ``arg`` is a dataset directory (a folder or URL prefix with a manifest)."""
-    return storage.isdir(arg) and storage.exists(storage.join(arg, MANIFEST_NAME))
 
 
 def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None = None
@@ -29,7 +24,7 @@ def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None 
     paths: list[str] = []
     for arg in args:
         storage = Storage.of(arg, storage_options)
-        if is_dataset(arg, storage):
+        if is_dataset_dir(arg, storage):
             manifest = load_manifest(arg, storage=storage)
             paths.extend(storage.join(arg, shard.file) for split in manifest.splits.values()
                          for shard in split.shards)

@@ -6,11 +6,11 @@ import argparse
 import json
 from typing import Any
 
-from tfrecordkit.cli._inputs import expand_record_paths, is_dataset
+from tfrecordkit.cli._inputs import expand_record_paths
 from tfrecordkit.cli._progress import progress
 from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.format._crc import file_crc32c
-from tfrecordkit.store import load_manifest
+from tfrecordkit.store import is_dataset_dir, load_manifest
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     options = args.storage_options
     for arg in args.paths:
         storage = Storage.of(arg, options)
-        if is_dataset(arg, storage):
+        if is_dataset_dir(arg, storage):
             manifest = load_manifest(arg, storage=storage)
             on_disk = set(storage.listdir(arg))
             missing = [storage.join(arg, s.file) for sp in manifest.splits.values()

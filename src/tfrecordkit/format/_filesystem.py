@@ -15,12 +15,12 @@ import contextlib
 import io
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO
 
 from tfrecordkit.errors import MissingDependencyError, StorageError
 
-__all__ = ["LOCAL", "PathLike", "Storage", "is_remote", "local_path", "open_binary"]
+__all__ = ["LOCAL", "PathLike", "Storage", "is_remote", "local_path"]
 
 PathLike = str | os.PathLike[str]
 
@@ -177,37 +177,27 @@ class Storage:
             raise StorageError(url, f"bucket {bucket!r} does not exist (or these credentials "
                                     "can't see it)")
 
-    def exists(self, path: PathLike) -> bool:
+    def _ask(self, path: PathLike, local: Callable[[str], Any], remote: str) -> Any:
+        """A question about one file: ``local(path)`` on disk, else the fsspec method
+        ``remote``, asked afresh (other processes may have changed the store)."""
         text = os.fspath(path)
         if self.fs is None:
-            return os.path.exists(local_path(text))
+            return local(local_path(text))
         with remote_errors(text):
             self._fresh(text)
-            return bool(self.fs.exists(text))
+            return getattr(self.fs, remote)(text)
+
+    def exists(self, path: PathLike) -> bool:
+        return bool(self._ask(path, os.path.exists, "exists"))
 
     def isfile(self, path: PathLike) -> bool:
-        text = os.fspath(path)
-        if self.fs is None:
-            return os.path.isfile(local_path(text))
-        with remote_errors(text):
-            self._fresh(text)
-            return bool(self.fs.isfile(text))
+        return bool(self._ask(path, os.path.isfile, "isfile"))
 
     def isdir(self, path: PathLike) -> bool:
-        text = os.fspath(path)
-        if self.fs is None:
-            return os.path.isdir(local_path(text))
-        with remote_errors(text):
-            self._fresh(text)
-            return bool(self.fs.isdir(text))
+        return bool(self._ask(path, os.path.isdir, "isdir"))
 
     def size(self, path: PathLike) -> int:
-        text = os.fspath(path)
-        if self.fs is None:
-            return os.path.getsize(local_path(text))
-        with remote_errors(text):
-            self._fresh(text)
-            return int(self.fs.size(text))
+        return int(self._ask(path, os.path.getsize, "size"))
 
     def listdir(self, path: PathLike) -> list[str]:
         """Names (not paths) of the entries in the folder ``path``."""
@@ -393,57 +383,6 @@ class Storage:
                     raise blob
         return [bytes(blob) for blob in blobs]
 
-    def read_ranges(self, path: str, offsets: Sequence[int], lengths: Sequence[int]
-                    ) -> list[bytes]:
-        """The byte ranges ``[offset, offset + length)`` of one file, in the order given."""
-        return self.read_ranges_many([(path, offsets, lengths)])[0]
-
-    def read_ranges_many(self, requests: Sequence[tuple[str, Sequence[int], Sequence[int]]]
-                         ) -> list[list[bytes]]:
-        """Byte ranges of several files: per request ``(path, offsets, lengths)``, the ranges
-        in the order given.
-
-        Remote: ranges of one file less than :data:`MERGE_GAP` apart become one request, and
-        every request goes out at once. Local: one ``pread`` each.
-        """
-        if self.fs is None:
-            results = []
-            for path, offsets, lengths in requests:
-                with open(local_path(path), "rb", buffering=0) as f:
-                    fd = f.fileno()
-                    results.append([os.pread(fd, n, o)
-                                    for o, n in zip(offsets, lengths, strict=True)])
-            return results
-        spans: list[tuple[int, int, int, list[int]]] = []  # (request, start, end, members)
-        for number, (_path, offsets, lengths) in enumerate(requests):
-            order = sorted(range(len(offsets)), key=lambda i: offsets[i])
-            current: list[Any] | None = None
-            for i in order:
-                start, end = offsets[i], offsets[i] + lengths[i]
-                if current is not None and start - current[2] <= MERGE_GAP:
-                    current[2] = max(current[2], end)
-                    current[3].append(i)
-                else:
-                    current = [number, start, end, [i]]
-                    spans.append(current)  # type: ignore[arg-type]
-        results = [[b""] * len(offsets) for _path, offsets, _lengths in requests]
-        if not spans:
-            return results
-        paths = [requests[number][0] for number, *_ in spans]
-        with remote_errors(paths[0]):
-            blobs = self.fs.cat_ranges(paths, [s[1] for s in spans], [s[2] for s in spans],
-                                       on_error="return")
-        for (number, start, _end, members), blob in zip(spans, blobs, strict=True):
-            if isinstance(blob, BaseException):
-                with remote_errors(requests[number][0]):
-                    raise blob
-            view = memoryview(blob)
-            _path, offsets, lengths = requests[number]
-            for i in members:
-                results[number][i] = bytes(view[offsets[i] - start : offsets[i] - start
-                                                + lengths[i]])
-        return results
-
 
 class _PrefetchingReader(io.RawIOBase):
     """Sequential reads of a remote file: ranged requests of :data:`READ_BLOCK` bytes, the
@@ -546,9 +485,3 @@ def _remote(protocol: str, options: dict[str, Any]) -> Storage:
 
 LOCAL = Storage()
 """The local disk."""
-
-
-def open_binary(path: PathLike, mode: str, buffering: int = -1,
-                storage: Storage | None = None) -> BinaryIO:
-    """Open ``path`` for binary reading (``"rb"``) or writing (``"wb"``)."""
-    return (storage or Storage.of(path)).open(path, mode, buffering=buffering)

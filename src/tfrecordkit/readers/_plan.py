@@ -23,7 +23,13 @@ from tfrecordkit.readers._partition import Partition
 from tfrecordkit.sampling import SplitLocations, SplitRecords, split_locations
 from tfrecordkit.sampling._order import fingerprint
 from tfrecordkit.schema import KeySpec, Schema, profile_records
-from tfrecordkit.store import MANIFEST_NAME, Manifest, load_manifest, shard_paths
+from tfrecordkit.store import (
+    MANIFEST_NAME,
+    Manifest,
+    is_dataset_dir,
+    load_manifest,
+    shard_paths,
+)
 
 __all__ = ["ReadPlan", "open_records", "plan_read"]
 
@@ -96,17 +102,6 @@ class ReadPlan:
             lengths.append(table[:, 1])
         return SplitLocations(self.files, np.concatenate(shard_ids), np.concatenate(offsets),
                               np.concatenate(lengths), ())
-
-
-def is_dataset_dir(path: Any, storage: Storage | None = None) -> bool:
-    """Whether ``path`` is a directory (local, or a URL prefix) holding a manifest."""
-    if not isinstance(path, str | os.PathLike):
-        return False
-    storage = storage or Storage.of(path)
-    text = os.fspath(path)
-    if storage.local and not os.path.isdir(text):
-        return False
-    return storage.exists(storage.join(text, MANIFEST_NAME))
 
 
 def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = None,

@@ -26,7 +26,7 @@ from tfrecordkit.errors import DatasetError, MissingDependencyError
 from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._plan import is_dataset_dir, plan_read
+from tfrecordkit.readers._plan import plan_read
 from tfrecordkit.schema import (
     Audio,
     ClassLabel,
@@ -38,7 +38,7 @@ from tfrecordkit.schema import (
     Tensor,
     Text,
 )
-from tfrecordkit.store import MANIFEST_NAME, Manifest
+from tfrecordkit.store import MANIFEST_NAME, Manifest, is_dataset_dir
 
 try:
     import tensorflow as tf

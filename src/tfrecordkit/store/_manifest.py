@@ -183,6 +183,18 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def is_dataset_dir(path: Any, storage: Storage | None = None) -> bool:
+    """Whether ``path`` is a dataset directory: a folder (local, or a URL prefix) holding
+    ``dataset.json``."""
+    if not isinstance(path, str | os.PathLike):
+        return False
+    storage = storage or Storage.of(path)
+    text = os.fspath(path)
+    if storage.local and not os.path.isdir(text):
+        return False
+    return storage.exists(storage.join(text, MANIFEST_NAME))
+
+
 def load_manifest(directory: str | os.PathLike[str], *,
                   storage_options: dict[str, Any] | None = None,
                   storage: Storage | None = None) -> Manifest:

@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import shutil
-import struct
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -60,7 +59,6 @@ STAGING = ".tfrecordkit-staging"
 _BUCKETS = 64
 _BUCKET_SHIFT = 58  # top 6 bits of h pick the bucket, so buckets are in h order
 _ENTRY = np.dtype([("h", "<u8"), ("label", "<i8"), ("length", "<u8")])
-_ENTRY_PACK = struct.Struct("<QqQ").pack
 _UNLABELLED = -1
 _MAX_SKIPPED_LISTED = 1000
 _BUCKET_IN_MEMORY = 256 << 20  # larger buckets are read record by record
@@ -285,41 +283,14 @@ class ShardedWriter:
 
     def add(self, key: str, data: bytes, *, split: str = "train", label: int | None = None) -> None:
         """Stage one serialized record under its stable ``key``."""
-        h = record_hash(key, self.options.seed) if self.options.shuffle else None
-        self.add_frame(key, frame_record(data), split=split, label=label, h=h)
+        self.add_frame(key, frame_record(data), split=split, label=label)
 
     def add_frame(self, key: str, frame: bytes, *, split: str = "train",
                   label: int | None = None, h: int | None = None) -> None:
         """Stage one framed record (see :func:`frame_record`), with its order hash if known."""
-        if self.resumed:
-            raise DatasetError("this conversion resumes from a completed spill; call finish()")
-        if self.streaming:
-            single = EncodedFrames(bytes(frame), np.array([len(frame)], dtype=np.int64))
-            self.add_frames(single, splits=split, labels=[label], keys=[key])
-            return
-        if not self.options.shuffle:
-            h = self._sequence
-        elif h is None:
-            h = record_hash(key, self.options.seed)
-        self._sequence += 1
-        label_id = _UNLABELLED if label is None else label
-        if self.options.layout == "per_class":
-            if label is None:
-                raise DatasetError(f"record {key!r} has no class label (per-class layout)")
-            bucket = label % _BUCKETS
-        elif self.options.shuffle:
-            bucket = h >> _BUCKET_SHIFT
-        else:
-            bucket = min(h >> 18, _BUCKETS - 1)
-        data_file, index_file = self._bucket(split, bucket)
-        data_file.write(frame)
-        index_file.write(_ENTRY_PACK(h, label_id, len(frame)))
-        totals = self._totals[split]
-        totals.records += 1
-        totals.bytes += len(frame)
-        if label is not None:
-            totals.class_records[label] += 1
-            totals.class_bytes[label] += len(frame)
+        self.add_frames(EncodedFrames(bytes(frame), np.array([len(frame)], dtype=np.int64)),
+                        splits=split, labels=[label], keys=[key],
+                        hashes=None if h is None else [h])
 
     def add_frames(self, frames: EncodedFrames, *, splits: str | Sequence[str] = "train",
                    labels: Sequence[int | None] | None = None,
