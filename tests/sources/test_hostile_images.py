@@ -111,3 +111,37 @@ def test_pillow_bytes_helper_builds_valid_pngs():
     with Image.open(io.BytesIO(_png(4, 3, zlib.compress(rows)))) as image:
         assert image.size == (4, 3)
         assert np.asarray(image)[2].tolist() == [2, 2, 2, 2]
+
+
+def test_the_fast_jpeg_check_accepts_nothing_pillow_rejects():
+    """Verification tries libjpeg-turbo first (simplejpeg); whatever it passes must also decode
+    in Pillow, so the fast path never lets through a JPEG the old check refused."""
+    pytest.importorskip("simplejpeg")
+    from PIL import Image as PILImage
+
+    from tfrecordkit.sources._media import _decodes_cleanly
+
+    data = encode_image(photos()["coffee"][::4, ::4], "JPEG")
+    rng = np.random.default_rng(3)
+
+    def pillow_decodes(blob: bytes) -> bool:
+        try:
+            with PILImage.open(io.BytesIO(blob)) as image:
+                image.draft(image.mode, (max(1, image.width // 8), max(1, image.height // 8)))
+                image.load()
+            return True
+        except Exception:  # any refusal counts
+            return False
+
+    accepted = 0
+    for k in range(600):
+        blob = bytearray(data)
+        if k % 3 == 0:
+            blob = blob[: int(rng.integers(10, len(blob)))]
+        else:
+            for _ in range(int(rng.integers(1, 5))):
+                blob[int(rng.integers(2, len(blob)))] = int(rng.integers(0, 256))
+        if _decodes_cleanly(bytes(blob)):
+            accepted += 1
+            assert pillow_decodes(bytes(blob)), k
+    assert _decodes_cleanly(data) and 0 < accepted < 600
