@@ -61,9 +61,9 @@ def test_records_round_trip_and_multiset_is_kept(tmp_path):
 @pytest.fixture
 def real_workers(monkeypatch):
     """Use worker processes even for these small inputs (small jobs normally run inline)."""
-    from tfrecordkit.convert import _pipeline
+    from tfrecordkit.engines import local
 
-    monkeypatch.setattr(_pipeline, "_SMALL_JOB", 1)
+    monkeypatch.setattr(local, "_SMALL_JOB", 1)
 
 
 def test_same_inputs_and_seed_give_byte_identical_shards(tmp_path, real_workers):

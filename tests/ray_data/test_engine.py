@@ -47,6 +47,8 @@ def files(path) -> dict[str, bytes]:
     {"shard_size": 4000},
     {"layout": "per_class", "shard_size": 4000},
     {"split": {"train": 0.7, "val": 0.3}, "num_shards": 3, "seed": 5},
+    {"shuffle": False, "shard_size": 4000},
+    {"shuffle": False, "layout": "per_class", "num_shards": 2},
 ])
 def test_ray_and_local_engines_write_the_same_bytes(cluster, tmp_path, options):
     local = tk.write_dataset(rows(), tmp_path / "local", SCHEMA, on_error="skip", **options)
@@ -82,7 +84,7 @@ def test_cli_engine_flag(cluster, tmp_path, capsys):
 
 
 def test_encoding_in_workers_imports_no_tensorflow():
-    code = ("import sys, tfrecordkit.ray._engine, tfrecordkit.convert._pipeline\n"
+    code = ("import sys, tfrecordkit.engines.ray_data, tfrecordkit.engines.local\n"
             "print('tensorflow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)

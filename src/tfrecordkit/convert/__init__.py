@@ -1,7 +1,19 @@
-"""Converting sources into datasets: plan → write shards → finalize the manifest."""
+"""Converting sources into datasets: plan → write shards → finalize the manifest, on an engine
+(:mod:`tfrecordkit.engines`). The job and encoding names are what engines build on."""
 
-from tfrecordkit.convert._pipeline import ConversionResult, SplitSpec, convert, write_dataset
+from tfrecordkit.convert._encoding import (
+    ConversionJob,
+    EncodedChunk,
+    EncodeJob,
+    SplitAssigner,
+    SplitSpec,
+    encode_items,
+    open_image_features,
+    refine_schema,
+)
+from tfrecordkit.convert._pipeline import ConversionResult, convert, run_conversion, write_dataset
 from tfrecordkit.convert._source_choice import SOURCE_KINDS, open_source
 
-__all__ = ["SOURCE_KINDS", "ConversionResult", "SplitSpec", "convert", "open_source",
-           "write_dataset"]
+__all__ = ["SOURCE_KINDS", "ConversionJob", "ConversionResult", "EncodeJob", "EncodedChunk",
+           "SplitAssigner", "SplitSpec", "convert", "encode_items", "open_image_features",
+           "open_source", "refine_schema", "run_conversion", "write_dataset"]

@@ -1,0 +1,221 @@
+"""What every engine shares for a conversion: the job, the encoding of source items into
+framed records (in whichever worker runs it), the split assignment, and the schema refined from
+what the images turned out to be."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.errors import SchemaError, SourceError
+from tfrecordkit.format._encode import EncodedFrames
+from tfrecordkit.schema import ClassLabel, Image, Schema, image_header, sniff_bytes
+from tfrecordkit.sources import Source, SourceItem
+from tfrecordkit.store import ShardOptions, record_hash
+
+__all__ = ["ConversionJob", "EncodeJob", "EncodedChunk", "SplitAssigner", "SplitSpec",
+           "encode_items", "open_image_features", "refine_schema"]
+
+logger = logging.getLogger(__name__)
+
+SplitSpec = str | Mapping[str, float]
+"""One split name for every record, or split ratios (``{"train": 0.9, "val": 0.1}``)."""
+
+
+@dataclass(frozen=True)
+class ConversionJob:
+    """One conversion, as :func:`~tfrecordkit.convert.convert` hands it to an engine."""
+
+    source: Source
+    out_dir: str  # a local folder or a URL
+    schema: Schema
+    split: SplitSpec
+    options: ShardOptions
+    label_feature: str | None
+    on_error: str  # "raise" or "skip"
+    overwrite: bool
+    created_by: dict[str, Any] = field(default_factory=dict)
+    storage_options: dict[str, Any] | None = None
+
+    @classmethod
+    def build(cls, source: Source, out_dir: str | os.PathLike[str], *, schema: Schema | None,
+              split: SplitSpec, layout: str, shard_size: int, num_shards: int | None,
+              min_shards: int, compression: str | None, seed: int, shuffle: bool,
+              on_error: str, overwrite: bool, label_feature: str | None,
+              storage_options: dict[str, Any] | None) -> ConversionJob:
+        """The job for :func:`~tfrecordkit.convert.convert`'s arguments, checked."""
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise' or 'skip'; got {on_error!r}")
+        schema = schema or source.schema()
+        if label_feature is None and (found := schema.class_label()) is not None:
+            label_feature = found[0]
+        options = ShardOptions(shard_size=shard_size, num_shards=num_shards,
+                               min_shards=min_shards, compression=compression,
+                               layout=layout, seed=seed, shuffle=shuffle)  # type: ignore[arg-type]
+        SplitAssigner(split, seed)  # checks the ratios before any work
+        from tfrecordkit import __version__
+
+        created_by = {"tool": "tfrecordkit", "version": __version__,
+                      "source": source.description,
+                      "split": split if isinstance(split, str) else dict(split)}
+        return cls(source, os.fspath(out_dir), schema, split, options, label_feature, on_error,
+                   overwrite, created_by, storage_options)
+
+    def encode_job(self) -> EncodeJob:
+        """What the encoding workers need."""
+        return EncodeJob(self.source, self.schema, self.label_feature,
+                         self.options.seed if self.options.shuffle else None,
+                         open_image_features(self.schema))
+
+
+@dataclass(frozen=True)
+class EncodeJob:
+    """What every encoding worker needs, sent once per worker."""
+
+    source: Source
+    schema: Schema
+    label_feature: str | None
+    seed: int | None  # None: no write-time shuffle, so no order hash
+    open_images: tuple[str, ...] = ()  # images whose schema leaves format or channels open
+
+
+@dataclass
+class EncodedChunk:
+    """A chunk of items, encoded: the good ones framed back to back, the bad ones with why."""
+
+    frames: EncodedFrames
+    kept: list[int]  # positions (in the chunk) of the framed items, in order
+    labels: list[int | None]
+    hashes: list[int] | None
+    failures: list[tuple[int, str]]  # (position, reason), in order
+    observed: set[tuple[str, str, int]]  # (image, format, channels) of open images
+
+
+def _reason(err: Exception) -> str:
+    if isinstance(err, SourceError):
+        return err.reason
+    if isinstance(err, SchemaError):
+        return str(err)
+    return f"{type(err).__name__}: {err}"
+
+
+_ITEM_ERRORS = (SourceError, SchemaError, OSError, ValueError, KeyError, TypeError)
+
+
+def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
+    records: list[Mapping[str, Any]] = []
+    kept: list[int] = []
+    failures: list[tuple[int, str]] = []
+    for position, item in enumerate(chunk):
+        try:
+            records.append(job.source.load(item.item))
+            kept.append(position)
+        except _ITEM_ERRORS as err:
+            failures.append((position, _reason(err)))
+    try:
+        frames = job.schema.encode_frames(records)
+    except _ITEM_ERRORS:
+        # Some record is bad: find each one, and frame the rest.
+        good: list[Mapping[str, Any]] = []
+        good_positions: list[int] = []
+        for position, record in zip(kept, records, strict=True):
+            try:
+                job.schema.encode(record)
+            except _ITEM_ERRORS as err:
+                failures.append((position, _reason(err)))
+                continue
+            good.append(record)
+            good_positions.append(position)
+        records, kept = good, good_positions
+        failures.sort()
+        frames = job.schema.encode_frames(records)
+    labels: list[int | None] = [None] * len(records)
+    if job.label_feature is not None:
+        feature = job.schema[job.label_feature]
+        assert isinstance(feature, ClassLabel)
+        labels = [feature.index_of(job.label_feature, r[job.label_feature]) for r in records]
+    hashes = (None if job.seed is None
+              else [record_hash(chunk[p].key, job.seed) for p in kept])
+    observed: set[tuple[str, str, int]] = set()
+    if job.open_images:
+        for record in records:
+            observed.update(_observe_images(job.open_images, record))
+    return EncodedChunk(frames, kept, labels, hashes, failures, observed)
+
+
+def open_image_features(schema: Schema) -> tuple[str, ...]:
+    """Image features whose schema leaves the format or the channels open."""
+    return tuple(name for name, f in schema.items()
+                 if isinstance(f, Image) and (f.channels is None or f.encoding == "auto"))
+
+
+def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]
+                    ) -> tuple[tuple[str, str, int], ...]:
+    """(name, format, channels) of open images whose value came from a source (a dict)."""
+    seen = []
+    for name in names:
+        value = record[name]
+        if isinstance(value, Mapping):
+            seen.append((name, sniff_bytes(value["bytes"][:16]), int(value["channels"])))
+        elif isinstance(value, bytes) and (header := image_header(value)) is not None:
+            seen.append((name, sniff_bytes(value[:16]), header[2]))
+        elif isinstance(value, np.ndarray) and value.ndim in (2, 3):
+            # Arrays are encoded as PNG when the encoding is left open.
+            seen.append((name, "png", value.shape[2] if value.ndim == 3 else 1))
+    return tuple(seen)
+
+
+
+def refine_schema(schema: Schema, observed: dict[str, set[tuple[str, int]]]) -> Schema:
+    """Pin an image's encoding and channels when every record agreed on them."""
+    features = dict(schema)
+    for name, seen in observed.items():
+        feature = features[name]
+        assert isinstance(feature, Image)
+        formats = {fmt for fmt, _ in seen}
+        channels = {c for _, c in seen}
+        if feature.channels is None and len(channels) > 1:
+            # Mixed grayscale/colour: readers decode every image to the most channels seen,
+            # which is lossless (grey is replicated, alpha added opaque); the bytes stay as
+            # they came. Leaving it open would let batches zero-fill the missing channels.
+            logger.info("%s: images have %s channels; readers will decode all of them to %d",
+                        name, sorted(channels), max(channels))
+        features[name] = Image(
+            encoding=formats.pop() if feature.encoding == "auto" and len(formats) == 1
+            else feature.encoding,
+            channels=max(channels) if feature.channels is None and channels
+            else feature.channels,
+        )
+    return Schema(features)
+
+
+class SplitAssigner:
+    """Which split an item goes to: its own, the one name, or by seeded hash of its key."""
+
+    def __init__(self, split: SplitSpec, seed: int) -> None:
+        self.seed = seed
+        self.bounds: list[tuple[float, str]] = []
+        self.single: str | None = None
+        if isinstance(split, str):
+            self.single = split
+            return
+        total = sum(split.values())
+        if not split or total <= 0 or any(v < 0 for v in split.values()):
+            raise ValueError(f"split ratios must be non-negative and sum above 0; got {split}")
+        acc = 0.0
+        for name, ratio in split.items():
+            acc += ratio / total
+            self.bounds.append((acc, name))
+
+    def __call__(self, item: SourceItem) -> str:
+        if item.split is not None:
+            return item.split
+        if self.single is not None:
+            return self.single
+        u = record_hash(item.key, self.seed, "split") / 2**64
+        return next((name for bound, name in self.bounds if u < bound), self.bounds[-1][1])

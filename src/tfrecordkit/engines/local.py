@@ -1,0 +1,181 @@
+"""The local engine: encoding in worker processes on this machine (a bounded number of chunks in
+flight, results in input order) feeding the :class:`~tfrecordkit.store.ShardedWriter`, which
+plans, writes and finalizes the shards the way every engine does."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import chain, islice
+from typing import Any
+
+from tfrecordkit.convert import (
+    ConversionJob,
+    EncodedChunk,
+    EncodeJob,
+    SplitAssigner,
+    encode_items,
+    refine_schema,
+)
+from tfrecordkit.errors import SourceError
+from tfrecordkit.format._encode import EncodedFrames
+from tfrecordkit.sources import SourceItem
+from tfrecordkit.store import Manifest, ShardedWriter
+
+__all__ = ["run_local"]
+
+logger = logging.getLogger(__name__)
+
+_CHUNK = 32  # items per worker task
+_IN_FLIGHT_PER_WORKER = 4
+
+
+_worker_job: EncodeJob | None = None
+
+
+def _init_worker(job: EncodeJob) -> None:
+    global _worker_job  # noqa: PLW0603 -- one per worker process, set once
+    _worker_job = job
+
+
+def _encode_chunk(chunk: list[SourceItem]) -> EncodedChunk:
+    """Load, encode and frame a chunk of items (in a worker)."""
+    assert _worker_job is not None
+    return encode_items(_worker_job, chunk)
+
+
+def _chunks(items: Iterator[SourceItem], size: int) -> Iterator[list[SourceItem]]:
+    while chunk := list(islice(items, size)):
+        yield chunk
+
+
+@contextlib.contextmanager
+def _main_not_rerun(method: str) -> Iterator[None]:
+    """Start spawned workers without re-running the user's script in each of them.
+
+    A spawned child imports the parent's main script (as ``__mp_main__``) unless the script
+    has no ``__file__``; a script without an ``if __name__ == "__main__":`` guard would then
+    start conversions in every worker, forever. The workers need nothing from that script
+    (jobs hold tfrecordkit sources), so while they start the main module is shown to them as
+    an interactive one, which multiprocessing does not re-import.
+    """
+    main = sys.modules.get("__main__")
+    if method == "fork" or main is None or not hasattr(main, "__file__"):
+        yield
+        return
+    saved_file, saved_spec = main.__file__, getattr(main, "__spec__", None)
+    del main.__file__
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__file__, main.__spec__ = saved_file, saved_spec
+
+
+_SMALL_JOB = 500  # items
+_BATCH = 256  # items encoded at once in this process
+
+
+def _parallel_chunks(job: EncodeJob, workers: int
+                     ) -> Iterator[tuple[list[SourceItem], EncodedChunk]]:
+    """Encode every item in chunks, in input order, with at most a few chunks in flight.
+
+    Jobs of fewer than 500 items run in this process: starting workers (a second or more
+    when they import heavy modules) costs more than it saves.
+    """
+    items: Iterator[SourceItem] = job.source.items()
+    head = list(islice(items, _SMALL_JOB)) if workers > 1 else []
+    items = chain(head, items)
+    if workers <= 1 or len(head) < _SMALL_JOB:
+        for chunk in _chunks(items, _BATCH):
+            yield chunk, encode_items(job, chunk)
+        return
+    # fork starts fast and shares the source; with TensorFlow loaded, fork is unsafe.
+    method = "spawn" if "tensorflow" in sys.modules or sys.platform != "linux" else "fork"
+    context = multiprocessing.get_context(method)
+    with _main_not_rerun(method), context.Pool(workers, _init_worker, (job,)) as pool:
+        pending: deque[tuple[list[SourceItem], Any]] = deque()
+        for chunk in _chunks(items, _CHUNK):
+            pending.append((chunk, pool.apply_async(_encode_chunk, (chunk,))))
+            if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
+                done_chunk, result = pending.popleft()
+                yield done_chunk, result.get()
+        while pending:
+            done_chunk, result = pending.popleft()
+            yield done_chunk, result.get()
+
+
+class _Staging:
+    """Hands batches to the writer on one background thread, in order, at most two behind;
+    the first error it meets is raised in the caller."""
+
+    def __init__(self, writer: ShardedWriter) -> None:
+        self.writer = writer
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="tfrecordkit-staging")
+        self.pending: deque[Future[None]] = deque()
+
+    def _submit(self, function: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+        self.pending.append(self.pool.submit(function, *args, **kwargs))
+        while len(self.pending) > 2 or (self.pending and self.pending[0].done()):
+            self.pending.popleft().result()
+
+    def add(self, frames: EncodedFrames, splits: list[str], labels: list[int | None],
+            hashes: list[int] | None, keys: list[str]) -> None:
+        self._submit(self.writer.add_frames, frames, splits=splits, labels=labels,
+                     hashes=hashes, keys=keys)
+
+    def skip(self, input_name: str, reason: str) -> None:
+        self._submit(self.writer.skip, input_name, reason)
+
+    def __enter__(self) -> _Staging:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        try:
+            if exc_type is None:
+                while self.pending:
+                    self.pending.popleft().result()
+        finally:
+            for future in self.pending:
+                future.cancel()
+            self.pool.shutdown(wait=True)
+
+
+def run_local(job: ConversionJob, *, workers: int, plan_id: str,
+              report: Callable[..., None]) -> tuple[Manifest, bool]:
+    """Run ``job`` with ``workers`` encoding processes (0 or 1: in this process); returns the
+    manifest (written last) and whether a completed spill was resumed. ``plan_id`` identifies
+    the work for resuming ("" never resumes); ``report(records, bytes)`` sees progress."""
+    writer = ShardedWriter(job.out_dir, job.schema, job.options,
+                           label_feature=job.label_feature, overwrite=job.overwrite,
+                           plan_id=plan_id, created_by=job.created_by,
+                           storage_options=job.storage_options)
+    assign_split = SplitAssigner(job.split, job.options.seed)
+    source = job.source
+    with writer:
+        if writer.resumed:
+            logger.info("%s: resuming from a completed spill", job.out_dir)
+        else:
+            observed: dict[str, set[tuple[str, int]]] = {}
+            # Staging (grouping, spill writes) runs on a thread while the next chunk encodes.
+            with _Staging(writer) as staging:
+                for chunk, encoded in _parallel_chunks(job.encode_job(), workers):
+                    for position, reason in encoded.failures:
+                        item = chunk[position]
+                        if job.on_error == "raise":
+                            raise SourceError(source.describe(item), reason)
+                        logger.info("skipping %s: %s", source.describe(item), reason)
+                        staging.skip(source.describe(item), reason)
+                    kept = [chunk[p] for p in encoded.kept]
+                    staging.add(encoded.frames, [assign_split(i) for i in kept],
+                                encoded.labels, encoded.hashes, [i.key for i in kept])
+                    for name, fmt, channels in encoded.observed:
+                        observed.setdefault(name, set()).add((fmt, channels))
+                    report(len(kept), len(encoded.frames.buffer))
+            writer.schema = refine_schema(job.schema, observed)
+        return writer.finish(), writer.resumed

@@ -1,0 +1,315 @@
+"""The Ray engine: the same write plan as the local engine on a Ray cluster. Items are encoded in
+``map_batches``, ordered by Ray's distributed sort on the seeded hash, cut into shards from the
+split totals by :func:`~tfrecordkit.store.plan_split`, each shard written whole by one task with
+:func:`~tfrecordkit.store.write_shard` (retried if its worker dies), and ``dataset.json`` written
+last by :func:`~tfrecordkit.store.finalize_manifest`. The shards are byte-identical to the local
+engine's; the driver holds object references and per-class totals, never the records."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import pickle
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.convert import ConversionJob, EncodeJob, SplitAssigner, encode_items, refine_schema
+from tfrecordkit.errors import DatasetError, SourceError
+from tfrecordkit.format import Storage
+from tfrecordkit.format._index import INDEX_SUFFIX
+from tfrecordkit.sources import Records, SourceItem
+from tfrecordkit.store import (
+    MANIFEST_NAME,
+    Manifest,
+    ShardInfo,
+    ShardOptions,
+    SplitTotals,
+    finalize_manifest,
+    plan_split,
+    write_shard,
+)
+from tfrecordkit.store._naming import SHARD_PATTERN
+
+try:
+    import pyarrow as pa
+    import ray
+    from ray.data.aggregate import Count, Sum
+    from ray.data.block import BlockAccessor
+except ImportError as err:  # pragma: no cover - the extra is missing
+    from tfrecordkit.errors import MissingDependencyError
+
+    raise MissingDependencyError("ray", "ray", "the Ray engine") from err
+
+__all__ = ["run_on_ray", "write_ray_dataset"]
+
+logger = logging.getLogger(__name__)
+
+_BATCH = 4096  # rows per encoding batch and per input block: Ray's per-block costs dominate
+_SEQ = "__tfrecordkit_seq"  # the input position a Ray Dataset's rows are numbered with
+_SKIPPED_LISTED = 1000  # skipped inputs named in the manifest (all are counted)
+
+ItemsOf = Callable[[dict[str, np.ndarray]], list[SourceItem]]
+
+
+def _source_items(batch: dict[str, np.ndarray]) -> list[SourceItem]:
+    """A batch of a source's items, as :func:`_source_blocks` stored them."""
+    return [SourceItem(str(k), pickle.loads(item), None if s == "" else str(s))
+            for k, item, s in zip(batch["key"], batch["item"], batch["given_split"], strict=True)]
+
+
+@dataclasses.dataclass(frozen=True)
+class _RowItems:
+    """A batch of a Ray Dataset's rows as items: the schema's columns, keyed by ``key`` (a
+    column) or by the row's position."""
+
+    columns: tuple[str, ...]
+    key: str | None
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> list[SourceItem]:
+        keys = batch[self.key] if self.key is not None else batch[_SEQ]
+        return [SourceItem(str(k), {name: batch[name][i] for name in self.columns})
+                for i, k in enumerate(keys)]
+
+
+class _Encoder:
+    """Encodes a batch of items in a Ray worker (never imports TensorFlow)."""
+
+    def __init__(self, job: EncodeJob, assign: SplitAssigner, items_of: ItemsOf) -> None:
+        self.job, self.assign, self.items_of = job, assign, items_of
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+        items = self.items_of(batch)
+        encoded = encode_items(self.job, items)
+        n = len(items)
+        ok = np.zeros(n, dtype=bool)
+        ok[encoded.kept] = True
+        reasons = [""] * n
+        for position, reason in encoded.failures:
+            reasons[position] = reason
+        frames: list[bytes] = [b""] * n
+        view = memoryview(encoded.frames.buffer)
+        for position, offset, length in zip(encoded.kept, encoded.frames.offsets.tolist(),
+                                             encoded.frames.lengths.tolist(), strict=True):
+            frames[position] = bytes(view[offset : offset + length])
+        labels = np.full(n, -1, dtype=np.int64)
+        hashes = np.zeros(n, dtype=np.uint64)
+        for j, position in enumerate(encoded.kept):
+            label = encoded.labels[j]
+            labels[position] = -1 if label is None else label
+            if encoded.hashes is not None:
+                hashes[position] = encoded.hashes[j]
+        seq = np.asarray(batch[_SEQ], dtype=np.int64)
+        if encoded.hashes is None:
+            hashes = seq.astype(np.uint64)  # no shuffle: input order
+        return {
+            "seq": seq, "key": np.array([item.key for item in items], dtype=str), "ok": ok,
+            "reason": np.array(reasons, dtype=str),
+            "split": np.array([self.assign(item) for item in items], dtype=str),
+            "label": labels, "h": hashes, "frame": np.array(frames, dtype=object),
+            "length": np.array([len(f) for f in frames], dtype=np.int64),
+            "observed": np.array([json.dumps(sorted(encoded.observed))] * n, dtype=str),
+        }
+
+
+def _write_one(slices: list[tuple[Any, int, int]], spec: Any, target: str, storage: Storage,
+               options: ShardOptions) -> ShardInfo:
+    """One whole shard from rows of sorted blocks, written under a temporary name and put in
+    place (a rename, or an upload); a retried task writes the same bytes again."""
+    frames: list[tuple[bytes, int]] = []
+    for ref, lo, hi in slices:
+        part = BlockAccessor.for_block(ray.get(ref)).to_arrow().slice(lo, hi - lo)
+        frames.extend(zip(part.column("frame").to_pylist(), part.column("label").to_pylist(),
+                          strict=True))
+    with tempfile.TemporaryDirectory(prefix="tfrecordkit-shard-") as tmp:
+        staging, ready = Path(tmp) / "staging", Path(tmp) / "ready"
+        staging.mkdir()
+        ready.mkdir()
+        info = write_shard(frames, ready, spec.name, staging=staging,
+                           compression=options.compression, index=options.index)
+        if info.index:
+            storage.put_file(ready / info.index, storage.join(target, info.index))
+        storage.put_file(ready / spec.name, storage.join(target, spec.name))
+    return dataclasses.replace(info, class_id=spec.class_id)
+
+
+def _prepare_output(target: str, storage: Storage, overwrite: bool) -> None:
+    manifest = storage.join(target, MANIFEST_NAME)
+    if not storage.local:
+        storage.check_writable_root(target)
+    else:
+        os.makedirs(target, exist_ok=True)
+    if storage.exists(manifest):
+        if not overwrite:
+            raise DatasetError(f"{target} already holds a dataset; pass overwrite=True "
+                               "(--overwrite) to replace it")
+        storage.remove(manifest)  # first: no reader sees it pointing at missing shards
+    for name in storage.listdir(target):
+        if SHARD_PATTERN.match(name.removesuffix(INDEX_SUFFIX)):
+            storage.remove(storage.join(target, name))
+
+
+def _source_blocks(items: Iterator[SourceItem]) -> Any:
+    """A source's items as a Ray Dataset, put in the object store a block at a time."""
+    refs: list[Any] = []
+    seq = 0
+    while chunk := list(islice(items, _BATCH)):
+        refs.append(ray.put(pa.table({
+            _SEQ: np.arange(seq, seq + len(chunk), dtype=np.int64),
+            "key": [item.key for item in chunk],
+            "item": [pickle.dumps(item.item) for item in chunk],
+            "given_split": [item.split or "" for item in chunk]})))
+        seq += len(chunk)
+    return ray.data.from_arrow_refs(refs) if refs else None
+
+
+def _number_block(block: Any, first: int) -> Any:
+    table = BlockAccessor.for_block(block).to_arrow()
+    return table.append_column(_SEQ, pa.array(np.arange(first, first + table.num_rows)))
+
+
+def _numbered(ds: Any) -> Any:
+    """``ds`` with each row's position in it as a column (the order Ray produced the rows in)."""
+    number = ray.remote(_number_block)
+    refs: list[Any] = []
+    first = 0
+    for bundle in ds.materialize().iter_internal_ref_bundles():
+        for ref, meta in zip(bundle.block_refs, bundle.metadata, strict=True):
+            refs.append(number.remote(ref, first))
+            first += meta.num_rows
+    return ray.data.from_arrow_refs(refs) if refs else None
+
+
+def _only_ok(table: Any) -> Any:
+    """The rows that encoded (Arrow, so the columns keep their types for the sort)."""
+    return table.filter(table.column("ok"))
+
+
+def _failures(table: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return table.filter(pc.invert(table.column("ok"))).select(["seq", "key", "reason"])
+
+
+def _cpus() -> int:
+    return int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
+
+
+def _split_totals(good: Any) -> dict[str, SplitTotals]:
+    """Records, bytes and per-class counts of each split, by Ray aggregations."""
+    rows = good.groupby(["split", "label"]).aggregate(
+        Count(alias_name="records"), Sum("length", alias_name="bytes")).take_all()
+    acc: dict[str, list[Any]] = {}
+    for row in rows:
+        split, label = str(row["split"]), int(row["label"])
+        records, nbytes, by_class, class_bytes = acc.setdefault(split, [0, 0, {}, {}])
+        acc[split][:2] = records + int(row["records"]), nbytes + int(row["bytes"])
+        if label >= 0:
+            by_class[label], class_bytes[label] = int(row["records"]), int(row["bytes"])
+    return {split: SplitTotals(*values) for split, values in acc.items()}
+
+
+def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
+                   describe: Callable[[str], str], report: Callable[..., None]) -> Manifest:
+    """Sort the encoded rows, write the planned shards (one task each), finalize."""
+    encoded = encoded.materialize()
+    failed = encoded.map_batches(_failures, batch_format="pyarrow").materialize()
+    skipped_count = failed.count()
+    skipped: list[dict[str, str]] = []
+    if skipped_count:
+        listed = 1 if job.on_error == "raise" else _SKIPPED_LISTED
+        for row in failed.sort("seq").take(listed):
+            if job.on_error == "raise":
+                raise SourceError(describe(str(row["key"])), str(row["reason"]))
+            skipped.append({"input": describe(str(row["key"])), "reason": str(row["reason"])})
+            logger.info("skipping %s: %s", skipped[-1]["input"], skipped[-1]["reason"])
+    observed: dict[str, set[tuple[str, int]]] = {}
+    for text in encoded.unique("observed"):
+        for name, fmt, channels in json.loads(text):
+            observed.setdefault(name, set()).add((fmt, channels))
+    good = encoded.map_batches(_only_ok, batch_format="pyarrow")
+    totals = _split_totals(good)
+    keys = ["split", "label", "h", "seq"] if job.options.layout == "per_class" else [
+        "split", "h", "seq"]
+    ordered = good.sort(keys).materialize()
+    blocks = [(ref, meta.num_rows) for bundle in ordered.iter_internal_ref_bundles()
+              for ref, meta in zip(bundle.block_refs, bundle.metadata, strict=True)]
+    starts = np.cumsum([0] + [rows for _, rows in blocks])
+
+    def slices(begin: int, end: int) -> list[tuple[Any, int, int]]:
+        out = []
+        for (ref, _rows), first, last in zip(blocks, starts[:-1], starts[1:], strict=True):
+            lo, hi = max(begin, int(first)), min(end, int(last))
+            if lo < hi:
+                out.append((ref, lo - int(first), hi - int(first)))
+        return out
+
+    # A task whose worker dies is run again (max_retries); it rewrites the same bytes.
+    write = ray.remote(_write_one).options(max_retries=3, retry_exceptions=False)
+    pending: dict[Any, str] = {}
+    offset = 0
+    for name in sorted(totals):  # the sort's split order
+        for spec in plan_split(name, totals[name], job.options):
+            pending[write.remote(slices(offset + spec.start, offset + spec.stop), spec,
+                                 job.out_dir, storage, job.options)] = name
+        offset += totals[name].records
+    done: dict[Any, ShardInfo] = {}
+    waiting = list(pending)
+    while waiting:
+        ready, waiting = ray.wait(waiting, num_returns=1)
+        for ref in ready:
+            done[ref] = ray.get(ref)
+            report(done[ref].records, done[ref].bytes)
+    written: dict[str, list[ShardInfo]] = {}
+    for ref, name in pending.items():  # in plan order
+        written.setdefault(name, []).append(done[ref])
+    shards: dict[str, Sequence[ShardInfo]] = dict(written)
+    return finalize_manifest(
+        job.out_dir, shards, schema=refine_schema(job.schema, observed), options=job.options,
+        label_feature=job.label_feature, skipped=skipped, skipped_count=skipped_count,
+        created_by=job.created_by, expected={k: t.records for k, t in totals.items()},
+        storage=storage)
+
+
+def _encoded(inputs: Any, job: ConversionJob, items_of: ItemsOf) -> Any:
+    return inputs.map_batches(
+        _Encoder, fn_constructor_args=(job.encode_job(),
+                                       SplitAssigner(job.split, job.options.seed), items_of),
+        batch_size=_BATCH, batch_format="numpy", concurrency=(1, max(1, _cpus())))
+
+
+def run_on_ray(job: ConversionJob, *, report: Callable[..., None]) -> Manifest:
+    """Run ``job`` on the connected Ray cluster (``ray.init`` first, or a local one is
+    started); returns the manifest, written last. ``report(records, bytes)`` sees each shard."""
+    storage = Storage.of(job.out_dir, job.storage_options)
+    _prepare_output(job.out_dir, storage, job.overwrite)
+    inputs = _source_blocks(job.source.items())
+    if inputs is None:
+        raise SourceError(job.source.description, "no inputs")
+    return _write_encoded(_encoded(inputs, job, _source_items), job, storage,
+                          lambda key: job.source.describe(SourceItem(key, None)), report)
+
+
+def write_ray_dataset(ds: Any, job: ConversionJob, *, key: str | None,
+                      report: Callable[..., None]) -> Manifest:
+    """Write the rows of the Ray Dataset ``ds`` (``job.source`` is unused but describes it)."""
+    columns = tuple(job.schema)
+    have = set(ds.columns() or ())
+    missing = [c for c in (*columns, *([key] if key else [])) if c not in have]
+    if missing:
+        raise ValueError(f"the Ray Dataset has no column(s) {missing}; it has {sorted(have)}")
+    storage = Storage.of(job.out_dir, job.storage_options)
+    _prepare_output(job.out_dir, storage, job.overwrite)
+    numbered = _numbered(ds.select_columns(list(dict.fromkeys((*columns, *(
+        [key] if key else []))))))
+    if numbered is None:
+        raise SourceError(job.source.description, "no rows")
+    job = dataclasses.replace(job, source=Records([], job.schema, job.source.description))
+    return _write_encoded(_encoded(numbered, job, _RowItems(columns, key)), job, storage,
+                          lambda k: f"row {k}" if key is None else f"row {key}={k}", report)
