@@ -24,7 +24,8 @@ SCHEMA = tk.Schema({"x": tk.Scalar("float32"), "v": tk.Tensor((None,), "int16"),
 
 
 def rows(n: int = 1500) -> list[dict]:
-    out = [{"x": i / 3, "v": np.arange(i % 4, dtype=np.int16), "t": f"row {i}",
+    # Sizes vary (up to 37 int16 values), so cuts by size and cuts by count differ.
+    out = [{"x": i / 3, "v": np.arange(i * 7 % 38, dtype=np.int16), "t": f"row {i}",
             "label": i % 3} for i in range(n)]
     out[17]["x"] = "not a number"  # skipped by both engines
     return out
@@ -47,7 +48,8 @@ def files(path) -> dict[str, bytes]:
     {"shard_size": 4000},
     {"layout": "per_class", "shard_size": 4000},
     {"split": {"train": 0.7, "val": 0.3}, "num_shards": 3, "seed": 5},
-    {"shuffle": False, "shard_size": 4000},
+    {"shuffle": False, "shard_size": 4000},  # cut by size as records come
+    {"shuffle": False, "shard_size": 3000, "split": {"train": 0.6, "val": 0.4}},
     {"shuffle": False, "layout": "per_class", "num_shards": 2},
 ])
 def test_ray_and_local_engines_write_the_same_bytes(cluster, tmp_path, options):

@@ -13,6 +13,7 @@ import logging
 import os
 import pickle
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
@@ -30,9 +31,12 @@ from tfrecordkit.store import (
     Manifest,
     ShardInfo,
     ShardOptions,
+    ShardSpec,
     SplitTotals,
+    StreamCut,
     finalize_manifest,
     plan_split,
+    shard_name,
     write_shard,
 )
 from tfrecordkit.store._naming import SHARD_PATTERN
@@ -215,6 +219,53 @@ def _split_totals(good: Any) -> dict[str, SplitTotals]:
     return {split: SplitTotals(*values) for split, values in acc.items()}
 
 
+def _cut_as_streamed(options: ShardOptions) -> bool:
+    """Whether the local engine writes this in one pass, cutting shards by size as they fill
+    (see :class:`~tfrecordkit.store.StreamCut`) rather than from the totals."""
+    return (not options.shuffle and options.layout == "mixed" and options.num_shards is None
+            and options.min_shards == 1)
+
+
+def _split_and_length(block: Any) -> tuple[np.ndarray, np.ndarray]:
+    table = BlockAccessor.for_block(block).to_arrow()
+    return (table.column("split").to_numpy(zero_copy_only=False).astype(str),
+            table.column("length").to_numpy())
+
+
+def _streamed_specs(blocks: list[tuple[Any, int]], options: ShardOptions
+                    ) -> dict[str, list[ShardSpec]]:
+    """Each split's shards, cut by size over the sorted rows as the local engine's one pass
+    cuts them: only the split and length columns come to the driver, a block at a time."""
+    columns = ray.remote(_split_and_length)
+    cuts: dict[str, tuple[StreamCut, list[int]]] = {}  # split -> (cut, shard ends)
+    counts: dict[str, int] = {}
+    ahead = deque(columns.remote(ref) for ref, _ in blocks[:8])
+    following = len(ahead)
+    while ahead:
+        splits, lengths = ray.get(ahead.popleft())
+        if following < len(blocks):
+            ahead.append(columns.remote(blocks[following][0]))
+            following += 1
+        bounds = np.flatnonzero(splits[1:] != splits[:-1]) + 1
+        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(splits)], strict=True):
+            if lo == hi:
+                continue
+            name = str(splits[lo])
+            cut, ends = cuts.setdefault(name, (StreamCut(options.shard_size), []))
+            base = counts.get(name, 0)
+            for start, stop in cut.pieces(lengths[lo:hi]):
+                if start == stop:
+                    ends.append(base + start)
+            counts[name] = base + hi - lo
+    specs: dict[str, list[ShardSpec]] = {}
+    for name, (_, ends) in cuts.items():
+        stops = [*ends, counts[name]]
+        starts = [0, *ends]
+        specs[name] = [ShardSpec(shard_name(name, i, len(stops), options.compression), a, b)
+                       for i, (a, b) in enumerate(zip(starts, stops, strict=True))]
+    return specs
+
+
 def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
                    describe: Callable[[str], str], report: Callable[..., None]) -> Manifest:
     """Sort the encoded rows, write the planned shards (one task each), finalize."""
@@ -254,8 +305,9 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
     write = ray.remote(_write_one).options(max_retries=3, retry_exceptions=False)
     pending: dict[Any, str] = {}
     offset = 0
+    streamed = _streamed_specs(blocks, job.options) if _cut_as_streamed(job.options) else {}
     for name in sorted(totals):  # the sort's split order
-        for spec in plan_split(name, totals[name], job.options):
+        for spec in streamed.get(name) or plan_split(name, totals[name], job.options):
             pending[write.remote(slices(offset + spec.start, offset + spec.stop), spec,
                                  job.out_dir, storage, job.options)] = name
         offset += totals[name].records

@@ -13,7 +13,13 @@ from tfrecordkit.store._manifest import (
 )
 from tfrecordkit.store._naming import shard_name
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
-from tfrecordkit.store._plan import ShardSpec, SplitTotals, finalize_manifest, plan_split
+from tfrecordkit.store._plan import (
+    ShardSpec,
+    SplitTotals,
+    StreamCut,
+    finalize_manifest,
+    plan_split,
+)
 from tfrecordkit.store._writer import ShardedWriter, write_shard
 
 __all__ = [
@@ -26,6 +32,7 @@ __all__ = [
     "ShardedWriter",
     "SplitInfo",
     "SplitTotals",
+    "StreamCut",
     "finalize_manifest",
     "is_dataset_dir",
     "load_manifest",

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Storage
 from tfrecordkit.schema import Schema
@@ -23,7 +25,7 @@ from tfrecordkit.store._manifest import Manifest, ShardInfo, SplitInfo
 from tfrecordkit.store._naming import shard_name
 from tfrecordkit.store._options import ShardOptions
 
-__all__ = ["ShardSpec", "SplitTotals", "finalize_manifest", "plan_split"]
+__all__ = ["ShardSpec", "SplitTotals", "StreamCut", "finalize_manifest", "plan_split"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,37 @@ def _cut(records: int, nbytes: int, options: ShardOptions) -> list[int]:
     """Shard bounds (exclusive ends) over ``records`` records of ``nbytes`` bytes."""
     count = min(options.shard_count(nbytes), max(1, records))
     return [round(records * (i + 1) / count) for i in range(count)]
+
+
+class StreamCut:
+    """Cuts records, in write order, into shards of at most ``shard_size`` framed bytes as they
+    come (a shard holds at least one record): the one-pass cut used without a write-time
+    shuffle or a fixed shard count. Fed the records' frame lengths a batch at a time."""
+
+    def __init__(self, shard_size: int) -> None:
+        self.limit = shard_size
+        self.filled = 0  # framed bytes in the current shard
+        self.records = 0  # records in the current shard
+
+    def pieces(self, lengths: np.ndarray) -> list[tuple[int, int]]:
+        """Runs ``(start, stop)`` of this batch's records that go, in turn, to the current
+        shard; an empty run ``(i, i)`` closes the current shard before record ``i``."""
+        ends = np.cumsum(lengths, dtype=np.int64)
+        out: list[tuple[int, int]] = []
+        start, base = 0, 0
+        while start < len(lengths):
+            stop = int(np.searchsorted(ends, base + self.limit - self.filled, side="right"))
+            if stop <= start and self.records:
+                out.append((start, start))
+                self.filled = self.records = 0
+                continue
+            stop = max(stop, start + 1)
+            end = int(ends[stop - 1])
+            out.append((start, stop))
+            self.filled += end - base
+            self.records += stop - start
+            start, base = stop, end
+        return out
 
 
 def plan_split(split: str, totals: SplitTotals, options: ShardOptions) -> list[ShardSpec]:

@@ -43,7 +43,13 @@ from tfrecordkit.store._lock import OutputLock
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo
 from tfrecordkit.store._naming import SHARD_PATTERN, shard_name
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
-from tfrecordkit.store._plan import ShardSpec, SplitTotals, finalize_manifest, plan_split
+from tfrecordkit.store._plan import (
+    ShardSpec,
+    SplitTotals,
+    StreamCut,
+    finalize_manifest,
+    plan_split,
+)
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -142,30 +148,24 @@ class _SplitStream:
         self.options = options
         self.done: list[_ShardFile] = []
         self.current: _ShardFile | None = None
+        self.cut = StreamCut(options.shard_size)
 
     def _open(self) -> _ShardFile:
         return _ShardFile(self.staging, f"{self.split}.{len(self.done):06d}.stream",
                           compression=self.options.compression, index=self.options.index)
 
     def write(self, frames: memoryview, lengths: np.ndarray, labels: np.ndarray) -> None:
-        limit = self.options.shard_size
-        ends = np.cumsum(lengths)
-        start, base = 0, 0
-        while start < len(lengths):
-            if self.current is None:
-                self.current = self._open()
-            room = limit - self.current.bytes_written
-            # Records that fit in this shard; a shard holds at least one record.
-            stop = int(np.searchsorted(ends, base + room, side="right"))
-            if stop <= start and self.current.writer.records_written:
+        offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()
+        for start, stop in self.cut.pieces(lengths):
+            if start == stop:
+                assert self.current is not None
                 self.done.append(self.current)
                 self.current = None
                 continue
-            stop = max(stop, start + 1)
-            end = int(ends[stop - 1])
-            self.current.write_frames(frames[base:end], lengths[start:stop],
-                                      labels[start:stop])
-            start, base = stop, end
+            if self.current is None:
+                self.current = self._open()
+            self.current.write_frames(frames[offsets[start] : offsets[stop]],
+                                      lengths[start:stop], labels[start:stop])
 
     def finish(self, finish_shard: Callable[[_ShardFile, str], ShardInfo]) -> list[ShardInfo]:
         files = [*self.done, *([self.current] if self.current is not None else [])]
