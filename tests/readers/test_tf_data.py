@@ -144,7 +144,8 @@ def test_audio_round_trips(tmp_path, encoding):
                                       shuffle=False)))
     for i in range(3):
         n = int(batch["n"][i])
-        got = batch["audio"][i].to_tensor().numpy()
+        got = batch["audio"]["samples"][i].to_tensor().numpy()
+        assert int(batch["audio"]["sample_rate"][i]) == rate
         tolerance = 0 if encoding == "pcm" else 1 / 32768
         assert got.shape == clips[n].shape
         assert np.allclose(got, clips[n], atol=tolerance)
@@ -177,7 +178,8 @@ def test_multimodal_table(tmp_path):
         source_px = images[name] if images[name].ndim == 3 else np.repeat(
             images[name][:, :, None], 3, axis=2)  # grey and colour mixed: 3 channels
         assert np.array_equal(batch["image_path"][i].to_tensor().numpy(), source_px)
-        assert batch["audio_path"][i].to_tensor().shape == (400, 1)
+        assert batch["audio_path"]["samples"][i].to_tensor().shape == (400, 1)
+        assert int(batch["audio_path"]["sample_rate"][i]) == 8000
         index = [r["caption"] for r in rows].index(caption)
         assert ds.class_names[int(batch["label"][i])] == rows[index]["label"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from tfrecordkit import ClassLabel, DatasetError, Scalar, Schema, write_dataset
 from tfrecordkit.store import (
     ShardOptions,
     SplitTotals,
+    StreamCut,
     finalize_manifest,
     load_manifest,
     plan_split,
@@ -31,6 +33,33 @@ def test_mixed_shards_are_contiguous_and_cover_the_split(records, avg, shard_siz
     assert all(a.stop == b.start for a, b in itertools.pairwise(specs))
     assert len({s.name for s in specs}) == len(specs)
     assert all(s.stop > s.start for s in specs)
+
+
+def _shards_one_by_one(lengths: list[int], limit: int) -> list[list[int]]:
+    """The cut written out record by record: close a shard when the next record won't fit."""
+    shards: list[list[int]] = []
+    for length in lengths:
+        if not shards or (shards[-1] and sum(shards[-1]) + length > limit):
+            shards.append([])
+        shards[-1].append(length)
+    return shards
+
+
+@given(lengths=st.lists(st.integers(1, 300), max_size=200), limit=st.integers(1, 1000),
+       batches=st.lists(st.integers(1, 50), min_size=1))
+def test_the_stream_cut_is_the_record_by_record_cut_however_records_are_batched(
+        lengths, limit, batches):
+    cut, shards, position = StreamCut(limit), [[]], 0
+    sizes = itertools.cycle(batches)
+    while position < len(lengths):
+        batch = lengths[position : position + next(sizes)]
+        for start, stop in cut.pieces(np.array(batch, dtype=np.int64)):
+            if start == stop:
+                shards.append([])
+            shards[-1].extend(batch[start:stop])
+        position += len(batch)
+    assert [s for s in shards if s] == _shards_one_by_one(lengths, limit)
+    assert all(s for s in shards[:-1])  # a shard is closed only once it holds a record
 
 
 @pytest.mark.parametrize("options", [

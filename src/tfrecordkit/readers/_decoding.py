@@ -50,6 +50,8 @@ class DecodeOptions:
         mean, std: with ``"float32"``, normalise to ``(x - mean) / std`` (one value, or one
             per channel), e.g. ImageNet's ``(0.485, 0.456, 0.406)``, ``(0.229, 0.224, 0.225)``.
             Augmentations see the images after this.
+        sample_rate: resample every audio feature to this rate in Hz (libsoxr, high
+            quality); audio always comes with its ``sample_rate``.
     """
 
     decode: bool = True
@@ -61,8 +63,13 @@ class DecodeOptions:
     image_dtype: Literal["uint8", "float32"] = "uint8"
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
+    sample_rate: int | None = None
 
     def __post_init__(self) -> None:
+        if self.sample_rate is not None and (
+                not isinstance(self.sample_rate, int | np.integer) or self.sample_rate <= 0):
+            raise ValueError(f"sample_rate must be a positive number of Hz; got "
+                             f"{self.sample_rate!r}")
         if self.image_dtype not in ("uint8", "float32"):
             raise ValueError(f"image_dtype must be 'uint8' or 'float32'; got "
                              f"{self.image_dtype!r}")
@@ -188,7 +195,8 @@ class RecordDecoder:
         lists), through one columnar pass; ``where(i)`` names record ``i`` in errors."""
         if self.schema is not None:
             columns = self.schema.decode_batch(records, features=self.features, where=where,
-                                               image_min_size=self._min_size)
+                                               image_min_size=self._min_size,
+                                               audio_sample_rate=self.options.sample_rate)
         else:
             columns = self._columns_by_specs(records, where)
         if self.options.image_size is not None:

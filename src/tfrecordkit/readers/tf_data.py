@@ -37,6 +37,7 @@ from tfrecordkit.schema import (
     Schema,
     Tensor,
     Text,
+    resample_audio,
 )
 from tfrecordkit.store import MANIFEST_NAME, Manifest, is_dataset_dir
 
@@ -189,15 +190,26 @@ def _decode_audio_file(data: bytes) -> tuple[np.ndarray, np.int64]:
     return samples, np.int64(rate)
 
 
-def _decode_audio(feature: Audio, parsed: Example, name: str) -> Any:
+def _decode_audio(feature: Audio, parsed: Example, name: str,
+                  sample_rate: int | None = None) -> Any:
+    """``{"samples": [frames, channels] float32, "sample_rate": int64}``, as the TF-free
+    loaders give it; resampled (libsoxr, as they do) to ``sample_rate`` when given."""
     channels = tf.cast(parsed[f"{name}/channels"], tf.int64)
+    rate = tf.cast(parsed[f"{name}/sample_rate"], tf.int64)
     if feature.encoding == "pcm":
-        samples = tf.reshape(parsed[name], tf.stack([-1, channels]))
+        samples = tf.reshape(parsed[name], tf.stack([-1, tf.maximum(channels, 1)]))
     else:
-        samples, _ = tf.numpy_function(_decode_audio_file, [parsed[name]],
-                                       [tf.float32, tf.int64], stateful=False)
+        samples, rate = tf.numpy_function(_decode_audio_file, [parsed[name]],
+                                          [tf.float32, tf.int64], stateful=False)
         samples.set_shape([None, None])
-    return samples
+        rate.set_shape([])
+    if sample_rate is not None:
+        samples = tf.numpy_function(
+            lambda s, r: resample_audio(s, int(r), sample_rate) if r > 0 else s,
+            [samples, rate], tf.float32, stateful=False)
+        samples.set_shape([None, None])
+        rate = tf.where(rate > 0, tf.constant(sample_rate, tf.int64), rate)
+    return {"samples": samples, "sample_rate": rate}
 
 
 def _decode_tensor(feature: Tensor, data: Any, shape: Any, batched: bool) -> Any:
@@ -224,12 +236,12 @@ def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool) 
     return parsed[name]  # ClassLabel (int64), Sequence (ragged)
 
 
-def _decode_one(feature: Feature, parsed: Example, name: str, image_size: Any,
-                keep_aspect: bool) -> Any:
+def _decode_one(feature: Feature, parsed: Example, name: str, image_size: Any,  # noqa: PLR0917
+                keep_aspect: bool, sample_rate: int | None = None) -> Any:
     if isinstance(feature, Image):
         return _decode_image(feature, parsed, name, image_size, keep_aspect)
     if isinstance(feature, Audio):
-        return _decode_audio(feature, parsed, name)
+        return _decode_audio(feature, parsed, name, sample_rate)
     return _decode_common(feature, parsed, name, batched=False)
 
 
@@ -430,7 +442,7 @@ def load_tf_dataset(
     selected = {n: schema[n] for n in names} if schema is not None and names else {}
     plan = _DecodePlan(description, selected, foreign_images, decode,
                        (image_size, keep_aspect_ratio), augment, padding, ordered,
-                       (options.image_dtype, options.mean, options.std))
+                       (options.image_dtype, options.mean, options.std), options.sample_rate)
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
     ds = ds.batch(parse_size, drop_remainder=drop_remainder and not plan.per_example
                   and batch_size is not None)
@@ -462,6 +474,7 @@ class _DecodePlan:
     padding: Padding
     ordered: bool
     scale: tuple[str, tuple[float, ...] | None, tuple[float, ...] | None] = ("uint8", None, None)
+    sample_rate: int | None = None
 
     @property
     def per_example(self) -> bool:
@@ -490,7 +503,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
                 for key in plan.foreign_images if plan.decode else ():
                     out[key] = _resize(decode_image_tensor(out[key]), *plan.image_args)
             else:
-                out = {n: _decode_one(f, parsed, n, *plan.image_args)
+                out = {n: _decode_one(f, parsed, n, *plan.image_args, plan.sample_rate)
                        for n, f in plan.selected.items()}
             if plan.decode and plan.scale[0] != "uint8":
                 for key in [k for k, f in plan.selected.items() if isinstance(f, Image)] + (
@@ -571,11 +584,26 @@ def _label_feature(manifest: Manifest | None, schema: Schema | None) -> str | No
     return label
 
 
+def _no_label_hint(schema: Schema | None) -> str:
+    """Why ``as_supervised`` can't run, and what to write instead."""
+    message = "as_supervised needs a class-label feature (tk.ClassLabel) in the schema"
+    if schema is None:
+        return message
+    kinds = ", ".join(f"{n}: {type(f).__name__}" for n, f in schema.items())
+    integers = [n for n, f in schema.items()
+                if isinstance(f, Scalar | Tensor) and f.dtype.startswith(("int", "uint"))
+                and (isinstance(f, Scalar) or f.shape == (1,))]
+    hint = (f"; {integers[0]!r} holds integers: write it as tk.ClassLabel(names) (integer "
+            "arrays of shape (N,) or (N, 1) named label, labels, class, target or y become "
+            "class labels by themselves)") if integers else ""
+    return f"{message}; this one has {kinds}{hint}"
+
+
 def _supervised(ds: Any, manifest: Manifest | None, schema: Schema | None,
                 ordered: bool) -> Any:
     label = _label_feature(manifest, schema)
     if label is None:
-        raise DatasetError("as_supervised needs a class-label feature in the schema")
+        raise DatasetError(_no_label_hint(schema))
 
     def split_label(example: Example) -> tuple[Any, Any]:
         inputs = {k: v for k, v in example.items() if k != label}

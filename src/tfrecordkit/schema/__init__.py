@@ -14,6 +14,7 @@ from tfrecordkit.schema._features import (
     convert_channels,
     decode_image_bytes,
     feature_from_json,
+    resample_audio,
 )
 from tfrecordkit.schema._profile import FeatureProfile, ListKind, RecordProfile, profile_records
 from tfrecordkit.schema._schema import Schema
@@ -40,5 +41,6 @@ __all__ = [
     "feature_from_json",
     "image_header",
     "profile_records",
+    "resample_audio",
     "sniff_bytes",
 ]

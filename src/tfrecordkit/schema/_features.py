@@ -805,6 +805,19 @@ def _soundfile() -> Any:
     return soundfile
 
 
+def resample_audio(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
+    """``(frames, channels)`` float32 samples at ``rate`` Hz, resampled to ``target`` Hz
+    (libsoxr, high quality); unchanged when the rates are equal."""
+    if rate == target or len(samples) == 0:
+        return samples
+    try:
+        import soxr
+    except ImportError as err:
+        raise MissingDependencyError("soxr", "audio", "resampling audio") from err
+    out = soxr.resample(np.ascontiguousarray(samples, np.float32), rate, target, quality="HQ")
+    return np.asarray(out, np.float32).reshape(-1, samples.shape[1])
+
+
 @dataclass(frozen=True)
 class Audio(Feature):
     """Audio: encoded ``wav``/``flac`` bytes as they came, or ``pcm`` float32 samples, with
@@ -877,14 +890,22 @@ class Audio(Feature):
 
         return encode
 
-    def decode(self, name: str, features: Mapping[str, Any]) -> dict[str, Any]:
+    def decode(self, name: str, features: Mapping[str, Any],
+               sample_rate: int | None = None) -> dict[str, Any]:
+        """``{"samples": (frames, channels) float32, "sample_rate": Hz}``; resampled to
+        ``sample_rate`` when given."""
         rate = int(_scalar(features, f"{name}/sample_rate"))
         channels = int(_scalar(features, f"{name}/channels"))
         if self.encoding == "pcm":
             samples = np.asarray(features.get(name, []), np.float32).reshape(-1, max(channels, 1))
         else:
-            samples, rate = _soundfile().read(io.BytesIO(_scalar(features, name)),
-                                              dtype="float32", always_2d=True)
+            try:
+                samples, rate = _soundfile().read(io.BytesIO(_scalar(features, name)),
+                                                  dtype="float32", always_2d=True)
+            except RuntimeError as err:  # libsndfile's errors
+                raise SchemaError(name, f"unreadable audio: {err}") from None
+        if sample_rate is not None and rate > 0:
+            samples, rate = resample_audio(samples, rate, sample_rate), sample_rate
         return {"samples": samples, "sample_rate": rate}
 
 

@@ -11,6 +11,7 @@ from tfrecordkit.format._encode import EncColumn, EncodedFrames, encode_frames, 
 from tfrecordkit.format._example import decode_example_keys
 from tfrecordkit.format._wire import varint
 from tfrecordkit.schema._features import (
+    Audio,
     ClassLabel,
     ColumnEncoder,
     EntryEncoder,
@@ -196,11 +197,13 @@ class Schema(Mapping[str, Feature]):
     def decode_batch(self, records: Sequence[bytes] | RecordSlices, *,
                      features: Sequence[str] | None = None,
                      where: Callable[[int], Any] | None = None,
-                     image_min_size: tuple[int, int] | None = None) -> dict[str, Any]:
+                     image_min_size: tuple[int, int] | None = None,
+                     audio_sample_rate: int | None = None) -> dict[str, Any]:
         """Decode a batch at once: ``{feature name: n values}`` (an array for numbers and
         class labels, a list otherwise), checked as :meth:`decode` checks each record, through
         the compiled columnar codec (see :func:`tfrecordkit.format.parse_examples`).
-        ``image_min_size`` lets JPEGs decode at a reduced scale (see :meth:`decode`).
+        ``image_min_size`` lets JPEGs decode at a reduced scale (see :meth:`decode`);
+        ``audio_sample_rate`` resamples audio to that rate.
 
         Raises:
             SchemaError: as :meth:`decode`; names the feature and the record (``where(i)``,
@@ -216,6 +219,9 @@ class Schema(Mapping[str, Feature]):
             if image_min_size is not None and isinstance(feature, Image):
                 out[name] = feature.decode_column(name, columns, n, name_of,
                                                   min_size=image_min_size)
+            elif audio_sample_rate is not None and isinstance(feature, Audio):
+                out[name] = feature.decode_column(name, columns, n, name_of,
+                                                  sample_rate=audio_sample_rate)
             else:
                 out[name] = feature.decode_column(name, columns, n, name_of)
         return out

@@ -56,10 +56,14 @@ class Records:
 
 def infer_value_feature(name: str, column: np.ndarray) -> Feature:
     """A feature for one array column (axis 0 is records)."""
+    if column.dtype.kind in "iu" and name.lower() in LABEL_NAMES and (
+            column.ndim == 1 or column.shape[1:] == (1,)):
+        # (N,) or Keras' (N, 1) integer labels: class ids (size-1 values encode as ids).
+        top = int(column.max()) if len(column) else 0
+        if len(column) and int(column.min()) < 0:
+            raise SourceError(name, f"class labels must be >= 0; found {int(column.min())}")
+        return ClassLabel([str(i) for i in range(top + 1)])
     if column.ndim == 1:
-        if column.dtype.kind in "iu" and name.lower() in LABEL_NAMES:
-            top = int(column.max()) if len(column) else 0
-            return ClassLabel([str(i) for i in range(top + 1)])
         if column.dtype.kind in "iub":
             return Scalar("bool" if column.dtype.kind == "b" else "int64")
         if column.dtype.kind == "f":
