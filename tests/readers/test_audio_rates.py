@@ -65,7 +65,7 @@ def test_tf_data_gives_the_same_values_as_the_numpy_loader(tmp_path):
     write(tmp_path, "wav")
     for options in ({}, {"sample_rate": 16000}):
         want = numpy_examples(tmp_path / "ds", **options)
-        ds = tk.load_tf_dataset(tmp_path / "ds", shuffle=False,
+        ds = tk.load_tf_dataset(tmp_path / "ds", shuffle=False, deterministic=True,
                                 options=tk.DecodeOptions(**options))
         seen = 0
         for example in ds:

@@ -25,7 +25,7 @@ def test_integer_label_columns_are_class_labels(tmp_path, shape):
 
 
 def test_negative_labels_are_refused_by_name():
-    with pytest.raises(SourceError, match="label.*>= 0"):
+    with pytest.raises(SourceError, match=r"label.*>= 0"):
         tk.NumpyArrays({"label": np.array([[0], [-1]])}).schema()
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Names
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -52,6 +52,12 @@ class DecodeOptions:
             Augmentations see the images after this.
         sample_rate: resample every audio feature to this rate in Hz (libsoxr, high
             quality); audio always comes with its ``sample_rate``.
+        padded_shapes: per feature, the shape its values are padded to in a batch, ``None``
+            for a dimension padded to the batch's longest, e.g. ``{"image": (256, None, 3)}``
+            (for audio, the samples' ``(frames, channels)``; for token ids, ``(length,)``).
+            A value larger than its shape is an error naming the record. Batches then give
+            ``{"values", "lengths"}`` for these features.
+        padding_values: per feature, the value padding fills in (default 0).
     """
 
     decode: bool = True
@@ -64,8 +70,24 @@ class DecodeOptions:
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
     sample_rate: int | None = None
+    padded_shapes: Mapping[str, tuple[int | None, ...]] | None = None
+    padding_values: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
+        if self.padded_shapes is not None:
+            shapes = {}
+            for name, shape in dict(self.padded_shapes).items():
+                dims = (shape,) if isinstance(shape, int) or shape is None else tuple(shape)
+                if not all(d is None or (isinstance(d, int | np.integer) and d > 0)
+                           for d in dims):
+                    raise ValueError(f"padded_shapes[{name!r}] must hold positive sizes or "
+                                     f"None; got {shape!r}")
+                shapes[name] = tuple(None if d is None else int(d) for d in dims)
+            object.__setattr__(self, "padded_shapes", shapes)
+            if self.padding != "pad":
+                raise ValueError("padded_shapes pads batches: it needs padding='pad'")
+        if self.padding_values is not None:
+            object.__setattr__(self, "padding_values", dict(self.padding_values))
         if self.sample_rate is not None and (
                 not isinstance(self.sample_rate, int | np.integer) or self.sample_rate <= 0):
             raise ValueError(f"sample_rate must be a positive number of Hz; got "
@@ -113,30 +135,52 @@ def scale_image(pixels: np.ndarray, options: DecodeOptions) -> np.ndarray:
     return out
 
 
-def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None) -> Any:
+def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None,
+                 shape: tuple[int | None, ...] | None = None, fill: float = 0) -> Any:
     """Per-record values of one feature as a batch: arrays stacked; variable shapes padded
-    with zeros (plus a ``lengths`` array of each record's shape) or kept as a list
+    with ``fill`` (plus a ``lengths`` array of each record's shape) or kept as a list
     (``padding="ragged"``); dicts batched key by key; text and bytes as lists. ``dtype`` is
-    the numbers' type (else each value's own)."""
+    the numbers' type (else each value's own). ``shape`` fixes the padded shape (``None``
+    dimensions: the batch's longest); a value larger than it raises ``ValueError`` naming
+    its position in the batch."""
     first = values[0]
     if isinstance(first, dict):
-        return {k: batch_values([v[k] for v in values], padding) for k in first}
+        return {k: batch_values([v[k] for v in values], padding,
+                                shape=shape if k in _PADDED_KEYS else None, fill=fill)
+                for k in first}
     if dtype is None and (isinstance(first, str | bytes) or (isinstance(first, list) and (
             not first or isinstance(first[0], str | bytes)))):
         return list(values)
     arrays = [np.asarray(v, dtype=dtype) for v in values]
     shapes = {a.shape for a in arrays}
-    if len(shapes) == 1:
+    if shape is None and len(shapes) == 1:
         return np.stack(arrays)
     if padding == "ragged":
         return arrays
     ndim = arrays[0].ndim
     lengths = np.array([a.shape for a in arrays], dtype=np.int64).reshape(len(arrays), ndim)
-    out = np.zeros((len(arrays), *lengths.max(axis=0).tolist()), dtype=arrays[0].dtype)
+    target = lengths.max(axis=0).tolist() if arrays else [0] * ndim
+    if shape is not None:
+        if len(shape) != ndim:
+            raise ValueError(f"padded shape {shape} has {len(shape)} dimension(s); the "
+                             f"values have {ndim}")
+        for axis, size in enumerate(shape):
+            if size is None:
+                continue
+            too_big = np.flatnonzero(lengths[:, axis] > size)
+            if too_big.size:
+                raise ValueError(f"value {int(too_big[0])} of the batch has shape "
+                                 f"{tuple(lengths[too_big[0]].tolist())}, larger than the "
+                                 f"padded shape {shape}")
+            target[axis] = size
+    out = np.full((len(arrays), *target), fill, dtype=arrays[0].dtype)
     for i, a in enumerate(arrays):
         region: tuple[int | slice, ...] = (i, *[slice(0, d) for d in a.shape])
         out[region] = a
     return {"values": out, "lengths": lengths}
+
+
+_PADDED_KEYS = ("samples", "ids")  # what a padded shape applies to in dict values
 
 
 def number_dtype(feature: Feature) -> np.dtype[Any] | None:
@@ -173,6 +217,11 @@ class RecordDecoder:
             self._images = {n for n in images if n in names}
             self._dtypes = {n: np.dtype(s.dtype) for n, s in self._specs.items()
                             if s.dtype != "string" and n not in self._images}
+        self._padded = dict(options.padded_shapes or {})
+        unknown = [n for n in (*self._padded, *(options.padding_values or {})) if n not in names]
+        if unknown:
+            raise DatasetError(f"padded_shapes/padding_values name {unknown}, which are not "
+                               f"among the features read: {names}")
         size = options.image_size
         self._min_size = size if size is not None and options.fast_resize else None
         if size is not None and not self._images:
@@ -255,20 +304,28 @@ class RecordDecoder:
         for name in self.features:
             pieces = [p[name] for p in parts]
             dtype = self._dtypes.get(name)
-            if all(isinstance(x, np.ndarray) and x.ndim >= 1 for x in pieces):
+            if name not in self._padded and all(isinstance(x, np.ndarray) and x.ndim >= 1
+                                                for x in pieces):
                 joined = np.concatenate(pieces)
                 batch[name] = joined.astype(dtype) if dtype is not None else joined
             else:
-                batch[name] = batch_values([v for x in pieces for v in x],
-                                           self.options.padding, dtype)
+                batch[name] = self._batch(name, [v for x in pieces for v in x], dtype)
         return batch
+
+    def _batch(self, name: str, values: list[Any], dtype: Any) -> Any:
+        """One feature's values as a batch, padded as the options say."""
+        try:
+            return batch_values(values, self.options.padding, dtype,
+                                shape=self._padded.get(name),
+                                fill=(self.options.padding_values or {}).get(name, 0))
+        except ValueError as err:
+            raise SchemaError(name, str(err)) from None
 
     def assemble(self, rows: list[Any]) -> dict[str, Any]:
         """Rows from :meth:`decode_rows` (or serialized records, without decoding) as a batch."""
         if not self.options.decode:
             return {"record": np.array(rows, dtype=object)}
-        return {name: batch_values([r[name] for r in rows], self.options.padding,
-                                   self._dtypes.get(name))
+        return {name: self._batch(name, [r[name] for r in rows], self._dtypes.get(name))
                 for name in self.features}
 
     def decode_batch(self, records: list[bytes], where: Callable[[int], Any],

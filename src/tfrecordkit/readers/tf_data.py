@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -326,6 +326,8 @@ def load_tf_dataset(
     options: DecodeOptions | None = None,
     storage_options: dict[str, Any] | None = None,
     image_dtype: Literal["uint8", "float32"] = "uint8",
+    padded_shapes: Mapping[str, tuple[int | None, ...]] | None = None,
+    padding_values: Mapping[str, float] | None = None,
 ) -> Any:
     """A ``tf.data.Dataset`` of one split of a dataset, parsed and decoded from its manifest.
 
@@ -350,6 +352,11 @@ def load_tf_dataset(
             :func:`random_flip`, :func:`random_brightness`, :func:`random_crop`.
         padding: variable-length values in a batch are padded to the longest (``"pad"``) or
             returned as ``tf.RaggedTensor`` (``"ragged"``).
+        padded_shapes: per feature, the shape to pad to in a batch, ``None`` for a dimension
+            padded to the batch's longest: ``{"image": (256, None, 3)}`` (audio: the samples'
+            ``(frames, channels)``; token ids: ``(length,)``). A larger value fails naming
+            the feature.
+        padding_values: per feature, the value padding fills in (default 0, or "").
         drop_remainder: drop the last smaller batch (static batch dimension).
         cache: cache serialized records in memory after the first epoch.
         input_context: a ``tf.distribute.InputContext``: shard by file when there are at least
@@ -375,13 +382,18 @@ def load_tf_dataset(
             schema mismatch), before any training starts.
     """
     if options is not None:
-        if (decode, features, image_size, keep_aspect_ratio, padding, image_dtype) != (
-                True, None, None, False, "pad", "uint8"):
+        if (decode, features, image_size, keep_aspect_ratio, padding, image_dtype,
+                padded_shapes, padding_values) != (True, None, None, False, "pad", "uint8",
+                                                   None, None):
             raise ValueError("give either options= or the decode keywords, not both")
         decode, features, padding = options.decode, options.features, options.padding
         image_size, keep_aspect_ratio = options.image_size, options.keep_aspect
     else:
-        options = DecodeOptions(image_dtype=image_dtype)  # validates it
+        options = DecodeOptions(image_dtype=image_dtype, padding=padding,
+                                padded_shapes=padded_shapes,
+                                padding_values=padding_values)  # validates them
+    if options.padded_shapes and batch_size is None:
+        raise ValueError("padded_shapes pads batches: give batch_size")
     if padding not in ("pad", "ragged"):
         raise ValueError(f"padding must be 'pad' or 'ragged'; got {padding!r}")
     if batch_size is not None and batch_size < 1:
@@ -440,9 +452,14 @@ def load_tf_dataset(
         ds = ds.repeat()
 
     selected = {n: schema[n] for n in names} if schema is not None and names else {}
+    padded_names = [*(options.padded_shapes or {}), *(options.padding_values or {})]
+    if padded_names and (unknown := [n for n in padded_names if n not in selected]):
+        raise DatasetError(f"padded_shapes/padding_values name {unknown}, which are not "
+                           f"among the features read: {list(selected)}")
     plan = _DecodePlan(description, selected, foreign_images, decode,
                        (image_size, keep_aspect_ratio), augment, padding, ordered,
-                       (options.image_dtype, options.mean, options.std), options.sample_rate)
+                       (options.image_dtype, options.mean, options.std), options.sample_rate,
+                       dict(options.padded_shapes or {}), dict(options.padding_values or {}))
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
     ds = ds.batch(parse_size, drop_remainder=drop_remainder and not plan.per_example
                   and batch_size is not None)
@@ -475,11 +492,14 @@ class _DecodePlan:
     ordered: bool
     scale: tuple[str, tuple[float, ...] | None, tuple[float, ...] | None] = ("uint8", None, None)
     sample_rate: int | None = None
+    padded_shapes: dict[str, tuple[int | None, ...]] = field(default_factory=dict)
+    padding_values: dict[str, float] = field(default_factory=dict)
 
     @property
     def per_example(self) -> bool:
-        """Whether decoding needs a per-example map (images, audio, ragged tensors, augment)."""
-        return self.augment is not None or (self.decode and (
+        """Whether decoding needs a per-example map (images, audio, ragged tensors, augment,
+        fixed padded shapes)."""
+        return self.augment is not None or bool(self.padded_shapes) or (self.decode and (
             any(_needs_per_example_decode(f) for f in self.selected.values())
             or bool(self.foreign_images)))
 
@@ -510,6 +530,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
                         list(plan.foreign_images) if not plan.selected else []):
                     out[key] = _scale_image(out[key], *plan.scale)
             out = _compose(plan.augment)(out) if plan.augment is not None else out
+            out = _check_padded_shapes(out, plan.padded_shapes)
             if pad_checked:
                 out.update({_CHANNELS + k: tf.shape(out[k])[-1] for k in open_images})
             return out
@@ -526,7 +547,10 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             if plan.padding == "ragged":
                 ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
             else:
-                ds = ds.padded_batch(batch_size, drop_remainder=drop_remainder)
+                shapes, fills = _padding(ds.element_spec, plan.padded_shapes,
+                                         plan.padding_values)
+                ds = ds.padded_batch(batch_size, padded_shapes=shapes, padding_values=fills,
+                                     drop_remainder=drop_remainder)
                 if pad_checked:
                     ds = ds.map(lambda b: _check_channels(b, open_images),
                                 num_parallel_calls=AUTOTUNE, deterministic=ordered)
@@ -554,6 +578,64 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
 
 
 _CHANNELS = "__channels__/"
+_PADDED_KEYS = ("samples", "ids")  # what a padded shape applies to in dict values
+
+
+def _padded_parts(example: Any, shapes: Mapping[str, tuple[int | None, ...]]
+                  ) -> Iterator[tuple[str, Any, tuple[int | None, ...]]]:
+    """``(name, value, shape)`` of each value a padded shape applies to."""
+    for name, shape in shapes.items():
+        value = example[name]
+        if isinstance(value, dict):
+            for key in _PADDED_KEYS:
+                if key in value:
+                    yield name, value[key], shape
+        else:
+            yield name, value, shape
+
+
+def _check_padded_shapes(example: Example, shapes: Mapping[str, tuple[int | None, ...]]
+                         ) -> Example:
+    """The example, failing (naming the feature) if a value is larger than its padded
+    shape or has another number of dimensions."""
+    checks = []
+    for name, value, shape in _padded_parts(example, shapes):
+        if value.shape.rank is not None and value.shape.rank != len(shape):
+            raise ValueError(f"padded_shapes[{name!r}] = {shape} has {len(shape)} "
+                             f"dimension(s); the values have {value.shape.rank}")
+        for axis, size in enumerate(shape):
+            if size is not None:
+                checks.append(tf.debugging.assert_less_equal(
+                    tf.shape(value)[axis], size,
+                    message=f"feature {name!r}: a value is larger than its padded shape "
+                            f"{shape} (axis {axis})"))
+    if not checks:
+        return example
+    with tf.control_dependencies(checks):
+        return dict(tf.nest.map_structure(tf.identity, example))
+
+
+def _padding(spec: Any, shapes: Mapping[str, tuple[int | None, ...]],
+             values: Mapping[str, float]) -> tuple[Any, Any]:
+    """``padded_batch``'s shapes and padding values for examples of ``spec``: the given
+    shapes (else each component's own, ``None`` padding to the batch's longest) and fills
+    (else 0 or "")."""
+    def component(name: str, part: Any, padded: bool) -> tuple[Any, Any]:
+        shape = tf.TensorShape(shapes[name]) if padded else part.shape
+        fill = "" if part.dtype == tf.string else values.get(name, 0)
+        return shape, tf.cast(tf.constant(fill), part.dtype)
+
+    out_shapes: dict[str, Any] = {}
+    out_fills: dict[str, Any] = {}
+    for name, part in spec.items():
+        if isinstance(part, dict):
+            pairs = {key: component(name, sub, name in shapes and key in _PADDED_KEYS)
+                     for key, sub in part.items()}
+            out_shapes[name] = {k: v[0] for k, v in pairs.items()}
+            out_fills[name] = {k: v[1] for k, v in pairs.items()}
+        else:
+            out_shapes[name], out_fills[name] = component(name, part, name in shapes)
+    return out_shapes, out_fills
 
 
 def _check_channels(batch: Example, images: list[str]) -> Example:
