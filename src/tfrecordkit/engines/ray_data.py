@@ -13,6 +13,7 @@ import logging
 import os
 import pickle
 import tempfile
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
@@ -44,7 +45,6 @@ from tfrecordkit.store._naming import SHARD_PATTERN
 try:
     import pyarrow as pa
     import ray
-    from ray.data.aggregate import Count, Sum
     from ray.data.block import BlockAccessor
 except ImportError as err:  # pragma: no cover - the extra is missing
     from tfrecordkit.errors import MissingDependencyError
@@ -191,32 +191,80 @@ def _numbered(ds: Any) -> Any:
 
 
 def _only_ok(table: Any) -> Any:
-    """The rows that encoded (Arrow, so the columns keep their types for the sort)."""
-    return table.filter(table.column("ok"))
+    """The rows that encoded, with what the sort and the shard writers need (Arrow, so the
+    columns keep their types for the sort)."""
+    return table.filter(table.column("ok")).select(
+        ["split", "label", "h", "seq", "frame", "length"])
 
 
-def _failures(table: Any) -> Any:
+def _summarize(table: Any) -> Any:
+    """A block's summary, a few rows: records and bytes per (split, class), its first
+    failures (with how many failed), and the image formats it saw."""
     import pyarrow.compute as pc
 
-    return table.filter(pc.invert(table.column("ok"))).select(["seq", "key", "reason"])
+    ok = table.column("ok")
+    good, bad = table.filter(ok), table.filter(pc.invert(ok))
+    totals = good.group_by(["split", "label"]).aggregate(
+        [("length", "count"), ("length", "sum")])
+    first_bad = bad.sort_by("seq").slice(0, _SKIPPED_LISTED)
+    seen = pc.unique(table.column("observed")).to_pylist()
+    kinds = (["total"] * totals.num_rows + ["failed"] * first_bad.num_rows
+             + ["observed"] * len(seen) + ["failures"])
+    empty_text = [""] * (first_bad.num_rows + len(seen) + 1)
+    zeros = [0] * (first_bad.num_rows + len(seen) + 1)
+    return pa.table({
+        "kind": kinds,
+        "split": [*totals.column("split").to_pylist(), *empty_text],
+        "label": pa.array([*totals.column("label").to_pylist(), *zeros], pa.int64()),
+        "records": pa.array([*totals.column("length_count").to_pylist(),
+                             *[0] * first_bad.num_rows, *[0] * len(seen), bad.num_rows],
+                            pa.int64()),
+        "bytes": pa.array([*totals.column("length_sum").to_pylist(), *zeros], pa.int64()),
+        "seq": pa.array([*[0] * totals.num_rows, *first_bad.column("seq").to_pylist(),
+                         *[0] * (len(seen) + 1)], pa.int64()),
+        "key": [*[""] * totals.num_rows, *first_bad.column("key").to_pylist(),
+                *[""] * (len(seen) + 1)],
+        "reason": [*[""] * totals.num_rows, *first_bad.column("reason").to_pylist(),
+                   *[""] * (len(seen) + 1)],
+        "observed": [*[""] * (totals.num_rows + first_bad.num_rows), *seen, ""],
+    })
 
 
 def _cpus() -> int:
     return int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
 
 
-def _split_totals(good: Any) -> dict[str, SplitTotals]:
-    """Records, bytes and per-class counts of each split, by Ray aggregations."""
-    rows = good.groupby(["split", "label"]).aggregate(
-        Count(alias_name="records"), Sum("length", alias_name="bytes")).take_all()
-    acc: dict[str, list[Any]] = {}
-    for row in rows:
-        split, label = str(row["split"]), int(row["label"])
-        records, nbytes, by_class, class_bytes = acc.setdefault(split, [0, 0, {}, {}])
-        acc[split][:2] = records + int(row["records"]), nbytes + int(row["bytes"])
-        if label >= 0:
-            by_class[label], class_bytes[label] = int(row["records"]), int(row["bytes"])
-    return {split: SplitTotals(*values) for split, values in acc.items()}
+@dataclasses.dataclass
+class _Summary:
+    """What the driver needs of the encoded rows, merged block by block as they stream by
+    (its size grows with splits x classes and the failures listed, not with the rows)."""
+
+    acc: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
+    failed: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)
+    failures: int = 0
+    observed: dict[str, set[tuple[str, int]]] = dataclasses.field(default_factory=dict)
+
+    def add(self, table: Any) -> None:
+        for row in table.to_pylist():
+            if row["kind"] == "total":
+                split, label = row["split"], row["label"]
+                records, nbytes, by_class, class_bytes = self.acc.setdefault(
+                    split, [0, 0, {}, {}])
+                self.acc[split][:2] = records + row["records"], nbytes + row["bytes"]
+                if label >= 0:
+                    by_class[label] = by_class.get(label, 0) + row["records"]
+                    class_bytes[label] = class_bytes.get(label, 0) + row["bytes"]
+            elif row["kind"] == "failed":
+                self.failed.append((row["seq"], row["key"], row["reason"]))
+            elif row["kind"] == "failures":
+                self.failures += row["records"]
+            else:
+                for name, fmt, channels in json.loads(row["observed"]):
+                    self.observed.setdefault(name, set()).add((fmt, channels))
+        self.failed = sorted(self.failed)[:_SKIPPED_LISTED]
+
+    def totals(self) -> dict[str, SplitTotals]:
+        return {split: SplitTotals(*values) for split, values in self.acc.items()}
 
 
 def _cut_as_streamed(options: ShardOptions) -> bool:
@@ -266,29 +314,42 @@ def _streamed_specs(blocks: list[tuple[Any, int]], options: ShardOptions
     return specs
 
 
+class _Stages:
+    """Logs (at debug level) how long each stage of a Ray conversion took."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+
+    def __call__(self, stage: str) -> None:
+        now = time.perf_counter()
+        logger.debug("ray engine: %s took %.2f s", stage, now - self.last)
+        self.last = now
+
+
 def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
                    describe: Callable[[str], str], report: Callable[..., None]) -> Manifest:
     """Sort the encoded rows, write the planned shards (one task each), finalize."""
+    clock = _Stages()
     encoded = encoded.materialize()
-    failed = encoded.map_batches(_failures, batch_format="pyarrow").materialize()
-    skipped_count = failed.count()
+    clock("encode")
+    summary = _Summary()
+    for part in encoded.map_batches(_summarize, batch_format="pyarrow",
+                                    batch_size=None).iter_batches(batch_format="pyarrow",
+                                                                  batch_size=None):
+        summary.add(part)
     skipped: list[dict[str, str]] = []
-    if skipped_count:
-        listed = 1 if job.on_error == "raise" else _SKIPPED_LISTED
-        for row in failed.sort("seq").take(listed):
-            if job.on_error == "raise":
-                raise SourceError(describe(str(row["key"])), str(row["reason"]))
-            skipped.append({"input": describe(str(row["key"])), "reason": str(row["reason"])})
-            logger.info("skipping %s: %s", skipped[-1]["input"], skipped[-1]["reason"])
-    observed: dict[str, set[tuple[str, int]]] = {}
-    for text in encoded.unique("observed"):
-        for name, fmt, channels in json.loads(text):
-            observed.setdefault(name, set()).add((fmt, channels))
+    for _, key, reason in summary.failed:
+        if job.on_error == "raise":
+            raise SourceError(describe(key), reason)
+        skipped.append({"input": describe(key), "reason": reason})
+        logger.info("skipping %s: %s", skipped[-1]["input"], reason)
+    totals = summary.totals()
+    clock("totals, failures and image formats")
     good = encoded.map_batches(_only_ok, batch_format="pyarrow")
-    totals = _split_totals(good)
     keys = ["split", "label", "h", "seq"] if job.options.layout == "per_class" else [
         "split", "h", "seq"]
     ordered = good.sort(keys).materialize()
+    clock("sort")
     blocks = [(ref, meta.num_rows) for bundle in ordered.iter_internal_ref_bundles()
               for ref, meta in zip(bundle.block_refs, bundle.metadata, strict=True)]
     starts = np.cumsum([0] + [rows for _, rows in blocks])
@@ -318,22 +379,28 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
         for ref in ready:
             done[ref] = ray.get(ref)
             report(done[ref].records, done[ref].bytes)
+    clock("write shards")
     written: dict[str, list[ShardInfo]] = {}
     for ref, name in pending.items():  # in plan order
         written.setdefault(name, []).append(done[ref])
     shards: dict[str, Sequence[ShardInfo]] = dict(written)
     return finalize_manifest(
-        job.out_dir, shards, schema=refine_schema(job.schema, observed), options=job.options,
-        label_feature=job.label_feature, skipped=skipped, skipped_count=skipped_count,
+        job.out_dir, shards, schema=refine_schema(job.schema, summary.observed),
+        options=job.options,
+        label_feature=job.label_feature, skipped=skipped, skipped_count=summary.failures,
         created_by=job.created_by, expected={k: t.records for k, t in totals.items()},
         storage=storage)
 
 
 def _encoded(inputs: Any, job: ConversionJob, items_of: ItemsOf) -> Any:
-    return inputs.map_batches(
-        _Encoder, fn_constructor_args=(job.encode_job(),
-                                       SplitAssigner(job.split, job.options.seed), items_of),
-        batch_size=_BATCH, batch_format="numpy", concurrency=(1, max(1, _cpus())))
+    encoder = _Encoder(job.encode_job(), SplitAssigner(job.split, job.options.seed), items_of)
+    # Tasks, not an actor pool: they start in Ray's warm workers (actors each start afresh).
+    return inputs.map_batches(_encode_batch, fn_kwargs={"encoder": encoder},
+                              batch_size=_BATCH, batch_format="numpy")
+
+
+def _encode_batch(batch: dict[str, np.ndarray], encoder: _Encoder) -> dict[str, Any]:
+    return encoder(batch)
 
 
 def run_on_ray(job: ConversionJob, *, report: Callable[..., None]) -> Manifest:

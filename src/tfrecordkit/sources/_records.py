@@ -50,6 +50,11 @@ class Records:
             raise SourceError("record", f"expected a dict, got {type(item).__name__}")
         return item
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Workers only load items, and each item carries its record: the records (perhaps
+        # a generator, perhaps the whole dataset) stay here.
+        return {**self.__dict__, "_records": ()}
+
     def describe(self, item: SourceItem) -> str:
         return f"record {item.key}"
 
