@@ -37,6 +37,7 @@ from tfrecordkit.schema import (
     Sequence,
     Tensor,
     Text,
+    Vocabulary,
 )
 from tfrecordkit.sources import (
     AudioFolder,
@@ -137,6 +138,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "Tensor",
     "Text",
     "TextLines",
+    "Vocabulary",
     "__version__",
     "batch_hard_triplet_loss",
     "build_index",

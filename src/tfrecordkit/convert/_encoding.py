@@ -4,8 +4,10 @@ what the images turned out to be."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +16,7 @@ import numpy as np
 
 from tfrecordkit.errors import SchemaError, SourceError
 from tfrecordkit.format._encode import EncodedFrames
-from tfrecordkit.schema import ClassLabel, Image, Schema, image_header, sniff_bytes
+from tfrecordkit.schema import ClassLabel, Image, Schema, Text, image_header, sniff_bytes
 from tfrecordkit.sources import Source, SourceItem
 from tfrecordkit.store import ShardOptions, record_hash
 
@@ -65,6 +67,49 @@ class ConversionJob:
                       "split": split if isinstance(split, str) else dict(split)}
         return cls(source, os.fspath(out_dir), schema, split, options, label_feature, on_error,
                    overwrite, created_by, storage_options)
+
+    def with_vocabularies(self) -> ConversionJob:
+        """This job with every text vocabulary that has no tokens yet built from the
+        training split (a pass that loads those items), so every engine encodes ids."""
+        unbuilt = {name: f.vocabulary for name, f in self.schema.items()
+                   if isinstance(f, Text) and f.vocabulary is not None
+                   and not f.vocabulary.built}
+        if not unbuilt:
+            return self
+        if not getattr(self.source, "reiterable", True):
+            raise SourceError(self.source.description,
+                              "building a vocabulary reads the records twice: give a list "
+                              "(or anything iterable again), or a built Vocabulary(tokens)")
+        training = _training_split(self.split)
+        assign = SplitAssigner(self.split, self.options.seed)
+        counts: dict[str, Counter[str]] = {name: Counter() for name in unbuilt}
+        seen = 0
+        for item in self.source.items():
+            if assign(item) != training:
+                continue
+            try:
+                record = self.source.load(item.item)
+            except _ITEM_ERRORS:
+                continue  # the encoding pass reports it
+            seen += 1
+            for name, vocabulary in unbuilt.items():
+                value = record.get(name)
+                text = value.get("text") if isinstance(value, Mapping) else value
+                if isinstance(text, bytes):
+                    text = text.decode("utf-8", errors="replace")
+                if isinstance(text, str):
+                    counts[name].update(vocabulary.tokenize(text))
+        if not seen:
+            raise SourceError(self.source.description,
+                              f"no records in the training split {training!r} to build the "
+                              f"vocabulary of {sorted(unbuilt)} from")
+        features = dict(self.schema)
+        for name, vocabulary in unbuilt.items():
+            built = vocabulary.built_from(counts[name])
+            features[name] = Text(vocabulary=built)
+            logger.info("%s: vocabulary of %d ids from %d training records (%d distinct "
+                        "tokens)", name, built.size, seen, len(counts[name]))
+        return dataclasses.replace(self, schema=Schema(features))
 
     def encode_job(self) -> EncodeJob:
         """What the encoding workers need."""
@@ -192,6 +237,13 @@ def refine_schema(schema: Schema, observed: dict[str, set[tuple[str, int]]]) -> 
             else feature.channels,
         )
     return Schema(features)
+
+
+def _training_split(split: SplitSpec) -> str:
+    """The split vocabularies are built from: ``"train"`` if there is one, else the first."""
+    if isinstance(split, str):
+        return split
+    return "train" if "train" in split else next(iter(split))
 
 
 class SplitAssigner:

@@ -152,7 +152,7 @@ def convert(
         source, out_dir, schema=schema, split=split, layout=layout, shard_size=shard_size,
         num_shards=num_shards, min_shards=min_shards, compression=compression, seed=seed,
         shuffle=shuffle, on_error=on_error, overwrite=overwrite, label_feature=label_feature,
-        storage_options=storage_options)
+        storage_options=storage_options).with_vocabularies()
     if workers is None:
         workers = 1 if source.in_process else (os.cpu_count() or 1)
     # Engines sit above convert (they run its jobs); each is imported only when chosen.

@@ -173,19 +173,20 @@ def _source_blocks(items: Iterator[SourceItem]) -> Any:
     return ray.data.from_arrow_refs(refs) if refs else None
 
 
-def _number_block(block: Any, first: int) -> Any:
-    table = BlockAccessor.for_block(block).to_arrow()
+def _number_block(block: Any, first: int, columns: list[str]) -> Any:
+    table = BlockAccessor.for_block(block).to_arrow().select(columns)
     return table.append_column(_SEQ, pa.array(np.arange(first, first + table.num_rows)))
 
 
-def _numbered(ds: Any) -> Any:
-    """``ds`` with each row's position in it as a column (the order Ray produced the rows in)."""
+def _numbered(ds: Any, columns: list[str]) -> Any:
+    """``ds``'s ``columns`` with each row's position in ``ds`` (the order Ray produced the
+    rows in); a dataset already materialized is not run again."""
     number = ray.remote(_number_block)
     refs: list[Any] = []
     first = 0
     for bundle in ds.materialize().iter_internal_ref_bundles():
         for ref, meta in zip(bundle.block_refs, bundle.metadata, strict=True):
-            refs.append(number.remote(ref, first))
+            refs.append(number.remote(ref, first, columns))
             first += meta.num_rows
     return ray.data.from_arrow_refs(refs) if refs else None
 
@@ -425,8 +426,7 @@ def write_ray_dataset(ds: Any, job: ConversionJob, *, key: str | None,
         raise ValueError(f"the Ray Dataset has no column(s) {missing}; it has {sorted(have)}")
     storage = Storage.of(job.out_dir, job.storage_options)
     _prepare_output(job.out_dir, storage, job.overwrite)
-    numbered = _numbered(ds.select_columns(list(dict.fromkeys((*columns, *(
-        [key] if key else []))))))
+    numbered = _numbered(ds, list(dict.fromkeys((*columns, *([key] if key else [])))))
     if numbered is None:
         raise SourceError(job.source.description, "no rows")
     job = dataclasses.replace(job, source=Records([], job.schema, job.source.description))

@@ -23,6 +23,7 @@ from tfrecordkit.schema import (
     Scalar,
     Schema,
     Sequence,
+    Text,
     decode_image_bytes,
 )
 
@@ -58,6 +59,9 @@ class DecodeOptions:
             A value larger than its shape is an error naming the record. Batches then give
             ``{"values", "lengths"}`` for these features.
         padding_values: per feature, the value padding fills in (default 0).
+        text_length: texts with token ids: cut the ids to at most this many, and pad every
+            batch to exactly this many (else to the batch's longest). Batches give
+            ``{"text", "ids", "mask"}``; ``mask`` is False on padding.
     """
 
     decode: bool = True
@@ -72,8 +76,13 @@ class DecodeOptions:
     sample_rate: int | None = None
     padded_shapes: Mapping[str, tuple[int | None, ...]] | None = None
     padding_values: Mapping[str, float] | None = None
+    text_length: int | None = None
 
     def __post_init__(self) -> None:
+        if self.text_length is not None and (
+                not isinstance(self.text_length, int | np.integer) or self.text_length < 1):
+            raise ValueError(f"text_length must be a positive number of tokens; got "
+                             f"{self.text_length!r}")
         if self.padded_shapes is not None:
             shapes = {}
             for name, shape in dict(self.padded_shapes).items():
@@ -180,7 +189,7 @@ def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None,
     return {"values": out, "lengths": lengths}
 
 
-_PADDED_KEYS = ("samples", "ids")  # what a padded shape applies to in dict values
+_PADDED_KEYS = ("samples", "ids", "mask")  # what a padded shape applies to in dict values
 
 
 def number_dtype(feature: Feature) -> np.dtype[Any] | None:
@@ -218,6 +227,8 @@ class RecordDecoder:
             self._dtypes = {n: np.dtype(s.dtype) for n, s in self._specs.items()
                             if s.dtype != "string" and n not in self._images}
         self._padded = dict(options.padded_shapes or {})
+        self._token_ids = {n for n in names if schema is not None
+                           and isinstance(f := schema[n], Text) and f.has_ids}
         unknown = [n for n in (*self._padded, *(options.padding_values or {})) if n not in names]
         if unknown:
             raise DatasetError(f"padded_shapes/padding_values name {unknown}, which are not "
@@ -314,12 +325,38 @@ class RecordDecoder:
 
     def _batch(self, name: str, values: list[Any], dtype: Any) -> Any:
         """One feature's values as a batch, padded as the options say."""
+        if name in self._token_ids:
+            return self._batch_token_ids(name, values)
         try:
             return batch_values(values, self.options.padding, dtype,
                                 shape=self._padded.get(name),
                                 fill=(self.options.padding_values or {}).get(name, 0))
         except ValueError as err:
             raise SchemaError(name, str(err)) from None
+
+    def _batch_token_ids(self, name: str, values: list[dict[str, Any]]) -> dict[str, Any]:
+        """Texts with token ids as a batch: ``{"text", "ids", "mask"}``, ids cut to
+        ``text_length`` and padded (to it, or to the longest) with ``0``; ragged: lists."""
+        limit = self.options.text_length
+        ids = [np.asarray(v["ids"], np.int64)[:limit] for v in values]
+        texts = [v["text"] for v in values]
+        if self.options.padding == "ragged":
+            return {"text": texts, "ids": ids, "mask": [np.ones(len(i), bool) for i in ids]}
+        fixed = self._padded.get(name)
+        width = limit if limit is not None else max((len(i) for i in ids), default=0)
+        if fixed is not None and fixed[0] is not None:
+            too_long = [k for k, i in enumerate(ids) if len(i) > fixed[0]]
+            if too_long:
+                raise SchemaError(name, f"value {too_long[0]} of the batch has "
+                                        f"{len(ids[too_long[0]])} token ids, more than the "
+                                        f"padded shape {fixed} (give text_length to cut)")
+            width = fixed[0]
+        padded = np.zeros((len(ids), width), np.int64)
+        mask = np.zeros((len(ids), width), bool)
+        for k, row in enumerate(ids):
+            padded[k, : len(row)] = row
+            mask[k, : len(row)] = True
+        return {"text": texts, "ids": padded, "mask": mask}
 
     def assemble(self, rows: list[Any]) -> dict[str, Any]:
         """Rows from :meth:`decode_rows` (or serialized records, without decoding) as a batch."""

@@ -219,11 +219,25 @@ def _decode_tensor(feature: Tensor, data: Any, shape: Any, batched: bool) -> Any
     return tf.cast(values, tf.bool) if feature.dtype == "bool" else values
 
 
-def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool) -> Any:
+def _token_ids(ids: Any, text_length: int | None, batched: bool) -> dict[str, Any]:
+    """Token ids cut to ``text_length``, with a mask that padding will make False."""
+    if text_length is not None:
+        ids = ids[:, :text_length] if batched else ids[:text_length]
+    mask = (tf.ones_like(ids, dtype=tf.bool) if not isinstance(ids, tf.RaggedTensor)
+            else tf.ragged.map_flat_values(tf.ones_like, ids, dtype=tf.bool))
+    if batched and text_length is not None and isinstance(ids, tf.RaggedTensor):
+        ids = ids.to_tensor(shape=[None, text_length])
+        mask = mask.to_tensor(shape=[None, text_length])
+    return {"ids": ids, "mask": mask}
+
+
+def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool,
+                   text_length: int | None = None) -> Any:
     """Decoding that works on a whole batch as well as on one example."""
     if isinstance(feature, Text):
-        if feature.token_ids:
-            return {"text": parsed[name], "ids": parsed[f"{name}/ids"]}
+        if feature.has_ids:
+            return {"text": parsed[name],
+                    **_token_ids(parsed[f"{name}/ids"], text_length, batched)}
         return parsed[name]
     if isinstance(feature, Tensor):
         shape = parsed[f"{name}/shape"] if feature.variable else list(feature.shape)
@@ -236,13 +250,12 @@ def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool) 
     return parsed[name]  # ClassLabel (int64), Sequence (ragged)
 
 
-def _decode_one(feature: Feature, parsed: Example, name: str, image_size: Any,  # noqa: PLR0917
-                keep_aspect: bool, sample_rate: int | None = None) -> Any:
+def _decode_one(feature: Feature, parsed: Example, name: str, plan: _DecodePlan) -> Any:
     if isinstance(feature, Image):
-        return _decode_image(feature, parsed, name, image_size, keep_aspect)
+        return _decode_image(feature, parsed, name, *plan.image_args)
     if isinstance(feature, Audio):
-        return _decode_audio(feature, parsed, name, sample_rate)
-    return _decode_common(feature, parsed, name, batched=False)
+        return _decode_audio(feature, parsed, name, plan.sample_rate)
+    return _decode_common(feature, parsed, name, batched=False, text_length=plan.text_length)
 
 
 # -- augmentation ----------------------------------------------------------------------------
@@ -456,10 +469,11 @@ def load_tf_dataset(
     if padded_names and (unknown := [n for n in padded_names if n not in selected]):
         raise DatasetError(f"padded_shapes/padding_values name {unknown}, which are not "
                            f"among the features read: {list(selected)}")
+    padded_shapes = dict(options.padded_shapes or {})
     plan = _DecodePlan(description, selected, foreign_images, decode,
                        (image_size, keep_aspect_ratio), augment, padding, ordered,
                        (options.image_dtype, options.mean, options.std), options.sample_rate,
-                       dict(options.padded_shapes or {}), dict(options.padding_values or {}))
+                       padded_shapes, dict(options.padding_values or {}), options.text_length)
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
     ds = ds.batch(parse_size, drop_remainder=drop_remainder and not plan.per_example
                   and batch_size is not None)
@@ -494,6 +508,14 @@ class _DecodePlan:
     sample_rate: int | None = None
     padded_shapes: dict[str, tuple[int | None, ...]] = field(default_factory=dict)
     padding_values: dict[str, float] = field(default_factory=dict)
+    text_length: int | None = None
+
+    @property
+    def padded(self) -> dict[str, tuple[int | None, ...]]:
+        """Padded shapes: the given ones, and token ids at ``text_length``."""
+        texts = {n: (self.text_length,) for n, f in self.selected.items()
+                 if self.text_length is not None and isinstance(f, Text) and f.has_ids}
+        return {**texts, **self.padded_shapes}
 
     @property
     def per_example(self) -> bool:
@@ -523,8 +545,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
                 for key in plan.foreign_images if plan.decode else ():
                     out[key] = _resize(decode_image_tensor(out[key]), *plan.image_args)
             else:
-                out = {n: _decode_one(f, parsed, n, *plan.image_args, plan.sample_rate)
-                       for n, f in plan.selected.items()}
+                out = {n: _decode_one(f, parsed, n, plan) for n, f in plan.selected.items()}
             if plan.decode and plan.scale[0] != "uint8":
                 for key in [k for k, f in plan.selected.items() if isinstance(f, Image)] + (
                         list(plan.foreign_images) if not plan.selected else []):
@@ -547,8 +568,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             if plan.padding == "ragged":
                 ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
             else:
-                shapes, fills = _padding(ds.element_spec, plan.padded_shapes,
-                                         plan.padding_values)
+                shapes, fills = _padding(ds.element_spec, plan.padded, plan.padding_values)
                 ds = ds.padded_batch(batch_size, padded_shapes=shapes, padding_values=fills,
                                      drop_remainder=drop_remainder)
                 if pad_checked:
@@ -563,7 +583,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
         if not plan.decode or not plan.selected:
             out = dict(parsed)
         else:
-            out = {n: _decode_common(f, parsed, n, batched=True)
+            out = {n: _decode_common(f, parsed, n, batched=True, text_length=plan.text_length)
                    for n, f in plan.selected.items()}
         # Padding belongs to the user's batch only: single examples keep their own lengths.
         return _to_dense(out) if plan.padding == "pad" and batch_size is not None else out
@@ -578,7 +598,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
 
 
 _CHANNELS = "__channels__/"
-_PADDED_KEYS = ("samples", "ids")  # what a padded shape applies to in dict values
+_PADDED_KEYS = ("samples", "ids", "mask")  # what a padded shape applies to in dict values
 
 
 def _padded_parts(example: Any, shapes: Mapping[str, tuple[int | None, ...]]

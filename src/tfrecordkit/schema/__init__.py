@@ -19,6 +19,7 @@ from tfrecordkit.schema._features import (
 from tfrecordkit.schema._profile import FeatureProfile, ListKind, RecordProfile, profile_records
 from tfrecordkit.schema._schema import Schema
 from tfrecordkit.schema._sniff import ContentType, image_header, sniff_bytes
+from tfrecordkit.schema._vocab import Vocabulary
 
 __all__ = [
     "Audio",
@@ -35,6 +36,7 @@ __all__ = [
     "Sequence",
     "Tensor",
     "Text",
+    "Vocabulary",
     "check_key",
     "convert_channels",
     "decode_image_bytes",

@@ -22,6 +22,7 @@ from tfrecordkit.format._encode import EncColumn, bytes_column, float_column, in
 from tfrecordkit.format._spec import KeySpec, SpecDtype, check_key
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
 from tfrecordkit.schema._sniff import image_header, sniff_bytes
+from tfrecordkit.schema._vocab import Vocabulary
 
 __all__ = [
     "Audio",
@@ -417,23 +418,48 @@ class ClassLabel(Feature):
 
 @dataclass(frozen=True)
 class Text(Feature):
-    """UTF-8 text (one string per record), optionally with its token ids (``<name>/ids``)."""
+    """UTF-8 text (one string per record), optionally with its token ids (``<name>/ids``):
+    given with each record (``token_ids=True``), or computed by a :class:`Vocabulary`
+    (``vocabulary=Vocabulary(max_size=20000)`` builds one from the training split at
+    conversion and stores it in the schema)."""
 
     token_ids: bool = False
+    vocabulary: Vocabulary | None = None
     kind: ClassVar[str] = "text"
+
+    @property
+    def has_ids(self) -> bool:
+        """Whether records store token ids next to the text."""
+        return self.token_ids or self.vocabulary is not None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "token_ids": self.token_ids}
+        if self.vocabulary is not None:
+            out["vocabulary"] = self.vocabulary.to_json()
+        return out
 
     def key_specs(self, name: str) -> list[KeySpec]:
         specs = [KeySpec(name, "string", ())]
-        if self.token_ids:
+        if self.has_ids:
             specs.append(KeySpec(f"{name}/ids", "int64", None))
         return specs
 
     def entry_encoder(self, name: str) -> EntryEncoder:
         encode_text = _bytes_scalar_encoder(name)
         ids_key = f"{name}/ids"
+        vocabulary = self.vocabulary
+        if vocabulary is not None and not vocabulary.built:
+            def unbuilt(value: Any) -> Entries:
+                raise SchemaError(name, "the vocabulary has no tokens yet: convert builds it "
+                                        "from the training split, or give Vocabulary(tokens)")
+            return unbuilt
 
         def encode(value: Any) -> Entries:
-            if self.token_ids:
+            if vocabulary is not None and not isinstance(value, Mapping):
+                text = _as_text_bytes(name, value)
+                return [*encode_text(text),
+                        _entry(ids_key, "int64", vocabulary.ids(text.decode("utf-8")))]
+            if self.has_ids:
                 if not isinstance(value, Mapping) or "ids" not in value:
                     raise SchemaError(name, "expected {'text': ..., 'ids': [...]} (token_ids=True)")
                 ids = np.asarray(value["ids"])
@@ -449,7 +475,7 @@ class Text(Feature):
         return encode
 
     def column_encoder(self, name: str) -> ColumnEncoder | None:
-        if self.token_ids:
+        if self.has_ids:
             return None
 
         def encode(values: list[Any]) -> list[EncColumn] | None:
@@ -460,7 +486,7 @@ class Text(Feature):
 
     def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
                       where: Callable[[int], Any], **options: Any) -> Any:
-        if self.token_ids:
+        if self.has_ids:
             return super().decode_column(name, columns, n, where, **options)
         out = []
         for i, data in enumerate(columns[name].to_bytes()):
@@ -472,7 +498,7 @@ class Text(Feature):
 
     def decode(self, name: str, features: Mapping[str, Any]) -> Any:
         text = _scalar(features, name).decode("utf-8")
-        if self.token_ids:
+        if self.has_ids:
             return {"text": text, "ids": np.asarray(features.get(f"{name}/ids", []), np.int64)}
         return text
 
@@ -918,7 +944,7 @@ class Sequence(Feature):
 
     def __post_init__(self) -> None:
         if not isinstance(self.feature, Scalar | ClassLabel | Text) or (
-            isinstance(self.feature, Text) and self.feature.token_ids
+            isinstance(self.feature, Text) and self.feature.has_ids
         ):
             raise SchemaError("<sequence>", f"sequences of {type(self.feature).__name__} are "
                                             "not supported; use Scalar, ClassLabel or Text")
@@ -982,4 +1008,6 @@ def feature_from_json(data: Mapping[str, Any]) -> Feature:
         params["shape"] = tuple(params.get("shape", ()))
     if cls is ClassLabel:
         params["names"] = tuple(params.get("names", ()))
+    if cls is Text and isinstance(params.get("vocabulary"), Mapping):
+        params["vocabulary"] = Vocabulary.from_json(params["vocabulary"])
     return cls(**params)

@@ -36,6 +36,13 @@ class Records:
     def schema(self) -> Schema:
         return self._schema
 
+    @property
+    def reiterable(self) -> bool:
+        """Whether the records can be read more than once (not a generator)."""
+        parts = (self._records.values() if isinstance(self._records, Mapping)
+                 else [self._records])
+        return not any(isinstance(p, Iterator) for p in parts)
+
     def items(self) -> Iterator[SourceItem]:
         if isinstance(self._records, Mapping):
             for split, records in self._records.items():
