@@ -41,7 +41,10 @@ def write_dataset(
     """Write the rows of a Ray Dataset (one column per feature of ``schema``) as a dataset.
 
     Shards are written by Ray tasks (one per shard, retried if a worker dies) and
-    ``dataset.json`` last, so a failed job leaves no manifest.
+    ``dataset.json`` last, so a failed job leaves no manifest. ``split``, ``layout``,
+    ``shard_size``, ``num_shards``, ``min_shards``, ``compression``, ``seed``, ``shuffle``,
+    ``on_error``, ``overwrite``, ``label_feature``, ``progress`` and ``storage_options`` are
+    :func:`tfrecordkit.convert`'s.
 
     Args:
         ds: the rows; columns not in ``schema`` are ignored.
@@ -51,9 +54,6 @@ def write_dataset(
             and the split assignment hash it. Default: the row's position in ``ds``, which is
             reproducible only when Ray keeps the order
             (``DataContext.execution_options.preserve_order``).
-        split, layout, shard_size, num_shards, min_shards, compression, seed, shuffle,
-        on_error, overwrite, label_feature, progress, storage_options: as for
-            :func:`tfrecordkit.convert`.
 
     Raises:
         ValueError: ``ds`` lacks a feature's column (or ``key``).
