@@ -84,13 +84,15 @@ class ConversionJob:
         assign = SplitAssigner(self.split, self.options.seed)
         counts: dict[str, Counter[str]] = {name: Counter() for name in unbuilt}
         seen = 0
+        first_error: str | None = None
         for item in self.source.items():
             if assign(item) != training:
                 continue
             try:
                 record = self.source.load(item.item)
-            except _ITEM_ERRORS:
-                continue  # the encoding pass reports it
+            except _ITEM_ERRORS as err:  # the encoding pass reports each one
+                first_error = first_error or f"{self.source.describe(item)}: {_reason(err)}"
+                continue
             seen += 1
             for name, vocabulary in unbuilt.items():
                 value = record.get(name)
@@ -100,9 +102,10 @@ class ConversionJob:
                 if isinstance(text, str):
                     counts[name].update(vocabulary.tokenize(text))
         if not seen:
+            why = f"; none loaded, the first: {first_error}" if first_error else ""
             raise SourceError(self.source.description,
                               f"no records in the training split {training!r} to build the "
-                              f"vocabulary of {sorted(unbuilt)} from")
+                              f"vocabulary of {sorted(unbuilt)} from{why}")
         features = dict(self.schema)
         for name, vocabulary in unbuilt.items():
             built = vocabulary.built_from(counts[name])
