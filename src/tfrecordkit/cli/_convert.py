@@ -61,6 +61,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--ray-address", default=None, metavar="ADDR",
                         help="the Ray cluster to join (default: RAY_ADDRESS, else a local one)")
     parser.add_argument("--no-shuffle", action="store_true", help="keep input order")
+    parser.add_argument("--no-stratify", action="store_true",
+                        help="split ratios by hash alone, not keeping each class's proportions")
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                         help="stop at the first bad input, or skip and list it (default raise)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
@@ -101,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         num_shards=args.num_shards, min_shards=args.min_shards,
         compression=None if args.compression == "none" else args.compression,
         workers=args.workers, seed=args.seed, shuffle=not args.no_shuffle,
+        stratify=not args.no_stratify,
         on_error=args.on_error, overwrite=args.overwrite, progress=not args.quiet,
         storage_options=args.storage_options, engine=args.engine, **extra,
     )

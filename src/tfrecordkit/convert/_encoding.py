@@ -43,13 +43,15 @@ class ConversionJob:
     overwrite: bool
     created_by: dict[str, Any] = field(default_factory=dict)
     storage_options: dict[str, Any] | None = None
+    stratify: bool = True  # split ratios keep each class's proportions
 
     @classmethod
     def build(cls, source: Source, out_dir: str | os.PathLike[str], *, schema: Schema | None,
               split: SplitSpec, layout: str, shard_size: int, num_shards: int | None,
               min_shards: int, compression: str | None, seed: int, shuffle: bool,
               on_error: str, overwrite: bool, label_feature: str | None,
-              storage_options: dict[str, Any] | None) -> ConversionJob:
+              storage_options: dict[str, Any] | None, stratify: bool = True
+              ) -> ConversionJob:
         """The job for :func:`~tfrecordkit.convert.convert`'s arguments, checked."""
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip'; got {on_error!r}")
@@ -62,11 +64,15 @@ class ConversionJob:
         SplitAssigner(split, seed)  # checks the ratios before any work
         from tfrecordkit import __version__
 
-        created_by = {"tool": "tfrecordkit", "version": __version__,
-                      "source": source.description,
-                      "split": split if isinstance(split, str) else dict(split)}
+        created_by: dict[str, Any] = {"tool": "tfrecordkit", "version": __version__,
+                                      "source": source.description,
+                                      "split": split if isinstance(split, str)
+                                      else dict(split)}
+        stratify = stratify and label_feature is not None
+        if not isinstance(split, str):
+            created_by["stratified"] = stratify
         return cls(source, os.fspath(out_dir), schema, split, options, label_feature, on_error,
-                   overwrite, created_by, storage_options)
+                   overwrite, created_by, storage_options, stratify)
 
     def with_vocabularies(self) -> ConversionJob:
         """This job with every text vocabulary that has no tokens yet built from the
@@ -81,18 +87,25 @@ class ConversionJob:
                               "building a vocabulary reads the records twice: give a list "
                               "(or anything iterable again), or a built Vocabulary(tokens)")
         training = _training_split(self.split)
-        assign = SplitAssigner(self.split, self.options.seed)
+        assign = self.split_assigner()
         counts: dict[str, Counter[str]] = {name: Counter() for name in unbuilt}
         seen = 0
         first_error: str | None = None
         for item in self.source.items():
-            if assign(item) != training:
+            if not assign.stratifies(item) and assign(item) != training:
                 continue
             try:
                 record = self.source.load(item.item)
             except _ITEM_ERRORS as err:  # the encoding pass reports each one
                 first_error = first_error or f"{self.source.describe(item)}: {_reason(err)}"
                 continue
+            if assign.stratifies(item) and self.label_feature is not None:
+                try:
+                    label = self._label_of(record)
+                except _ITEM_ERRORS:
+                    continue
+                if assign(item, label) != training:
+                    continue
             seen += 1
             for name, vocabulary in unbuilt.items():
                 value = record.get(name)
@@ -113,6 +126,16 @@ class ConversionJob:
             logger.info("%s: vocabulary of %d ids from %d training records (%d distinct "
                         "tokens)", name, built.size, seen, len(counts[name]))
         return dataclasses.replace(self, schema=Schema(features))
+
+    def _label_of(self, record: Mapping[str, Any]) -> int:
+        assert self.label_feature is not None
+        feature = self.schema[self.label_feature]
+        assert isinstance(feature, ClassLabel)
+        return feature.index_of(self.label_feature, record[self.label_feature])
+
+    def split_assigner(self) -> SplitAssigner:
+        """A fresh assigner for this job's splits (stratified ones count from the start)."""
+        return SplitAssigner(self.split, self.options.seed, stratify=self.stratify)
 
     def encode_job(self) -> EncodeJob:
         """What the encoding workers need."""
@@ -250,27 +273,58 @@ def _training_split(split: SplitSpec) -> str:
 
 
 class SplitAssigner:
-    """Which split an item goes to: its own, the one name, or by seeded hash of its key."""
+    """Which split an item goes to: its own, the one name, or by split ratios.
 
-    def __init__(self, split: SplitSpec, seed: int) -> None:
+    With ratios, an item with a class label is stratified: within its class, in input order,
+    it goes to a split that is behind its share (chosen at random, by the seeded hash of its
+    key, among those behind, in proportion to how far behind; a split a whole record behind
+    is chosen outright), so every class's split counts stay within one record of the exact
+    ratios with two splits, and within two with more. Items without a label go by the hash
+    alone.
+    Stratified assignment is sequential: call it in input order.
+    """
+
+    def __init__(self, split: SplitSpec, seed: int, *, stratify: bool = True) -> None:
         self.seed = seed
         self.bounds: list[tuple[float, str]] = []
         self.single: str | None = None
+        self.stratify = stratify
+        self._counts: dict[int, list[int]] = {}
         if isinstance(split, str):
             self.single = split
             return
         total = sum(split.values())
         if not split or total <= 0 or any(v < 0 for v in split.values()):
             raise ValueError(f"split ratios must be non-negative and sum above 0; got {split}")
+        self.names = list(split)
+        self.shares = np.array([split[n] / total for n in self.names])
         acc = 0.0
         for name, ratio in split.items():
             acc += ratio / total
             self.bounds.append((acc, name))
 
-    def __call__(self, item: SourceItem) -> str:
+    def stratifies(self, item: SourceItem) -> bool:
+        """Whether ``item``'s split depends on its label and the items before it."""
+        return self.stratify and self.single is None and item.split is None
+
+    def __call__(self, item: SourceItem, label: int | None = None) -> str:
         if item.split is not None:
             return item.split
         if self.single is not None:
             return self.single
         u = record_hash(item.key, self.seed, "split") / 2**64
-        return next((name for bound, name in self.bounds if u < bound), self.bounds[-1][1])
+        if label is None or not self.stratify:
+            return next((name for bound, name in self.bounds if u < bound),
+                        self.bounds[-1][1])
+        counts = self._counts.setdefault(label, [0] * len(self.names))
+        behind = np.maximum(self.shares * (sum(counts) + 1) - np.array(counts), 0.0)
+        if behind.max() >= 1:  # a whole record behind: it must catch up now
+            chosen = int(np.argmax(behind))
+        else:
+            cumulative = np.cumsum(behind / behind.sum())
+            chosen = min(int(np.searchsorted(cumulative, u, side="right")),
+                         len(self.names) - 1)
+            while behind[chosen] <= 0:  # float edge: never a split that is not behind
+                chosen = (chosen + 1) % len(self.names)
+        counts[chosen] += 1
+        return self.names[chosen]

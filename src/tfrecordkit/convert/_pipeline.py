@@ -90,11 +90,12 @@ class ConversionResult:
         return "\n".join(lines)
 
 
-def _plan_id(source: Source, schema: Schema, options: ShardOptions, split: SplitSpec,
-             label_feature: str | None) -> str:
+def _plan_id(source: Source, schema: Schema, options: ShardOptions, split: SplitSpec,  # noqa: PLR0917
+             label_feature: str | None, stratify: bool) -> str:
     plan = {
         "source": source.description, "schema": schema.to_json(), "options": repr(options),
         "split": split if isinstance(split, str) else dict(split), "label": label_feature,
+        "stratify": stratify,
     }
     return hashlib.sha256(json.dumps(plan, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -119,6 +120,7 @@ def convert(
     progress: bool | Callable[[int, int], None] = False,
     storage_options: dict[str, Any] | None = None,
     engine: Literal["local", "ray"] = "local",
+    stratify: bool = True,
 ) -> ConversionResult:
     """Convert ``source`` into a dataset directory of TFRecord shards plus ``dataset.json``.
 
@@ -127,7 +129,9 @@ def convert(
         out_dir: the dataset directory: a local path, or a URL (``s3://bucket/ds``,
             ``gs://...``; shards are staged locally and uploaded, ``dataset.json`` last).
         schema: the features (default: the source's own schema).
-        split: a split name, or ratios such as ``{"train": 0.9, "val": 0.1}`` (seeded, by key).
+        split: a split name, or ratios such as ``{"train": 0.9, "val": 0.1}`` (seeded, by key;
+            stratified by class, see ``stratify``). Inputs that name their split (folders
+            ``train/``, ``val/``; a mapping of records) keep it.
         layout: ``"mixed"`` shards, or ``"per_class"`` (each class in its own shards).
         shard_size: target bytes per shard; ``num_shards`` fixes the count instead.
         min_shards: at least this many shards per split (mixed layout).
@@ -143,6 +147,9 @@ def convert(
             ``{"client_kwargs": {"endpoint_url": ...}}``.
         engine: ``"local"`` (processes on this machine) or ``"ray"`` (the connected Ray
             cluster, extra ``ray``): the same shards with the write-time shuffle.
+        stratify: with split ratios and a class label, keep every class's proportions (each
+            class's split counts within one record of the ratios); False assigns each input
+            by its hash alone.
 
     Raises:
         SourceError: an input is unreadable (with ``on_error="raise"``); names the input.
@@ -152,7 +159,7 @@ def convert(
         source, out_dir, schema=schema, split=split, layout=layout, shard_size=shard_size,
         num_shards=num_shards, min_shards=min_shards, compression=compression, seed=seed,
         shuffle=shuffle, on_error=on_error, overwrite=overwrite, label_feature=label_feature,
-        storage_options=storage_options).with_vocabularies()
+        storage_options=storage_options, stratify=stratify).with_vocabularies()
     if workers is None:
         workers = 1 if source.in_process else (os.cpu_count() or 1)
     # Engines sit above convert (they run its jobs); each is imported only when chosen.
@@ -166,7 +173,8 @@ def convert(
     from tfrecordkit.engines.local import run_local
 
     # An empty plan id never resumes: used when the source's data can't be identified.
-    plan_id = (_plan_id(source, job.schema, job.options, split, job.label_feature)
+    plan_id = (_plan_id(source, job.schema, job.options, split, job.label_feature,
+                        job.stratify)
                if getattr(source, "resumable", True) else "")
     return run_conversion(
         job, lambda report: run_local(job, workers=workers, report=report, plan_id=plan_id),

@@ -18,7 +18,6 @@ from tfrecordkit.convert import (
     ConversionJob,
     EncodedChunk,
     EncodeJob,
-    SplitAssigner,
     encode_items,
     refine_schema,
 )
@@ -155,7 +154,7 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
                            label_feature=job.label_feature, overwrite=job.overwrite,
                            plan_id=plan_id, created_by=job.created_by,
                            storage_options=job.storage_options)
-    assign_split = SplitAssigner(job.split, job.options.seed)
+    assign_split = job.split_assigner()
     source = job.source
     with writer:
         if writer.resumed:
@@ -172,8 +171,10 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
                         logger.info("skipping %s: %s", source.describe(item), reason)
                         staging.skip(source.describe(item), reason)
                     kept = [chunk[p] for p in encoded.kept]
-                    staging.add(encoded.frames, [assign_split(i) for i in kept],
-                                encoded.labels, encoded.hashes, [i.key for i in kept])
+                    splits = [assign_split(item, label)
+                              for item, label in zip(kept, encoded.labels, strict=True)]
+                    staging.add(encoded.frames, splits, encoded.labels, encoded.hashes,
+                                [i.key for i in kept])
                     for name, fmt, channels in encoded.observed:
                         observed.setdefault(name, set()).add((fmt, channels))
                     report(len(kept), len(encoded.frames.buffer))

@@ -59,6 +59,8 @@ _BATCH = 4096  # rows per encoding batch and per input block: Ray's per-block co
 _SEQ = "__tfrecordkit_seq"  # the input position a Ray Dataset's rows are numbered with
 _SKIPPED_LISTED = 1000  # skipped inputs named in the manifest (all are counted)
 
+_DEFERRED = "*stratified*"  # a split the driver assigns (stratified, in input order)
+
 ItemsOf = Callable[[dict[str, np.ndarray]], list[SourceItem]]
 
 
@@ -115,7 +117,10 @@ class _Encoder:
         return {
             "seq": seq, "key": np.array([item.key for item in items], dtype=str), "ok": ok,
             "reason": np.array(reasons, dtype=str),
-            "split": np.array([self.assign(item) for item in items], dtype=str),
+            # Stratified splits depend on the items before: the driver assigns them in order.
+            "split": np.array([_DEFERRED if self.assign.stratifies(item) and labels[i] >= 0
+                               else self.assign(item) for i, item in enumerate(items)],
+                              dtype=str),
             "label": labels, "h": hashes, "frame": np.array(frames, dtype=object),
             "length": np.array([len(f) for f in frames], dtype=np.int64),
             "observed": np.array([json.dumps(sorted(encoded.observed))] * n, dtype=str),
@@ -315,6 +320,63 @@ def _streamed_specs(blocks: list[tuple[Any, int]], options: ShardOptions
     return specs
 
 
+def _stratify_columns(block: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A block's rows to assign: input positions, keys and labels of the deferred ones, and
+    the block's first and last input positions."""
+    table = BlockAccessor.for_block(block).to_arrow()
+    seq = table.column("seq").to_numpy()
+    deferred = (table.column("split").to_numpy(zero_copy_only=False).astype(str) == _DEFERRED)
+    span = np.array([seq.min(), seq.max()] if len(seq) else [0, -1], dtype=np.int64)
+    rows = np.flatnonzero(deferred)
+    rows = rows[np.argsort(seq[rows], kind="stable")]  # input order
+    return (span, rows, table.column("key").to_numpy(zero_copy_only=False)[rows].astype(str),
+            table.column("label").to_numpy()[rows])
+
+
+def _first_seq(block: Any) -> int:
+    seq = BlockAccessor.for_block(block).to_arrow().column("seq").to_numpy()
+    return int(seq.min()) if len(seq) else -1
+
+
+def _set_splits(block: Any, rows: np.ndarray, splits: np.ndarray) -> Any:
+    table = BlockAccessor.for_block(block).to_arrow()
+    column = table.column("split").to_numpy(zero_copy_only=False).astype(object)
+    column[rows] = splits
+    return table.set_column(table.schema.get_field_index("split"), "split",
+                            pa.array(column.astype(str)))
+
+
+def _assign_stratified(encoded: Any, job: ConversionJob) -> Any:
+    """``encoded`` with the deferred (stratified) splits assigned in input order, as the
+    local engine assigns them; the driver holds one block's keys at a time."""
+    blocks = [ref for bundle in encoded.iter_internal_ref_bundles()
+              for ref in bundle.block_refs]
+    columns, set_splits = ray.remote(_stratify_columns), ray.remote(_set_splits)
+    # Blocks hold contiguous runs of input positions (one input block each): take them in
+    # the order of their first position.
+    heads = ray.get([ray.remote(_first_seq).remote(ref) for ref in blocks])
+    order = np.argsort(heads, kind="stable")
+    parts = {int(i): columns.remote(blocks[i]) for i in order[:8]}
+    assign = job.split_assigner()
+    out: list[Any] = [None] * len(blocks)
+    last = -1
+    for position, index in enumerate(order.tolist()):
+        span, rows, keys, labels = ray.get(parts.pop(index))
+        if position + 8 < len(order):
+            ahead = int(order[position + 8])
+            parts[ahead] = columns.remote(blocks[ahead])
+        if span[1] >= span[0]:
+            if span[0] <= last:
+                raise RuntimeError("Ray interleaved the input blocks; stratified splits need "
+                                   "them in order")
+            last = int(span[1])
+        splits = np.array([assign(SourceItem(str(k), None), int(label))
+                           for k, label in zip(keys, labels, strict=True)], dtype=str)
+        out[index] = (blocks[index] if not len(rows)
+                      else set_splits.remote(blocks[index], rows, splits))
+    return ray.data.from_arrow_refs(out)
+
+
 class _Stages:
     """Logs (at debug level) how long each stage of a Ray conversion took."""
 
@@ -333,6 +395,9 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
     clock = _Stages()
     encoded = encoded.materialize()
     clock("encode")
+    if job.stratify and not isinstance(job.split, str):
+        encoded = _assign_stratified(encoded, job)
+        clock("stratified splits")
     summary = _Summary()
     for part in encoded.map_batches(_summarize, batch_format="pyarrow",
                                     batch_size=None).iter_batches(batch_format="pyarrow",

@@ -37,14 +37,15 @@ def write_dataset(
     label_feature: str | None = None,
     progress: bool | Callable[[int, int], None] = False,
     storage_options: dict[str, Any] | None = None,
+    stratify: bool = True,
 ) -> ConversionResult:
     """Write the rows of a Ray Dataset (one column per feature of ``schema``) as a dataset.
 
     Shards are written by Ray tasks (one per shard, retried if a worker dies) and
     ``dataset.json`` last, so a failed job leaves no manifest. ``split``, ``layout``,
     ``shard_size``, ``num_shards``, ``min_shards``, ``compression``, ``seed``, ``shuffle``,
-    ``on_error``, ``overwrite``, ``label_feature``, ``progress`` and ``storage_options`` are
-    :func:`tfrecordkit.convert`'s.
+    ``on_error``, ``overwrite``, ``label_feature``, ``progress``, ``storage_options`` and
+    ``stratify`` are :func:`tfrecordkit.convert`'s.
 
     Args:
         ds: the rows; columns not in ``schema`` are ignored.
@@ -65,7 +66,8 @@ def write_dataset(
         Records([], schema, "Ray Dataset"), out_dir, schema=schema, split=split, layout=layout,
         shard_size=shard_size, num_shards=num_shards, min_shards=min_shards,
         compression=compression, seed=seed, shuffle=shuffle, on_error=on_error,
-        overwrite=overwrite, label_feature=label_feature, storage_options=storage_options)
+        overwrite=overwrite, label_feature=label_feature, storage_options=storage_options,
+        stratify=stratify)
     return run_conversion(
         job, lambda report: (write_ray_dataset(ds, job, key=key, report=report), False),
         progress=progress)
