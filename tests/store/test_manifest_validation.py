@@ -76,6 +76,13 @@ def test_malformed_json_is_one_line_never_a_traceback(dataset, raw):
     assert "\n" not in str(err.value)
 
 
+def test_version_1_datasets_still_read(dataset):
+    """Datasets written before the vocabulary (format version 2) read unchanged."""
+    assert json.loads((dataset / "dataset.json").read_text())["format_version"] == 2
+    _edit(dataset, lambda d: d.__setitem__("format_version", 1))
+    assert load_manifest(dataset).splits
+
+
 def test_a_newer_format_version_asks_for_an_upgrade(dataset):
     _edit(dataset, lambda d: d.__setitem__("format_version", 99))
     with pytest.raises(DatasetError, match="upgrade tfrecordkit"):

@@ -21,7 +21,9 @@ __all__ = ["MANIFEST_NAME", "Manifest", "ShardInfo", "SplitInfo", "load_manifest
 
 MANIFEST_NAME = "dataset.json"
 FORMAT_NAME = "tfrecordkit-dataset"
-FORMAT_VERSION = 1
+# 2: text features may carry a vocabulary (tfrecordkit 1 would fail on it); datasets written
+# as version 1 read unchanged.
+FORMAT_VERSION = 2
 Layout = Literal["mixed", "per_class"]
 
 
