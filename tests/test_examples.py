@@ -1,0 +1,44 @@
+"""Every script in examples/ runs to the end on the data it makes, in a subprocess, and prints
+what it promises (accuracies above chance, readers agreeing)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+# script -> (extra arguments, what its output must show)
+EXPECTED = {
+    "quickstart.py": ([], r"pixels identical to the source"),
+    "triplet_digits.py": (["2"], r"accuracy on held-out digits: [\d.]+ before training"),
+    "triplet_many_classes.py": ([], r"1,200 classes x 6 images in 2,400 per-class shards"
+                                    r"[\s\S]*triplet loss per epoch"),
+    "text_classification.py": ([], r"held-out accuracy 0\.[3-9]\d"),
+    "variable_size_images.py": ([], r"every crop is unchanged"),
+    "multimodal_records.py": ([], r"accuracy on 12 held-out clips (0\.[6-9]\d|1\.00)"
+                                  r"[\s\S]*tf.data gives the same"),
+}
+
+
+def test_every_example_is_listed():
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_example_runs(script, tmp_path):
+    pytest.importorskip("tensorflow")
+    args, expected = EXPECTED[script]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, str(EXAMPLES / script), str(tmp_path), *args],
+                          capture_output=True, text=True, timeout=600, env=env,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(expected, done.stdout), done.stdout[-3000:]
