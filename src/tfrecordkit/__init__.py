@@ -47,7 +47,7 @@ from tfrecordkit.sources import (
     Table,
     TextLines,
 )
-from tfrecordkit.store import Manifest, load_manifest
+from tfrecordkit.store import Manifest, adopt, load_manifest
 
 if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at run time
     from tfrecordkit.readers.grain_source import load_grain_source
@@ -140,6 +140,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "TextLines",
     "Vocabulary",
     "__version__",
+    "adopt",
     "batch_hard_triplet_loss",
     "build_index",
     "convert",

@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.cli._inputs import expand_record_paths
 from tfrecordkit.format import Storage, decode_sequence_example, read_records
 from tfrecordkit.schema import sniff_bytes
-from tfrecordkit.store import is_dataset_dir, load_manifest
+from tfrecordkit.store import expand_record_paths, is_dataset_dir, load_manifest
 
 _SHOWN_VALUES = 8
 _SHOWN_TEXT = 60

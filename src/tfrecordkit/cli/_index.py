@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from tfrecordkit.cli._inputs import expand_record_paths
 from tfrecordkit.format import Storage, build_index, index_path_for
+from tfrecordkit.store import expand_record_paths
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

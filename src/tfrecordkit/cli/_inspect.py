@@ -7,10 +7,10 @@ import json
 from itertools import islice
 from typing import Any
 
-from tfrecordkit.cli._inputs import expand_record_paths
 from tfrecordkit.cli._progress import progress
 from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.schema import RecordProfile, profile_records
+from tfrecordkit.store import expand_record_paths
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

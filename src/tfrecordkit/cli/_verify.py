@@ -6,11 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from tfrecordkit.cli._inputs import expand_record_paths
 from tfrecordkit.cli._progress import progress
 from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.format._crc import file_crc32c
-from tfrecordkit.store import is_dataset_dir, load_manifest
+from tfrecordkit.store import expand_record_paths, is_dataset_dir, load_manifest
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,11 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tfrecordkit.errors import DatasetError
-from tfrecordkit.format import RecordReader, Storage
-from tfrecordkit.format._columns import parse_examples
+from tfrecordkit.format import Storage
 from tfrecordkit.sampling._split import split_locations
-from tfrecordkit.schema import KeySpec
-from tfrecordkit.store import Manifest, load_manifest
+from tfrecordkit.store import Manifest, load_manifest, scan_labels
 
 __all__ = ["ClassIndex"]
 
@@ -60,7 +58,7 @@ class ClassIndex:
             if shard.class_id is not None:
                 labels.append(np.full(shard.records, shard.class_id, dtype=np.int64))
                 continue
-            shard_labels = _scan_labels(file, manifest.label_feature, storage)
+            shard_labels = scan_labels(file, manifest.label_feature, storage)
             bad = np.flatnonzero((shard_labels < 0) | (shard_labels >= num_classes))
             if bad.size:
                 raise DatasetError(f"{file}: record {int(bad[0])} has label "
@@ -74,27 +72,3 @@ class ClassIndex:
             starts=np.append(starts, len(label)).astype(np.int64),
             shard=where.shard[order], offset=where.offset[order], length=where.length[order],
         )
-
-
-def _scan_labels(file: str, label_feature: str, storage: Storage,
-                 batch: int = 4096) -> np.ndarray:
-    """Every record's label, each checked to be one int64 (only that key is decoded)."""
-    spec = KeySpec(label_feature, "int64", ())
-    labels: list[np.ndarray] = []
-    pending: list[bytes] = []
-    done = 0
-
-    def flush() -> None:
-        nonlocal done
-        first = done
-        column = parse_examples(pending, [spec], where=lambda i: f"{first + i} of {file}")
-        labels.append(column[label_feature].values.reshape(-1))
-        done += len(pending)
-        pending.clear()
-
-    for record in RecordReader(file, storage=storage):
-        pending.append(record)
-        if len(pending) == batch:
-            flush()
-    flush()
-    return np.concatenate(labels)

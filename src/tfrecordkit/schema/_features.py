@@ -594,10 +594,13 @@ class Image(Feature):
     uint8 pixels, with per-record ``height``, ``width`` and ``channels``.
 
     ``channels`` is what readers decode to (None: as stored, which may vary per record).
+    ``dims=False`` describes records that hold only the encoded bytes (files other tools
+    wrote): nothing else is stored or read; not for ``raw``.
     """
 
     encoding: str = "auto"
     channels: int | None = None
+    dims: bool = True
     kind: ClassVar[str] = "image"
 
     _ENCODINGS: ClassVar[tuple[str, ...]] = ("auto", "jpeg", "png", "raw")
@@ -609,10 +612,23 @@ class Image(Feature):
         if self.channels not in (None, 1, 2, 3, 4):
             raise SchemaError(
                 "<image>", f"channels must be None, 1, 2, 3 or 4; got {self.channels}")
+        if not self.dims and self.encoding == "raw":
+            raise SchemaError("<image>", "raw pixels need their dims (height, width, channels)")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "encoding": self.encoding,
+                               "channels": self.channels}
+        if not self.dims:
+            out["dims"] = False
+        return out
+
+    @property
+    def _dim_names(self) -> tuple[str, ...]:
+        return ("height", "width", "channels") if self.dims else ()
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, "string", ())] + [
-            KeySpec(f"{name}/{d}", "int64", ()) for d in ("height", "width", "channels")
+            KeySpec(f"{name}/{d}", "int64", ()) for d in self._dim_names
         ]
 
     def encode_array(self, name: str, pixels: np.ndarray) -> bytes:
@@ -634,6 +650,8 @@ class Image(Feature):
     def entry_encoder(self, name: str) -> EntryEncoder:
         encode_bytes = _bytes_scalar_encoder(name)
         dims = [_int_scalar_encoder(f"{name}/{d}") for d in ("height", "width", "channels")]
+        if not self.dims:
+            dims = []
 
         def encode(value: Any) -> Entries:
             if isinstance(value, np.ndarray):
@@ -650,14 +668,15 @@ class Image(Feature):
             else:
                 raise SchemaError(name, f"expected encoded bytes or a uint8 array, got "
                                         f"{type(value).__name__}")
-            return [*encode_bytes(data), *(enc(int(d)) for enc, d in zip(dims, shape, strict=True))]
+            return [*encode_bytes(data),
+                    *(enc(int(d)) for enc, d in zip(dims, shape[: len(dims)], strict=True))]
 
         return encode
 
     def column_encoder(self, name: str) -> ColumnEncoder | None:
         if self.encoding == "raw":
             return None
-        dims = ("height", "width", "channels")
+        dims = self._dim_names
 
         def encode(values: list[Any]) -> list[EncColumn] | None:
             # Values from sources: {"bytes", "height", "width", "channels"} dicts.
@@ -705,9 +724,9 @@ class Image(Feature):
         """The pixels, uint8 ``[h, w, c]``; ``min_size`` lets JPEGs decode at 1/2, 1/4 or 1/8
         scale while staying at least that ``(height, width)``."""
         data = _scalar(features, name)
-        shape = tuple(int(_scalar(features, f"{name}/{d}")) for d in ("height", "width",
-                                                                        "channels"))
         if self.encoding == "raw":
+            shape = tuple(int(_scalar(features, f"{name}/{d}")) for d in ("height", "width",
+                                                                            "channels"))
             if min(shape) < 0 or int(np.prod(shape)) != len(data):
                 raise SchemaError(name, f"{len(data)} raw bytes do not fit shape {shape}")
             return convert_channels(np.frombuffer(data, np.uint8).reshape(shape), self.channels)

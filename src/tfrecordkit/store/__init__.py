@@ -1,6 +1,9 @@
 """The dataset on disk: manifest (``dataset.json``), shard naming, the engine-neutral write
 plan (``plan_split``, ``write_shard``, ``finalize_manifest``) and the local sharded writer."""
 
+from tfrecordkit.store._adopt import adopt
+from tfrecordkit.store._inputs import expand_record_paths
+from tfrecordkit.store._labels import scan_labels
 from tfrecordkit.store._manifest import (
     MANIFEST_NAME,
     Manifest,
@@ -33,11 +36,14 @@ __all__ = [
     "SplitInfo",
     "SplitTotals",
     "StreamCut",
+    "adopt",
+    "expand_record_paths",
     "finalize_manifest",
     "is_dataset_dir",
     "load_manifest",
     "plan_split",
     "record_hash",
+    "scan_labels",
     "shard_name",
     "shard_paths",
     "text_of_name",

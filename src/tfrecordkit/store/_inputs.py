@@ -1,5 +1,4 @@
-"""Turning command-line path arguments (files, globs, dataset directories, URLs) into record
-files."""
+"""Turning path arguments (files, globs, dataset directories, URLs) into record files."""
 
 from __future__ import annotations
 
@@ -8,23 +7,26 @@ from typing import Any
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Storage
-from tfrecordkit.store import is_dataset_dir, load_manifest
+from tfrecordkit.store._manifest import is_dataset_dir, load_manifest
+
+__all__ = ["expand_record_paths"]
 
 _NOT_RECORDS = (".index", ".json", ".tmp")
 
 
-def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None = None
-                        ) -> list[str]:
+def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None = None, *,
+                        manifests: bool = True) -> list[str]:
     """Return the record files named by ``args``: files, glob patterns or directories
     (local paths or URLs).
 
-    A dataset directory stands for the shards its manifest lists; any other directory for the
-    record files in it (``*.tfrecord*``, not index sidecars).
+    A dataset directory stands for the shards its manifest lists (unless ``manifests`` is
+    False); any other directory for the record files in it (``*.tfrecord*``, not index
+    sidecars).
     """
     paths: list[str] = []
     for arg in args:
         storage = Storage.of(arg, storage_options)
-        if is_dataset_dir(arg, storage):
+        if manifests and is_dataset_dir(arg, storage):
             manifest = load_manifest(arg, storage=storage)
             paths.extend(storage.join(arg, shard.file) for split in manifest.splits.values()
                          for shard in split.shards)

@@ -1,0 +1,159 @@
+"""``adopt``: TFRecord files written by plain TensorFlow become a dataset without being
+rewritten: per-class files (the tutorial's class_<k>.tfrecord) get the per-class layout and
+P×K sampling, every reader returns the records' own values, and bad input writes nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+
+import tfrecordkit as tk
+from tests.datasets import encode_image, photos
+from tfrecordkit import CorruptRecordError, DatasetError
+from tfrecordkit.cli import main
+
+tf = pytest.importorskip("tensorflow")
+
+pytestmark = pytest.mark.integration
+
+
+def _feature(value):
+    if isinstance(value, bytes):
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+    if isinstance(value, float):
+        return tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
+    if isinstance(value, list):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=value))
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+
+def write_tf(path, rows):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for row in rows:
+            example = tf.train.Example(features=tf.train.Features(
+                feature={k: _feature(v) for k, v in row.items()}))
+            writer.write(example.SerializeToString())
+
+
+def tutorial_files(folder, classes=30, per_class=5):
+    """One file per class, as the tutorial writes them: JPEG bytes, label, a caption, a score
+    and a variable-length list."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sources = list(photos().values())
+    rows = {}
+    for k in range(classes):
+        made = []
+        for i in range(per_class):
+            pixels = sources[(k + i) % len(sources)][:20 + i, :24]
+            made.append({"image": encode_image(pixels, "JPEG"), "label": k,
+                         "caption": f"class {k} photo {i}".encode(), "score": k + i / 10,
+                         "tags": list(range(i))})
+        write_tf(folder / f"class_{k}.tfrecord", made)
+        rows[k] = made
+    return rows
+
+
+def digests(folder):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in folder.iterdir() if p.name.endswith(".tfrecord")}
+
+
+def test_per_class_files_become_a_per_class_dataset(tmp_path):
+    rows = tutorial_files(tmp_path / "raw")
+    before = digests(tmp_path / "raw")
+    manifest = tk.adopt(tmp_path / "raw")
+    assert digests(tmp_path / "raw") == before  # not rewritten
+    assert manifest.layout == "per_class" and manifest.label_feature == "label"
+    split = manifest.splits["train"]
+    assert split.records == 150 and len(split.class_counts) == 30
+    schema = manifest.schema
+    assert schema["image"] == tk.Image("jpeg", dims=False)
+    assert schema["label"] == tk.ClassLabel([str(k) for k in range(30)])
+    assert isinstance(schema["caption"], tk.Text)
+    assert schema["score"] == tk.Scalar("float32")
+    assert schema["tags"] == tk.Sequence(tk.Scalar("int64"))
+    assert all((tmp_path / "raw" / (s.file + ".index")).exists() for s in split.shards)
+
+    def pixels(data):
+        array = np.asarray(PILImage.open(io.BytesIO(data)))
+        return array[..., None] if array.ndim == 2 else array
+
+    # PxK batches: K images of each of P classes, each the pixels the files hold.
+    batch = next(tk.iter_pk_batches(tmp_path / "raw", classes_per_batch=6,
+                                    examples_per_class=3, seed=0, steps=1,
+                                    options=tk.DecodeOptions(padding="ragged")))
+    for image, label, caption in zip(batch["image"], batch["label"], batch["caption"],
+                                     strict=True):
+        i = int(caption.split()[-1])
+        assert np.array_equal(image, pixels(rows[int(label)][i]["image"]))
+    assert len(set(batch["label"].tolist())) == 6
+    # Sequential readers: every record, the same values in NumPy and tf.data.
+    seen = {}
+    for b in tk.load_numpy_dataset(tmp_path / "raw", batch_size=10, shuffle=False,
+                                   drop_last=False,
+                                   options=tk.DecodeOptions(padding="ragged")):
+        for j, caption in enumerate(b["caption"]):
+            seen[caption] = (b["image"][j], int(b["label"][j]), float(b["score"][j]),
+                             list(b["tags"][j]))
+    assert len(seen) == 150
+    for k, made in rows.items():
+        for row in made:
+            image, label, score, tags = seen[row["caption"].decode()]
+            assert label == k and score == np.float32(row["score"]) and tags == row["tags"]
+            assert np.array_equal(image, pixels(row["image"]))
+    for example in tk.load_tf_dataset(tmp_path / "raw", shuffle=False).take(20):
+        image, label, _, _ = seen[example["caption"].numpy().decode()]
+        assert np.array_equal(example["image"].numpy(), image)
+        assert int(example["label"]) == label
+
+
+def test_mixed_files_and_an_output_folder_elsewhere(tmp_path):
+    (tmp_path / "raw").mkdir()
+    for part in range(3):
+        write_tf(tmp_path / "raw" / f"part-{part}.tfrecord",
+                 [{"x": float(i), "y": (i + part) % 4} for i in range(40)])
+    manifest = tk.adopt(str(tmp_path / "raw" / "part-*.tfrecord"), tmp_path / "ds",
+                        label_feature="y", class_names=["a", "b", "c", "d"], split="val")
+    assert manifest.layout == "mixed" and manifest.class_names == ("a", "b", "c", "d")
+    assert manifest.splits["val"].class_counts == {"0": 30, "1": 30, "2": 30, "3": 30}
+    linked = tmp_path / "ds" / "part-0.tfrecord"
+    assert os.stat(linked).st_ino == os.stat(tmp_path / "raw" / "part-0.tfrecord").st_ino
+    batch = next(tk.iter_pk_batches(tmp_path / "ds", "val", classes_per_batch=4,
+                                    examples_per_class=5, seed=1, steps=1))
+    assert sorted(set(batch["label"].tolist())) == [0, 1, 2, 3]
+    for x, y in zip(batch["x"], batch["label"], strict=True):
+        assert int(y) in {(int(x) + part) % 4 for part in range(3)}
+
+
+def test_bad_input_writes_nothing(tmp_path):
+    tutorial_files(tmp_path / "raw", classes=3, per_class=4)
+    shard = tmp_path / "raw" / "class_1.tfrecord"
+    data = bytearray(shard.read_bytes())
+    data[40] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError, match=r"class_1\.tfrecord"):
+        tk.adopt(tmp_path / "raw")
+    assert not (tmp_path / "raw" / "dataset.json").exists()
+    tutorial_files(tmp_path / "ok", classes=3, per_class=4)
+    with pytest.raises(DatasetError, match="class id 2 found, but only 2 class names"):
+        tk.adopt(tmp_path / "ok", class_names=["a", "b"])
+    tk.adopt(tmp_path / "ok")
+    with pytest.raises(DatasetError, match="already holds a dataset"):
+        tk.adopt(tmp_path / "ok")
+    (tmp_path / "ok" / "more.tfrecord.gz").write_bytes(b"")
+    with pytest.raises(DatasetError, match="mix compressions"):
+        tk.adopt(tmp_path / "ok", overwrite=True)
+
+
+def test_the_command_line(tmp_path, capsys):
+    tutorial_files(tmp_path / "raw", classes=4, per_class=2)
+    assert main(["adopt", str(tmp_path / "raw"), "--json", "-q"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["layout"] == "per_class" and out["splits"]["train"]["records"] == 8
+    assert main(["verify", str(tmp_path / "raw"), "-q"]) == 0
