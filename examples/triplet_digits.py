@@ -58,7 +58,8 @@ def main(out_dir: str = "demo_output", epochs: int = 8) -> list[float]:
     tf.keras.utils.set_random_seed(0)
     path = convert_digits(Path(out_dir) / "digits_per_class")
     pk = load_tf_pk_dataset(path, classes_per_batch=8, examples_per_class=8, seed=0,
-                            as_supervised=True, epoch="examples")
+                            as_supervised=True, epoch="examples",
+                            repeat=True)
     model = tf.keras.Sequential([
         tf.keras.layers.Input((8, 8, 1)), tf.keras.layers.Rescaling(1 / 255),
         tf.keras.layers.Flatten(), tf.keras.layers.Dense(64, activation="relu"),
@@ -69,9 +70,10 @@ def main(out_dir: str = "demo_output", epochs: int = 8) -> list[float]:
     train = load_tf_dataset(path, "train", batch_size=256, shuffle=False, as_supervised=True)
     test = load_tf_dataset(path, "test", batch_size=256, shuffle=False, as_supervised=True)
     before = nearest_neighbour_accuracy(model, train, test)
-    history = model.fit(pk, epochs=epochs, verbose=0, shuffle=False).history["loss"]
+    history = model.fit(pk, epochs=epochs, steps_per_epoch=pk.steps_per_epoch, verbose=0,
+                        shuffle=False).history["loss"]
     after = nearest_neighbour_accuracy(model, train, test)
-    print(f"P×K batches of 8 classes x 8 digits, {len(pk)} steps per epoch")
+    print(f"P×K batches of 8 classes x 8 digits, {pk.steps_per_epoch} steps per epoch")
     print("batch-hard triplet loss per epoch:", " ".join(f"{x:.3f}" for x in history))
     print(f"1-nearest-neighbour accuracy on held-out digits: {before:.2f} before training, "
           f"{after:.2f} after")

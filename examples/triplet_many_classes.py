@@ -67,7 +67,8 @@ def main(out: Path, epochs: int = 3) -> list[float]:
           f"({done.seconds:.1f} s)")
     tf.keras.utils.set_random_seed(0)
     pk = tk.load_tf_pk_dataset(out / "many", classes_per_batch=32, examples_per_class=4,
-                               seed=0, as_supervised=True, epoch="examples")
+                               seed=0, as_supervised=True, epoch="examples",
+                            repeat=True)
     model = tf.keras.Sequential([
         tf.keras.layers.Input((8, 8, 1)), tf.keras.layers.Rescaling(1 / 255),
         tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
@@ -77,7 +78,8 @@ def main(out: Path, epochs: int = 3) -> list[float]:
     model.compile(optimizer=tf.keras.optimizers.Adam(3e-4),
                   loss=tk.batch_hard_triplet_loss(0.1))
     before = retrieval_accuracy(model, out / "many")
-    history = model.fit(pk, epochs=epochs, verbose=0, shuffle=False).history["loss"]
+    history = model.fit(pk, epochs=epochs, steps_per_epoch=pk.steps_per_epoch, verbose=0,
+                        shuffle=False).history["loss"]
     after = retrieval_accuracy(model, out / "many")
     print("batch-hard triplet loss per epoch:", " ".join(f"{x:.3f}" for x in history))
     print(f"1-NN retrieval over {CLASSES:,} classes: {before:.2f} before training, "

@@ -93,3 +93,73 @@ def test_triplet_example_trains(tmp_path):
         sys.path.pop(0)
     losses = main(str(tmp_path), epochs=4)
     assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+def _labels(batches):
+    return [b["label"].numpy().tolist() for b in batches]
+
+
+def test_pk_iterators_checkpoint_and_resume_exactly(dataset, tmp_path):
+    """The tutorial's failure: tf.train.Checkpoint of a P×K iterator raised 'PyFunc is
+    stateful'. Now it saves and restores, and a JSON state resumes a new pipeline."""
+    ds = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
+                                    seed=7, repeat=True)
+    reference = _labels(ds.take(12))
+    iterator = iter(ds)
+    first = [next(iterator)["label"].numpy().tolist() for _ in range(5)]
+    checkpoint = tf.train.Checkpoint(iterator=iterator)
+    saved = checkpoint.save(str(tmp_path / "ckpt"))
+    after = [next(iterator)["label"].numpy().tolist() for _ in range(3)]
+    checkpoint.restore(saved)
+    again = [next(iterator)["label"].numpy().tolist() for _ in range(3)]
+    assert first + after == reference[:8] and again == after
+    state = ds.state_at(5)
+    assert state["epoch"] * ds.steps_per_epoch + state["step"] == 5
+    resumed = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
+                                         seed=7, repeat=True, start=state)
+    assert _labels(resumed.take(7)) == reference[5:12]
+    with pytest.raises(ValueError, match="seed"):
+        tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
+                                   seed=8, start=state)
+
+
+def test_a_finite_pk_dataset_is_the_rest_of_its_epoch(dataset):
+    ds = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3, seed=1)
+    steps = ds.steps_per_epoch
+    assert len(ds) == steps and _labels(ds) == _labels(ds)  # the same epoch each iteration
+    endless = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
+                                         seed=1, repeat=True)
+    second_epoch = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4,
+                                              examples_per_class=3, seed=1, start=steps + 1)
+    assert len(second_epoch) == steps - 1
+    assert _labels(second_epoch) == _labels(endless.take(2 * steps))[steps + 1:]
+
+
+def test_triplets_have_the_other_loaders_options_and_resume(dataset, tmp_path):
+    def add_one(example):
+        return {**example, "x": example["x"] + 1000}
+
+    ds = tf_data.load_tf_triplet_dataset(dataset, batch_size=8, seed=3, augment=add_one)
+    batch = next(iter(ds))
+    assert (batch["anchor"]["x"].numpy() >= 1000).all()
+    (anchor, positive, negative), label = next(iter(tf_data.load_tf_triplet_dataset(
+        dataset, batch_size=8, seed=3, as_supervised=True)))
+    assert anchor.shape == positive.shape == negative.shape == (8,)
+    assert (anchor.numpy() % 16 == label.numpy()).all()
+    assert (positive.numpy() % 16 == label.numpy()).all()
+    assert (negative.numpy() % 16 != label.numpy()).all()
+    endless = tf_data.load_tf_triplet_dataset(dataset, batch_size=8, seed=3, repeat=True)
+    reference = [b["anchor"]["x"].numpy().tolist() for b in endless.take(15)]
+    assert len({x for b in reference[:10] for x in b}) == 80  # epoch 0: every anchor once
+    iterator = iter(endless)
+    for _ in range(4):
+        next(iterator)
+    checkpoint = tf.train.Checkpoint(iterator=iterator)
+    saved = checkpoint.save(str(tmp_path / "ckpt"))
+    after = [next(iterator)["anchor"]["x"].numpy().tolist() for _ in range(8)]
+    checkpoint.restore(saved)
+    assert [next(iterator)["anchor"]["x"].numpy().tolist() for _ in range(8)] == after
+    assert after == reference[4:12]
+    resumed = tf_data.load_tf_triplet_dataset(dataset, batch_size=8, seed=3, repeat=True,
+                                              start=endless.state_at(32))
+    assert [b["anchor"]["x"].numpy().tolist() for b in resumed.take(3)] == reference[4:7]

@@ -13,6 +13,7 @@ inferred from a sample of their records.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import os
@@ -772,6 +773,43 @@ def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequen
     return manifest, schema, names, partition.rank, partition.world_size
 
 
+def _global_steps(start: int | Mapping[str, Any], steps: int, repeat: bool,
+                  sampler: Any) -> tuple[int, int | None]:
+    """The first global step and how many follow (None: endlessly) for ``start``."""
+    if isinstance(start, Mapping):
+        probe = copy.copy(sampler)
+        probe.load_state_dict(dict(start))  # refuses a state saved with other settings
+        first = int(start["epoch"]) * steps + int(start["step"])
+    else:
+        first = int(start)
+    if first < 0:
+        raise ValueError(f"start must be a step >= 0 or a state_dict(); got {start!r}")
+    return first, None if repeat else steps - first % steps
+
+
+def _step_dataset(first: int, count: int | None, fetch: Callable[[int], np.ndarray],
+                  size: int) -> Any:
+    """Global steps ``first, first + 1, ...`` mapped to their serialized records: a pure
+    function of the step, so tf.train.Checkpoint can save and restore the iterator."""
+    steps = tf.data.Dataset.range(first, first + count if count is not None else 2**62)
+    return steps.map(lambda g: tf.ensure_shape(
+        tf.numpy_function(lambda x: fetch(int(x)), [g], tf.string, stateful=False), [size]))
+
+
+def _attach_state(ds: Any, sampler: Any, fetcher: Any, steps: int, first: int) -> Any:
+    ds.sampler, ds.fetcher = sampler, fetcher
+    ds.steps_per_epoch, ds.start = steps, first
+
+    def state_at(step: int) -> dict[str, Any]:
+        """The JSON state to resume at global step ``step`` (e.g. ``optimizer.iterations``)."""
+        state = sampler.state_dict()
+        state["epoch"], state["step"] = divmod(int(step), steps)
+        return dict(state)
+
+    ds.state_at = state_at
+    return ds
+
+
 def load_tf_pk_dataset(
     path: str | os.PathLike[str],
     split: str = "train",
@@ -789,6 +827,7 @@ def load_tf_pk_dataset(
     epoch: Literal["classes", "examples"] = "classes",
     exclude_small: bool = False,
     repeat: bool = False,
+    start: int | Mapping[str, Any] = 0,
     input_context: Any = None,
     max_open_files: int = 64,
     storage_options: dict[str, Any] | None = None,
@@ -798,9 +837,16 @@ def load_tf_pk_dataset(
     Batches are class-major (K consecutive examples per class) and are drawn by
     :class:`~tfrecordkit.sampling.PKSampler` (see it for rounds, reshuffling, small classes and
     ``epoch``). Records are read by offset, with at most ``max_open_files`` files open, then
-    parsed as a batch and decoded as :func:`load_tf_dataset` does. One iteration is one epoch
-    (``len(ds)`` steps) unless ``repeat``; later epochs continue the same sampling plan.
-    With ``input_context`` each input pipeline gets different classes every step.
+    parsed as a batch and decoded as :func:`load_tf_dataset` does. With ``input_context``
+    each input pipeline gets different classes every step.
+
+    The batch at global step ``g`` (step ``g % ds.steps_per_epoch`` of epoch
+    ``g // ds.steps_per_epoch``) is a pure function of the seed and ``g``, so the dataset
+    holds no hidden state: ``tf.train.Checkpoint(iterator=it)`` saves and restores an
+    iterator exactly, and ``start`` (a global step such as ``optimizer.iterations``, or
+    ``ds.state_at(step)``, JSON) resumes anywhere. Without ``repeat`` the dataset is the rest
+    of ``start``'s epoch; with it, every later epoch follows (for ``model.fit``, give
+    ``steps_per_epoch=ds.steps_per_epoch`` so each Keras epoch continues the plan).
     """
     from tfrecordkit.sampling import ClassIndex, PKSampler, RecordFetcher
 
@@ -813,24 +859,20 @@ def load_tf_pk_dataset(
     fetcher = RecordFetcher(index, max_open_files, storage=storage)
     size = classes_per_batch * examples_per_class
     steps = sampler.steps_per_epoch
+    first, count = _global_steps(start, steps, repeat, sampler)
 
-    def batches() -> Any:
-        for _ in range(steps) if not repeat else iter(int, 1):
-            yield np.array(fetcher.fetch(sampler.next_batch()), dtype=object)
+    def fetch(g: int) -> np.ndarray:
+        return np.array(fetcher.fetch(sampler.batch(*divmod(g, steps))), dtype=object)
 
-    ds = tf.data.Dataset.from_generator(
-        batches, output_signature=tf.TensorSpec([size], tf.string))
+    ds = _step_dataset(first, count, fetch, size)
     plan = _DecodePlan(feature_description(schema, names), {n: schema[n] for n in names}, [],
                        decode, (image_size, keep_aspect_ratio), augment, padding, True)
     ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
     if as_supervised:
         ds = _supervised(ds, manifest, schema, True)
-    if not repeat:
-        ds = ds.apply(tf.data.experimental.assert_cardinality(steps))
-    ds = _finish(ds, manifest, schema, True)
-    ds.sampler = sampler
-    ds.fetcher = fetcher
-    return ds
+    if count is not None:
+        ds = ds.apply(tf.data.experimental.assert_cardinality(count))
+    return _attach_state(_finish(ds, manifest, schema, True), sampler, fetcher, steps, first)
 
 
 def load_tf_triplet_dataset(
@@ -843,49 +885,76 @@ def load_tf_triplet_dataset(
     features: Sequence[str] | None = None,
     image_size: tuple[int, int] | None = None,
     keep_aspect_ratio: bool = False,
+    augment: Augment | None = None,
     padding: Padding = "pad",
     with_labels: bool = True,
+    as_supervised: bool = False,
+    repeat: bool = False,
+    start: int | Mapping[str, Any] = 0,
     input_context: Any = None,
     max_open_files: int = 64,
     storage_options: dict[str, Any] | None = None,
 ) -> Any:
     """Batches of ``{"anchor", "positive", "negative"}`` examples as a ``tf.data.Dataset``.
 
-    Every anchor is used once per epoch (an iteration of the dataset); the positive is another
-    record of its class, the negative one of a different class (see
-    :class:`~tfrecordkit.sampling.TripletSampler`). Each part keeps its label feature unless
-    ``with_labels=False``.
+    Every anchor is used once per epoch; the positive is another record of its class, the
+    negative one of a different class (see :class:`~tfrecordkit.sampling.TripletSampler`).
+    Each part keeps its label feature unless ``with_labels=False``; ``augment`` runs on each
+    part. ``as_supervised`` gives ``((anchor, positive, negative), anchor_label)`` for
+    ``model.fit``, each part its one remaining feature (or a dict of them).
+
+    As with :func:`load_tf_pk_dataset`, triplet ``g`` (anchor ``g % anchors`` of epoch
+    ``g // anchors``) is a pure function of the seed: the iterator can be checkpointed with
+    ``tf.train.Checkpoint``, and ``start`` (a triplet number, or ``ds.state_at(n)``) resumes
+    anywhere. Without ``repeat`` the dataset is the rest of ``start``'s epoch.
     """
     from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
 
     storage = Storage.of(path, storage_options)
     manifest, schema, names, rank, world = _sampling_context(path, split, features,
                                                             input_context, storage)
-    if not with_labels and manifest.label_feature in names and (
-            features is None or manifest.label_feature not in features):
-        names.remove(manifest.label_feature)
+    label = manifest.label_feature
+    if as_supervised and label is None:
+        raise DatasetError(_no_label_hint(schema))
+    if not with_labels and not as_supervised and label in names and (
+            features is None or label not in features):
+        names.remove(label)
     index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
     sampler = TripletSampler(index, seed=seed, rank=rank, world_size=world)
     fetcher = RecordFetcher(index, max_open_files, storage=storage)
     anchors = sampler.anchors_per_epoch
+    first, count = _global_steps(start, anchors, repeat, sampler)
+    cache: dict[int, np.ndarray] = {}
 
-    def triplets() -> Any:
-        for row in sampler.epoch_triplets():
-            yield np.array(fetcher.fetch(row), dtype=object)
+    def fetch(g: int) -> np.ndarray:
+        epoch, i = divmod(g, anchors)
+        if epoch not in cache:  # an epoch's triplets, drawn once (a pure function of it)
+            cache.clear()
+            cache[epoch] = sampler.triplets(epoch)
+        return np.array(fetcher.fetch(cache[epoch][i]), dtype=object)
 
-    ds = tf.data.Dataset.from_generator(triplets, output_signature=tf.TensorSpec([3], tf.string))
+    ds = _step_dataset(first, count, fetch, 3)
     plan = _DecodePlan(feature_description(schema, names), {n: schema[n] for n in names}, [],
-                       decode, (image_size, keep_aspect_ratio), None, padding, True)
+                       decode, (image_size, keep_aspect_ratio), augment, padding, True)
     ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
-    ds = ds.map(lambda e: {role: tf.nest.map_structure(lambda t, i=i: t[i], e)
-                           for i, role in enumerate(("anchor", "positive", "negative"))},
-                num_parallel_calls=AUTOTUNE, deterministic=True)
+    roles = ("anchor", "positive", "negative")
+    if as_supervised:
+        assert label is not None
+
+        def supervised(e: Example) -> Any:
+            parts = [{k: v[i] for k, v in e.items() if k != label} for i in range(3)]
+            inputs = tuple(next(iter(p.values())) if len(p) == 1 else p for p in parts)
+            return inputs, e[label][0]
+
+        ds = ds.map(supervised, num_parallel_calls=AUTOTUNE, deterministic=True)
+    else:
+        ds = ds.map(lambda e: {role: tf.nest.map_structure(lambda t, i=i: t[i], e)
+                               for i, role in enumerate(roles)},
+                    num_parallel_calls=AUTOTUNE, deterministic=True)
     ds = ds.ragged_batch(batch_size) if padding == "ragged" else ds.padded_batch(batch_size)
-    ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(anchors / batch_size)))
-    ds = _finish(ds, manifest, schema, True)
-    ds.sampler = sampler
-    ds.fetcher = fetcher
-    return ds
+    if count is not None:
+        ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(count / batch_size)))
+    return _attach_state(_finish(ds, manifest, schema, True), sampler, fetcher, anchors, first)
 
 
 def batch_hard_triplet_loss(margin: float = 0.5, squared: bool = False) -> Callable[..., Any]:
