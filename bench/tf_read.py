@@ -33,18 +33,23 @@ IMAGE_SCHEMA = Schema({"image": ImageFeature("jpeg", channels=3),
 
 def make_datasets(folder: Path, images: int, small: int) -> tuple[Path, Path]:
     image_path, small_path = folder / "jpeg", folder / "small"
-    if not (image_path / "dataset.json").exists():
+    if not _holds(image_path, images):
         pool = jpeg_pool()
         rows = ({"image": {"bytes": pool[i % len(pool)], "height": 128, "width": 128,
                            "channels": 3}, "label": i % 10} for i in range(images))
         write_dataset(rows, image_path, IMAGE_SCHEMA, num_shards=8, overwrite=True)
-    if not (small_path / "dataset.json").exists():
+    if not _holds(small_path, small):
         def rows_small():
             for i in range(small):
                 yield {**{f"f{j}": (i * 31 + j) % 1000 / 7.0 for j in range(10)},
                        **{f"i{j}": i * 7 + j for j in range(5)}, "s": f"category {i % 100}"}
         write_dataset(rows_small(), small_path, TABULAR_SCHEMA, num_shards=8, overwrite=True)
     return image_path, small_path
+
+
+def _holds(path: Path, records: int) -> bool:
+    """Whether ``path`` holds a dataset of ``records`` records from an earlier run."""
+    return (path / "dataset.json").exists() and load_manifest(path).num_records("train") == records
 
 
 def files_of(path: Path) -> list[str]:
