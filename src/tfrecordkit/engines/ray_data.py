@@ -80,8 +80,13 @@ class _RowItems:
 
     def __call__(self, batch: dict[str, np.ndarray]) -> list[SourceItem]:
         keys = batch[self.key] if self.key is not None else batch[_SEQ]
-        return [SourceItem(str(k), {name: batch[name][i] for name in self.columns})
-                for i, k in enumerate(keys)]
+        # Scalars as Python values (what the batch encoder takes whole; NumPy scalars would
+        # send every record down the record-by-record path); arrays stay arrays.
+        columns = {name: batch[name].tolist() if batch[name].ndim == 1
+                   and batch[name].dtype.kind in "biufUS" else batch[name]
+                   for name in self.columns}
+        return [SourceItem(str(k), {name: columns[name][i] for name in self.columns})
+                for i, k in enumerate(keys.tolist())]
 
 
 class _Encoder:
