@@ -30,6 +30,17 @@ def test_every_class_stays_close_to_its_shares_all_along(labels, ratios, seed):
         assert np.all(np.abs(seen - shares * seen.sum()) < bound + 1e-9)
 
 
+def test_small_classes_are_not_biased_towards_the_small_split():
+    """20 classes of 6 at 0.9/0.1: each class gets 0 or 1 validation item, 0.6 on average
+    over seeds (a rule that filled the small split early gave 0.94)."""
+    totals = []
+    for seed in range(40):
+        assign = SplitAssigner({"train": 0.9, "val": 0.1}, seed)
+        names = [assign(SourceItem(f"{seed}-{i}", None), i % 20) for i in range(120)]
+        totals.append(names.count("val"))
+    assert abs(np.mean(totals) - 12) < 1.5
+
+
 def test_the_same_inputs_and_seed_give_the_same_assignment():
     labels = [i % 7 for i in range(500)]
     runs = [[SplitAssigner({"train": 0.8, "val": 0.2}, 3)(SourceItem(str(i), None), label)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -276,11 +277,10 @@ class SplitAssigner:
     """Which split an item goes to: its own, the one name, or by split ratios.
 
     With ratios, an item with a class label is stratified: within its class, in input order,
-    it goes to a split that is behind its share (chosen at random, by the seeded hash of its
-    key, among those behind, in proportion to how far behind; a split a whole record behind
-    is chosen outright), so every class's split counts stay within one record of the exact
-    ratios with two splits, and within two with more. Items without a label go by the hash
-    alone.
+    every ``1/share``-th item goes to a split, from a seeded random phase per class (systematic
+    sampling, split by split), so every class's split counts are unbiased and stay within one
+    record of the exact ratios with two splits, and within two with more. Items without a
+    label go by the hash of their key alone.
     Stratified assignment is sequential: call it in input order.
     """
 
@@ -316,15 +316,16 @@ class SplitAssigner:
         if label is None or not self.stratify:
             return next((name for bound, name in self.bounds if u < bound),
                         self.bounds[-1][1])
-        counts = self._counts.setdefault(label, [0] * len(self.names))
-        behind = np.maximum(self.shares * (sum(counts) + 1) - np.array(counts), 0.0)
-        if behind.max() >= 1:  # a whole record behind: it must catch up now
-            chosen = int(np.argmax(behind))
-        else:
-            cumulative = np.cumsum(behind / behind.sum())
-            chosen = min(int(np.searchsorted(cumulative, u, side="right")),
-                         len(self.names) - 1)
-            while behind[chosen] <= 0:  # float edge: never a split that is not behind
-                chosen = (chosen + 1) % len(self.names)
-        counts[chosen] += 1
-        return self.names[chosen]
+        # Systematic sampling with a seeded phase per class, split by split: at level i the
+        # items that reached it go to split i when floor(share * seen + phase) steps up.
+        # Unbiased (the expected count is the exact share), and within one record of it.
+        reached = self._counts.setdefault(label, [0] * len(self.names))
+        for level in range(len(self.names) - 1):
+            rest = float(self.shares[level:].sum())
+            share = float(self.shares[level]) / rest if rest > 0 else 0.0
+            phase = record_hash(f"{label}/{level}", self.seed, "stratify") / 2**64
+            seen = reached[level]
+            reached[level] += 1
+            if math.floor(share * (seen + 1) + phase) > math.floor(share * seen + phase):
+                return self.names[level]
+        return self.names[-1]
