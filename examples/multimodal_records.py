@@ -113,9 +113,6 @@ def main(out: Path) -> float:
     print(f"audio at 8/16/22.05 kHz, resampled to 16 kHz: nearest-centroid accuracy on "
           f"{len(hits)} held-out clips {accuracy:.2f} (chance {1 / len(CLASSES):.2f})")
 
-    import tensorflow as tf
-
-    del tf
     first = next(iter(tk.load_tf_dataset(out / "ds", "test", batch_size=6, shuffle=False,
                                          deterministic=True, options=options)))
     numpy_first = next(iter(tk.load_numpy_dataset(out / "ds", "test", batch_size=6,

@@ -109,8 +109,7 @@ def test_readers_give_padded_ids_and_a_mask_and_agree(tmp_path, text_length):
     for row, m, text in zip(ids, mask, batch["text"]["text"], strict=True):
         want = vocabulary.ids(text)[:width]
         assert list(row[m]) == list(want) and not row[~m].any()
-    tf = pytest.importorskip("tensorflow")
-    del tf
+    pytest.importorskip("tensorflow")
     for per_example in (False, True):  # the batched parse, and the per-example map
         got = next(iter(tk.load_tf_dataset(
             tmp_path / "ds", batch_size=4, shuffle=False, deterministic=True,

@@ -278,13 +278,6 @@ class _Summary:
         return {split: SplitTotals(*values) for split, values in self.acc.items()}
 
 
-def _cut_as_streamed(options: ShardOptions) -> bool:
-    """Whether the local engine writes this in one pass, cutting shards by size as they fill
-    (see :class:`~tfrecordkit.store.StreamCut`) rather than from the totals."""
-    return (not options.shuffle and options.layout == "mixed" and options.num_shards is None
-            and options.min_shards == 1)
-
-
 def _split_and_length(block: Any) -> tuple[np.ndarray, np.ndarray]:
     table = BlockAccessor.for_block(block).to_arrow()
     return (table.column("split").to_numpy(zero_copy_only=False).astype(str),
@@ -437,7 +430,7 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
     write = ray.remote(_write_one).options(max_retries=3, retry_exceptions=False)
     pending: dict[Any, str] = {}
     offset = 0
-    streamed = _streamed_specs(blocks, job.options) if _cut_as_streamed(job.options) else {}
+    streamed = _streamed_specs(blocks, job.options) if job.options.cut_as_streamed else {}
     for name in sorted(totals):  # the sort's split order
         for spec in streamed.get(name) or plan_split(name, totals[name], job.options):
             pending[write.remote(slices(offset + spec.start, offset + spec.stop), spec,

@@ -155,7 +155,7 @@ def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None,
     first = values[0]
     if isinstance(first, dict):
         return {k: batch_values([v[k] for v in values], padding,
-                                shape=shape if k in _PADDED_KEYS else None, fill=fill)
+                                shape=shape if k in PADDED_KEYS else None, fill=fill)
                 for k in first}
     if dtype is None and (isinstance(first, str | bytes) or (isinstance(first, list) and (
             not first or isinstance(first[0], str | bytes)))):
@@ -189,7 +189,7 @@ def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None,
     return {"values": out, "lengths": lengths}
 
 
-_PADDED_KEYS = ("samples", "ids", "mask")  # what a padded shape applies to in dict values
+PADDED_KEYS = ("samples", "ids", "mask")  # what a padded shape applies to in dict values
 
 
 def number_dtype(feature: Feature) -> np.dtype[Any] | None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError, MissingDependencyError
 from tfrecordkit.format import RecordReader, Storage
-from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._decoding import PADDED_KEYS, DecodeOptions
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
 from tfrecordkit.schema import (
@@ -602,7 +602,6 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
 
 _CHANNELS = "__channels__/"
 _INTERLEAVE_RUN = 64  # records read from one file before the interleave moves on
-_PADDED_KEYS = ("samples", "ids", "mask")  # what a padded shape applies to in dict values
 
 
 def _padded_parts(example: Any, shapes: Mapping[str, tuple[int | None, ...]]
@@ -611,7 +610,7 @@ def _padded_parts(example: Any, shapes: Mapping[str, tuple[int | None, ...]]
     for name, shape in shapes.items():
         value = example[name]
         if isinstance(value, dict):
-            for key in _PADDED_KEYS:
+            for key in PADDED_KEYS:
                 if key in value:
                     yield name, value[key], shape
         else:
@@ -653,7 +652,7 @@ def _padding(spec: Any, shapes: Mapping[str, tuple[int | None, ...]],
     out_fills: dict[str, Any] = {}
     for name, part in spec.items():
         if isinstance(part, dict):
-            pairs = {key: component(name, sub, name in shapes and key in _PADDED_KEYS)
+            pairs = {key: component(name, sub, name in shapes and key in PADDED_KEYS)
                      for key, sub in part.items()}
             out_shapes[name] = {k: v[0] for k, v in pairs.items()}
             out_fills[name] = {k: v[1] for k, v in pairs.items()}

@@ -62,6 +62,13 @@ class ShardOptions:
             raise ValueError(f"layout must be 'mixed' or 'per_class'; got {self.layout!r}")
         object.__setattr__(self, "compression", normalize_compression(self.compression))
 
+    @property
+    def cut_as_streamed(self) -> bool:
+        """Whether shards are cut by size as records come, in input order (no write-time
+        shuffle, no fixed shard count): see :class:`~tfrecordkit.store.StreamCut`."""
+        return (not self.shuffle and self.layout == "mixed" and self.num_shards is None
+                and self.min_shards == 1)
+
     def shard_count(self, nbytes: int) -> int:
         """Shards for ``nbytes`` of records."""
         if self.num_shards is not None:

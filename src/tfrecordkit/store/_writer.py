@@ -259,10 +259,8 @@ class ShardedWriter:
             self._spill_dir.mkdir(parents=True)
         self._handles: dict[tuple[str, int], tuple[BinaryIO, BinaryIO]] = {}
         self._streams: dict[str, _SplitStream] = {}
-        opts = self.options
         # Without a shuffle or a fixed shard count, records go straight into their shards.
-        self.streaming = (not self.resumed and not opts.shuffle and opts.layout == "mixed"
-                          and opts.num_shards is None and opts.min_shards == 1)
+        self.streaming = not self.resumed and self.options.cut_as_streamed
         self._totals: dict[str, _SplitTotals] = defaultdict(_SplitTotals)
         self._skipped: list[dict[str, str]] = []
         self._skipped_count = 0
