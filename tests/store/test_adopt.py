@@ -151,6 +151,35 @@ def test_bad_input_writes_nothing(tmp_path):
         tk.adopt(tmp_path / "ok", overwrite=True)
 
 
+def test_a_truncated_file_is_named_and_nothing_is_written(tmp_path):
+    tutorial_files(tmp_path / "raw", classes=3, per_class=4)
+    shard = tmp_path / "raw" / "class_2.tfrecord"
+    shard.write_bytes(shard.read_bytes()[:-7])
+    with pytest.raises(CorruptRecordError, match=r"class_2\.tfrecord"):
+        tk.adopt(tmp_path / "raw")
+    assert not (tmp_path / "raw" / "dataset.json").exists()
+
+
+def test_gzip_files_are_adopted_without_indexes_and_read_by_tf_data(tmp_path):
+    (tmp_path / "gz").mkdir()
+    options = tf.io.TFRecordOptions(compression_type="GZIP")
+    for part in range(2):
+        with tf.io.TFRecordWriter(str(tmp_path / "gz" / f"p{part}.tfrecord.gz"),
+                                  options) as writer:
+            for i in range(25):
+                example = tf.train.Example(features=tf.train.Features(feature={
+                    "x": _feature(float(i + 100 * part)), "label": _feature(i % 5)}))
+                writer.write(example.SerializeToString())
+    manifest = tk.adopt(tmp_path / "gz")
+    assert manifest.compression == "gzip" and manifest.layout == "mixed"
+    assert all(s.index is None for s in manifest.splits["train"].shards)
+    assert not list((tmp_path / "gz").glob("*.index"))
+    assert manifest.splits["train"].class_counts == {str(c): 10 for c in range(5)}
+    got = sorted((float(e["x"]), int(e["label"]))
+                 for e in tk.load_tf_dataset(tmp_path / "gz", shuffle=False))
+    assert got == sorted((float(i + 100 * p), i % 5) for p in range(2) for i in range(25))
+
+
 def test_the_command_line(tmp_path, capsys):
     tutorial_files(tmp_path / "raw", classes=4, per_class=2)
     assert main(["adopt", str(tmp_path / "raw"), "--json", "-q"]) == 0

@@ -74,10 +74,15 @@ def build_index(path: PathLike, index_path: PathLike | None = None, *, verify: b
     """
     storage = storage or Storage.of(path, storage_options)
     offsets = scan_offsets(path, verify=verify, storage=storage)
-    target = os.fspath(index_path) if index_path is not None else index_path_for(path)
-    text = "".join(f"{offset} {length}\n" for offset, length in offsets.tolist())
-    storage.write_bytes(target, text.encode("ascii"))
+    write_index(offsets, index_path if index_path is not None else index_path_for(path),
+                storage)
     return len(offsets)
+
+
+def write_index(offsets: np.ndarray, index_path: PathLike, storage: Storage) -> None:
+    """Write ``(n, 2)`` frame offsets and lengths as an index file (``offset length`` lines)."""
+    text = "".join(f"{offset} {length}\n" for offset, length in offsets.tolist())
+    storage.write_bytes(os.fspath(index_path), text.encode("ascii"))
 
 
 def load_index(index_path: PathLike, *, record_path: PathLike | None = None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any
@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, SchemaError
-from tfrecordkit.format import RecordReader, Storage, build_index
+from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.format._crc import file_crc32c
-from tfrecordkit.format._index import INDEX_SUFFIX
+from tfrecordkit.format._framing import FRAME_OVERHEAD
+from tfrecordkit.format._index import INDEX_SUFFIX, write_index
 from tfrecordkit.schema import (
     ClassLabel,
     Feature,
@@ -32,7 +33,7 @@ from tfrecordkit.schema import (
     Sequence as SequenceFeature,
 )
 from tfrecordkit.store._inputs import expand_record_paths
-from tfrecordkit.store._labels import scan_labels
+from tfrecordkit.store._labels import labels_of
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo
 from tfrecordkit.store._options import ShardOptions
 from tfrecordkit.store._plan import finalize_manifest
@@ -113,12 +114,26 @@ def adopt(
     placed = [_place(file, target, storage) for file in files]
     shards, top = [], -1
     for file in placed:
-        records = (build_index(file, storage=storage) if compression is None
-                   else sum(1 for _ in RecordReader(file, storage=storage)))
+        # One CRC-checked pass gives the count, the offsets and the labels.
+        offsets: list[tuple[int, int]] = []
+
+        def records_of(file: str = file, offsets: list[tuple[int, int]] = offsets
+                       ) -> Iterator[bytes]:
+            for offset, record in RecordReader(file, storage=storage).iter_with_offsets():
+                offsets.append((offset, len(record) + FRAME_OVERHEAD))
+                yield record
+
+        if label_feature is not None:
+            labels = labels_of(records_of(), label_feature, file)
+        else:
+            deque(records_of(), maxlen=0)  # read (and check) every record
+        records = len(offsets)
+        if compression is None:
+            write_index(np.array(offsets, np.int64).reshape(-1, 2), file + INDEX_SUFFIX,
+                        storage)
         counts: dict[str, int] = {}
         class_id = None
         if label_feature is not None:
-            labels = scan_labels(file, label_feature, storage)
             if labels.size and int(labels.min()) < 0:
                 raise DatasetError(f"{file}: class id {int(labels.min())} is negative")
             ids, n = np.unique(labels, return_counts=True)
