@@ -447,3 +447,18 @@ def test_the_writer_fed_record_by_record_writes_what_convert_writes(tmp_path, la
         writer.finish()
     assert shard_bytes(tmp_path / "b") == shard_bytes(tmp_path / "a")
     assert len(shard_bytes(tmp_path / "a")) > 4
+
+
+def test_refining_an_open_image_keeps_its_other_settings(tmp_path):
+    """Pinning an image's format at conversion must not drop dims=False: the manifest would
+    then describe keys the records lack (found by reading such a dataset on Ray)."""
+    from tests.datasets import encode_image, photos
+    from tfrecordkit import load_numpy_dataset
+    from tfrecordkit.schema import Image
+
+    image = photos()["astronaut"]
+    done = write_dataset([{"image": encode_image(image, "PNG")}] * 3, tmp_path / "ds",
+                         Schema({"image": Image(dims=False)}))
+    assert done.manifest.schema["image"] == Image("png", channels=3, dims=False)
+    batch = next(iter(load_numpy_dataset(tmp_path / "ds", batch_size=3)))
+    assert all(np.array_equal(pixels, image) for pixels in batch["image"])

@@ -92,3 +92,28 @@ def test_a_corrupt_record_fails_naming_the_file(cluster, tmp_path):
     shard.write_bytes(bytes(data))
     with pytest.raises(Exception, match=r"train-00000-of-00001\.tfrecord.*crc"):
         read_dataset(tmp_path / "ds").take_all()
+
+
+def test_new_feature_kinds_equal_the_numpy_loader(cluster, tmp_path):
+    """Token ids from a stored vocabulary, and images stored without their dims (as adopted
+    files hold them): read_dataset gives the NumPy loader's values."""
+    from tests.datasets import encode_image, photos
+
+    images = [p if p.ndim == 3 else np.repeat(p[:, :, None], 3, axis=2)
+              for p in photos().values()]
+    schema = tk.Schema({"image": tk.Image("png", dims=False),
+                        "text": tk.Text(vocabulary=tk.Vocabulary()), "n": tk.Scalar("int64")})
+    rows = [{"image": encode_image(images[i % len(images)][: 20 + i, : 30], "PNG"),
+             "text": f"the {i % 3} cat sat {i}", "n": i} for i in range(24)]
+    tk.write_dataset(rows, tmp_path / "ds", schema, shuffle=False)
+    want = {}
+    for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, shuffle=False,
+                                       options=tk.DecodeOptions(padding="ragged")):
+        for i, n in enumerate(batch["n"]):
+            want[int(n)] = (batch["image"][i], batch["text"]["ids"][i])
+    got = read_dataset(tmp_path / "ds", image_size=None).take_all()
+    assert len(got) == 24
+    for row in got:
+        image, ids = want[int(row["n"])]
+        assert np.array_equal(row["image"], image)
+        assert np.array_equal(np.asarray(row["text"]["ids"]), ids)

@@ -257,7 +257,8 @@ def refine_schema(schema: Schema, observed: dict[str, set[tuple[str, int]]]) -> 
             # they came. Leaving it open would let batches zero-fill the missing channels.
             logger.info("%s: images have %s channels; readers will decode all of them to %d",
                         name, sorted(channels), max(channels))
-        features[name] = Image(
+        features[name] = dataclasses.replace(  # the feature's other settings (dims) kept
+            feature,
             encoding=formats.pop() if feature.encoding == "auto" and len(formats) == 1
             else feature.encoding,
             channels=max(channels) if feature.channels is None and channels
