@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,3 +65,43 @@ def encode_audio(samples: np.ndarray, rate: int, fmt: str) -> bytes:
     buffer = io.BytesIO()
     soundfile.write(buffer, samples, rate, format=fmt, subtype="PCM_16")
     return buffer.getvalue()
+
+
+CLASSES = 6  # of unlabelled_files
+
+
+def unlabelled_files(folder: Path, parts_of: Callable[[int], int] = lambda k: 1,
+                     per_file: int = 5) -> dict[str, tuple[int, dict[str, Any]]]:
+    """Files as another tool writes them when the class is only in the file name:
+    ``class_<k>-<j>.tfrecord`` (``parts_of(k)`` files for class ``k``) by tf.io.TFRecordWriter,
+    each record a JPEG, a caption ``"<k> <j> <i>"`` and a float, no label. Returns caption ->
+    (class, row)."""
+    import tensorflow as tf
+
+    def feature(value: bytes | float) -> Any:
+        if isinstance(value, bytes):
+            return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+        return tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
+
+    folder.mkdir(parents=True, exist_ok=True)
+    sources = [p for p in photos().values() if p.ndim == 3]
+    rows = {}
+    for k in range(CLASSES):
+        for j in range(parts_of(k)):
+            with tf.io.TFRecordWriter(str(folder / f"class_{k}-{j}.tfrecord")) as writer:
+                for i in range(per_file):
+                    pixels = sources[(k + i) % len(sources)][: 16 + i, : 20 + j]
+                    caption = f"{k} {j} {i}"
+                    row = {"image": encode_image(pixels, "JPEG"), "caption": caption.encode(),
+                           "score": k + i / 10}
+                    example = tf.train.Example(features=tf.train.Features(
+                        feature={name: feature(v) for name, v in row.items()}))
+                    writer.write(example.SerializeToString())
+                    rows[caption] = (k, row)
+    return rows
+
+
+def class_of(caption: bytes | str) -> int:
+    """The class an :func:`unlabelled_files` caption names."""
+    text = caption.decode() if isinstance(caption, bytes) else str(caption)
+    return int(text.split()[0])

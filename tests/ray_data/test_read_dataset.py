@@ -117,3 +117,18 @@ def test_new_feature_kinds_equal_the_numpy_loader(cluster, tmp_path):
         image, ids = want[int(row["n"])]
         assert np.array_equal(row["image"], image)
         assert np.array_equal(np.asarray(row["text"]["ids"]), ids)
+
+
+def test_a_label_from_the_file_name_is_each_rows_files_class(cluster, tmp_path):
+    """Files whose records carry no label, adopted with class_pattern: every row (decoded or
+    raw) gets its file's class, as the NumPy loader gives it."""
+    from tests.datasets import class_of, unlabelled_files
+
+    unlabelled_files(tmp_path / "raw", parts_of=lambda k: 1 + k % 2, per_file=3)
+    tk.adopt(tmp_path / "raw", class_pattern=r"class_(\d+)-")
+    rows = read_dataset(tmp_path / "raw", features=["caption", "label"],
+                        override_num_blocks=4).take_all()
+    assert len(rows) == 27
+    assert all(int(r["label"]) == class_of(r["caption"]) for r in rows)
+    raw = read_dataset(tmp_path / "raw", decode=False).take_all()
+    assert [int(r["label"]) for r in raw] == [int(r["label"]) for r in rows]

@@ -19,6 +19,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--label-feature", help="the int64 class-id feature (default: one "
                                                 "named label, labels, class, target or y)")
     parser.add_argument("--class-names", help="comma-separated names of classes 0..n-1")
+    parser.add_argument("--class-pattern", metavar="REGEX",
+                        help="records without a label, one class per file: a regular "
+                             "expression whose group (or match) in each file name is its "
+                             "class, e.g. 'class_(\\d+)'; readers give every record its "
+                             "file's class")
     parser.add_argument("--overwrite", action="store_true", help="replace dataset.json")
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
     parser.set_defaults(func=run)
@@ -28,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     manifest = adopt(
         args.paths, args.out, split=args.split, label_feature=args.label_feature,
         class_names=args.class_names.split(",") if args.class_names else None,
+        class_pattern=args.class_pattern,
         overwrite=args.overwrite, storage_options=args.storage_options)
     split = manifest.splits[args.split]
     if args.json:

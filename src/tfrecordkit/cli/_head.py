@@ -47,16 +47,24 @@ def summarize(value: Any) -> Any:
     return items[0] if len(items) == 1 else items
 
 
-def _class_names(args: list[str], options: dict[str, Any] | None) -> dict[str, list[str]]:
-    """Class names by label key, from the manifests of the datasets among ``args``."""
+def _class_names(args: list[str], options: dict[str, Any] | None
+                 ) -> tuple[dict[str, list[str]], dict[str, tuple[str, int]]]:
+    """Class names by label key, from the manifests of the datasets among ``args``; and, for
+    labels taken from the shard, each shard file's (label key, class id)."""
     names: dict[str, list[str]] = {}
+    from_shard: dict[str, tuple[str, int]] = {}
     for arg in args:
         storage = Storage.of(arg, options)
         if is_dataset_dir(arg, storage):
             manifest = load_manifest(arg, storage=storage)
-            if manifest.label_feature is not None and manifest.class_names:
-                names[manifest.label_feature] = list(manifest.class_names)
-    return names
+            label = manifest.label_feature
+            if label is not None and manifest.class_names:
+                names[label] = list(manifest.class_names)
+            if label is not None and label == manifest.schema.shard_label:
+                from_shard.update({storage.join(arg, shard.file): (label, shard.class_id)
+                                   for split in manifest.splits.values()
+                                   for shard in split.shards if shard.class_id is not None})
+    return names, from_shard
 
 
 def _named(value: Any, names: list[str]) -> Any:
@@ -68,12 +76,16 @@ def _named(value: Any, names: list[str]) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     paths = expand_record_paths(args.paths, args.storage_options)
-    labels = _class_names(args.paths, args.storage_options)
-    records = read_records(paths, storage_options=args.storage_options)
-    for i, record in enumerate(islice(records, args.n)):
+    labels, from_shard = _class_names(args.paths, args.storage_options)
+    records = ((path, record) for path in paths
+               for record in read_records([path], storage_options=args.storage_options))
+    for i, (path, record) in enumerate(islice(records, args.n)):
         try:
             context, lists = decode_sequence_example(record)
             decoded: Any = {k: summarize(v) for k, v in sorted(context.items())}
+            if path in from_shard:  # a label the record doesn't hold: its file's class
+                key, class_id = from_shard[path]
+                decoded[key] = class_id
             for key, names in labels.items():
                 if key in decoded:
                     decoded[key] = _named(decoded[key], names)

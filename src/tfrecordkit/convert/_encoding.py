@@ -57,6 +57,12 @@ class ConversionJob:
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip'; got {on_error!r}")
         schema = schema or source.schema()
+        if schema.shard_label is not None:
+            raise SchemaError(schema.shard_label, "ClassLabel(from_shard=True) describes "
+                                                  "files whose records carry no label "
+                                                  "(tfrecordkit adopt --class-pattern); "
+                                                  "convert stores labels: use "
+                                                  "ClassLabel(names)")
         if label_feature is None and (found := schema.class_label()) is not None:
             label_feature = found[0]
         options = ShardOptions(shard_size=shard_size, num_shards=num_shards,

@@ -38,6 +38,7 @@ class _Range:
     end: int
     offsets: np.ndarray  # frame offsets, relative to start
     lengths: np.ndarray
+    shard_class: int = -1  # the file's class (per-class layout)
 
 
 class TFRecordKitDatasource(Datasource):
@@ -96,7 +97,8 @@ def _ranges(where: SplitLocations, start: int, stop: int) -> list[_Range]:
         first_offset = int(offset[position])
         last_end = int(offset[end - 1] + length[end - 1])
         out.append(_Range(files[number], position, first_offset, last_end,
-                          offset[position:end] - first_offset, length[position:end].copy()))
+                          offset[position:end] - first_offset, length[position:end].copy(),
+                          int(where.shard_class[number])))
         position = end
     return out
 
@@ -116,16 +118,20 @@ def _read_ranges(ranges: list[_Range], storage: Storage, decoder: RecordDecoder
                                                strict=True))
             ]
             first = part.first + chunk
-            yield BlockAccessor.batch_to_block(_batch(decoder, records, first, part.file))
+            yield BlockAccessor.batch_to_block(_batch(decoder, records, first, part))
 
 
-def _batch(decoder: RecordDecoder, records: list[bytes], first: int, file: str
+def _batch(decoder: RecordDecoder, records: list[bytes], first: int, part: _Range
            ) -> dict[str, np.ndarray]:
     """Decoded columns as NumPy arrays Ray turns into Arrow (ragged values as tensors)."""
     ids = np.arange(first, first + len(records), dtype=np.int64)
+    classes = np.full(len(records), part.shard_class, np.int64)
     if not decoder.options.decode:
-        return {"record": np.array(records, dtype=object), "id": ids}
-    columns = decoder.decode_columns(records, lambda i: f"{first + i} ({file})")
+        label = decoder.shard_label  # the records alone don't hold a label from the shard
+        return {"record": np.array(records, dtype=object),
+                **({label: classes} if label else {}), "id": ids}
+    columns = decoder.decode_columns(records, lambda i: f"{first + i} ({part.file})",
+                                     classes)
     out: dict[str, np.ndarray] = {}
     for name in decoder.features:
         values = columns[name]

@@ -229,6 +229,8 @@ class RecordDecoder:
         self._padded = dict(options.padded_shapes or {})
         self._token_ids = {n for n in names if schema is not None
                            and isinstance(f := schema[n], Text) and f.has_ids}
+        label = schema.shard_label if schema is not None else None
+        self.shard_label = label if label in names else None
         unknown = [n for n in (*self._padded, *(options.padding_values or {})) if n not in names]
         if unknown:
             raise DatasetError(f"padded_shapes/padding_values name {unknown}, which are not "
@@ -249,14 +251,17 @@ class RecordDecoder:
             return bool(self._images)
         return any(isinstance(self.schema[n], Image | Audio) for n in self.features)
 
-    def decode_columns(self, records: list[bytes], where: Callable[[int], Any]
-                       ) -> dict[str, Any]:
+    def decode_columns(self, records: list[bytes], where: Callable[[int], Any],
+                       classes: np.ndarray | None = None) -> dict[str, Any]:
         """The records' values feature by feature (arrays for numbers, else per-record
-        lists), through one columnar pass; ``where(i)`` names record ``i`` in errors."""
+        lists), through one columnar pass; ``where(i)`` names record ``i`` in errors;
+        ``classes`` are the records' shard classes (needed when :attr:`shard_label` is
+        set: a label taken from the shard)."""
         if self.schema is not None:
             columns = self.schema.decode_batch(records, features=self.features, where=where,
                                                image_min_size=self._min_size,
-                                               audio_sample_rate=self.options.sample_rate)
+                                               audio_sample_rate=self.options.sample_rate,
+                                               shard_classes=classes)
         else:
             columns = self._columns_by_specs(records, where)
         if self.options.image_size is not None:
@@ -298,16 +303,18 @@ class RecordDecoder:
                 out[name] = column.values
         return out
 
-    def decode_rows(self, records: list[bytes], where: Callable[[int], Any]
-                    ) -> list[dict[str, Any]]:
+    def decode_rows(self, records: list[bytes], where: Callable[[int], Any],
+                    classes: np.ndarray | None = None) -> list[dict[str, Any]]:
         """Each record's values, as :meth:`decode_columns` finds them."""
-        columns = self.decode_columns(records, where)
+        columns = self.decode_columns(records, where, classes)
         return [{name: columns[name][i] for name in self.features}
                 for i in range(len(records))]
 
-    def decode_one(self, record: bytes, source: str | int | None = None) -> dict[str, Any]:
+    def decode_one(self, record: bytes, source: str | int | None = None,
+                   shard_class: int | None = None) -> dict[str, Any]:
         """One record's values (images resized per the options)."""
-        return self.decode_rows([record], lambda _: source)[0]
+        classes = None if shard_class is None else np.array([shard_class])
+        return self.decode_rows([record], lambda _: source, classes)[0]
 
     def assemble_columns(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
         """Parts from :meth:`decode_columns` as one batch, as :meth:`assemble` makes it."""
@@ -366,16 +373,19 @@ class RecordDecoder:
                 for name in self.features}
 
     def decode_batch(self, records: list[bytes], where: Callable[[int], Any],
-                     pool: Executor | None = None) -> dict[str, Any]:
-        """A batch of records; ``where(i)`` names record ``i`` in errors. With ``pool``,
-        heavy records (images, audio) decode in chunks on its threads."""
+                     pool: Executor | None = None, classes: np.ndarray | None = None
+                     ) -> dict[str, Any]:
+        """A batch of records; ``where(i)`` names record ``i`` in errors; ``classes`` as
+        :meth:`decode_columns` takes them. With ``pool``, heavy records (images, audio)
+        decode in chunks on its threads."""
         if not self.options.decode:
             return self.assemble(records)
         if pool is None or not self.heavy or len(records) <= _CHUNK:
-            return self.assemble_columns([self.decode_columns(records, where)])
+            return self.assemble_columns([self.decode_columns(records, where, classes)])
         starts = range(0, len(records), _CHUNK)
-        parts = pool.map(lambda s: self.decode_columns(records[s : s + _CHUNK],
-                                                       lambda i: where(s + i)), starts)
+        parts = pool.map(lambda s: self.decode_columns(
+            records[s : s + _CHUNK], lambda i: where(s + i),
+            None if classes is None else classes[s : s + _CHUNK]), starts)
         return self.assemble_columns(list(parts))
 
 

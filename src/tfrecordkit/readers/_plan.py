@@ -40,7 +40,8 @@ PathArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 class ReadPlan:
     """One split to read.
 
-    ``counts`` are records per file (-1: unknown until scanned, for foreign files).
+    ``counts`` are records per file (-1: unknown until scanned, for foreign files), and
+    ``classes`` each file's class (per-class layout; -1 for none).
     ``schema`` is the manifest's (or the caller's); for foreign files without one, ``specs``
     are parsing specs inferred from a sample and ``images`` the keys holding one JPEG/PNG.
     """
@@ -56,6 +57,7 @@ class ReadPlan:
     images: tuple[str, ...] = ()
     bytes_per_record: float = 1024.0
     storage: Storage = LOCAL
+    classes: tuple[int, ...] = ()
 
     @property
     def records(self) -> int:
@@ -70,14 +72,18 @@ class ReadPlan:
         data = json.dumps([[f.rsplit("/", 1)[-1], self.storage.size(f)] for f in self.files])
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
-    def for_rank(self, partition: Partition) -> tuple[tuple[str, ...], tuple[int, ...], bool]:
-        """The files rank ``partition.rank`` reads in a file-sharded pipeline (tf.data): every
-        ``world_size``-th file when there are at least as many files as ranks (third value
-        False); else all files, to be sharded record by record (True)."""
+    def for_rank(self, partition: Partition
+                 ) -> tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...], bool]:
+        """The files rank ``partition.rank`` reads in a file-sharded pipeline (tf.data), their
+        counts and classes: every ``world_size``-th file when there are at least as many
+        files as ranks (last value False); else all files, to be sharded record by record
+        (True)."""
         world, rank = partition.world_size, partition.rank
+        classes = self.classes or (-1,) * len(self.files)
         if world > 1 and len(self.files) >= world:
-            return self.files[rank::world], self.counts[rank::world], False
-        return self.files, self.counts, world > 1
+            return (self.files[rank::world], self.counts[rank::world], classes[rank::world],
+                    False)
+        return self.files, self.counts, classes, world > 1
 
     def locations(self) -> SplitLocations:
         """Every record's file, offset and length (from ``.index`` files, or one scan).
@@ -119,13 +125,15 @@ def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = No
     if is_dataset_dir(path, storage):
         root = os.fspath(path)  # type: ignore[arg-type]
         manifest = load_manifest(root, storage=storage)
-        shards = [(file, info.records)
-                  for file, info in shard_paths(root, manifest, split, storage=storage)]
+        infos = shard_paths(root, manifest, split, storage=storage)
+        shards = [(file, info.records) for file, info in infos]
         _check_first_record(manifest, shards, storage)
         return ReadPlan(root, split, tuple(f for f, _ in shards),
                         tuple(n for _, n in shards), manifest.compression, manifest,
                         manifest.schema, bytes_per_record=manifest.split(split).bytes
-                        / max(1, manifest.num_records(split)), storage=storage)
+                        / max(1, manifest.num_records(split)), storage=storage,
+                        classes=tuple(-1 if info.class_id is None else info.class_id
+                                      for _, info in infos))
     files = _foreign_files(path, storage)
     compression = RecordReader(files[0], storage=storage).compression
     given = (os.fspath(path) if isinstance(path, str | os.PathLike)

@@ -37,9 +37,13 @@ class GrainSource:
         return len(self.records)
 
     def _values(self, record: bytes, key: int) -> dict[str, Any]:
+        label = self.decoder.shard_label
+        shard_class = int(self.records.shard_classes([key])[0]) if label else None
         if not self.options.decode:
-            return {"record": record, "id": np.int64(key)}
-        values = self.decoder.decode_one(record, self.records.where(key))
+            # The record alone doesn't hold a label taken from its shard.
+            extra = {label: np.int64(shard_class)} if label else {}
+            return {"record": record, **extra, "id": np.int64(key)}
+        values = self.decoder.decode_one(record, self.records.where(key), shard_class)
         for name, dtype in self._dtypes.items():
             if dtype is not None:
                 values[name] = np.asarray(values[name], dtype=dtype)

@@ -149,9 +149,10 @@ class PKLoader(_SampledLoader):
     def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
         """This rank's P×K batch at ``step`` of ``epoch``."""
         positions = self.sampler.batch(epoch, step)
+        labels = self._class_of[positions]
         batch = self.decoder.decode_batch(self.fetcher.fetch(positions),
-                                          _sources(self.index, positions), pool)
-        batch["label"] = self._class_of[positions]
+                                          _sources(self.index, positions), pool, labels)
+        batch["label"] = labels
         batch["class_position"] = self._positions
         batch["id"] = positions
         return batch
@@ -315,9 +316,10 @@ class TripletLoader(_SampledLoader):
         batch = {}
         for column, role in enumerate(("anchor", "positive", "negative")):
             positions = chunk[:, column]
+            labels = self._class_of[positions]
             part = self.decoder.decode_batch(self.fetcher.fetch(positions),
-                                             _sources(self.index, positions), pool)
-            part["label"] = self._class_of[positions]
+                                             _sources(self.index, positions), pool, labels)
+            part["label"] = labels
             part["id"] = positions
             batch[role] = part
         return batch
@@ -496,9 +498,11 @@ class Loader:
             raw = records.get_many(chunk)
             if not decoder.options.decode:
                 return raw
+            classes = records.shard_classes(chunk) if decoder.shard_label else None
             if augment is None:  # feature by feature: no per-record rows at all
-                return decoder.decode_columns(raw, lambda i: records.where(int(chunk[i])))
-            rows = decoder.decode_rows(raw, lambda i: records.where(int(chunk[i])))
+                return decoder.decode_columns(raw, lambda i: records.where(int(chunk[i])),
+                                              classes)
+            rows = decoder.decode_rows(raw, lambda i: records.where(int(chunk[i])), classes)
             if augment is not None:  # randomness keyed by the record, not by the thread
                 rows = [augment(row, np.random.default_rng([seed, epoch, int(i)]))
                         for row, i in zip(rows, chunk, strict=True)]
@@ -523,6 +527,9 @@ class Loader:
                 batch = decoder.assemble_columns(results)
             else:
                 batch = decoder.assemble([row for rows in results for row in rows])
+            if not decoder.options.decode and decoder.shard_label:
+                # The records alone don't hold a label taken from their shard.
+                batch[decoder.shard_label] = records.shard_classes(ids)
             batch["id"] = ids
             if not self.drop_last:
                 batch["valid"] = valid

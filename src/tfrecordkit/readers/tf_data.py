@@ -438,7 +438,7 @@ def load_tf_dataset(
     partition = (Partition.from_input_context(input_context) if input_context is not None
                  else Partition())
     workers, worker = partition.world_size, partition.rank
-    file_paths, counts, by_record = read.for_rank(partition)
+    file_paths, counts, file_classes, by_record = read.for_rank(partition)
     records = sum(counts) if all(n >= 0 for n in counts) else -1
     if by_record and records >= 0:
         records = len(range(worker, records, workers))
@@ -446,16 +446,26 @@ def load_tf_dataset(
     # Record-level sharding needs every worker to see one and the same record order.
     file_seed = seed if seed is not None else (0 if by_record else None)
     ordered = deterministic or by_record
-    files_ds = tf.data.Dataset.from_tensor_slices(list(file_paths))
+    # A label taken from the shard travels with each record: elements are (record, class).
+    shard_label = (schema.shard_label if schema is not None and schema.shard_label in
+                   (names or []) else None)
+    files_ds = tf.data.Dataset.from_tensor_slices(
+        (list(file_paths), np.array(file_classes, np.int64)) if shard_label
+        else list(file_paths))
     if shuffle and len(file_paths) > 1:
         files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
     cycle = max(1, min(len(file_paths), 16))
+
     # Files are interleaved in runs of records: a parallel interleave of single records
     # costs ~15 µs each (one file: 15x slower than reading it; bench/vocabulary.py found it).
-    ds = files_ds.interleave(
-        lambda f: open_file(f).batch(_INTERLEAVE_RUN), cycle_length=cycle, block_length=1,
-        num_parallel_calls=AUTOTUNE, deterministic=ordered,
-    ).unbatch()
+    def runs(file: Any, file_class: Any = None) -> Any:
+        records = open_file(file).batch(_INTERLEAVE_RUN)
+        if file_class is None:
+            return records
+        return records.map(lambda r: (r, tf.fill(tf.shape(r), file_class)))
+
+    ds = files_ds.interleave(runs, cycle_length=cycle, block_length=1,
+                             num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
     if by_record:
         ds = ds.shard(workers, worker)
     if cache:
@@ -476,7 +486,8 @@ def load_tf_dataset(
     plan = _DecodePlan(description, selected, foreign_images, decode,
                        (image_size, keep_aspect_ratio), augment, padding, ordered,
                        (options.image_dtype, options.mean, options.std), options.sample_rate,
-                       padded_shapes, dict(options.padding_values or {}), options.text_length)
+                       padded_shapes, dict(options.padding_values or {}), options.text_length,
+                       shard_label)
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
     ds = ds.batch(parse_size, drop_remainder=drop_remainder and not plan.per_example
                   and batch_size is not None)
@@ -512,6 +523,7 @@ class _DecodePlan:
     padded_shapes: dict[str, tuple[int | None, ...]] = field(default_factory=dict)
     padding_values: dict[str, float] = field(default_factory=dict)
     text_length: int | None = None
+    shard_label: str | None = None  # elements are (records, their shards' classes)
 
     @property
     def padded(self) -> dict[str, tuple[int | None, ...]]:
@@ -535,8 +547,13 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
     re-batched to ``batch_size`` (None: single examples)."""
     ordered = plan.ordered
 
-    def parse_batch(serialized: Any) -> Example:
-        return dict(tf.io.parse_example(serialized, plan.description))
+    def parse_batch(serialized: Any, classes: Any = None) -> Example:
+        # Nothing to parse when the only feature read is the label from the shard.
+        parsed = dict(tf.io.parse_example(serialized, plan.description)
+                      if plan.description else {})
+        if plan.shard_label is not None:
+            parsed[plan.shard_label] = classes
+        return parsed
 
     if plan.per_example:
         # Parse in big batches (fast), then decode each example in a parallel map.
@@ -581,8 +598,8 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             ds = ds.map(_to_dense, num_parallel_calls=AUTOTUNE, deterministic=ordered)
         return ds
 
-    def parse_and_decode(serialized: Any) -> Example:
-        parsed = parse_batch(serialized)
+    def parse_and_decode(serialized: Any, classes: Any = None) -> Example:
+        parsed = parse_batch(serialized, classes)
         if not plan.decode or not plan.selected:
             out = dict(parsed)
         else:
@@ -789,13 +806,23 @@ def _global_steps(start: int | Mapping[str, Any], steps: int, repeat: bool,
     return first, None if repeat else steps - first % steps
 
 
-def _step_dataset(first: int, count: int | None, fetch: Callable[[int], np.ndarray],
-                  size: int) -> Any:
-    """Global steps ``first, first + 1, ...`` mapped to their serialized records: a pure
-    function of the step, so tf.train.Checkpoint can save and restore the iterator."""
+def _step_dataset(first: int, count: int | None,
+                  fetch: Callable[[int], tuple[np.ndarray, np.ndarray]], size: int,
+                  with_classes: bool) -> Any:
+    """Global steps ``first, first + 1, ...`` mapped to their serialized records (and, with
+    ``with_classes``, the records' classes): a pure function of the step, so
+    tf.train.Checkpoint can save and restore the iterator."""
     steps = tf.data.Dataset.range(first, first + count if count is not None else 2**62)
-    return steps.map(lambda g: tf.ensure_shape(
-        tf.numpy_function(lambda x: fetch(int(x)), [g], tf.string, stateful=False), [size]))
+    if not with_classes:
+        return steps.map(lambda g: tf.ensure_shape(tf.numpy_function(
+            lambda x: fetch(int(x))[0], [g], tf.string, stateful=False), [size]))
+
+    def records_and_classes(g: Any) -> tuple[Any, Any]:
+        records, classes = tf.numpy_function(lambda x: fetch(int(x)), [g],
+                                             [tf.string, tf.int64], stateful=False)
+        return tf.ensure_shape(records, [size]), tf.ensure_shape(classes, [size])
+
+    return steps.map(records_and_classes)
 
 
 def _attach_state(ds: Any, sampler: Any, fetcher: Any, steps: int, first: int) -> Any:
@@ -863,12 +890,17 @@ def load_tf_pk_dataset(
     steps = sampler.steps_per_epoch
     first, count = _global_steps(start, steps, repeat, sampler)
 
-    def fetch(g: int) -> np.ndarray:
-        return np.array(fetcher.fetch(sampler.batch(*divmod(g, steps))), dtype=object)
+    class_of = np.repeat(index.classes, index.counts)
 
-    ds = _step_dataset(first, count, fetch, size)
+    def fetch(g: int) -> tuple[np.ndarray, np.ndarray]:
+        positions = sampler.batch(*divmod(g, steps))
+        return np.array(fetcher.fetch(positions), dtype=object), class_of[positions]
+
+    shard_label = schema.shard_label if schema.shard_label in names else None
+    ds = _step_dataset(first, count, fetch, size, shard_label is not None)
     plan = _DecodePlan(feature_description(schema, names), {n: schema[n] for n in names}, [],
-                       decode, (image_size, keep_aspect_ratio), augment, padding, True)
+                       decode, (image_size, keep_aspect_ratio), augment, padding, True,
+                       shard_label=shard_label)
     ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
     if as_supervised:
         ds = _supervised(ds, manifest, schema, True)
@@ -927,17 +959,21 @@ def load_tf_triplet_dataset(
     anchors = sampler.anchors_per_epoch
     first, count = _global_steps(start, anchors, repeat, sampler)
     cache: dict[int, np.ndarray] = {}
+    class_of = np.repeat(index.classes, index.counts)
 
-    def fetch(g: int) -> np.ndarray:
+    def fetch(g: int) -> tuple[np.ndarray, np.ndarray]:
         epoch, i = divmod(g, anchors)
         if epoch not in cache:  # an epoch's triplets, drawn once (a pure function of it)
             cache.clear()
             cache[epoch] = sampler.triplets(epoch)
-        return np.array(fetcher.fetch(cache[epoch][i]), dtype=object)
+        positions = cache[epoch][i]
+        return np.array(fetcher.fetch(positions), dtype=object), class_of[positions]
 
-    ds = _step_dataset(first, count, fetch, 3)
+    shard_label = schema.shard_label if schema.shard_label in names else None
+    ds = _step_dataset(first, count, fetch, 3, shard_label is not None)
     plan = _DecodePlan(feature_description(schema, names), {n: schema[n] for n in names}, [],
-                       decode, (image_size, keep_aspect_ratio), augment, padding, True)
+                       decode, (image_size, keep_aspect_ratio), augment, padding, True,
+                       shard_label=shard_label)
     ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
     roles = ("anchor", "positive", "negative")
     if as_supervised:

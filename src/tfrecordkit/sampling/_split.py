@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,13 +25,20 @@ _INDEXES_AT_ONCE = 64
 @dataclass(frozen=True)
 class SplitLocations:
     """Where every record of a split is: ``files``, and per record (in shard order) its
-    file's number, frame offset and frame length; plus each shard's manifest entry."""
+    file's number, frame offset and frame length; plus each shard's manifest entry and
+    ``shard_class``, each file's class (per-class layout; -1 for none)."""
 
     files: tuple[str, ...]
     shard: np.ndarray  # int32
     offset: np.ndarray  # int64
     length: np.ndarray  # int64
     shards: tuple[ShardInfo, ...]
+    shard_class: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        classes = [-1 if s.class_id is None else s.class_id for s in self.shards]
+        object.__setattr__(self, "shard_class", np.array(
+            classes or [-1] * len(self.files), dtype=np.int64))
 
 
 def split_locations(path: str | os.PathLike[str], manifest: Manifest,
@@ -102,6 +109,7 @@ class SplitRecords(Sequence[bytes]):
             self.manifest, where = manifest, locations
         self.files: tuple[str, ...] = where.files
         self.shard, self.offset, self.length = where.shard, where.offset, where.length
+        self._shard_class = where.shard_class
         self.max_open_files = max_open_files
         self._fetcher = RecordFetcher(self, max_open_files, storage=self.storage)
 
@@ -135,6 +143,14 @@ class SplitRecords(Sequence[bytes]):
             bad = positions[(positions < -n) | (positions >= n)][0]
             raise IndexError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
         return self._fetcher.fetch(positions % n if n else positions)
+
+    def shard_classes(self, ids: Iterable[int] | np.ndarray) -> np.ndarray:
+        """The class of the shard holding each record at positions ``ids`` (per-class
+        layout; -1 where a shard has no class): the value of a label taken from the shard
+        (``ClassLabel(from_shard=True)``), e.g. for ``schema.decode(record, shard_class=...)``.
+        """
+        positions = np.asarray(ids, dtype=np.int64).reshape(-1)
+        return self._shard_class[self.shard[positions]]  # type: ignore[no-any-return]
 
     def where(self, i: int) -> str:
         """Record ``i`` named for error messages: its position, file and byte offset."""

@@ -343,9 +343,15 @@ class Scalar(Feature):
 
 @dataclass(frozen=True)
 class ClassLabel(Feature):
-    """A class index (int64), with the class names kept in the schema."""
+    """A class index (int64), with the class names kept in the schema.
+
+    ``from_shard=True`` describes files whose records carry no label because each file holds
+    one class (``tfrecordkit adopt --class-pattern``): nothing is stored in or parsed from a
+    record, and every reader gives the class of the record's shard (per-class layout only).
+    """
 
     names: collections.abc.Sequence[str] = ()
+    from_shard: bool = False
     kind: ClassVar[str] = "class_label"
 
     def __post_init__(self) -> None:
@@ -354,6 +360,9 @@ class ClassLabel(Feature):
             raise SchemaError("<class_label>", "needs at least one class name")
         if len(set(self.names)) != len(self.names):
             raise SchemaError("<class_label>", "class names must be unique")
+        if not isinstance(self.from_shard, bool):
+            raise SchemaError("<class_label>", f"from_shard must be True or False; got "
+                                               f"{self.from_shard!r}")
 
     @property
     def num_classes(self) -> int:
@@ -380,16 +389,28 @@ class ClassLabel(Feature):
         return lookup
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "names": list(self.names)}
+        out: dict[str, Any] = {"kind": self.kind, "names": list(self.names)}
+        if self.from_shard:
+            out["from_shard"] = True
+        return out
 
     def key_specs(self, name: str) -> list[KeySpec]:
-        return [KeySpec(name, "int64", ())]
+        return [] if self.from_shard else [KeySpec(name, "int64", ())]
 
     def entry_encoder(self, name: str) -> EntryEncoder:
+        if self.from_shard:
+            def refuse(value: Any) -> list[bytes]:
+                raise SchemaError(name, "a label taken from the shard (from_shard=True) is "
+                                        "not written into records; store it as "
+                                        "ClassLabel(names)")
+            return refuse
         encode_int = _int_scalar_encoder(name)
         return lambda value: [encode_int(self.index_of(name, value))]
 
     def column_encoder(self, name: str) -> ColumnEncoder | None:
+        if self.from_shard:
+            return None
+
         def encode(values: list[Any]) -> list[EncColumn] | None:
             ids: np.ndarray | None
             if all(type(v) is str for v in values):
@@ -405,6 +426,24 @@ class ClassLabel(Feature):
 
     def decode(self, name: str, features: Mapping[str, Any]) -> int:
         return self.index_of(name, _scalar(features, name))
+
+    def shard_values(self, name: str, classes: Any, n: int) -> np.ndarray:
+        """A label taken from the shard: the ``n`` records' shard classes, checked.
+
+        Raises:
+            SchemaError: no shard classes given (the record alone does not hold the label),
+                or a class id outside the names.
+        """
+        if classes is None:
+            raise SchemaError(name, "the label is each file's class (from_shard=True), not "
+                                    "in the record: read it with a tfrecordkit reader, or "
+                                    "pass the shard's class")
+        values = np.asarray(classes, dtype=np.int64).reshape(n)
+        bad = np.flatnonzero((values < 0) | (values >= len(self.names)))
+        if bad.size:
+            raise SchemaError(name, f"shard class {int(values[bad[0]])} outside "
+                                    f"0..{len(self.names) - 1}")
+        return values
 
     def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
                       where: Callable[[int], Any], **options: Any) -> Any:

@@ -46,6 +46,11 @@ class Schema(Mapping[str, Feature]):
                     raise SchemaError(name, f"Example key {spec.key!r} is also written by "
                                             f"{keys[spec.key]!r}")
                 keys[spec.key] = name
+        from_shard = [n for n, f in self._features.items()
+                      if isinstance(f, ClassLabel) and f.from_shard]
+        if len(from_shard) > 1:
+            raise SchemaError(from_shard[1], f"only one class label can come from the shard "
+                                             f"({from_shard[0]!r} does)")
         self._encoders: dict[str, EntryEncoder] = {
             name: feature.entry_encoder(name) for name, feature in self._features.items()
         }
@@ -158,13 +163,17 @@ class Schema(Mapping[str, Feature]):
 
     def decode(self, data: bytes, *, source: str | int | None = None,
                features: Sequence[str] | None = None,
-               image_min_size: tuple[int, int] | None = None) -> dict[str, Any]:
+               image_min_size: tuple[int, int] | None = None,
+               shard_class: int | None = None) -> dict[str, Any]:
         """Decode a serialized record into ``{feature name: value}`` without TensorFlow.
 
         Every key is checked against its parsing spec first: present (or defaulted), holding
         the right list type and, for fixed shapes, the right number of values. ``features``
         picks which to decode (default: all); ``image_min_size`` lets JPEGs decode at a
-        reduced scale that stays at least that ``(height, width)``.
+        reduced scale that stays at least that ``(height, width)``. ``shard_class`` is the
+        class of the record's shard: the value of a label taken from the shard (see
+        :class:`ClassLabel`; :meth:`SplitRecords.shard_classes
+        <tfrecordkit.sampling.SplitRecords.shard_classes>` gives it).
 
         Raises:
             SchemaError: the record is not an Example, or a key is missing, of the wrong type
@@ -182,7 +191,9 @@ class Schema(Mapping[str, Feature]):
                 if problem:
                     raise SchemaError(name, problem, record=source)
             try:
-                if image_min_size is not None and isinstance(feature, Image):
+                if isinstance(feature, ClassLabel) and feature.from_shard:
+                    out[name] = int(feature.shard_values(name, shard_class, 1)[0])
+                elif image_min_size is not None and isinstance(feature, Image):
                     out[name] = feature.decode(name, keys, min_size=image_min_size)
                 else:
                     out[name] = feature.decode(name, keys)
@@ -198,12 +209,14 @@ class Schema(Mapping[str, Feature]):
                      features: Sequence[str] | None = None,
                      where: Callable[[int], Any] | None = None,
                      image_min_size: tuple[int, int] | None = None,
-                     audio_sample_rate: int | None = None) -> dict[str, Any]:
+                     audio_sample_rate: int | None = None,
+                     shard_classes: Any = None) -> dict[str, Any]:
         """Decode a batch at once: ``{feature name: n values}`` (an array for numbers and
         class labels, a list otherwise), checked as :meth:`decode` checks each record, through
         the compiled columnar codec (see :func:`tfrecordkit.format.parse_examples`).
         ``image_min_size`` lets JPEGs decode at a reduced scale (see :meth:`decode`);
-        ``audio_sample_rate`` resamples audio to that rate.
+        ``audio_sample_rate`` resamples audio to that rate; ``shard_classes`` are the
+        records' shard classes (see :meth:`decode`).
 
         Raises:
             SchemaError: as :meth:`decode`; names the feature and the record (``where(i)``,
@@ -216,7 +229,9 @@ class Schema(Mapping[str, Feature]):
         n = len(records)
         out = {}
         for name, feature in chosen.items():
-            if image_min_size is not None and isinstance(feature, Image):
+            if isinstance(feature, ClassLabel) and feature.from_shard:
+                out[name] = feature.shard_values(name, shard_classes, n)
+            elif image_min_size is not None and isinstance(feature, Image):
                 out[name] = feature.decode_column(name, columns, n, name_of,
                                                   min_size=image_min_size)
             elif audio_sample_rate is not None and isinstance(feature, Audio):
@@ -239,6 +254,13 @@ class Schema(Mapping[str, Feature]):
             if isinstance(feature, ClassLabel):
                 return name, feature
         return None
+
+    @property
+    def shard_label(self) -> str | None:
+        """The name of the class label taken from each record's shard (``from_shard``), if
+        there is one."""
+        return next((name for name, f in self._features.items()
+                     if isinstance(f, ClassLabel) and f.from_shard), None)
 
     # -- JSON -----------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
@@ -55,6 +56,7 @@ def adopt(
     split: str = "train",
     label_feature: str | None = None,
     class_names: Sequence[str] | None = None,
+    class_pattern: str | None = None,
     overwrite: bool = False,
     storage_options: dict[str, Any] | None = None,
 ) -> Manifest:
@@ -70,8 +72,16 @@ def adopt(
         out_dir: the dataset directory (default: the folder holding the files).
         split: the split the files form.
         label_feature: the int64 feature holding class ids (default: one named ``label``,
-            ``labels``, ``class``, ``target`` or ``y``, if there is one).
-        class_names: names of classes ``0..n-1`` (default: ``"0"``, ``"1"``, ...).
+            ``labels``, ``class``, ``target`` or ``y``, if there is one); with
+            ``class_pattern``, the name the class taken from file names gets (default
+            ``"label"``).
+        class_names: names of classes ``0..n-1`` (default: ``"0"``, ``"1"``, ...; with
+            ``class_pattern``, the numbers or the sorted names found).
+        class_pattern: for records that carry no label, one class per file: a regular
+            expression searched in each file's name, whose group ``class`` (else its first
+            group, else the whole match) is the class, a number or a name (e.g.
+            ``r"class_(\\d+)"``). Every reader then gives each record its file's class
+            (a :class:`~tfrecordkit.schema.ClassLabel` with ``from_shard=True``).
         overwrite: replace an existing ``dataset.json``.
         storage_options: options for URLs' filesystem (fsspec).
 
@@ -106,14 +116,22 @@ def adopt(
     if profile.unparsable:
         raise DatasetError(f"{files[0]}: {profile.unparsable} sampled record(s) are not "
                            "tf.train.Example messages")
+    file_classes: list[int] | None = None
+    if class_pattern is not None:
+        file_classes, class_names = _classes_from_names(files, class_pattern, class_names)
+        label_feature = label_feature or "label"
+        if label_feature in profile.features:
+            raise DatasetError(f"the records already hold a feature {label_feature!r}; name "
+                               "the class taken from file names with label_feature")
     label_feature = label_feature or _label_candidate(profile)
-    if label_feature is not None and not _is_int_scalar(profile.features.get(label_feature),
-                                                        profile.records):
-        raise DatasetError(f"{label_feature!r} is not one int64 per record in "
+    parsed_label = label_feature if file_classes is None else None
+    if parsed_label is not None and not _is_int_scalar(profile.features.get(parsed_label),
+                                                       profile.records):
+        raise DatasetError(f"{parsed_label!r} is not one int64 per record in "
                            f"{files[0]}; name the class feature with label_feature")
     placed = [_place(file, target, storage) for file in files]
     shards, top = [], -1
-    for file in placed:
+    for number, file in enumerate(placed):
         # One CRC-checked pass gives the count, the offsets and the labels.
         offsets: list[tuple[int, int]] = []
 
@@ -123,8 +141,8 @@ def adopt(
                 offsets.append((offset, len(record) + FRAME_OVERHEAD))
                 yield record
 
-        if label_feature is not None:
-            labels = labels_of(records_of(), label_feature, file)
+        if parsed_label is not None:
+            labels = labels_of(records_of(), parsed_label, file)
         else:
             deque(records_of(), maxlen=0)  # read (and check) every record
         records = len(offsets)
@@ -133,7 +151,10 @@ def adopt(
                         storage)
         counts: dict[str, int] = {}
         class_id = None
-        if label_feature is not None:
+        if file_classes is not None:
+            class_id = file_classes[number]
+            counts = {str(class_id): records} if records else {}
+        elif parsed_label is not None:
             if labels.size and int(labels.min()) < 0:
                 raise DatasetError(f"{file}: class id {int(labels.min())} is negative")
             ids, n = np.unique(labels, return_counts=True)
@@ -146,13 +167,16 @@ def adopt(
             index=(os.path.basename(file) + INDEX_SUFFIX) if compression is None else None,
             class_id=class_id, class_counts=counts))
     per_class = label_feature is not None and all(s.class_id is not None for s in shards)
-    if label_feature is not None:
+    if parsed_label is not None:
         if class_names is None:
             class_names = [str(i) for i in range(top + 1)]
         elif top >= len(class_names):
             raise DatasetError(f"class id {top} found, but only {len(class_names)} class "
                                "names given")
-    schema = _schema_of(profile, label_feature, class_names)
+    schema = _schema_of(profile, parsed_label, class_names)
+    if file_classes is not None:
+        assert label_feature is not None and class_names is not None
+        schema = Schema({**schema, label_feature: ClassLabel(class_names, from_shard=True)})
     if not per_class:
         shards = [ShardInfo(s.file, s.records, s.bytes, s.crc32c, s.index, None,
                             s.class_counts) for s in shards]
@@ -168,6 +192,44 @@ def adopt(
     logger.info("adopted %d file(s), %d records, as split %r of %s",
                 len(shards), sum(s.records for s in shards), split, target)
     return manifest
+
+
+def _classes_from_names(files: list[str], pattern: str, class_names: Sequence[str] | None
+                        ) -> tuple[list[int], list[str]]:
+    """Each file's class id, from the part of its name ``pattern`` picks, and the class
+    names (given, else the numbers ``0..max`` or the sorted names found)."""
+    try:
+        regex = re.compile(pattern)
+    except re.error as err:
+        raise DatasetError(f"class_pattern {pattern!r} is not a regular expression: "
+                           f"{err}") from None
+    group: int | str = ("class" if "class" in regex.groupindex else 1 if regex.groups else 0)
+    found = []
+    for file in files:
+        match = regex.search(os.path.basename(file.rstrip("/")))
+        if match is None or not match.group(group):
+            raise DatasetError(f"{file}: its name does not give a class by class_pattern "
+                               f"{pattern!r}")
+        found.append(match.group(group))
+    if class_names is not None:
+        names = [str(n) for n in class_names]
+        lookup = {n: i for i, n in enumerate(names)}
+        ids = []
+        for file, text in zip(files, found, strict=True):
+            if text in lookup:
+                ids.append(lookup[text])
+            elif text.isdigit() and int(text) < len(names):
+                ids.append(int(text))
+            else:
+                raise DatasetError(f"{file}: class {text!r} (by class_pattern) is not among "
+                                   f"the {len(names)} class names")
+        return ids, names
+    if all(text.isdigit() for text in found):
+        ids = [int(text) for text in found]
+        return ids, [str(i) for i in range(max(ids) + 1)]
+    names = sorted(set(found))
+    lookup = {n: i for i, n in enumerate(names)}
+    return [lookup[text] for text in found], names
 
 
 def _common_folder(files: list[str]) -> str:

@@ -22,8 +22,9 @@ __all__ = ["MANIFEST_NAME", "Manifest", "ShardInfo", "SplitInfo", "load_manifest
 MANIFEST_NAME = "dataset.json"
 FORMAT_NAME = "tfrecordkit-dataset"
 # 2: text features may carry a vocabulary (tfrecordkit 1 would fail on it); datasets written
-# as version 1 read unchanged.
-FORMAT_VERSION = 2
+# as version 1 read unchanged. 3: a class label may be the shard's class (from_shard), which
+# version-2 readers would not give; written only by datasets that have one.
+FORMAT_VERSION = 3
 Layout = Literal["mixed", "per_class"]
 
 
@@ -92,7 +93,7 @@ class Manifest:
         """The JSON object written to ``dataset.json``."""
         return {
             "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
+            "format_version": FORMAT_VERSION if self.schema.shard_label else 2,
             "schema": self.schema.to_json(),
             "layout": self.layout,
             "compression": self.compression,
@@ -308,6 +309,13 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
         if not isinstance(feature, ClassLabel):
             raise fail("label_feature", f"{spec.label_feature!r} is not a class_label feature")
         classes = feature.num_classes
+    if schema.shard_label is not None:
+        if spec.label_feature != schema.shard_label or spec.layout != "per_class":
+            raise fail("label_feature", f"{schema.shard_label!r} is the shard's class "
+                                        "(from_shard), so it must be the label feature of "
+                                        "a per_class dataset")
+        if spec.format_version < 3:
+            raise fail("format_version", "a label taken from the shard needs version 3")
     seen: set[str] = set()
     splits = {}
     for name, split in spec.splits.items():
@@ -318,6 +326,9 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
                     raise fail(key, f"file {file!r} is listed twice")
                 if file is not None:
                     seen.add(file)
+            if schema.shard_label is not None and shard.class_id is None:
+                raise fail(key, f"no class_id, which {schema.shard_label!r} (from_shard) "
+                                "takes its value from")
             ids = [shard.class_id] if shard.class_id is not None else []
             ids += [int(k) for k in shard.class_counts]
             if ids and (classes is None or max(ids) >= classes):
