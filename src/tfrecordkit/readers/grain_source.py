@@ -41,7 +41,7 @@ class GrainSource:
         shard_class = int(self.records.shard_classes([key])[0]) if label else None
         if not self.options.decode:
             # The record alone doesn't hold a label taken from its shard.
-            extra = {label: np.int64(shard_class)} if label else {}
+            extra = {label: np.int64(shard_class)} if label and shard_class is not None else {}
             return {"record": record, **extra, "id": np.int64(key)}
         values = self.decoder.decode_one(record, self.records.where(key), shard_class)
         for name, dtype in self._dtypes.items():

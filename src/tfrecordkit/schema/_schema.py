@@ -183,7 +183,7 @@ class Schema(Mapping[str, Feature]):
             keys = decode_example_keys(data)
         except ValueError as err:
             raise SchemaError("<record>", str(err), record=source) from None
-        out = {}
+        out: dict[str, Any] = {}
         chosen = self._features if features is None else {n: self[n] for n in features}
         for name, feature in chosen.items():
             for spec in self._specs[name]:
