@@ -226,6 +226,8 @@ def test_a_label_from_the_shard_is_only_valid_where_shards_have_classes(adopted,
         tk.write_dataset([{"x": 1.0, "label": 0}], tmp_path / "ds", schema)
     with pytest.raises(SchemaError, match="not written into records"):
         schema.encode({"x": 1.0, "label": 0})
+    with pytest.raises(DatasetError, match="only a dataset's manifest gives"):
+        tk.load_tf_dataset(str(folder / "*.tfrecord"), schema=tk.load_manifest(folder).schema)
     with pytest.raises(SchemaError, match="only one class label"):
         tk.Schema({"a": tk.ClassLabel(["x"], from_shard=True),
                    "b": tk.ClassLabel(["y"], from_shard=True)})

@@ -139,6 +139,10 @@ def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = No
     given = (os.fspath(path) if isinstance(path, str | os.PathLike)
              else ", ".join(os.fspath(p) for p in path))
     if schema is not None:
+        if schema.shard_label is not None:
+            raise DatasetError(f"{given}: {schema.shard_label!r} is each file's class "
+                               "(from_shard), which only a dataset's manifest gives; adopt "
+                               "the files (tfrecordkit adopt --class-pattern)")
         return ReadPlan(given, split, tuple(files), (-1,) * len(files), compression,
                         None, schema, storage=storage)
     specs, images = _inferred_specs(files, sample, storage)
