@@ -17,6 +17,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 # script -> (extra arguments, what its output must show)
 EXPECTED = {
+    "adopt_class_files.py": ([], r"layout per_class; label ClassLabel\(.*from_shard=True\)"
+                                 r"[\s\S]*held-out files: [\d.]+ before training, "
+                                 r"0\.9\d after"),
     "quickstart.py": ([], r"pixels identical to the source"),
     "triplet_digits.py": (["2"], r"accuracy on held-out digits: [\d.]+ before training"),
     "triplet_many_classes.py": ([], r"1,200 classes x 6 images in 2,400 per-class shards"
