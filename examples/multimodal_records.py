@@ -87,8 +87,8 @@ def main(out: Path) -> float:
                       overwrite=True, workers=1)
     print(done.summary())
 
-    # padded_shapes: audio batches always come as {"values", "lengths"}, even when every
-    # clip of a batch has the same length.
+    # Audio batches come as {"values", "lengths"}, padded to the longest clip;
+    # padded_shapes (None, 1) also checks that every clip has one channel.
     options = tk.DecodeOptions(sample_rate=16000, text_length=12,
                                padded_shapes={"audio_path": (None, 1)})
     features = {}

@@ -459,6 +459,7 @@ def test_refining_an_open_image_keeps_its_other_settings(tmp_path):
     image = photos()["astronaut"]
     done = write_dataset([{"image": encode_image(image, "PNG")}] * 3, tmp_path / "ds",
                          Schema({"image": Image(dims=False)}))
-    assert done.manifest.schema["image"] == Image("png", channels=3, dims=False)
+    assert done.manifest.schema["image"] == Image("png", channels=3, dims=False,
+                                                  size=image.shape[:2])
     batch = next(iter(load_numpy_dataset(tmp_path / "ds", batch_size=3)))
     assert all(np.array_equal(pixels, image) for pixels in batch["image"])

@@ -5,15 +5,15 @@ from tfrecordkit.convert._encoding import (
     ConversionJob,
     EncodedChunk,
     EncodeJob,
+    ImageObservations,
     SplitAssigner,
     SplitSpec,
     encode_items,
-    open_image_features,
-    refine_schema,
+    image_features,
 )
 from tfrecordkit.convert._pipeline import ConversionResult, convert, run_conversion, write_dataset
 from tfrecordkit.convert._source_choice import SOURCE_KINDS, open_source
 
 __all__ = ["SOURCE_KINDS", "ConversionJob", "ConversionResult", "EncodeJob", "EncodedChunk",
-           "SplitAssigner", "SplitSpec", "convert", "encode_items", "open_image_features",
-           "open_source", "refine_schema", "run_conversion", "write_dataset"]
+           "ImageObservations", "SplitAssigner", "SplitSpec", "convert", "encode_items",
+           "image_features", "open_source", "run_conversion", "write_dataset"]

@@ -9,7 +9,7 @@ import logging
 import math
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,8 +21,8 @@ from tfrecordkit.schema import ClassLabel, Image, Schema, Text, image_header, sn
 from tfrecordkit.sources import Source, SourceItem
 from tfrecordkit.store import ShardOptions, record_hash
 
-__all__ = ["ConversionJob", "EncodeJob", "EncodedChunk", "SplitAssigner", "SplitSpec",
-           "encode_items", "open_image_features", "refine_schema"]
+__all__ = ["ConversionJob", "EncodeJob", "EncodedChunk", "ImageObservations", "SplitAssigner",
+           "SplitSpec", "encode_items", "image_features"]
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class ConversionJob:
         """What the encoding workers need."""
         return EncodeJob(self.source, self.schema, self.label_feature,
                          self.options.seed if self.options.shuffle else None,
-                         open_image_features(self.schema))
+                         image_features(self.schema))
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ class EncodeJob:
     schema: Schema
     label_feature: str | None
     seed: int | None  # None: no write-time shuffle, so no order hash
-    open_images: tuple[str, ...] = ()  # images whose schema leaves format or channels open
+    images: tuple[str, ...] = ()  # image features, observed for ImageObservations
 
 
 @dataclass
@@ -171,7 +171,7 @@ class EncodedChunk:
     labels: list[int | None]
     hashes: list[int] | None
     failures: list[tuple[int, str]]  # (position, reason), in order
-    observed: set[tuple[str, str, int]]  # (image, format, channels) of open images
+    observed: set[Observed]  # what the chunk's images are (see ImageObservations)
 
 
 def _reason(err: Exception) -> str:
@@ -219,58 +219,89 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
         labels = [feature.index_of(job.label_feature, r[job.label_feature]) for r in records]
     hashes = (None if job.seed is None
               else [record_hash(chunk[p].key, job.seed) for p in kept])
-    observed: set[tuple[str, str, int]] = set()
-    if job.open_images:
+    observations = ImageObservations()
+    if job.images:
         for record in records:
-            observed.update(_observe_images(job.open_images, record))
-    return EncodedChunk(frames, kept, labels, hashes, failures, observed)
+            observations.add(_observe_images(job.images, record))
+    return EncodedChunk(frames, kept, labels, hashes, failures, observations.as_set())
 
 
-def open_image_features(schema: Schema) -> tuple[str, ...]:
-    """Image features whose schema leaves the format or the channels open."""
-    return tuple(name for name, f in schema.items()
-                 if isinstance(f, Image) and (f.channels is None or f.encoding == "auto"))
+def image_features(schema: Schema) -> tuple[str, ...]:
+    """The image features (what conversion observes to refine the schema)."""
+    return tuple(name for name, f in schema.items() if isinstance(f, Image))
+
+
+Observed = tuple[str, str, int, str]
+"""(image feature, format, channels, ``"HxW"``); channels 0 and size "" when unknown."""
 
 
 def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]
-                    ) -> tuple[tuple[str, str, int], ...]:
-    """(name, format, channels) of open images whose value came from a source (a dict)."""
-    seen = []
+                    ) -> tuple[Observed, ...]:
+    """What each image of a record is, read from its value (a source's dict, encoded bytes'
+    header, or an array) without decoding."""
+    seen: list[Observed] = []
     for name in names:
         value = record[name]
         if isinstance(value, Mapping):
-            seen.append((name, sniff_bytes(value["bytes"][:16]), int(value["channels"])))
-        elif isinstance(value, bytes) and (header := image_header(value)) is not None:
-            seen.append((name, sniff_bytes(value[:16]), header[2]))
+            seen.append((name, sniff_bytes(value["bytes"][:16]), int(value["channels"]),
+                         f"{int(value['height'])}x{int(value['width'])}"))
+        elif isinstance(value, bytes):
+            header = image_header(value)
+            seen.append((name, sniff_bytes(value[:16]), header[2] if header else 0,
+                         f"{header[0]}x{header[1]}" if header else ""))
         elif isinstance(value, np.ndarray) and value.ndim in (2, 3):
             # Arrays are encoded as PNG when the encoding is left open.
-            seen.append((name, "png", value.shape[2] if value.ndim == 3 else 1))
+            seen.append((name, "png", value.shape[2] if value.ndim == 3 else 1,
+                         f"{value.shape[0]}x{value.shape[1]}"))
     return tuple(seen)
 
 
+class ImageObservations:
+    """What a conversion saw of its images, merged chunk by chunk in any order: formats,
+    channels, and each feature's one size, or that sizes vary (kept as ``""``, so what is
+    held stays small however many sizes there are)."""
 
-def refine_schema(schema: Schema, observed: dict[str, set[tuple[str, int]]]) -> Schema:
-    """Pin an image's encoding and channels when every record agreed on them."""
-    features = dict(schema)
-    for name, seen in observed.items():
-        feature = features[name]
-        assert isinstance(feature, Image)
-        formats = {fmt for fmt, _ in seen}
-        channels = {c for _, c in seen}
-        if feature.channels is None and len(channels) > 1:
-            # Mixed grayscale/colour: readers decode every image to the most channels seen,
-            # which is lossless (grey is replicated, alpha added opaque); the bytes stay as
-            # they came. Leaving it open would let batches zero-fill the missing channels.
-            logger.info("%s: images have %s channels; readers will decode all of them to %d",
-                        name, sorted(channels), max(channels))
-        features[name] = dataclasses.replace(  # the feature's other settings (dims) kept
-            feature,
-            encoding=formats.pop() if feature.encoding == "auto" and len(formats) == 1
-            else feature.encoding,
-            channels=max(channels) if feature.channels is None and channels
-            else feature.channels,
-        )
-    return Schema(features)
+    def __init__(self) -> None:
+        self.seen: dict[str, set[tuple[str, int, str]]] = {}
+
+    def add(self, observed: Iterable[Sequence[Any]]) -> None:
+        """Merge observations (:data:`Observed` tuples, or lists as JSON gives them back)."""
+        for name, fmt, channels, size in observed:
+            seen = self.seen.setdefault(name, set())
+            seen.add((fmt, int(channels), size))
+            if len({s for _, _, s in seen}) > 1:
+                self.seen[name] = {(f, c, "") for f, c, _ in seen}
+
+    def as_set(self) -> set[Observed]:
+        """The observations as :data:`Observed` tuples."""
+        return {(name, *item) for name, seen in self.seen.items() for item in seen}
+
+    def refine(self, schema: Schema) -> Schema:
+        """Pin an image's encoding, channels and size when every record agreed on them."""
+        features = dict(schema)
+        for name, seen in self.seen.items():
+            feature = features[name]
+            assert isinstance(feature, Image)
+            formats = {fmt for fmt, _, _ in seen}
+            channels = {c for _, c, _ in seen if c}
+            sizes = {s for _, _, s in seen}
+            if feature.channels is None and len(channels) > 1:
+                # Mixed grayscale/colour: readers decode every image to the most channels
+                # seen, which is lossless (grey is replicated, alpha added opaque); the bytes
+                # stay as they came. Left open, batches would zero-fill missing channels.
+                logger.info("%s: images have %s channels; readers will decode all of them "
+                            "to %d", name, sorted(channels), max(channels))
+            size = sizes.pop() if len(sizes) == 1 else ""
+            height, _, width = size.partition("x")
+            features[name] = dataclasses.replace(  # the feature's other settings (dims) kept
+                feature,
+                encoding=formats.pop() if feature.encoding == "auto" and len(formats) == 1
+                else feature.encoding,
+                channels=max(channels) if feature.channels is None and channels
+                else feature.channels,
+                size=feature.size or ((int(height), int(width)) if size else None),
+            )
+        return Schema(features)
 
 
 def _training_split(split: SplitSpec) -> str:

@@ -18,8 +18,8 @@ from tfrecordkit.convert import (
     ConversionJob,
     EncodedChunk,
     EncodeJob,
+    ImageObservations,
     encode_items,
-    refine_schema,
 )
 from tfrecordkit.errors import SourceError
 from tfrecordkit.format._encode import EncodedFrames
@@ -160,7 +160,7 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
         if writer.resumed:
             logger.info("%s: resuming from a completed spill", job.out_dir)
         else:
-            observed: dict[str, set[tuple[str, int]]] = {}
+            observations = ImageObservations()
             # Staging (grouping, spill writes) runs on a thread while the next chunk encodes.
             with _Staging(writer) as staging:
                 for chunk, encoded in _parallel_chunks(job.encode_job(), workers):
@@ -175,8 +175,7 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
                               for item, label in zip(kept, encoded.labels, strict=True)]
                     staging.add(encoded.frames, splits, encoded.labels, encoded.hashes,
                                 [i.key for i in kept])
-                    for name, fmt, channels in encoded.observed:
-                        observed.setdefault(name, set()).add((fmt, channels))
+                    observations.add(encoded.observed)
                     report(len(kept), len(encoded.frames.buffer))
-            writer.schema = refine_schema(job.schema, observed)
+            writer.schema = observations.refine(job.schema)
         return writer.finish(), writer.resumed

@@ -22,7 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.convert import ConversionJob, EncodeJob, SplitAssigner, encode_items, refine_schema
+from tfrecordkit.convert import (
+    ConversionJob,
+    EncodeJob,
+    ImageObservations,
+    SplitAssigner,
+    encode_items,
+)
 from tfrecordkit.errors import DatasetError, SourceError
 from tfrecordkit.format import Storage
 from tfrecordkit.format._index import INDEX_SUFFIX
@@ -253,7 +259,7 @@ class _Summary:
     acc: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
     failed: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)
     failures: int = 0
-    observed: dict[str, set[tuple[str, int]]] = dataclasses.field(default_factory=dict)
+    observed: ImageObservations = dataclasses.field(default_factory=ImageObservations)
 
     def add(self, table: Any) -> None:
         for row in table.to_pylist():
@@ -270,8 +276,7 @@ class _Summary:
             elif row["kind"] == "failures":
                 self.failures += row["records"]
             else:
-                for name, fmt, channels in json.loads(row["observed"]):
-                    self.observed.setdefault(name, set()).add((fmt, channels))
+                self.observed.add(json.loads(row["observed"]))
         self.failed = sorted(self.failed)[:_SKIPPED_LISTED]
 
     def totals(self) -> dict[str, SplitTotals]:
@@ -449,7 +454,7 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
         written.setdefault(name, []).append(done[ref])
     shards: dict[str, Sequence[ShardInfo]] = dict(written)
     return finalize_manifest(
-        job.out_dir, shards, schema=refine_schema(job.schema, summary.observed),
+        job.out_dir, shards, schema=summary.observed.refine(job.schema),
         options=job.options,
         label_feature=job.label_feature, skipped=skipped, skipped_count=summary.failures,
         created_by=job.created_by, expected={k: t.records for k, t in totals.items()},

@@ -23,6 +23,7 @@ from tfrecordkit.schema import (
     Scalar,
     Schema,
     Sequence,
+    Tensor,
     Text,
     decode_image_bytes,
 )
@@ -144,25 +145,29 @@ def scale_image(pixels: np.ndarray, options: DecodeOptions) -> np.ndarray:
     return out
 
 
-def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None,
-                 shape: tuple[int | None, ...] | None = None, fill: float = 0) -> Any:
+def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None, *,
+                 shape: tuple[int | None, ...] | None = None, fill: float = 0,
+                 varies: bool = False) -> Any:
     """Per-record values of one feature as a batch: arrays stacked; variable shapes padded
     with ``fill`` (plus a ``lengths`` array of each record's shape) or kept as a list
     (``padding="ragged"``); dicts batched key by key; text and bytes as lists. ``dtype`` is
     the numbers' type (else each value's own). ``shape`` fixes the padded shape (``None``
     dimensions: the batch's longest); a value larger than it raises ``ValueError`` naming
-    its position in the batch."""
+    its position in the batch. ``varies`` (a feature whose shape the schema leaves open)
+    pads or lists even a batch whose values happen to agree, so every batch of a feature
+    has one structure."""
     first = values[0]
     if isinstance(first, dict):
         return {k: batch_values([v[k] for v in values], padding,
-                                shape=shape if k in PADDED_KEYS else None, fill=fill)
+                                shape=shape if k in PADDED_KEYS else None, fill=fill,
+                                varies=varies and k in PADDED_KEYS)
                 for k in first}
     if dtype is None and (isinstance(first, str | bytes) or (isinstance(first, list) and (
             not first or isinstance(first[0], str | bytes)))):
         return list(values)
     arrays = [np.asarray(v, dtype=dtype) for v in values]
     shapes = {a.shape for a in arrays}
-    if shape is None and len(shapes) == 1:
+    if shape is None and not varies and len(shapes) == 1:
         return np.stack(arrays)
     if padding == "ragged":
         return arrays
@@ -190,6 +195,16 @@ def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None,
 
 
 PADDED_KEYS = ("samples", "ids", "mask")  # what a padded shape applies to in dict values
+
+
+def shape_varies(feature: Feature, options: DecodeOptions) -> bool:
+    """Whether the schema leaves the shape of a feature's decoded values open (so batches
+    pad them, or list them when ragged, always)."""
+    if isinstance(feature, Image):
+        return options.image_size is None and feature.fixed_shape is None
+    if isinstance(feature, Tensor):
+        return feature.variable
+    return isinstance(feature, Audio | Sequence)
 
 
 def number_dtype(feature: Feature) -> np.dtype[Any] | None:
@@ -227,6 +242,11 @@ class RecordDecoder:
             self._dtypes = {n: np.dtype(s.dtype) for n, s in self._specs.items()
                             if s.dtype != "string" and n not in self._images}
         self._padded = dict(options.padded_shapes or {})
+        if schema is not None:
+            self._varies = {n for n in names if shape_varies(schema[n], options)}
+        else:
+            self._varies = {n for n, s in self._specs.items() if s.shape is None} | (
+                self._images if options.image_size is None else set())
         self._token_ids = {n for n in names if schema is not None
                            and isinstance(f := schema[n], Text) and f.has_ids}
         label = schema.shard_label if schema is not None else None
@@ -322,8 +342,8 @@ class RecordDecoder:
         for name in self.features:
             pieces = [p[name] for p in parts]
             dtype = self._dtypes.get(name)
-            if name not in self._padded and all(isinstance(x, np.ndarray) and x.ndim >= 1
-                                                for x in pieces):
+            if name not in self._padded and name not in self._varies and all(
+                    isinstance(x, np.ndarray) and x.ndim >= 1 for x in pieces):
                 joined = np.concatenate(pieces)
                 batch[name] = joined.astype(dtype) if dtype is not None else joined
             else:
@@ -337,7 +357,8 @@ class RecordDecoder:
         try:
             return batch_values(values, self.options.padding, dtype,
                                 shape=self._padded.get(name),
-                                fill=(self.options.padding_values or {}).get(name, 0))
+                                fill=(self.options.padding_values or {}).get(name, 0),
+                                varies=name in self._varies)
         except ValueError as err:
             raise SchemaError(name, str(err)) from None
 

@@ -158,6 +158,8 @@ def _decode_image(feature: Image, parsed: Example, name: str,
                                 feature.channels)
     else:
         image = decode_image_tensor(data, feature.channels, feature.encoding)
+    if image_size is None and feature.fixed_shape is not None:
+        image = tf.ensure_shape(image, feature.fixed_shape)  # a static shape for Keras
     return _resize(image, image_size, keep_aspect)
 
 

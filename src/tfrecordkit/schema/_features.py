@@ -634,12 +634,15 @@ class Image(Feature):
 
     ``channels`` is what readers decode to (None: as stored, which may vary per record).
     ``dims=False`` describes records that hold only the encoded bytes (files other tools
-    wrote): nothing else is stored or read; not for ``raw``.
+    wrote): nothing else is stored or read; not for ``raw``. ``size`` is the ``(height,
+    width)`` of every image, when they all have one (conversion finds it); readers then
+    batch images as plain arrays rather than padded ones with their lengths.
     """
 
     encoding: str = "auto"
     channels: int | None = None
     dims: bool = True
+    size: tuple[int, int] | None = None
     kind: ClassVar[str] = "image"
 
     _ENCODINGS: ClassVar[tuple[str, ...]] = ("auto", "jpeg", "png", "raw")
@@ -653,13 +656,28 @@ class Image(Feature):
                 "<image>", f"channels must be None, 1, 2, 3 or 4; got {self.channels}")
         if not self.dims and self.encoding == "raw":
             raise SchemaError("<image>", "raw pixels need their dims (height, width, channels)")
+        if self.size is not None:
+            size = tuple(self.size)
+            if len(size) != 2 or not all(type(d) is int and d > 0 for d in size):
+                raise SchemaError("<image>", f"size must be (height, width), two positive "
+                                             f"ints; got {self.size!r}")
+            object.__setattr__(self, "size", size)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "encoding": self.encoding,
                                "channels": self.channels}
         if not self.dims:
             out["dims"] = False
+        if self.size is not None:
+            out["size"] = list(self.size)
         return out
+
+    @property
+    def fixed_shape(self) -> tuple[int, int, int] | None:
+        """The decoded shape every image has (known size and channels), else None."""
+        if self.size is None or self.channels is None:
+            return None
+        return (*self.size, self.channels)
 
     @property
     def _dim_names(self) -> tuple[str, ...]:
@@ -707,14 +725,17 @@ class Image(Feature):
             else:
                 raise SchemaError(name, f"expected encoded bytes or a uint8 array, got "
                                         f"{type(value).__name__}")
+            if self.size is not None and tuple(int(d) for d in shape[:2]) != self.size:
+                raise SchemaError(name, f"image is {shape[0]}x{shape[1]}; the feature's "
+                                        f"size is {self.size[0]}x{self.size[1]}")
             return [*encode_bytes(data),
                     *(enc(int(d)) for enc, d in zip(dims, shape[: len(dims)], strict=True))]
 
         return encode
 
     def column_encoder(self, name: str) -> ColumnEncoder | None:
-        if self.encoding == "raw":
-            return None
+        if self.encoding == "raw" or self.size is not None:
+            return None  # a fixed size is checked record by record
         dims = self._dim_names
 
         def encode(values: list[Any]) -> list[EncColumn] | None:
@@ -1066,6 +1087,8 @@ def feature_from_json(data: Mapping[str, Any]) -> Feature:
         params["shape"] = tuple(params.get("shape", ()))
     if cls is ClassLabel:
         params["names"] = tuple(params.get("names", ()))
+    if cls is Image and isinstance(params.get("size"), list):
+        params["size"] = tuple(params["size"])
     if cls is Text and isinstance(params.get("vocabulary"), Mapping):
         params["vocabulary"] = Vocabulary.from_json(params["vocabulary"])
     return cls(**params)
