@@ -2,10 +2,10 @@
 
 A plain TensorFlow script (as the tutorials write it) stores scikit-learn's real digits as one
 file per class, `class_<k>.tfrecord`, each record holding PNG bytes, height and width but no
-label. `tfrecordkit.adopt(..., class_pattern=r"class_(\\d+)")` makes each folder a dataset
-without rewriting a byte: every reader then gives each record its file's class. Class-balanced
-P×K batches train a Keras embedding with a batch-hard triplet loss; a 1-nearest-neighbour
-accuracy on the held-out files is printed before and after.
+label, in train/ and test/ folders. `tfrecordkit.adopt(..., class_pattern=r"class_(\\d+)")`
+makes them one dataset with two splits without rewriting a byte: every reader then gives each
+record its file's class. Class-balanced P×K batches train a Keras embedding with a batch-hard
+triplet loss; a 1-nearest-neighbour accuracy on the held-out files is printed before and after.
 Run: python examples/adopt_class_files.py [OUT_DIR] [EPOCHS]
 """
 
@@ -71,16 +71,17 @@ def main(out_dir: str = "demo_output", epochs: int = 6) -> None:
     write_like_the_tutorial(root / "train", images[~held_out], digits.target[~held_out])
     write_like_the_tutorial(root / "test", images[held_out], digits.target[held_out])
 
-    # The two lines that make the files a dataset (dataset.json + .index files).
-    train = tk.adopt(root / "train", class_pattern=r"class_(\d+)")
-    tk.adopt(root / "test", class_pattern=r"class_(\d+)")
-    print(f"adopted {len(train.splits['train'].shards)} files, "
-          f"{train.splits['train'].records} records, layout {train.layout}; label "
-          f"{train.schema['label']}")
+    # The two lines that make the files one dataset with two splits (dataset.json + .index
+    # files; the files are linked in, not rewritten).
+    tk.adopt(root / "train", root / "ds", class_pattern=r"class_(\d+)")
+    manifest = tk.adopt(root / "test", root / "ds", split="test", class_pattern=r"class_(\d+)")
+    print(f"adopted {sum(len(s.shards) for s in manifest.splits.values())} files, "
+          f"{manifest.num_records('train')} + {manifest.num_records('test')} records, "
+          f"layout {manifest.layout}; label {manifest.schema['label']}")
 
     tf.keras.utils.set_random_seed(0)
     features = ["image_raw", "label"]  # the image, and the class taken from the file name
-    pk = tk.load_tf_pk_dataset(root / "train", classes_per_batch=8, examples_per_class=8,
+    pk = tk.load_tf_pk_dataset(root / "ds", classes_per_batch=8, examples_per_class=8,
                                seed=0, features=features, as_supervised=True,
                                epoch="examples", repeat=True)
     model = tf.keras.Sequential([
@@ -91,14 +92,14 @@ def main(out_dir: str = "demo_output", epochs: int = 6) -> None:
     model.compile(optimizer=tf.keras.optimizers.Adam(3e-3),
                   loss=tk.batch_hard_triplet_loss(0.3))
 
-    def labelled(folder: Path):
-        return tk.load_tf_dataset(folder, batch_size=256, shuffle=False, features=features,
-                                  as_supervised=True)
+    def labelled(split: str):
+        return tk.load_tf_dataset(root / "ds", split, batch_size=256, shuffle=False,
+                                  features=features, as_supervised=True)
 
-    before = nearest_neighbour_accuracy(model, labelled(root / "train"), labelled(root / "test"))
+    before = nearest_neighbour_accuracy(model, labelled("train"), labelled("test"))
     history = model.fit(pk, epochs=epochs, steps_per_epoch=pk.steps_per_epoch, verbose=0,
                         shuffle=False).history["loss"]
-    after = nearest_neighbour_accuracy(model, labelled(root / "train"), labelled(root / "test"))
+    after = nearest_neighbour_accuracy(model, labelled("train"), labelled("test"))
     batch = next(iter(pk))
     print(f"a P×K batch holds classes {sorted(set(batch[1].numpy().tolist()))}, "
           f"{pk.steps_per_epoch} steps per epoch")

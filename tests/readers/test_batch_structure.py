@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import tfrecordkit as tk
 from tests.datasets import encode_audio, encode_image, photos, tone
 from tfrecordkit import SchemaError
-from tfrecordkit.convert import ImageObservations
+from tfrecordkit.schema import ImageObservations
 
 
 def _structures(loader):

@@ -50,13 +50,15 @@ def make_inputs(root: Path) -> list[dict]:
             example = tf.train.Example(features=tf.train.Features(feature={
                 "x": tf.train.Feature(float_list=tf.train.FloatList(value=[i / 2]))}))
             writer.write(example.SerializeToString())
-    (root / "their_classes").mkdir()
-    for k in range(5):  # no label in the records: the class is in the file name
-        with tf.io.TFRecordWriter(str(root / "their_classes" / f"class_{k}.tfrecord")) as w:
-            for i in range(3):
-                example = tf.train.Example(features=tf.train.Features(feature={
-                    "x": tf.train.Feature(float_list=tf.train.FloatList(value=[k + i / 10]))}))
-                w.write(example.SerializeToString())
+    for folder in ("their_classes", "their_val"):
+        (root / folder).mkdir()
+        for k in range(5):  # no label in the records: the class is in the file name
+            with tf.io.TFRecordWriter(str(root / folder / f"class_{k}.tfrecord")) as w:
+                for i in range(3):
+                    example = tf.train.Example(features=tf.train.Features(feature={
+                        "x": tf.train.Feature(float_list=tf.train.FloatList(
+                            value=[k + i / 10]))}))
+                    w.write(example.SerializeToString())
     captions = ["a cat on a mat", "two dogs running", "a bird in the sky", "the cat sleeps"]
     return [{"image": encode_image(sources[i % len(sources)][:40, :50], "JPEG"),
              "label": i % 2, "caption": captions[i % 4],
@@ -86,7 +88,8 @@ def test_the_readme_code_runs_as_written(s3_server, tmp_path, monkeypatch):
     # What the tour made is what it says.
     assert namespace["result"].manifest.layout == "per_class"
     assert len(namespace["result"].manifest.class_names) == 20
-    assert tk.load_manifest(tmp_path / "their_classes").schema["label"].from_shard
+    adopted = tk.load_manifest(tmp_path / "their_classes")
+    assert adopted.schema["label"].from_shard and sorted(adopted.splits) == ["train", "val"]
     pk = next(namespace["pk"])
     assert pk["label"].tolist() == np.floor(pk["x"]).astype(int).tolist()
     assert tk.load_manifest("s3://my-bucket/photos_ray").splits["train"].records == 120

@@ -73,7 +73,8 @@ def test_per_class_files_become_a_per_class_dataset(tmp_path):
     split = manifest.splits["train"]
     assert split.records == 150 and len(split.class_counts) == 30
     schema = manifest.schema
-    assert schema["image"] == tk.Image("jpeg", dims=False)
+    # Grey and colour photos: every image decodes to 3 channels, as a conversion decides.
+    assert schema["image"] == tk.Image("jpeg", channels=3, dims=False)
     assert schema["label"] == tk.ClassLabel([str(k) for k in range(30)])
     assert isinstance(schema["caption"], tk.Text)
     assert schema["score"] == tk.Scalar("float32")
@@ -81,8 +82,7 @@ def test_per_class_files_become_a_per_class_dataset(tmp_path):
     assert all((tmp_path / "raw" / (s.file + ".index")).exists() for s in split.shards)
 
     def pixels(data):
-        array = np.asarray(PILImage.open(io.BytesIO(data)))
-        return array[..., None] if array.ndim == 2 else array
+        return np.asarray(PILImage.open(io.BytesIO(data)).convert("RGB"))
 
     # PxK batches: K images of each of P classes, each the pixels the files hold.
     batch = next(tk.iter_pk_batches(tmp_path / "raw", classes_per_batch=6,
@@ -144,7 +144,7 @@ def test_bad_input_writes_nothing(tmp_path):
     with pytest.raises(DatasetError, match="class id 2 found, but only 2 class names"):
         tk.adopt(tmp_path / "ok", class_names=["a", "b"])
     tk.adopt(tmp_path / "ok")
-    with pytest.raises(DatasetError, match="already holds a dataset"):
+    with pytest.raises(DatasetError, match="already holds a dataset with split 'train'"):
         tk.adopt(tmp_path / "ok")
     (tmp_path / "ok" / "more.tfrecord.gz").write_bytes(b"")
     with pytest.raises(DatasetError, match="mix compressions"):
@@ -186,3 +186,79 @@ def test_the_command_line(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["layout"] == "per_class" and out["splits"]["train"]["records"] == 8
     assert main(["verify", str(tmp_path / "raw"), "-q"]) == 0
+
+
+def test_files_of_another_split_join_the_dataset(tmp_path):
+    """The tutorial's train/ and val/ files become one dataset with two splits: the second
+    adopt takes the dataset's schema, label and class names (val has fewer classes)."""
+    rows = tutorial_files(tmp_path / "train", classes=6, per_class=3)
+    val_rows = tutorial_files(tmp_path / "val", classes=4, per_class=2)
+    tk.adopt(tmp_path / "train", tmp_path / "ds")
+    before = json.loads((tmp_path / "ds" / "dataset.json").read_text())
+    with pytest.raises(DatasetError, match="already holds a dataset with split 'train'"):
+        tk.adopt(tmp_path / "val", tmp_path / "ds")
+    for name in ("val_a", "val_b"):
+        (tmp_path / name).mkdir()
+    # Records the dataset's schema can't read, and an unlabelled class pattern: refused,
+    # and nothing changes.
+    write_tf(tmp_path / "val_a" / "other.tfrecord", [{"x": 1.0, "label": 0}])
+    with pytest.raises(DatasetError, match=r"schema can't read .*other\.tfrecord"):
+        tk.adopt(tmp_path / "val_a", tmp_path / "ds", split="val")
+    with pytest.raises(DatasetError, match="its records hold their labels"):
+        tk.adopt(tmp_path / "val", tmp_path / "ds", split="val", class_pattern=r"(\d+)")
+    assert json.loads((tmp_path / "ds" / "dataset.json").read_text()) == before
+    assert not (tmp_path / "ds" / "other.tfrecord").exists()
+
+    manifest = tk.adopt(tmp_path / "val", tmp_path / "ds", split="val")
+    assert sorted(manifest.splits) == ["train", "val"]
+    assert manifest.to_json()["splits"]["train"] == before["splits"]["train"]
+    # val's class_0.tfrecord joins train's under another name.
+    assert {s.file for s in manifest.splits["val"].shards} == {
+        f"val-class_{k}.tfrecord" for k in range(4)}
+    assert manifest.class_names == tuple(str(k) for k in range(6))
+    assert manifest.splits["val"].class_counts == {str(k): 2 for k in range(4)}
+    assert manifest.layout == "per_class"
+    got = {(e["caption"].numpy().decode(), int(e["label"]))
+           for e in tk.load_tf_dataset(tmp_path / "ds", "val", shuffle=False)}
+    assert got == {(r["caption"].decode(), k) for k, made in val_rows.items() for r in made}
+    batch = next(tk.iter_pk_batches(tmp_path / "ds", "train", classes_per_batch=6,
+                                    examples_per_class=2, steps=1, features=["label"]))
+    assert sorted(set(batch["label"].tolist())) == sorted(rows)
+    assert main(["verify", str(tmp_path / "ds"), "-q"]) == 0
+
+
+def test_one_image_size_is_found_by_the_scan_and_kept_only_if_a_new_split_shares_it(tmp_path):
+    image = photos()["chelsea"]
+    for split, size in (("train", 24), ("val", 24), ("test", 20)):
+        (tmp_path / split).mkdir()
+        write_tf(tmp_path / split / f"{split}.tfrecord",
+                 [{"image": encode_image(image[i : i + size, :size], "PNG"), "label": i % 2}
+                  for i in range(6)])
+    manifest = tk.adopt(tmp_path / "train", tmp_path / "ds")
+    assert manifest.schema["image"] == tk.Image("png", channels=3, dims=False, size=(24, 24))
+    batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=3)))
+    assert batch["image"].shape == (3, 24, 24, 3)
+    assert tk.adopt(tmp_path / "val", tmp_path / "ds", split="val").schema["image"].size == (
+        24, 24)
+    manifest = tk.adopt(tmp_path / "test", tmp_path / "ds", split="test")
+    assert manifest.schema["image"].size is None
+    batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", "test", batch_size=3)))
+    assert batch["image"]["values"].shape == (3, 20, 20, 3)
+
+
+def test_a_class_pattern_dataset_takes_a_split_by_the_same_names(tmp_path):
+    from tests.datasets import class_of, unlabelled_files
+
+    unlabelled_files(tmp_path / "train", per_file=2)
+    unlabelled_files(tmp_path / "val", per_file=1)
+    for extra in (tmp_path / "val").glob("class_[45]-*"):
+        extra.unlink()
+    tk.adopt(tmp_path / "train", tmp_path / "ds", class_pattern=r"class_(\d+)")
+    with pytest.raises(DatasetError, match="its classes come from file names"):
+        tk.adopt(tmp_path / "val", tmp_path / "ds", split="val")
+    manifest = tk.adopt(tmp_path / "val", tmp_path / "ds", split="val",
+                        class_pattern=r"class_(\d+)")
+    assert manifest.class_names == tuple(str(k) for k in range(6))
+    for batch in tk.load_numpy_dataset(tmp_path / "ds", "val", batch_size=2,
+                                       features=["caption", "label"]):
+        assert batch["label"].tolist() == [class_of(c) for c in batch["caption"]]

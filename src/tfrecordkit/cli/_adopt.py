@@ -15,7 +15,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("paths", nargs="+", help="record files, globs or a directory")
     parser.add_argument("--out", help="the dataset directory (default: the files' folder; "
                                       "files elsewhere are hard-linked or copied in)")
-    parser.add_argument("--split", default="train", help="the split the files form")
+    parser.add_argument("--split", default="train",
+                        help="the split the files form (a new split, when --out already "
+                             "holds a dataset)")
     parser.add_argument("--label-feature", help="the int64 class-id feature (default: one "
                                                 "named label, labels, class, target or y)")
     parser.add_argument("--class-names", help="comma-separated names of classes 0..n-1")

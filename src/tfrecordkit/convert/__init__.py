@@ -5,7 +5,6 @@ from tfrecordkit.convert._encoding import (
     ConversionJob,
     EncodedChunk,
     EncodeJob,
-    ImageObservations,
     SplitAssigner,
     SplitSpec,
     encode_items,
@@ -15,5 +14,5 @@ from tfrecordkit.convert._pipeline import ConversionResult, convert, run_convers
 from tfrecordkit.convert._source_choice import SOURCE_KINDS, open_source
 
 __all__ = ["SOURCE_KINDS", "ConversionJob", "ConversionResult", "EncodeJob", "EncodedChunk",
-           "ImageObservations", "SplitAssigner", "SplitSpec", "convert", "encode_items",
+           "SplitAssigner", "SplitSpec", "convert", "encode_items",
            "image_features", "open_source", "run_conversion", "write_dataset"]

@@ -9,7 +9,7 @@ import logging
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,12 +17,21 @@ import numpy as np
 
 from tfrecordkit.errors import SchemaError, SourceError
 from tfrecordkit.format._encode import EncodedFrames
-from tfrecordkit.schema import ClassLabel, Image, Schema, Text, image_header, sniff_bytes
+from tfrecordkit.schema import (
+    ClassLabel,
+    Image,
+    ImageObservations,
+    Observed,
+    Schema,
+    Text,
+    image_header,
+    sniff_bytes,
+)
 from tfrecordkit.sources import Source, SourceItem
 from tfrecordkit.store import ShardOptions, record_hash
 
-__all__ = ["ConversionJob", "EncodeJob", "EncodedChunk", "ImageObservations", "SplitAssigner",
-           "SplitSpec", "encode_items", "image_features"]
+__all__ = ["ConversionJob", "EncodeJob", "EncodedChunk", "SplitAssigner", "SplitSpec",
+           "encode_items", "image_features"]
 
 logger = logging.getLogger(__name__)
 
@@ -231,10 +240,6 @@ def image_features(schema: Schema) -> tuple[str, ...]:
     return tuple(name for name, f in schema.items() if isinstance(f, Image))
 
 
-Observed = tuple[str, str, int, str]
-"""(image feature, format, channels, ``"HxW"``); channels 0 and size "" when unknown."""
-
-
 def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]
                     ) -> tuple[Observed, ...]:
     """What each image of a record is, read from its value (a source's dict, encoded bytes'
@@ -254,54 +259,6 @@ def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]
             seen.append((name, "png", value.shape[2] if value.ndim == 3 else 1,
                          f"{value.shape[0]}x{value.shape[1]}"))
     return tuple(seen)
-
-
-class ImageObservations:
-    """What a conversion saw of its images, merged chunk by chunk in any order: formats,
-    channels, and each feature's one size, or that sizes vary (kept as ``""``, so what is
-    held stays small however many sizes there are)."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, set[tuple[str, int, str]]] = {}
-
-    def add(self, observed: Iterable[Sequence[Any]]) -> None:
-        """Merge observations (:data:`Observed` tuples, or lists as JSON gives them back)."""
-        for name, fmt, channels, size in observed:
-            seen = self.seen.setdefault(name, set())
-            seen.add((fmt, int(channels), size))
-            if len({s for _, _, s in seen}) > 1:
-                self.seen[name] = {(f, c, "") for f, c, _ in seen}
-
-    def as_set(self) -> set[Observed]:
-        """The observations as :data:`Observed` tuples."""
-        return {(name, *item) for name, seen in self.seen.items() for item in seen}
-
-    def refine(self, schema: Schema) -> Schema:
-        """Pin an image's encoding, channels and size when every record agreed on them."""
-        features = dict(schema)
-        for name, seen in self.seen.items():
-            feature = features[name]
-            assert isinstance(feature, Image)
-            formats = {fmt for fmt, _, _ in seen}
-            channels = {c for _, c, _ in seen if c}
-            sizes = {s for _, _, s in seen}
-            if feature.channels is None and len(channels) > 1:
-                # Mixed grayscale/colour: readers decode every image to the most channels
-                # seen, which is lossless (grey is replicated, alpha added opaque); the bytes
-                # stay as they came. Left open, batches would zero-fill missing channels.
-                logger.info("%s: images have %s channels; readers will decode all of them "
-                            "to %d", name, sorted(channels), max(channels))
-            size = sizes.pop() if len(sizes) == 1 else ""
-            height, _, width = size.partition("x")
-            features[name] = dataclasses.replace(  # the feature's other settings (dims) kept
-                feature,
-                encoding=formats.pop() if feature.encoding == "auto" and len(formats) == 1
-                else feature.encoding,
-                channels=max(channels) if feature.channels is None and channels
-                else feature.channels,
-                size=feature.size or ((int(height), int(width)) if size else None),
-            )
-        return Schema(features)
 
 
 def _training_split(split: SplitSpec) -> str:

@@ -18,11 +18,11 @@ from tfrecordkit.convert import (
     ConversionJob,
     EncodedChunk,
     EncodeJob,
-    ImageObservations,
     encode_items,
 )
 from tfrecordkit.errors import SourceError
 from tfrecordkit.format._encode import EncodedFrames
+from tfrecordkit.schema import ImageObservations
 from tfrecordkit.sources import SourceItem
 from tfrecordkit.store import Manifest, ShardedWriter
 

@@ -25,13 +25,13 @@ import numpy as np
 from tfrecordkit.convert import (
     ConversionJob,
     EncodeJob,
-    ImageObservations,
     SplitAssigner,
     encode_items,
 )
 from tfrecordkit.errors import DatasetError, SourceError
 from tfrecordkit.format import Storage
 from tfrecordkit.format._index import INDEX_SUFFIX
+from tfrecordkit.schema import ImageObservations
 from tfrecordkit.sources import Records, SourceItem
 from tfrecordkit.store import (
     MANIFEST_NAME,

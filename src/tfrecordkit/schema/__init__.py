@@ -16,6 +16,7 @@ from tfrecordkit.schema._features import (
     feature_from_json,
     resample_audio,
 )
+from tfrecordkit.schema._observations import ImageObservations, Observed
 from tfrecordkit.schema._profile import FeatureProfile, ListKind, RecordProfile, profile_records
 from tfrecordkit.schema._schema import Schema
 from tfrecordkit.schema._sniff import ContentType, image_header, sniff_bytes
@@ -28,8 +29,10 @@ __all__ = [
     "Feature",
     "FeatureProfile",
     "Image",
+    "ImageObservations",
     "KeySpec",
     "ListKind",
+    "Observed",
     "RecordProfile",
     "Scalar",
     "Schema",

@@ -4,11 +4,13 @@ counts and, for one-class files, the per-class layout) and an ``.index`` per fil
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import logging
 import os
 import re
 import shutil
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any
@@ -20,22 +22,26 @@ from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.format._crc import file_crc32c
 from tfrecordkit.format._framing import FRAME_OVERHEAD
 from tfrecordkit.format._index import INDEX_SUFFIX, write_index
+from tfrecordkit.format._spec import KeySpec
 from tfrecordkit.schema import (
     ClassLabel,
     Feature,
     FeatureProfile,
     Image,
+    ImageObservations,
     Scalar,
     Schema,
     Text,
+    image_header,
     profile_records,
+    sniff_bytes,
 )
 from tfrecordkit.schema import (
     Sequence as SequenceFeature,
 )
 from tfrecordkit.store._inputs import expand_record_paths
-from tfrecordkit.store._labels import labels_of
-from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo
+from tfrecordkit.store._labels import scan_columns
+from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, load_manifest
 from tfrecordkit.store._options import ShardOptions
 from tfrecordkit.store._plan import finalize_manifest
 
@@ -65,7 +71,10 @@ def adopt(
 
     The files are neither rewritten nor re-encoded: those outside ``out_dir`` are linked into
     it (a hard link where the filesystem allows, else a byte copy). Every record is read once
-    to check its CRCs, count it, index it and read its class.
+    to check its CRCs, count it, index it, read its class and its images' sizes.
+
+    When ``out_dir`` already holds a dataset, the files become its new split ``split``: its
+    schema must read them (checked on a sample), and its label and class names apply.
 
     Args:
         paths: files, globs or directories (local or URLs).
@@ -82,7 +91,7 @@ def adopt(
             group, else the whole match) is the class, a number or a name (e.g.
             ``r"class_(\\d+)"``). Every reader then gives each record its file's class
             (a :class:`~tfrecordkit.schema.ClassLabel` with ``from_shard=True``).
-        overwrite: replace an existing ``dataset.json``.
+        overwrite: replace an existing ``dataset.json`` (rather than add a split to it).
         storage_options: options for URLs' filesystem (fsspec).
 
     Returns:
@@ -90,8 +99,9 @@ def adopt(
 
     Raises:
         DatasetError: no files, names that clash, compression that differs between files, a
-            label outside the class names; CorruptRecordError for a record that fails its
-            checks (nothing is written).
+            label outside the class names, files the dataset's schema can't read, a split the
+            dataset already has; CorruptRecordError for a record that fails its checks
+            (nothing is written).
     """
     inputs = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike)
                                      else paths)]
@@ -101,10 +111,12 @@ def adopt(
     storage = Storage.of(files[0], storage_options)
     target = os.fspath(out_dir) if out_dir is not None else _common_folder(files)
     compression = _compression_of(files)
-    manifest_path = storage.join(target, MANIFEST_NAME)
-    if storage.exists(manifest_path) and not overwrite:
-        raise DatasetError(f"{target} already holds a dataset; pass overwrite=True "
-                           "(--overwrite) to replace it")
+    existing = None
+    if storage.exists(storage.join(target, MANIFEST_NAME)) and not overwrite:
+        existing = load_manifest(target, storage=storage)
+        label_feature, class_names = _join(existing, target, split, compression,
+                                           label_feature=label_feature,
+                                           class_names=class_names, class_pattern=class_pattern)
     names = [os.path.basename(f.rstrip("/")) for f in files]
     clashes = sorted(n for n, c in Counter(names).items() if c > 1)
     if clashes or MANIFEST_NAME in names:
@@ -129,32 +141,24 @@ def adopt(
                                                        profile.records):
         raise DatasetError(f"{parsed_label!r} is not one int64 per record in "
                            f"{files[0]}; name the class feature with label_feature")
-    placed = [_place(file, target, storage) for file in files]
+    if existing is not None:
+        _check_readable(existing.schema, files, storage)
+        images = tuple(n for n, f in existing.schema.items() if isinstance(f, Image))
+    else:
+        images = _image_names(profile)
+    placed = [_place(file, where, storage)
+              for file, where in _placements(files, target, split, storage)]
+    observations = ImageObservations()
     shards, top = [], -1
     for number, file in enumerate(placed):
-        # One CRC-checked pass gives the count, the offsets and the labels.
-        offsets: list[tuple[int, int]] = []
-
-        def records_of(file: str = file, offsets: list[tuple[int, int]] = offsets
-                       ) -> Iterator[bytes]:
-            for offset, record in RecordReader(file, storage=storage).iter_with_offsets():
-                offsets.append((offset, len(record) + FRAME_OVERHEAD))
-                yield record
-
-        if parsed_label is not None:
-            labels = labels_of(records_of(), parsed_label, file)
-        else:
-            deque(records_of(), maxlen=0)  # read (and check) every record
-        records = len(offsets)
-        if compression is None:
-            write_index(np.array(offsets, np.int64).reshape(-1, 2), file + INDEX_SUFFIX,
-                        storage)
+        records, labels = _scan(file, storage, compression, label=parsed_label,
+                                images=images, observations=observations)
         counts: dict[str, int] = {}
         class_id = None
         if file_classes is not None:
             class_id = file_classes[number]
             counts = {str(class_id): records} if records else {}
-        elif parsed_label is not None:
+        elif labels is not None:
             if labels.size and int(labels.min()) < 0:
                 raise DatasetError(f"{file}: class id {int(labels.min())} is negative")
             ids, n = np.unique(labels, return_counts=True)
@@ -173,25 +177,119 @@ def adopt(
         elif top >= len(class_names):
             raise DatasetError(f"class id {top} found, but only {len(class_names)} class "
                                "names given")
-    schema = _schema_of(profile, parsed_label, class_names)
-    if file_classes is not None:
-        assert label_feature is not None and class_names is not None
-        schema = Schema({**schema, label_feature: ClassLabel(class_names, from_shard=True)})
+    if existing is not None:
+        if existing.layout == "per_class" and not per_class:
+            raise DatasetError(f"{target} has one class per file (per_class); some of these "
+                               "files hold several classes")
+        per_class = existing.layout == "per_class"
+        schema = _joined_schema(existing.schema, observations)
+    else:
+        schema = observations.refine(_schema_of(profile, parsed_label, class_names))
+        if file_classes is not None:
+            assert label_feature is not None and class_names is not None
+            schema = Schema({**schema, label_feature: ClassLabel(class_names,
+                                                                 from_shard=True)})
     if not per_class:
-        shards = [ShardInfo(s.file, s.records, s.bytes, s.crc32c, s.index, None,
-                            s.class_counts) for s in shards]
+        shards = [dataclasses.replace(s, class_id=None) for s in shards]
     options = ShardOptions(layout="per_class" if per_class else "mixed",
                            compression=compression, shuffle=False,
                            index=compression is None)
     from tfrecordkit import __version__
 
+    sources = ", ".join(inputs)
+    splits: dict[str, Sequence[ShardInfo]] = {split: shards}
+    if existing is not None:
+        splits.update({name: info.shards for name, info in existing.splits.items()})
+        sources = f"{existing.created_by.get('source', '')}; {split}: {sources}"
     manifest = finalize_manifest(
-        target, {split: shards}, schema=schema, options=options, label_feature=label_feature,
-        created_by={"tool": "tfrecordkit adopt", "version": __version__,
-                    "source": ", ".join(inputs)}, storage=storage)
+        target, splits, schema=schema, options=options, label_feature=label_feature,
+        created_by={"tool": "tfrecordkit adopt", "version": __version__, "source": sources},
+        storage=storage)
     logger.info("adopted %d file(s), %d records, as split %r of %s",
                 len(shards), sum(s.records for s in shards), split, target)
     return manifest
+
+
+def _join(existing: Manifest, target: str, split: str, compression: str | None, *,
+          label_feature: str | None, class_names: Sequence[str] | None,
+          class_pattern: str | None) -> tuple[str | None, Sequence[str] | None]:
+    """The label feature and class names that files joining ``existing`` as ``split`` take,
+    after checking they can join it."""
+    if split in existing.splits:
+        raise DatasetError(f"{target} already holds a dataset with split {split!r}; adopt "
+                           "these files as another split (split=...), or pass "
+                           "overwrite=True (--overwrite) to replace the dataset")
+    if compression != existing.compression:
+        raise DatasetError(f"{target}: its shards are {existing.compression or 'uncompressed'}"
+                           f"; these files are {compression or 'uncompressed'}")
+    if label_feature is not None and label_feature != existing.label_feature:
+        raise DatasetError(f"{target}: its label is {existing.label_feature!r}, not "
+                           f"{label_feature!r}")
+    if class_names is not None and tuple(class_names) != existing.class_names:
+        raise DatasetError(f"{target}: class_names differ from the dataset's")
+    from_names = existing.schema.shard_label is not None
+    if from_names != (class_pattern is not None):
+        raise DatasetError(f"{target}: its classes come from file names: give class_pattern"
+                           if from_names else f"{target}: its records hold their labels: "
+                           "leave out class_pattern")
+    return existing.label_feature, existing.class_names or None
+
+
+def _check_readable(schema: Schema, files: list[str], storage: Storage) -> None:
+    """Refuse files whose sampled records the dataset's schema can't decode."""
+    names = [n for n in schema if n != schema.shard_label]
+    sample = list(_sample(files, storage))
+    try:
+        schema.decode_batch(sample, features=names, where=lambda i: f"sampled record {i}")
+    except SchemaError as err:
+        raise DatasetError(f"the dataset's schema can't read {files[0]}'s records: "
+                           f"{err}") from None
+
+
+def _joined_schema(schema: Schema, observations: ImageObservations) -> Schema:
+    """The dataset's schema, with an image size kept only if the new images have it too."""
+    features = dict(schema)
+    sizes = observations.sizes()
+    for name, feature in schema.items():
+        if isinstance(feature, Image) and feature.size != sizes.get(name):
+            features[name] = dataclasses.replace(feature, size=None)
+    return Schema(features)
+
+
+def _scan(file: str, storage: Storage, compression: str | None, *, label: str | None,
+          images: tuple[str, ...], observations: ImageObservations
+          ) -> tuple[int, np.ndarray | None]:
+    """One CRC-checked pass over a file: its ``.index`` (uncompressed files), its record
+    count, its labels, and what its images are (their headers, without decoding)."""
+    offsets: list[tuple[int, int]] = []
+
+    def records() -> Iterator[bytes]:
+        for offset, record in RecordReader(file, storage=storage).iter_with_offsets():
+            offsets.append((offset, len(record) + FRAME_OVERHEAD))
+            yield record
+
+    labels: list[np.ndarray] = []
+
+    def on_batch(columns: dict[str, Any]) -> None:
+        if label is not None:
+            labels.append(columns[label].values.reshape(-1))
+        for name in images:
+            column = columns[name]
+            for a, b in itertools.pairwise(column.offsets.tolist()):
+                data = column.values[a:b].tobytes()
+                header = image_header(data)
+                observations.add([(name, sniff_bytes(data[:16]), header[2] if header else 0,
+                                   f"{header[0]}x{header[1]}" if header else "")])
+
+    specs = ([KeySpec(label, "int64", ())] if label is not None else []) + [
+        KeySpec(name, "string", ()) for name in images]
+    # Without keys to read, every record is still read (and checked).
+    count = (scan_columns(records(), specs, file, on_batch) if specs
+             else sum(1 for _ in records()))
+    if compression is None:
+        write_index(np.array(offsets, np.int64).reshape(-1, 2), file + INDEX_SUFFIX, storage)
+    return count, (np.concatenate(labels) if labels else np.zeros(0, np.int64)
+                   if label is not None else None)
 
 
 def _classes_from_names(files: list[str], pattern: str, class_names: Sequence[str] | None
@@ -267,6 +365,17 @@ def _label_candidate(profile: Any) -> str | None:
     return None
 
 
+def _image_names(profile: Any) -> tuple[str, ...]:
+    """The sampled features holding one JPEG or PNG per record."""
+    return tuple(name for name, p in sorted(profile.features.items())
+                 if _single(p, profile.records) and p.kind == "bytes"
+                 and p.content in ("jpeg", "png"))
+
+
+def _single(p: FeatureProfile, records: int) -> bool:
+    return p.present == records and p.min_count == p.max_count == 1
+
+
 def _schema_of(profile: Any, label_feature: str | None,
                class_names: Sequence[str] | None) -> Schema:
     """Typed features for the sampled records: one value per record → a scalar (an image or
@@ -277,8 +386,8 @@ def _schema_of(profile: Any, label_feature: str | None,
         if name == label_feature:
             features[name] = ClassLabel(list(class_names or ()))
             continue
-        single = p.present == profile.records and p.min_count == p.max_count == 1
-        if single and p.kind == "bytes" and p.content in ("jpeg", "png"):
+        single = _single(p, profile.records)
+        if name in _image_names(profile):
             features[name] = Image(p.content, dims=False)
         elif single and p.kind == "bytes" and p.content == "text":
             features[name] = Text()
@@ -292,20 +401,33 @@ def _schema_of(profile: Any, label_feature: str | None,
         raise DatasetError(f"cannot describe the records: {err}") from None
 
 
-def _place(file: str, target: str, storage: Storage) -> str:
-    """``file`` inside ``target``: as it is, or hard-linked (else copied) in."""
-    placed = storage.join(target, os.path.basename(file.rstrip("/")))
+def _placements(files: list[str], target: str, split: str, storage: Storage
+                ) -> list[tuple[str, str]]:
+    """Where each file goes in ``target``: where it is, or a new name there (its own, or
+    ``<split>-<name>`` when another file has that name), checked before anything is placed."""
+    out = []
+    for file in files:
+        name = os.path.basename(file.rstrip("/"))
+        placed = storage.join(target, name)
+        if os.path.normpath(placed) != os.path.normpath(file) and storage.exists(placed):
+            placed = storage.join(target, f"{split}-{name}")
+            if storage.exists(placed):
+                raise DatasetError(f"{placed} exists; adopt won't replace it with {file}")
+        out.append((file, placed))
+    return out
+
+
+def _place(file: str, placed: str, storage: Storage) -> str:
+    """``file`` at ``placed``: as it is, or hard-linked (else copied) there."""
     if os.path.normpath(placed) == os.path.normpath(file):
         return file
-    if storage.exists(placed):
-        raise DatasetError(f"{placed} exists; adopt won't replace a file with {file}")
     if storage.local:
-        os.makedirs(target, exist_ok=True)
+        os.makedirs(os.path.dirname(placed) or ".", exist_ok=True)
         try:
             os.link(file, placed)
         except OSError:
             shutil.copyfile(file, placed)
-            logger.info("copied %s into %s (no hard link across filesystems)", file, target)
+            logger.info("copied %s to %s (no hard link across filesystems)", file, placed)
     else:
         storage.fs.copy(file, placed)
     return placed
