@@ -4,7 +4,6 @@ or parsing specs inferred from a sample), checked against the disk before traini
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
@@ -26,6 +25,7 @@ from tfrecordkit.schema import KeySpec, Schema, profile_records
 from tfrecordkit.store import (
     MANIFEST_NAME,
     Manifest,
+    expand_record_paths,
     is_dataset_dir,
     load_manifest,
     shard_paths,
@@ -181,20 +181,7 @@ _PEEK = 1 << 16
 def _foreign_files(path: PathArg, storage: Storage) -> list[str]:
     patterns = ([os.fspath(path)] if isinstance(path, str | os.PathLike)
                 else [os.fspath(p) for p in path])
-    files: list[str] = []
-    for pattern in patterns:
-        if glob.has_magic(pattern):
-            matched = storage.glob(pattern)
-            if not matched:
-                raise DatasetError(f"no TFRecord files match {pattern!r}")
-            files.extend(matched)
-        elif storage.isfile(pattern):
-            files.append(pattern)
-        elif storage.isdir(pattern):
-            raise DatasetError(f"{pattern}: a directory without {MANIFEST_NAME}; pass its "
-                               "TFRecord files (or a glob) instead")
-        else:
-            raise DatasetError(f"{pattern}: no such file")
+    files = expand_record_paths(patterns, manifests=False, folders=False, storage=storage)
     if not files:
         raise DatasetError(f"no TFRecord files in {path!r}")
     return files

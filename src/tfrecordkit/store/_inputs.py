@@ -7,7 +7,7 @@ from typing import Any
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Storage
-from tfrecordkit.store._manifest import is_dataset_dir, load_manifest
+from tfrecordkit.store._manifest import MANIFEST_NAME, is_dataset_dir, load_manifest
 
 __all__ = ["expand_record_paths"]
 
@@ -15,22 +15,31 @@ _NOT_RECORDS = (".index", ".json", ".tmp")
 
 
 def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None = None, *,
-                        manifests: bool = True) -> list[str]:
+                        manifests: bool = True, folders: bool = True,
+                        storage: Storage | None = None) -> list[str]:
     """Return the record files named by ``args``: files, glob patterns or directories
-    (local paths or URLs).
+    (local paths or URLs; read through ``storage`` if given).
 
     A dataset directory stands for the shards its manifest lists (unless ``manifests`` is
     False); any other directory for the record files in it (``*.tfrecord*``, not index
-    sidecars).
+    sidecars), or, with ``folders=False``, is refused.
+
+    Raises:
+        DatasetError: a path that does not exist, a pattern that matches nothing, a directory
+            without record files (or any directory, with ``folders=False``).
     """
     paths: list[str] = []
+    given = storage
     for arg in args:
-        storage = Storage.of(arg, storage_options)
+        storage = given or Storage.of(arg, storage_options)
         if manifests and is_dataset_dir(arg, storage):
             manifest = load_manifest(arg, storage=storage)
             paths.extend(storage.join(arg, shard.file) for split in manifest.splits.values()
                          for shard in split.shards)
         elif storage.isdir(arg):
+            if not folders:
+                raise DatasetError(f"{arg}: a directory without {MANIFEST_NAME}; pass its "
+                                   "TFRecord files (or a glob) instead")
             found = sorted(
                 storage.join(arg, name)
                 for name in storage.listdir(arg)
@@ -46,7 +55,7 @@ def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None 
         elif glob.has_magic(arg):
             matched = storage.glob(arg)
             if not matched:
-                raise DatasetError(f"{arg}: pattern matches no files")
+                raise DatasetError(f"no TFRecord files match {arg!r}")
             paths.extend(matched)
         else:
             raise DatasetError(f"{arg}: no such file or directory")
