@@ -448,11 +448,10 @@ def load_tf_dataset(
     # Record-level sharding needs every worker to see one and the same record order.
     file_seed = seed if seed is not None else (0 if by_record else None)
     ordered = deterministic or by_record
-    # A label taken from the shard travels with each record: elements are (record, class).
-    shard_label = (schema.shard_label if schema is not None and schema.shard_label in
-                   (names or []) else None)
+    # A label taken from the shard: each file's records get it appended (_with_shard_label).
+    shard_label = _shard_label(schema, names or [], description)
     files_ds = tf.data.Dataset.from_tensor_slices(
-        (list(file_paths), np.array(file_classes, np.int64)) if shard_label
+        (list(file_paths), _shard_entries(schema, shard_label, file_classes)) if shard_label
         else list(file_paths))
     if shuffle and len(file_paths) > 1:
         files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
@@ -460,11 +459,10 @@ def load_tf_dataset(
 
     # Files are interleaved in runs of records: a parallel interleave of single records
     # costs ~15 µs each (one file: 15x slower than reading it; bench/vocabulary.py found it).
-    def runs(file: Any, file_class: Any = None) -> Any:
+    def runs(file: Any, entry: Any = None) -> Any:
         records = open_file(file).batch(_INTERLEAVE_RUN)
-        if file_class is None:
-            return records
-        return records.map(lambda r: (r, tf.fill(tf.shape(r), file_class)))
+        return records if entry is None else records.map(
+            lambda r: tf.strings.join([r, tf.fill(tf.shape(r), entry)]))
 
     ds = files_ds.interleave(runs, cycle_length=cycle, block_length=1,
                              num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
@@ -488,8 +486,7 @@ def load_tf_dataset(
     plan = _DecodePlan(description, selected, foreign_images, decode,
                        (image_size, keep_aspect_ratio), augment, padding, ordered,
                        (options.image_dtype, options.mean, options.std), options.sample_rate,
-                       padded_shapes, dict(options.padding_values or {}), options.text_length,
-                       shard_label)
+                       padded_shapes, dict(options.padding_values or {}), options.text_length)
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
     ds = ds.batch(parse_size, drop_remainder=drop_remainder and not plan.per_example
                   and batch_size is not None)
@@ -525,7 +522,6 @@ class _DecodePlan:
     padded_shapes: dict[str, tuple[int | None, ...]] = field(default_factory=dict)
     padding_values: dict[str, float] = field(default_factory=dict)
     text_length: int | None = None
-    shard_label: str | None = None  # elements are (records, their shards' classes)
 
     @property
     def padded(self) -> dict[str, tuple[int | None, ...]]:
@@ -549,13 +545,8 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
     re-batched to ``batch_size`` (None: single examples)."""
     ordered = plan.ordered
 
-    def parse_batch(serialized: Any, classes: Any = None) -> Example:
-        # Nothing to parse when the only feature read is the label from the shard.
-        parsed = dict(tf.io.parse_example(serialized, plan.description)
-                      if plan.description else {})
-        if plan.shard_label is not None:
-            parsed[plan.shard_label] = classes
-        return parsed
+    def parse_batch(serialized: Any) -> Example:
+        return dict(tf.io.parse_example(serialized, plan.description))
 
     if plan.per_example:
         # Parse in big batches (fast), then decode each example in a parallel map.
@@ -600,8 +591,8 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             ds = ds.map(_to_dense, num_parallel_calls=AUTOTUNE, deterministic=ordered)
         return ds
 
-    def parse_and_decode(serialized: Any, classes: Any = None) -> Example:
-        parsed = parse_batch(serialized, classes)
+    def parse_and_decode(serialized: Any) -> Example:
+        parsed = parse_batch(serialized)
         if not plan.decode or not plan.selected:
             out = dict(parsed)
         else:
@@ -808,23 +799,39 @@ def _global_steps(start: int | Mapping[str, Any], steps: int, repeat: bool,
     return first, None if repeat else steps - first % steps
 
 
-def _step_dataset(first: int, count: int | None,
-                  fetch: Callable[[int], tuple[np.ndarray, np.ndarray]], size: int,
-                  with_classes: bool) -> Any:
-    """Global steps ``first, first + 1, ...`` mapped to their serialized records (and, with
-    ``with_classes``, the records' classes): a pure function of the step, so
-    tf.train.Checkpoint can save and restore the iterator."""
+def _step_dataset(first: int, count: int | None, fetch: Callable[[int], np.ndarray],
+                  size: int) -> Any:
+    """Global steps ``first, first + 1, ...`` mapped to their serialized records: a pure
+    function of the step, so tf.train.Checkpoint can save and restore the iterator."""
     steps = tf.data.Dataset.range(first, first + count if count is not None else 2**62)
-    if not with_classes:
-        return steps.map(lambda g: tf.ensure_shape(tf.numpy_function(
-            lambda x: fetch(int(x))[0], [g], tf.string, stateful=False), [size]))
+    return steps.map(lambda g: tf.ensure_shape(
+        tf.numpy_function(lambda x: fetch(int(x)), [g], tf.string, stateful=False), [size]))
 
-    def records_and_classes(g: Any) -> tuple[Any, Any]:
-        records, classes = tf.numpy_function(lambda x: fetch(int(x)), [g],
-                                             [tf.string, tf.int64], stateful=False)
-        return tf.ensure_shape(records, [size]), tf.ensure_shape(classes, [size])
 
-    return steps.map(records_and_classes)
+def _shard_label(schema: Schema | None, names: Sequence[str],
+                 description: dict[str, Any]) -> str | None:
+    """The label taken from the shard among ``names``, if any; its parsing spec is added to
+    ``description`` (records get it appended before parsing)."""
+    label = schema.shard_label if schema is not None else None
+    if label is None or label not in names:
+        return None
+    description[label] = tf.io.FixedLenFeature([], tf.int64)
+    return label
+
+
+def _shard_entries(schema: Schema | None, label: str, classes: Sequence[int]) -> list[bytes]:
+    """Per class (or file), the serialized label entry appended to its records: concatenated
+    Example messages merge, so the parser reads the label as if the record held it."""
+    feature = schema[label] if schema is not None else None
+    assert isinstance(feature, ClassLabel)
+    return [feature.shard_entry(label, int(c)) for c in classes]
+
+
+def _with_shard_label(records: list[bytes], classes: np.ndarray, entries: list[bytes]
+                      ) -> np.ndarray:
+    """Records with their class's label entry appended (see :func:`_shard_entries`)."""
+    return np.array([r + entries[c] for r, c in zip(records, classes.tolist(), strict=True)],
+                    dtype=object)
 
 
 def _attach_state(ds: Any, sampler: Any, fetcher: Any, steps: int, first: int) -> Any:
@@ -892,17 +899,22 @@ def load_tf_pk_dataset(
     steps = sampler.steps_per_epoch
     first, count = _global_steps(start, steps, repeat, sampler)
 
+    description = feature_description(schema, names)
+    shard_label = _shard_label(schema, names, description)
+    entries = _shard_entries(schema, shard_label, range(len(manifest.class_names))
+                             ) if shard_label else []
     class_of = np.repeat(index.classes, index.counts)
 
-    def fetch(g: int) -> tuple[np.ndarray, np.ndarray]:
+    def fetch(g: int) -> np.ndarray:
         positions = sampler.batch(*divmod(g, steps))
-        return np.array(fetcher.fetch(positions), dtype=object), class_of[positions]
+        records = fetcher.fetch(positions)
+        if shard_label:
+            return _with_shard_label(records, class_of[positions], entries)
+        return np.array(records, dtype=object)
 
-    shard_label = schema.shard_label if schema.shard_label in names else None
-    ds = _step_dataset(first, count, fetch, size, shard_label is not None)
-    plan = _DecodePlan(feature_description(schema, names), {n: schema[n] for n in names}, [],
-                       decode, (image_size, keep_aspect_ratio), augment, padding, True,
-                       shard_label=shard_label)
+    ds = _step_dataset(first, count, fetch, size)
+    plan = _DecodePlan(description, {n: schema[n] for n in names}, [], decode,
+                       (image_size, keep_aspect_ratio), augment, padding, True)
     ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
     if as_supervised:
         ds = _supervised(ds, manifest, schema, True)
@@ -961,21 +973,26 @@ def load_tf_triplet_dataset(
     anchors = sampler.anchors_per_epoch
     first, count = _global_steps(start, anchors, repeat, sampler)
     cache: dict[int, np.ndarray] = {}
+    description = feature_description(schema, names)
+    shard_label = _shard_label(schema, names, description)
+    entries = _shard_entries(schema, shard_label, range(len(manifest.class_names))
+                             ) if shard_label else []
     class_of = np.repeat(index.classes, index.counts)
 
-    def fetch(g: int) -> tuple[np.ndarray, np.ndarray]:
+    def fetch(g: int) -> np.ndarray:
         epoch, i = divmod(g, anchors)
         if epoch not in cache:  # an epoch's triplets, drawn once (a pure function of it)
             cache.clear()
             cache[epoch] = sampler.triplets(epoch)
         positions = cache[epoch][i]
-        return np.array(fetcher.fetch(positions), dtype=object), class_of[positions]
+        records = fetcher.fetch(positions)
+        if shard_label:
+            return _with_shard_label(records, class_of[positions], entries)
+        return np.array(records, dtype=object)
 
-    shard_label = schema.shard_label if schema.shard_label in names else None
-    ds = _step_dataset(first, count, fetch, 3, shard_label is not None)
-    plan = _DecodePlan(feature_description(schema, names), {n: schema[n] for n in names}, [],
-                       decode, (image_size, keep_aspect_ratio), augment, padding, True,
-                       shard_label=shard_label)
+    ds = _step_dataset(first, count, fetch, 3)
+    plan = _DecodePlan(description, {n: schema[n] for n in names}, [], decode,
+                       (image_size, keep_aspect_ratio), augment, padding, True)
     ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
     roles = ("anchor", "positive", "negative")
     if as_supervised:

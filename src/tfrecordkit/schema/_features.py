@@ -427,6 +427,13 @@ class ClassLabel(Feature):
     def decode(self, name: str, features: Mapping[str, Any]) -> int:
         return self.index_of(name, _scalar(features, name))
 
+    def shard_entry(self, name: str, class_id: int) -> bytes:
+        """A serialized Example holding only this label, ``class_id``: appended to a record,
+        it adds the label to the record's features (concatenated Example messages merge),
+        so TensorFlow's parser reads it as if the record held it."""
+        entry = _int_scalar_encoder(name)(self.index_of(name, class_id))
+        return b"\x0a" + varint(len(entry)) + entry
+
     def shard_values(self, name: str, classes: Any, n: int) -> np.ndarray:
         """A label taken from the shard: the ``n`` records' shard classes, checked.
 
