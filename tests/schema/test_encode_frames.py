@@ -11,7 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tfrecordkit import ClassLabel, Image, Scalar, Schema, SchemaError, Tensor, Text
+from tfrecordkit import (
+    ClassLabel,
+    Image,
+    Scalar,
+    Schema,
+    SchemaError,
+    Sequence,
+    Tensor,
+    Text,
+    Vocabulary,
+)
 from tfrecordkit.format import _encode, frame_record
 from tfrecordkit.format._columns import codec_name
 
@@ -96,6 +106,17 @@ KINDS = {
     "jpeg": (Image("jpeg"), image_values),
     "tensor": (Tensor((2, None), "int16"),
                st.integers(0, 3).map(lambda k: np.arange(2 * k, dtype=np.int16).reshape(2, k))),
+    "seq_i64": (Sequence(Scalar("int64")), st.one_of(
+        st.lists(int64_values, max_size=4), st.tuples(int64_values), st.none(),
+        st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4).map(
+            lambda v: np.array(v, np.int64)),
+        st.lists(st.integers(0, 2**64 - 1), max_size=3).map(lambda v: np.array(v, np.uint64)),
+        st.lists(st.booleans(), max_size=3).map(np.array))),
+    "seq_f32": (Sequence(Scalar("float32")), st.one_of(
+        st.lists(float_values, max_size=4), st.text(max_size=2),
+        st.lists(st.floats(), max_size=4).map(lambda v: np.array(v, np.float64)),
+        st.lists(st.integers(-(2**62), 2**62), max_size=3).map(np.array))),
+    "vocab": (Text(vocabulary=Vocabulary(["the", "cat", "sat", "ça"])), text_values),
 }
 
 
@@ -113,7 +134,11 @@ def batches(draw, uniform: bool):
             strategy = {"f32": st.floats(width=32), "f64": st.floats(width=32),
                         "i64": st.integers(-(2**63), 2**63 - 1), "u8": st.integers(0, 255),
                         "bool": st.integers(0, 1), "str": st.text(), "text": st.text(),
-                        "label": st.sampled_from(NAMES)}.get(kind, strategy)
+                        "label": st.sampled_from(NAMES),
+                        "seq_i64": st.lists(st.integers(-(2**63), 2**63 - 1), max_size=5),
+                        "seq_f32": st.lists(st.floats(width=32), max_size=5),
+                        "vocab": st.lists(st.sampled_from(["the", "Cat", "dog", "ça", "!"]),
+                                          max_size=6).map(" ".join)}.get(kind, strategy)
         columns[name] = draw(st.lists(strategy, min_size=n, max_size=n))
     return schema, [{name: columns[name][i] for name in schema} for i in range(n)]
 
@@ -146,6 +171,12 @@ def test_float_overflow_is_a_schema_error_not_a_crash():
         schema.encode({"x": 1e300})
     with pytest.raises(SchemaError, match=r"record 1: feature 'x'"):
         schema.encode_frames([{"x": 1.0}, {"x": 1e300}])
+    # Lists too (they used to become inf, with only a RuntimeWarning).
+    schema = Schema({"x": Sequence(Scalar("float32"))})
+    with pytest.raises(SchemaError, match=r"record 1: feature 'x': 1e\+300 does not fit"):
+        schema.encode_frames([{"x": [1.0]}, {"x": [2.0, 1e300]}])
+    with pytest.raises(SchemaError, match="does not fit float32"):
+        schema.encode({"x": np.array([3.5e38])})
 
 
 def test_missing_and_extra_features_name_the_record():

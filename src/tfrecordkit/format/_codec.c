@@ -776,18 +776,40 @@ static PyObject *codec_fill(PyObject *self, PyObject *args) {
 /* ---------------------------------------------------------------- encoding */
 /* Framed, CRC'd Example records for a batch, built from columns (see `encode_frames`). */
 
-enum { COL_FLOAT = 0, COL_INT64 = 1, COL_BYTES1 = 2, COL_RAW = 3 };
+enum { COL_FLOAT = 0, COL_INT64 = 1, COL_BYTES1 = 2, COL_RAW = 3, COL_FLOAT_RAGGED = 4,
+       COL_INT64_RAGGED = 5 };
 
 typedef struct {
     int type;
     const uint8_t *prefix; /* map entry key field: 0x0a varint(len) key */
     Py_ssize_t prefix_len;
-    const char *values;    /* float32 / int64 values, n * count of them */
+    const char *values;    /* float32 / int64 values, n * count of them (ragged: splits[n]) */
     Py_ssize_t count;
+    const int64_t *splits; /* ragged: record i's values are splits[i]..splits[i+1] */
     const uint8_t **data;  /* bytes1: n values; raw: parts, record i's are first[i]..first[i+1] */
     Py_ssize_t *len;
     Py_ssize_t *first;
 } EncColumn;
+
+static inline int col_is_float(const EncColumn *c) {
+    return c->type == COL_FLOAT || c->type == COL_FLOAT_RAGGED;
+}
+
+static inline int col_is_int64(const EncColumn *c) {
+    return c->type == COL_INT64 || c->type == COL_INT64_RAGGED;
+}
+
+/* Record i's numbers: the index of its first value and how many there are. */
+static inline void col_span(const EncColumn *c, Py_ssize_t i, Py_ssize_t *start,
+                            Py_ssize_t *count) {
+    if (c->splits != NULL) {
+        *start = (Py_ssize_t)c->splits[i];
+        *count = (Py_ssize_t)(c->splits[i + 1] - c->splits[i]);
+    } else {
+        *start = i * c->count;
+        *count = c->count;
+    }
+}
 
 static inline int varint_size(uint64_t v) {
     int n = 1;
@@ -875,12 +897,15 @@ static inline uint8_t *put_u32(uint8_t *out, uint32_t v) {
 static void entry_sizes(const EncColumn *c, Py_ssize_t i, uint64_t *feature, uint64_t *list,
                         uint64_t *packed) {
     *packed = 0;
-    if (c->type == COL_FLOAT) {
-        *packed = (uint64_t)c->count * 4;
+    Py_ssize_t start, count;
+    if (col_is_float(c)) {
+        col_span(c, i, &start, &count);
+        *packed = (uint64_t)count * 4;
         *list = *packed ? 1 + varint_size(*packed) + *packed : 0;
-    } else if (c->type == COL_INT64) {
-        const int64_t *v = (const int64_t *)c->values + i * c->count;
-        for (Py_ssize_t k = 0; k < c->count; k++) *packed += varint_size((uint64_t)v[k]);
+    } else if (col_is_int64(c)) {
+        col_span(c, i, &start, &count);
+        const int64_t *v = (const int64_t *)c->values + start;
+        for (Py_ssize_t k = 0; k < count; k++) *packed += varint_size((uint64_t)v[k]);
         *list = *packed ? 1 + varint_size(*packed) + *packed : 0;
     } else { /* bytes1: BytesList{value: [v]} */
         uint64_t n = (uint64_t)c->len[i];
@@ -918,24 +943,27 @@ static uint8_t *put_entry(uint8_t *out, const EncColumn *c, Py_ssize_t i) {
     out += c->prefix_len;
     *out++ = 0x12;
     out = put_varint(out, feature);
-    if (c->type == COL_FLOAT) {
+    Py_ssize_t start, count;
+    if (col_is_float(c)) {
+        col_span(c, i, &start, &count);
         *out++ = 0x12;
         out = put_varint(out, list);
         if (packed) {
             *out++ = 0x0a;
             out = put_varint(out, packed);
-            memcpy(out, c->values + (size_t)i * c->count * 4, (size_t)c->count * 4);
-            out += c->count * 4;
+            memcpy(out, c->values + (size_t)start * 4, (size_t)count * 4);
+            out += count * 4;
         }
-    } else if (c->type == COL_INT64) {
-        const int64_t *v = (const int64_t *)c->values + i * c->count;
+    } else if (col_is_int64(c)) {
+        col_span(c, i, &start, &count);
+        const int64_t *v = (const int64_t *)c->values + start;
         *out++ = 0x1a;
         out = put_varint(out, list);
         if (packed) {
             *out++ = 0x0a;
             out = put_varint(out, packed);
         }
-        for (Py_ssize_t k = 0; k < c->count; k++) out = put_varint(out, (uint64_t)v[k]);
+        for (Py_ssize_t k = 0; k < count; k++) out = put_varint(out, (uint64_t)v[k]);
     } else {
         *out++ = 0x0a;
         out = put_varint(out, list);
@@ -1012,6 +1040,40 @@ static EncColumn *enc_columns_get(PyObject *columns, Py_ssize_t n, int *ncols,
                 break;
             }
             c->values = view->buf;
+        } else if (type == COL_FLOAT_RAGGED || type == COL_INT64_RAGGED) {
+            /* payload: (values, row_splits): n + 1 int64 splits from 0 up to len(values) */
+            PyObject *values, *splits;
+            if (!PyArg_ParseTuple(payload, "OO", &values, &splits)) {
+                ok = 0;
+                break;
+            }
+            Py_buffer *vview = &views[(*nviews)];
+            if (PyObject_GetBuffer(values, vview, PyBUF_C_CONTIGUOUS) < 0) {
+                ok = 0;
+                break;
+            }
+            (*nviews)++;
+            Py_buffer *sview = &views[(*nviews)];
+            if (PyObject_GetBuffer(splits, sview, PyBUF_C_CONTIGUOUS) < 0) {
+                ok = 0;
+                break;
+            }
+            (*nviews)++;
+            Py_ssize_t width = type == COL_FLOAT_RAGGED ? 4 : 8;
+            const int64_t *sp = sview->buf;
+            if (sview->len != (n + 1) * 8 || vview->len % width) {
+                ok = 0;
+            } else {
+                ok = sp[0] == 0 && sp[n] == vview->len / width;
+                for (Py_ssize_t i = 0; ok && i < n; i++) ok = sp[i] <= sp[i + 1];
+            }
+            if (!ok) {
+                PyErr_Format(PyExc_ValueError, "column %zd: row splits must be %zd int64s "
+                             "rising from 0 to the number of values", j, n + 1);
+                break;
+            }
+            c->values = vview->buf;
+            c->splits = sp;
         } else if (type == COL_BYTES1 || type == COL_RAW) {
             PyObject *values = PySequence_Fast(payload, "a bytes column must be a sequence");
             if (values == NULL) {
@@ -1085,7 +1147,8 @@ static PyObject *codec_encode_frames(PyObject *self, PyObject *args) {
     }
     Py_ssize_t m = PySequence_Size(columns);
     if (m < 0) return NULL;
-    Py_buffer *views = PyMem_Calloc((size_t)(m ? m : 1), sizeof(Py_buffer));
+    /* up to two buffers per column (ragged numbers: values and row splits) */
+    Py_buffer *views = PyMem_Calloc((size_t)(m ? 2 * m : 1), sizeof(Py_buffer));
     if (views == NULL) return PyErr_NoMemory();
     int ncols = 0, nviews = 0;
     EncColumn *cols = enc_columns_get(columns, n, &ncols, views, &nviews);

@@ -3,6 +3,7 @@
 A batch is described column by column, in the order the map entries go into each record:
 
 - :func:`float_column` / :func:`int64_column`: ``[n, count]`` values of one key (packed lists);
+- :func:`ragged_column`: float or int64 lists of any length per record (values + row splits);
 - :func:`bytes_column`: one ``bytes`` value per record (a one-value BytesList);
 - :func:`raw_column`: per record, wire parts of whole map entries encoded elsewhere.
 
@@ -24,9 +25,9 @@ from tfrecordkit.format._framing import frame_record
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
 
 __all__ = ["EncodedFrames", "bytes_column", "encode_frames", "float_column", "int64_column",
-           "raw_column"]
+           "ragged_column", "raw_column"]
 
-_FLOAT, _INT64, _BYTES1, _RAW = 0, 1, 2, 3
+_FLOAT, _INT64, _BYTES1, _RAW, _FLOAT_RAGGED, _INT64_RAGGED = 0, 1, 2, 3, 4, 5
 EncColumn = tuple[int, bytes, Any, int]
 
 
@@ -40,6 +41,16 @@ def int64_column(name: str, values: np.ndarray) -> EncColumn:
     """An int64 list of ``values.shape[1]`` values per record (``values`` is ``[n, count]``)."""
     array = np.ascontiguousarray(values, dtype="<i8")
     return _INT64, map_entry_prefix(name), array, array.shape[1]
+
+
+def ragged_column(name: str, kind: str, values: np.ndarray, row_splits: np.ndarray
+                  ) -> EncColumn:
+    """A float or int64 list (``kind``) of any length per record: record ``i`` holds
+    ``values[row_splits[i]:row_splits[i + 1]]`` (``row_splits`` has ``n + 1`` entries)."""
+    array = np.ascontiguousarray(values, dtype="<f4" if kind == "float" else "<i8")
+    splits = np.ascontiguousarray(row_splits, dtype="<i8")
+    return (_FLOAT_RAGGED if kind == "float" else _INT64_RAGGED, map_entry_prefix(name),
+            (array, splits), 0)
 
 
 def bytes_column(name: str, values: Sequence[bytes]) -> EncColumn:
@@ -94,6 +105,11 @@ def _record_python(columns: Sequence[EncColumn], i: int) -> bytes:
             parts.append(frame_entry(prefix, feature_wire("float", payload[i])))
         elif kind == _INT64:
             parts.append(frame_entry(prefix, feature_wire("int64", payload[i])))
+        elif kind in (_FLOAT_RAGGED, _INT64_RAGGED):
+            values, splits = payload
+            parts.append(frame_entry(prefix, feature_wire(
+                "float" if kind == _FLOAT_RAGGED else "int64",
+                values[splits[i] : splits[i + 1]])))
         elif kind == _BYTES1:
             parts.append(frame_entry(prefix, feature_wire("bytes", [payload[i]])))
         else:

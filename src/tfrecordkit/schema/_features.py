@@ -18,7 +18,13 @@ import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, SchemaError
 from tfrecordkit.format._columns import Column
-from tfrecordkit.format._encode import EncColumn, bytes_column, float_column, int64_column
+from tfrecordkit.format._encode import (
+    EncColumn,
+    bytes_column,
+    float_column,
+    int64_column,
+    ragged_column,
+)
 from tfrecordkit.format._spec import KeySpec, SpecDtype, check_key
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
 from tfrecordkit.schema._sniff import image_header, sniff_bytes
@@ -172,6 +178,46 @@ def _float_column(values: list[Any]) -> np.ndarray | None:
     if np.any(np.isinf(narrow) & ~np.isinf(wide)):
         return None
     return narrow.reshape(-1, 1)
+
+
+def _float32_list(name: str, values: list[float]) -> np.ndarray:
+    """``values`` as float32, refusing one that overflows it (as a float32 scalar does)."""
+    wide = np.array(values, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        narrow = wide.astype(np.float32)
+    overflow = np.flatnonzero(np.isinf(narrow) & ~np.isinf(wide))
+    if overflow.size:
+        raise SchemaError(name, f"{values[overflow[0]]!r} does not fit float32")
+    return narrow
+
+
+def _ragged_column(lists: list[Any], kind: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Lists (of Python ints or floats, or 1-D arrays) of float or int64 numbers as flat values
+    and row splits, when every value converts as the record-by-record path converts it."""
+    arrays: list[Any] = []
+    for items in lists:
+        if isinstance(items, np.ndarray):
+            allowed = "fiub" if kind == "float" else "iub"
+            if items.ndim != 1 or items.dtype.kind not in allowed or (
+                    items.dtype.kind == "u" and items.dtype.itemsize == 8):
+                return None
+            arrays.append(items)
+        elif type(items) is list or type(items) is tuple:
+            number = (int, float) if kind == "float" else (int,)
+            if not all(type(v) in number for v in items):
+                return None
+            arrays.append(items)
+        else:
+            return None
+    splits = np.zeros(len(arrays) + 1, np.int64)
+    np.cumsum([len(a) for a in arrays], out=splits[1:])
+    flat = [v for a in arrays for v in (a.tolist() if isinstance(a, np.ndarray) else a)]
+    try:
+        if kind == "float":  # ints converted as the record path converts them
+            return _float32_list("", [float(v) for v in flat]), splits
+        return np.array(flat, dtype=np.int64), splits
+    except (OverflowError, SchemaError):
+        return None  # the record-by-record path names the bad value
 
 
 def _str_column(values: list[Any], *, accept_bytes: bool) -> list[bytes] | None:
@@ -521,12 +567,22 @@ class Text(Feature):
         return encode
 
     def column_encoder(self, name: str) -> ColumnEncoder | None:
-        if self.has_ids:
+        vocabulary = self.vocabulary
+        if self.token_ids or (vocabulary is not None and not vocabulary.built):
             return None
 
         def encode(values: list[Any]) -> list[EncColumn] | None:
             data = _str_column(values, accept_bytes=False)  # bytes need a UTF-8 check
-            return None if data is None else [bytes_column(name, data)]
+            if data is None:
+                return None
+            if vocabulary is None:
+                return [bytes_column(name, data)]
+            ids = [vocabulary.ids(v) for v in values]
+            splits = np.zeros(len(ids) + 1, np.int64)
+            np.cumsum([len(i) for i in ids], out=splits[1:])
+            flat = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+            return [bytes_column(name, data),
+                    ragged_column(f"{name}/ids", "int64", flat, splits)]
 
         return encode
 
@@ -1062,10 +1118,22 @@ class Sequence(Feature):
                 values = [_as_text_bytes(name, v) if isinstance(inner, Text)
                           else _as_bytes(name, v) for v in items]
             elif kind == "float":
-                values = np.asarray([_as_float(name, v) for v in items], np.float32)
+                values = _float32_list(name, [_as_float(name, v) for v in items])
             else:
                 values = [_as_int(name, v) for v in items]
             return [_entry(name, kind, values)]
+
+        return encode
+
+    def column_encoder(self, name: str) -> ColumnEncoder | None:
+        inner = self.feature
+        if not isinstance(inner, Scalar) or inner.dtype not in ("int64", "float32"):
+            return None  # other kinds check each value's range or class: record by record
+        kind = self._list_kind
+
+        def encode(values: list[Any]) -> list[EncColumn] | None:
+            ragged = _ragged_column(values, kind)
+            return None if ragged is None else [ragged_column(name, kind, *ragged)]
 
         return encode
 
