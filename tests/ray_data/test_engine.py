@@ -70,6 +70,22 @@ def test_image_folders_too(cluster, tmp_path):
     on_ray = tk.convert(source, tmp_path / "ray", layout="per_class", engine="ray")
     assert files(tmp_path / "ray") == files(tmp_path / "local")
     assert on_ray.manifest.schema == local.manifest.schema  # image format pinned as locally
+    assert on_ray.manifest.schema["image"].size == (8, 8)
+    # Photos of several sizes (and grey and colour): no size, channels as locally.
+    from tests.datasets import encode_image, photos
+
+    for c, (name, pixels) in enumerate(photos().items()):
+        folder = tmp_path / "photos" / f"class_{c % 2}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(3):
+            (folder / f"{name}_{i}.png").write_bytes(
+                encode_image(pixels[: 20 + i, : 24 + c], "PNG"))
+    source = tk.ImageFolder(tmp_path / "photos")
+    local = tk.convert(source, tmp_path / "local_photos", workers=1)
+    on_ray = tk.convert(source, tmp_path / "ray_photos", engine="ray")
+    assert files(tmp_path / "ray_photos") == files(tmp_path / "local_photos")
+    assert on_ray.manifest.schema == local.manifest.schema
+    assert local.manifest.schema["image"] == tk.Image("png", channels=3)
 
 
 def test_a_failing_job_leaves_no_manifest(cluster, tmp_path):
