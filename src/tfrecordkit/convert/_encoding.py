@@ -24,7 +24,7 @@ from tfrecordkit.schema import (
     Observed,
     Schema,
     Text,
-    image_header,
+    observe_image,
     sniff_bytes,
 )
 from tfrecordkit.sources import Source, SourceItem
@@ -251,9 +251,7 @@ def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]
             seen.append((name, sniff_bytes(value["bytes"][:16]), int(value["channels"]),
                          f"{int(value['height'])}x{int(value['width'])}"))
         elif isinstance(value, bytes):
-            header = image_header(value)
-            seen.append((name, sniff_bytes(value[:16]), header[2] if header else 0,
-                         f"{header[0]}x{header[1]}" if header else ""))
+            seen.append(observe_image(name, value))
         elif isinstance(value, np.ndarray) and value.ndim in (2, 3):
             # Arrays are encoded as PNG when the encoding is left open.
             seen.append((name, "png", value.shape[2] if value.ndim == 3 else 1,

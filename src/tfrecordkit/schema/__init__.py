@@ -16,7 +16,7 @@ from tfrecordkit.schema._features import (
     feature_from_json,
     resample_audio,
 )
-from tfrecordkit.schema._observations import ImageObservations, Observed
+from tfrecordkit.schema._observations import ImageObservations, Observed, observe_image
 from tfrecordkit.schema._profile import FeatureProfile, ListKind, RecordProfile, profile_records
 from tfrecordkit.schema._schema import Schema
 from tfrecordkit.schema._sniff import ContentType, image_header, sniff_bytes
@@ -45,6 +45,7 @@ __all__ = [
     "decode_image_bytes",
     "feature_from_json",
     "image_header",
+    "observe_image",
     "profile_records",
     "resample_audio",
     "sniff_bytes",

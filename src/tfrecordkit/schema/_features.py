@@ -172,12 +172,10 @@ def _float_column(values: list[Any]) -> np.ndarray | None:
     """``values`` as an ``[n, 1]`` float32 array when all are floats that fit float32."""
     if not all(type(v) is float for v in values):
         return None
-    wide = np.array(values, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        narrow = wide.astype(np.float32)
-    if np.any(np.isinf(narrow) & ~np.isinf(wide)):
-        return None
-    return narrow.reshape(-1, 1)
+    try:
+        return _float32_list("", values).reshape(-1, 1)
+    except SchemaError:
+        return None  # the record-by-record path names the value
 
 
 def _float32_list(name: str, values: list[float]) -> np.ndarray:
@@ -209,8 +207,7 @@ def _ragged_column(lists: list[Any], kind: str) -> tuple[np.ndarray, np.ndarray]
             arrays.append(items)
         else:
             return None
-    splits = np.zeros(len(arrays) + 1, np.int64)
-    np.cumsum([len(a) for a in arrays], out=splits[1:])
+    splits = _row_splits([len(a) for a in arrays])
     flat = [v for a in arrays for v in (a.tolist() if isinstance(a, np.ndarray) else a)]
     try:
         if kind == "float":  # ints converted as the record path converts them
@@ -218,6 +215,13 @@ def _ragged_column(lists: list[Any], kind: str) -> tuple[np.ndarray, np.ndarray]
         return np.array(flat, dtype=np.int64), splits
     except (OverflowError, SchemaError):
         return None  # the record-by-record path names the bad value
+
+
+def _row_splits(lengths: list[int]) -> np.ndarray:
+    """Where each of ``len(lengths)`` rows starts in the flat values, and where the last ends."""
+    splits = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=splits[1:])
+    return splits
 
 
 def _str_column(values: list[Any], *, accept_bytes: bool) -> list[bytes] | None:
@@ -578,11 +582,9 @@ class Text(Feature):
             if vocabulary is None:
                 return [bytes_column(name, data)]
             ids = [vocabulary.ids(v) for v in values]
-            splits = np.zeros(len(ids) + 1, np.int64)
-            np.cumsum([len(i) for i in ids], out=splits[1:])
             flat = np.concatenate(ids) if ids else np.zeros(0, np.int64)
-            return [bytes_column(name, data),
-                    ragged_column(f"{name}/ids", "int64", flat, splits)]
+            return [bytes_column(name, data), ragged_column(
+                f"{name}/ids", "int64", flat, _row_splits([len(i) for i in ids]))]
 
         return encode
 

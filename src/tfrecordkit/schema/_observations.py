@@ -10,13 +10,22 @@ from typing import Any
 
 from tfrecordkit.schema._features import Image
 from tfrecordkit.schema._schema import Schema
+from tfrecordkit.schema._sniff import image_header, sniff_bytes
 
-__all__ = ["ImageObservations", "Observed"]
+__all__ = ["ImageObservations", "Observed", "observe_image"]
 
 logger = logging.getLogger(__name__)
 
 Observed = tuple[str, str, int, str]
 """(image feature, format, channels, ``"HxW"``); channels 0 and size "" when unknown."""
+
+
+def observe_image(name: str, data: bytes) -> Observed:
+    """What encoded image bytes are, from their header (not decoded)."""
+    header = image_header(data)
+    if header is None:
+        return name, sniff_bytes(data[:16]), 0, ""
+    return name, sniff_bytes(data[:16]), header[2], f"{header[0]}x{header[1]}"
 
 
 class ImageObservations:
