@@ -262,3 +262,46 @@ def test_a_class_pattern_dataset_takes_a_split_by_the_same_names(tmp_path):
     for batch in tk.load_numpy_dataset(tmp_path / "ds", "val", batch_size=2,
                                        features=["caption", "label"]):
         assert batch["label"].tolist() == [class_of(c) for c in batch["caption"]]
+
+
+def test_a_split_of_another_image_format_reads_alike_in_tf_data_and_numpy(tmp_path):
+    """train/ holds PNGs, val/ JPEGs: the joined dataset must not promise PNG, or tf.data's
+    PNG decoder would meet JPEG bytes; both readers give the same pixels."""
+    image = photos()["coffee"]
+    for split, fmt in (("train", "PNG"), ("val", "JPEG")):
+        (tmp_path / split).mkdir()
+        write_tf(tmp_path / split / f"{split}.tfrecord",
+                 [{"image": encode_image(image[i : i + 16, :16], fmt), "label": i % 2}
+                  for i in range(4)])
+    assert tk.adopt(tmp_path / "train", tmp_path / "ds").schema["image"].encoding == "png"
+    manifest = tk.adopt(tmp_path / "val", tmp_path / "ds", split="val")
+    assert manifest.schema["image"].encoding == "auto"
+    for split in ("train", "val"):
+        numpy_pixels = next(iter(tk.load_numpy_dataset(
+            tmp_path / "ds", split, batch_size=4, shuffle=False)))["image"]
+        tf_pixels = next(iter(tk.load_tf_dataset(tmp_path / "ds", split, batch_size=4,
+                                                 shuffle=False, deterministic=True))
+                         )["image"].numpy()
+        assert np.array_equal(numpy_pixels, tf_pixels)
+
+
+def test_a_join_that_fails_on_a_corrupt_file_leaves_nothing_so_a_retry_works(tmp_path):
+    """A corrupt record found mid-scan (in a file the schema sample skips): the links and
+    index files made so far are removed, so the dataset folder is as it was and the same
+    join succeeds once the file is fixed."""
+    tutorial_files(tmp_path / "train", classes=12, per_class=2)
+    tutorial_files(tmp_path / "val", classes=12, per_class=2)
+    tk.adopt(tmp_path / "train", tmp_path / "ds")
+    before = sorted(p.name for p in (tmp_path / "ds").iterdir())
+    shard = tmp_path / "val" / "class_7.tfrecord"  # the sample: 8 first files and the last
+    good = shard.read_bytes()
+    data = bytearray(good)
+    data[40] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError, match=r"class_7\.tfrecord"):
+        tk.adopt(tmp_path / "val", tmp_path / "ds", split="val")
+    assert sorted(p.name for p in (tmp_path / "ds").iterdir()) == before
+    assert not list((tmp_path / "val").glob("*.index"))
+    shard.write_bytes(good)
+    manifest = tk.adopt(tmp_path / "val", tmp_path / "ds", split="val")
+    assert manifest.splits["val"].records == 24

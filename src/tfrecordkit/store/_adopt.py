@@ -4,6 +4,7 @@ counts and, for one-class files, the per-class layout) and an ``.index`` per fil
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -11,13 +12,13 @@ import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, SchemaError
+from tfrecordkit.errors import DatasetError, SchemaError, StorageError
 from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.format._crc import file_crc32c
 from tfrecordkit.format._framing import FRAME_OVERHEAD
@@ -32,9 +33,8 @@ from tfrecordkit.schema import (
     Scalar,
     Schema,
     Text,
-    image_header,
+    observe_image,
     profile_records,
-    sniff_bytes,
 )
 from tfrecordkit.schema import (
     Sequence as SequenceFeature,
@@ -122,7 +122,9 @@ def adopt(
     if clashes or MANIFEST_NAME in names:
         raise DatasetError(f"files would share a name in {target}: "
                            f"{clashes or [MANIFEST_NAME]}")
-    profile = profile_records(_sample(files, storage), limit=None)
+    # Joining a dataset: its schema must read the same sample the profile sees.
+    check = _readable_by(existing.schema) if existing is not None else None
+    profile = profile_records(_sample(files, storage, check), limit=None)
     if profile.message_type != "Example":
         raise DatasetError(f"{files[0]}: SequenceExample records; adopt describes Examples")
     if profile.unparsable:
@@ -142,69 +144,73 @@ def adopt(
         raise DatasetError(f"{parsed_label!r} is not one int64 per record in "
                            f"{files[0]}; name the class feature with label_feature")
     if existing is not None:
-        _check_readable(existing.schema, files, storage)
         images = tuple(n for n, f in existing.schema.items() if isinstance(f, Image))
     else:
         images = _image_names(profile)
-    placed = [_place(file, where, storage)
-              for file, where in _placements(files, target, split, storage)]
-    observations = ImageObservations()
-    shards, top = [], -1
-    for number, file in enumerate(placed):
-        records, labels = _scan(file, storage, compression, label=parsed_label,
-                                images=images, observations=observations)
-        counts: dict[str, int] = {}
-        class_id = None
-        if file_classes is not None:
-            class_id = file_classes[number]
-            counts = {str(class_id): records} if records else {}
-        elif labels is not None:
-            if labels.size and int(labels.min()) < 0:
-                raise DatasetError(f"{file}: class id {int(labels.min())} is negative")
-            ids, n = np.unique(labels, return_counts=True)
-            counts = {str(int(i)): int(c) for i, c in zip(ids, n, strict=True)}
-            top = max(top, int(ids.max()) if ids.size else -1)
-            class_id = int(ids[0]) if len(ids) == 1 else None
-        shards.append(ShardInfo(
-            file=os.path.basename(file), records=records, bytes=storage.size(file),
-            crc32c=file_crc32c(file, storage=storage),
-            index=(os.path.basename(file) + INDEX_SUFFIX) if compression is None else None,
-            class_id=class_id, class_counts=counts))
-    per_class = label_feature is not None and all(s.class_id is not None for s in shards)
-    if parsed_label is not None:
-        if class_names is None:
-            class_names = [str(i) for i in range(top + 1)]
-        elif top >= len(class_names):
-            raise DatasetError(f"class id {top} found, but only {len(class_names)} class "
-                               "names given")
-    if existing is not None:
-        if existing.layout == "per_class" and not per_class:
-            raise DatasetError(f"{target} has one class per file (per_class); some of these "
-                               "files hold several classes")
-        per_class = existing.layout == "per_class"
-        schema = _joined_schema(existing.schema, observations)
-    else:
-        schema = observations.refine(_schema_of(profile, parsed_label, class_names))
-        if file_classes is not None:
-            assert label_feature is not None and class_names is not None
-            schema = Schema({**schema, label_feature: ClassLabel(class_names,
-                                                                 from_shard=True)})
-    if not per_class:
-        shards = [dataclasses.replace(s, class_id=None) for s in shards]
-    options = ShardOptions(layout="per_class" if per_class else "mixed",
-                           compression=compression, shuffle=False,
-                           index=compression is None)
-    from tfrecordkit import __version__
+    # A failure removes the links and index files made so far: a retry finds the folder as
+    # it was (and nothing is written unless everything is).
+    with _Undo(storage) as undo:
+        placed = [_place(file, where, storage, undo)
+                  for file, where in _placements(files, target, split, storage)]
+        observations = ImageObservations()
+        shards, top = [], -1
+        for number, file in enumerate(placed):
+            if compression is None:
+                undo.new(file + INDEX_SUFFIX)
+            records, labels = _scan(file, storage, compression, label=parsed_label,
+                                    images=images, observations=observations)
+            counts: dict[str, int] = {}
+            class_id = None
+            if file_classes is not None:
+                class_id = file_classes[number]
+                counts = {str(class_id): records} if records else {}
+            elif labels is not None:
+                if labels.size and int(labels.min()) < 0:
+                    raise DatasetError(f"{file}: class id {int(labels.min())} is negative")
+                ids, n = np.unique(labels, return_counts=True)
+                counts = {str(int(i)): int(c) for i, c in zip(ids, n, strict=True)}
+                top = max(top, int(ids.max()) if ids.size else -1)
+                class_id = int(ids[0]) if len(ids) == 1 else None
+            shards.append(ShardInfo(
+                file=os.path.basename(file), records=records, bytes=storage.size(file),
+                crc32c=file_crc32c(file, storage=storage),
+                index=(os.path.basename(file) + INDEX_SUFFIX) if compression is None else None,
+                class_id=class_id, class_counts=counts))
+        per_class = label_feature is not None and all(s.class_id is not None for s in shards)
+        if parsed_label is not None:
+            if class_names is None:
+                class_names = [str(i) for i in range(top + 1)]
+            elif top >= len(class_names):
+                raise DatasetError(f"class id {top} found, but only {len(class_names)} class "
+                                   "names given")
+        if existing is not None:
+            if existing.layout == "per_class" and not per_class:
+                raise DatasetError(f"{target} has one class per file (per_class); some of these "
+                                   "files hold several classes")
+            per_class = existing.layout == "per_class"
+            schema = _joined_schema(existing.schema, observations)
+        else:
+            schema = observations.refine(_schema_of(profile, parsed_label, class_names))
+            if file_classes is not None:
+                assert label_feature is not None and class_names is not None
+                schema = Schema({**schema, label_feature: ClassLabel(class_names,
+                                                                     from_shard=True)})
+        if not per_class:
+            shards = [dataclasses.replace(s, class_id=None) for s in shards]
+        options = ShardOptions(layout="per_class" if per_class else "mixed",
+                               compression=compression, shuffle=False,
+                               index=compression is None)
+        from tfrecordkit import __version__
 
-    sources = ", ".join(inputs)
-    splits: dict[str, Sequence[ShardInfo]] = {split: shards}
-    if existing is not None:
-        splits.update({name: info.shards for name, info in existing.splits.items()})
-        sources = f"{existing.created_by.get('source', '')}; {split}: {sources}"
-    manifest = finalize_manifest(
-        target, splits, schema=schema, options=options, label_feature=label_feature,
-        created_by={"tool": "tfrecordkit adopt", "version": __version__, "source": sources},
-        storage=storage)
+        sources = ", ".join(inputs)
+        splits: dict[str, Sequence[ShardInfo]] = {split: shards}
+        if existing is not None:
+            splits.update({name: info.shards for name, info in existing.splits.items()})
+            sources = f"{existing.created_by.get('source', '')}; {split}: {sources}"
+        manifest = finalize_manifest(
+            target, splits, schema=schema, options=options, label_feature=label_feature,
+            created_by={"tool": "tfrecordkit adopt", "version": __version__, "source": sources},
+            storage=storage)
     logger.info("adopted %d file(s), %d records, as split %r of %s",
                 len(shards), sum(s.records for s in shards), split, target)
     return manifest
@@ -235,24 +241,33 @@ def _join(existing: Manifest, target: str, split: str, compression: str | None, 
     return existing.label_feature, existing.class_names or None
 
 
-def _check_readable(schema: Schema, files: list[str], storage: Storage) -> None:
-    """Refuse files whose sampled records the dataset's schema can't decode."""
+def _readable_by(schema: Schema) -> Callable[[str, list[bytes]], None]:
+    """A check refusing a file whose sampled records ``schema`` can't decode."""
     names = [n for n in schema if n != schema.shard_label]
-    sample = list(_sample(files, storage))
-    try:
-        schema.decode_batch(sample, features=names, where=lambda i: f"sampled record {i}")
-    except SchemaError as err:
-        raise DatasetError(f"the dataset's schema can't read {files[0]}'s records: "
-                           f"{err}") from None
+
+    def check(file: str, records: list[bytes]) -> None:
+        try:
+            schema.decode_batch(records, features=names, where=lambda i: f"sampled record {i}")
+        except SchemaError as err:
+            raise DatasetError(f"the dataset's schema can't read {file}'s records: "
+                               f"{err}") from None
+
+    return check
 
 
 def _joined_schema(schema: Schema, observations: ImageObservations) -> Schema:
-    """The dataset's schema, with an image size kept only if the new images have it too."""
+    """The dataset's schema, with an image size (or format) kept only if the new images have
+    it too: a PNG-only promise would send JPEG bytes to TensorFlow's PNG decoder."""
     features = dict(schema)
     sizes = observations.sizes()
     for name, feature in schema.items():
-        if isinstance(feature, Image) and feature.size != sizes.get(name):
-            features[name] = dataclasses.replace(feature, size=None)
+        if not isinstance(feature, Image):
+            continue
+        formats = {fmt for fmt, _, _ in observations.seen.get(name, ())}
+        mixed = feature.encoding in ("jpeg", "png") and bool(formats - {feature.encoding})
+        features[name] = dataclasses.replace(
+            feature, size=feature.size if feature.size == sizes.get(name) else None,
+            encoding="auto" if mixed else feature.encoding)
     return Schema(features)
 
 
@@ -275,11 +290,8 @@ def _scan(file: str, storage: Storage, compression: str | None, *, label: str | 
             labels.append(columns[label].values.reshape(-1))
         for name in images:
             column = columns[name]
-            for a, b in itertools.pairwise(column.offsets.tolist()):
-                data = column.values[a:b].tobytes()
-                header = image_header(data)
-                observations.add([(name, sniff_bytes(data[:16]), header[2] if header else 0,
-                                   f"{header[0]}x{header[1]}" if header else "")])
+            observations.add(observe_image(name, column.values[a:b].tobytes())
+                             for a, b in itertools.pairwise(column.offsets.tolist()))
 
     specs = ([KeySpec(label, "int64", ())] if label is not None else []) + [
         KeySpec(name, "string", ()) for name in images]
@@ -288,8 +300,9 @@ def _scan(file: str, storage: Storage, compression: str | None, *, label: str | 
              else sum(1 for _ in records()))
     if compression is None:
         write_index(np.array(offsets, np.int64).reshape(-1, 2), file + INDEX_SUFFIX, storage)
-    return count, (np.concatenate(labels) if labels else np.zeros(0, np.int64)
-                   if label is not None else None)
+    if label is None:
+        return count, None
+    return count, np.concatenate(labels) if labels else np.zeros(0, np.int64)
 
 
 def _classes_from_names(files: list[str], pattern: str, class_names: Sequence[str] | None
@@ -346,11 +359,16 @@ def _compression_of(files: list[str]) -> str | None:
     return found.pop()
 
 
-def _sample(files: list[str], storage: Storage) -> Iterator[bytes]:
-    """The first records of the first few files (and of the last one)."""
+def _sample(files: list[str], storage: Storage,
+            check: Callable[[str, list[bytes]], None] | None = None) -> Iterator[bytes]:
+    """The first records of the first few files (and of the last one), each file's passed to
+    ``check`` first."""
     chosen = files[:_SAMPLE_FILES] + ([files[-1]] if len(files) > _SAMPLE_FILES else [])
     for file in chosen:
-        yield from islice(RecordReader(file, storage=storage), _SAMPLE_PER_FILE)
+        records = list(islice(RecordReader(file, storage=storage), _SAMPLE_PER_FILE))
+        if check is not None:
+            check(file, records)
+        yield from records
 
 
 def _is_int_scalar(profile: FeatureProfile | None, records: int) -> bool:
@@ -382,12 +400,13 @@ def _schema_of(profile: Any, label_feature: str | None,
     text when the bytes say so); anything else → a sequence."""
     features: dict[str, Feature] = {}
     kinds = {"bytes": "string", "float": "float32", "int64": "int64", "empty": "string"}
+    images = _image_names(profile)
     for name, p in sorted(profile.features.items()):
         if name == label_feature:
             features[name] = ClassLabel(list(class_names or ()))
             continue
         single = _single(p, profile.records)
-        if name in _image_names(profile):
+        if name in images:
             features[name] = Image(p.content, dims=False)
         elif single and p.kind == "bytes" and p.content == "text":
             features[name] = Text()
@@ -417,10 +436,33 @@ def _placements(files: list[str], target: str, split: str, storage: Storage
     return out
 
 
-def _place(file: str, placed: str, storage: Storage) -> str:
+class _Undo:
+    """Files an adopt creates, removed again if it fails."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage, self.paths = storage, list[str]()
+
+    def new(self, path: str) -> None:
+        """``path`` is about to be created (kept if it was there before)."""
+        if not self.storage.exists(path):
+            self.paths.append(path)
+
+    def __enter__(self) -> _Undo:
+        return self
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        if kind is None:
+            return
+        for path in reversed(self.paths):
+            with contextlib.suppress(OSError, StorageError):
+                self.storage.remove(path)
+
+
+def _place(file: str, placed: str, storage: Storage, undo: _Undo) -> str:
     """``file`` at ``placed``: as it is, or hard-linked (else copied) there."""
     if os.path.normpath(placed) == os.path.normpath(file):
         return file
+    undo.new(placed)
     if storage.local:
         os.makedirs(os.path.dirname(placed) or ".", exist_ok=True)
         try:
