@@ -58,6 +58,15 @@ def test_shard_and_index_names_must_be_plain_names_inside_the_dataset(dataset, n
     (lambda d: d["splits"]["train"].__setitem__("records", 999), r"splits\.train\.records"),
     (lambda d: d["schema"]["features"]["v"].__setitem__("kind", "nope"), r"schema"),
     (lambda d: d.pop("splits"), r"splits"),
+    # This session's fields: a label from the shard, an image size.
+    (lambda d: d["schema"]["features"]["label"].__setitem__("from_shard", "yes"), r"schema"),
+    (lambda d: d["schema"]["features"]["label"].__setitem__("from_shard", True),
+     r"from_shard.*label_feature"),
+    (lambda d: d["schema"]["features"].__setitem__(
+        "v", {"kind": "image", "encoding": "png", "channels": 3, "size": [0, 4]}), r"schema"),
+    (lambda d: d["schema"]["features"].__setitem__(
+        "v", {"kind": "image", "encoding": "png", "channels": 3, "size": [4, 4, 4]}),
+     r"schema"),
 ])
 def test_bad_values_name_their_key(dataset, change, where):
     _edit(dataset, change)
