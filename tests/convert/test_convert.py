@@ -463,3 +463,31 @@ def test_refining_an_open_image_keeps_its_other_settings(tmp_path):
                                                   size=image.shape[:2])
     batch = next(iter(load_numpy_dataset(tmp_path / "ds", batch_size=3)))
     assert all(np.array_equal(pixels, image) for pixels in batch["image"])
+
+
+def test_encoded_image_bytes_give_the_records_schema_encode_gives(tmp_path):
+    """Conversion reads an image's header once and hands the dims to the encoder: the
+    stored records equal Schema.encode of the records as given, for JPEG and PNG of every
+    channel count, a palette PNG (no usable header: Pillow is asked) and dims-less images."""
+    import io
+
+    from PIL import Image as PILImage
+
+    from tests.datasets import encode_image, photos
+    from tfrecordkit.format import read_records
+    from tfrecordkit.schema import Image
+
+    colour, grey = photos()["coffee"], photos()["camera"]
+    palette = io.BytesIO()
+    PILImage.fromarray(colour[:20, :20]).convert("P").save(palette, format="PNG")
+    rgba = np.dstack([colour[:12, :12], np.full((12, 12), 200, np.uint8)])
+    images = [encode_image(colour[:30, :20], "JPEG"), encode_image(grey[:10, :14], "JPEG"),
+              encode_image(rgba, "PNG"), encode_image(grey[:9, :9], "PNG"),
+              palette.getvalue()]
+    for dims in (True, False):
+        schema = Schema({"image": Image(dims=dims), "n": Scalar("int64")})
+        rows = [{"image": data, "n": i} for i, data in enumerate(images)]
+        out = tmp_path / f"ds{dims}"
+        write_dataset(rows, out, schema, shuffle=False, num_shards=1)
+        stored = list(read_records(sorted(str(p) for p in out.glob("*.tfrecord"))))
+        assert stored == [schema.encode(row) for row in rows]

@@ -24,6 +24,7 @@ from tfrecordkit.schema import (
     Observed,
     Schema,
     Text,
+    image_header,
     observe_image,
     sniff_bytes,
 )
@@ -198,9 +199,13 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
     records: list[Mapping[str, Any]] = []
     kept: list[int] = []
     failures: list[tuple[int, str]] = []
+    encoded_images = tuple(n for n in job.images
+                           if isinstance(f := job.schema[n], Image) and f.encoding != "raw")
     for position, item in enumerate(chunk):
         try:
-            records.append(job.source.load(item.item))
+            record = job.source.load(item.item)
+            records.append(_with_image_dims(encoded_images, record) if encoded_images
+                           else record)
             kept.append(position)
         except _ITEM_ERRORS as err:
             failures.append((position, _reason(err)))
@@ -229,15 +234,29 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
     hashes = (None if job.seed is None
               else [record_hash(chunk[p].key, job.seed) for p in kept])
     observations = ImageObservations()
-    if job.images:
-        for record in records:
-            observations.add(_observe_images(job.images, record))
+    if job.images:  # distinct observations first: a chunk's images mostly agree
+        observations.add({seen for record in records
+                          for seen in _observe_images(job.images, record)})
     return EncodedChunk(frames, kept, labels, hashes, failures, observations.as_set())
 
 
 def image_features(schema: Schema) -> tuple[str, ...]:
     """The image features (what conversion observes to refine the schema)."""
     return tuple(name for name, f in schema.items() if isinstance(f, Image))
+
+
+def _with_image_dims(names: tuple[str, ...], record: Mapping[str, Any]
+                     ) -> Mapping[str, Any]:
+    """``record`` with each encoded image given as bytes carrying the dims its header gives,
+    as sources give them: read once here, they serve both the encoder (which would otherwise
+    read the header itself, record by record) and the observations."""
+    dims = {}
+    for name in names:
+        value = record.get(name)
+        if isinstance(value, bytes) and (header := image_header(value)) is not None:
+            dims[name] = {"bytes": value, "height": header[0], "width": header[1],
+                          "channels": header[2]}
+    return {**record, **dims} if dims else record
 
 
 def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]

@@ -290,8 +290,8 @@ def _scan(file: str, storage: Storage, compression: str | None, *, label: str | 
             labels.append(columns[label].values.reshape(-1))
         for name in images:
             column = columns[name]
-            observations.add(observe_image(name, column.values[a:b].tobytes())
-                             for a, b in itertools.pairwise(column.offsets.tolist()))
+            observations.add({observe_image(name, column.values[a:b].tobytes())
+                              for a, b in itertools.pairwise(column.offsets.tolist())})
 
     specs = ([KeySpec(label, "int64", ())] if label is not None else []) + [
         KeySpec(name, "string", ()) for name in images]
