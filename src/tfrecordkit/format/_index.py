@@ -15,7 +15,10 @@ import numpy as np
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
 from tfrecordkit.format._filesystem import PathLike, Storage, is_remote
 
-__all__ = ["build_index", "index_path_for", "load_index", "parse_index", "scan_offsets"]
+FRAME_OVERHEAD = 16  # length (8) + length CRC (4) + data CRC (4)
+
+__all__ = ["build_index", "check_index_frames", "index_path_for", "load_index", "parse_index",
+           "scan_offsets"]
 
 INDEX_SUFFIX = ".index"
 
@@ -46,7 +49,7 @@ def require_regular_file(path: PathLike) -> None:
 def scan_offsets(path: PathLike, *, verify: bool = True,
                  storage: Storage | None = None) -> np.ndarray:
     """Return an ``(n, 2)`` int64 array of each record's frame offset and frame length."""
-    from tfrecordkit.format._framing import FRAME_OVERHEAD, RecordReader
+    from tfrecordkit.format._framing import RecordReader
 
     require_regular_file(path)
 
@@ -87,34 +90,79 @@ def write_index(offsets: np.ndarray, index_path: PathLike, storage: Storage) -> 
 
 def load_index(index_path: PathLike, *, record_path: PathLike | None = None,
                storage: Storage | None = None) -> np.ndarray:
-    """Read an index file into an ``(n, 2)`` int64 array, checking it fits ``record_path``."""
+    """Read an index file into an ``(n, 2)`` int64 array, checked against ``record_path``
+    (coverage of its bytes and the frame headers at a few offsets)."""
     index_path = os.fspath(index_path)
     storage = storage or Storage.of(index_path)
     text = storage.read_bytes(index_path)
     size = storage.size(record_path) if record_path is not None else None
-    return parse_index(text, index_path, record_path=record_path, record_size=size)
+    offsets = parse_index(text, index_path, record_path=record_path, record_size=size)
+    if record_path is not None:
+        check_index_frames(offsets, index_path, record_path, storage)
+    return offsets
+
+
+def _stale(index_path: str, record_path: PathLike | None, why: str) -> DatasetError:
+    file = os.fspath(record_path) if record_path is not None else "its record file"
+    return DatasetError(f"{index_path}: index does not match {file} ({why}); rebuild it with "
+                        f"`tfrecordkit index {file}`")
 
 
 def parse_index(text: bytes, index_path: PathLike, *, record_path: PathLike | None = None,
                 record_size: int | None = None) -> np.ndarray:
     """An index file's bytes as an ``(n, 2)`` int64 array, checked to cover the record file
-    of ``record_size`` bytes exactly (when given)."""
+    of ``record_size`` bytes exactly, frame after frame (when given): an empty index of a
+    non-empty file, a missing line or a foreign index is refused, never read as fewer records.
+
+    Raises:
+        DatasetError: the text is not an index, or it does not cover the file exactly.
+    """
     index_path = os.fspath(index_path)
     try:
         values = np.array(text.split(), dtype=np.int64)
-    except ValueError as err:
-        raise DatasetError(f"{index_path}: not an offset index ({err})") from None
+    except (ValueError, OverflowError) as err:
+        raise DatasetError(f"{index_path}: not an offset index ({err}); rebuild it with "
+                           "`tfrecordkit index`") from None
     if values.size % 2:
         raise DatasetError(f"{index_path}: odd number of values; expected 'offset length' lines")
     offsets = values.reshape(-1, 2)
-    if record_size is not None and len(offsets):
-        ends = offsets[:, 0] + offsets[:, 1]
-        size = record_size
-        contiguous = bool(np.all(offsets[1:, 0] == ends[:-1])) and offsets[0, 0] == 0
-        if not contiguous or int(ends[-1]) != size:
-            raise DatasetError(
-                f"{index_path}: index does not match {os.fspath(record_path or '')} "
-                f"(covers {int(ends[-1])} of {size} bytes, contiguous={contiguous}); "
-                "rebuild it with `tfrecordkit index`"
-            )
+    if record_size is None:
+        return offsets
+    if not len(offsets):
+        if record_size:
+            raise _stale(index_path, record_path,
+                         f"the index lists no records, the file has {record_size} bytes")
+        return offsets
+    if int(offsets[:, 1].min()) < FRAME_OVERHEAD or int(offsets[:, 0].min()) < 0:
+        raise _stale(index_path, record_path, "an offset or frame length is impossible")
+    ends = offsets[:, 0] + offsets[:, 1]
+    contiguous = bool(np.all(offsets[1:, 0] == ends[:-1])) and offsets[0, 0] == 0
+    if not contiguous or int(ends[-1]) != record_size:
+        raise _stale(index_path, record_path,
+                     f"covers {int(ends[-1])} of {record_size} bytes, contiguous={contiguous}")
     return offsets
+
+
+def check_index_frames(offsets: np.ndarray, index_path: PathLike, record_path: PathLike,
+                       storage: Storage) -> None:
+    """Check that frames start where the index says: the length header (and its CRC) at the
+    first, middle and last offsets equals the index's frame length.
+
+    Raises:
+        DatasetError: a header disagrees (the index of another file, or a stale one).
+    """
+    if not len(offsets):
+        return
+    from tfrecordkit.format._crc import masked_crc32c
+
+    path = os.fspath(record_path)
+    rows = sorted({0, len(offsets) // 2, len(offsets) - 1})
+    starts = [int(offsets[r, 0]) for r in rows]
+    heads = storage.read_spans([(path, start, start + 12) for start in starts])
+    for row, head in zip(rows, heads, strict=True):
+        length = int.from_bytes(head[:8], "little") if len(head) == 12 else -1
+        if (length + FRAME_OVERHEAD != int(offsets[row, 1])
+                or masked_crc32c(head[:8]) != int.from_bytes(head[8:12], "little")):
+            raise _stale(os.fspath(index_path), path,
+                         f"no frame of {int(offsets[row, 1])} bytes at offset "
+                         f"{int(offsets[row, 0])}, line {row + 1}")

@@ -11,7 +11,12 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
 from tfrecordkit.format import Storage
-from tfrecordkit.format._index import index_path_for, parse_index, scan_offsets
+from tfrecordkit.format._index import (
+    check_index_frames,
+    index_path_for,
+    parse_index,
+    scan_offsets,
+)
 from tfrecordkit.sampling._fetch import RecordFetcher
 from tfrecordkit.schema import Schema
 from tfrecordkit.store import MANIFEST_NAME, Manifest, ShardInfo, load_manifest, shard_paths
@@ -69,6 +74,8 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
         has_index = text is not None
         table = (parse_index(text, index_file, record_path=file, record_size=info.bytes)
                  if text is not None else scan_offsets(file, storage=storage))
+        if text is not None and storage.local:  # remotely, reads check each frame anyway
+            check_index_frames(table, index_file, file, storage)
         if len(table) != info.records:
             raise DatasetError(f"{file}: {len(table)} records on disk (by "
                                f"{'its index' if has_index else 'a scan'}), {MANIFEST_NAME} "
