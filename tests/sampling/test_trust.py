@@ -33,7 +33,7 @@ def test_an_index_with_the_wrong_number_of_rows_is_refused(tmp_path):
     # Merge the first two rows into one frame: same bytes covered, one row fewer.
     first, second = (tuple(map(int, r.split())) for r in rows[:2])
     index_file.write_text("\n".join([f"{first[0]} {first[1] + second[1]}", *rows[2:]]) + "\n")
-    with pytest.raises(DatasetError, match="records on disk|index does not match"):
+    with pytest.raises(DatasetError, match=r"records on disk|index does not match"):
         ClassIndex.from_dataset(path, "train")
 
 

@@ -23,7 +23,8 @@ from tfrecordkit.schema import (
 
 SCHEMA = Schema({
     "i8": Scalar("int8"), "u16": Scalar("uint16"), "b": Scalar("bool"), "f": Scalar("float32"),
-    "d": Scalar("float64"), "s": Scalar("string"), "label": ClassLabel(["a", "b", "c"]),
+    "d": Scalar("float64", float32_storage=True), "s": Scalar("string"),
+    "label": ClassLabel(["a", "b", "c"]),
     "text": Text(), "tok": Text(token_ids=True), "seq": Sequence(Scalar("int64")),
     "words": Sequence(Text()), "t": Tensor((None, 2), "int16"), "fixed": Tensor((3,), "float32"),
     "png": Image("png"), "raw": Image("raw", channels=3), "pcm": Audio("pcm", sample_rate=8000),

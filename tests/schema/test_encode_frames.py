@@ -95,7 +95,7 @@ image_values = st.builds(
 
 KINDS = {
     "f32": (Scalar("float32"), float_values),
-    "f64": (Scalar("float64"), float_values),
+    "f64": (Scalar("float64", float32_storage=True), float_values),
     "i64": (Scalar("int64"), int64_values),
     "u8": (Scalar("uint8"), uint8_values),
     "bool": (Scalar("bool"), st.one_of(st.booleans(), st.integers(-1, 2))),

@@ -86,11 +86,17 @@ def _float_scalar_encoder(key: str) -> Callable[[float], bytes]:
 
     def encode(value: float) -> bytes:
         try:
-            return head + pack(value)
+            packed = pack(value)
         except OverflowError:
             raise SchemaError(key, f"{value!r} does not fit float32") from None
+        if packed in _FLOAT32_ZEROS and value:
+            raise SchemaError(key, f"{value!r} would become 0.0 in float32")
+        return head + packed
 
     return encode
+
+
+_FLOAT32_ZEROS = (b"\x00\x00\x00\x00", b"\x00\x00\x00\x80")
 
 
 def _bytes_scalar_encoder(key: str) -> Callable[[bytes], tuple[bytes, bytes]]:
@@ -168,25 +174,48 @@ def _int_column(values: list[Any], low: int, high: int) -> np.ndarray | None:
     return array.reshape(-1, 1)
 
 
-def _float_column(values: list[Any]) -> np.ndarray | None:
-    """``values`` as an ``[n, 1]`` float32 array when all are floats that fit float32."""
+def _float_column(values: list[Any], dtype: str = "float32") -> np.ndarray | None:
+    """``values`` as an ``[n, 1]`` float32 array when all are floats that fit ``dtype``."""
     if not all(type(v) is float for v in values):
         return None
     try:
-        return _float32_list("", values).reshape(-1, 1)
+        return _float32_list("", values, dtype).reshape(-1, 1)
     except SchemaError:
         return None  # the record-by-record path names the value
 
 
-def _float32_list(name: str, values: list[float]) -> np.ndarray:
-    """``values`` as float32, refusing one that overflows it (as a float32 scalar does)."""
-    wide = np.array(values, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        narrow = wide.astype(np.float32)
-    overflow = np.flatnonzero(np.isinf(narrow) & ~np.isinf(wide))
-    if overflow.size:
-        raise SchemaError(name, f"{values[overflow[0]]!r} does not fit float32")
-    return narrow
+def _float32_list(name: str, values: list[float] | np.ndarray,
+                  dtype: str = "float32") -> np.ndarray:
+    """``values`` as float32 (what a float list stores), refusing one beyond the range of
+    ``dtype`` or a non-zero one that ``dtype`` would round to zero; rounding to its
+    precision is what declaring it asks for."""
+    wide = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        narrow = wide.astype(dtype)
+    bad = np.flatnonzero(np.isinf(narrow) & ~np.isinf(wide))
+    if bad.size:
+        raise SchemaError(name, f"{wide[bad[0]].item()!r} does not fit {dtype}")
+    bad = np.flatnonzero((narrow == 0) & (wide != 0))
+    if bad.size:
+        raise SchemaError(name, f"{wide[bad[0]].item()!r} would become 0.0 in {dtype}")
+    return narrow.astype(np.float32)
+
+
+def _check_narrowing(name: str, array: np.ndarray, dtype: str) -> None:
+    """Refuse values of ``array`` that ``dtype`` cannot hold: integers beyond its range, floats
+    beyond its range or non-zero floats it would round to zero (wrapping or overflowing
+    silently is never what declaring a narrower type asks for)."""
+    if not array.size:
+        return
+    target = np.dtype(dtype)
+    if target.kind in "iu":
+        info = np.iinfo(target)
+        low, high = int(array.min()), int(array.max())
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            raise SchemaError(name, f"{bad} does not fit {dtype}")
+    elif target.kind == "f":
+        _float32_list(name, array.reshape(-1), dtype)
 
 
 def _ragged_column(lists: list[Any], kind: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -301,12 +330,31 @@ class Scalar(Feature):
     """One number or string per record: int64 / float32 list of one value, or bytes."""
 
     dtype: str = "int64"
+    #: Only for ``float64``: keep values as float32 (what datasets written before float64 was
+    #: refused hold), rounding them; without it ``float64`` is refused (it would not round-trip).
+    float32_storage: bool = field(default=False, repr=False)
     kind: ClassVar[str] = "scalar"
 
     def __post_init__(self) -> None:
         if self.dtype not in _SCALAR_DTYPES:
             raise SchemaError(
                 "<scalar>", f"dtype must be one of {_SCALAR_DTYPES}; got {self.dtype!r}")
+        if self.dtype == "float64" and not self.float32_storage:
+            raise SchemaError(
+                "<scalar>", "float64 values would be stored as float32 (a tf.train.Example "
+                "float list is 32-bit) and not read back as written; keep every bit with "
+                "Tensor((), 'float64') (8 bytes a value, read in TensorFlow with "
+                "tf.io.decode_raw), or declare Scalar('float32')")
+        if self.float32_storage and self.dtype != "float64":
+            raise SchemaError("<scalar>", "float32_storage applies to float64 only")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "dtype": self.dtype}
+
+    @property
+    def _float_dtype(self) -> str:
+        """The type a float value must fit: float64 kept as float32 must fit float32."""
+        return "float32" if self.dtype == "float64" else self.dtype
 
     @property
     def list_kind(self) -> Literal["bytes", "float", "int64"]:
@@ -334,6 +382,9 @@ class Scalar(Feature):
     def entry_encoder(self, name: str) -> EntryEncoder:
         if self.list_kind == "float":
             encode_float = _float_scalar_encoder(name)
+            if self._float_dtype == "float16":
+                return lambda value: [encode_float(float(_float32_list(
+                    name, [_as_float(name, value)], "float16")[0]))]
             return lambda value: [encode_float(
                 value if type(value) is float else _as_float(name, value))]
         if self.list_kind == "int64":
@@ -356,7 +407,7 @@ class Scalar(Feature):
     def column_encoder(self, name: str) -> ColumnEncoder | None:
         def encode(values: list[Any]) -> list[EncColumn] | None:
             if self.list_kind == "float":
-                floats = _float_column(values)
+                floats = _float_column(values, self._float_dtype)
                 return None if floats is None else [float_column(name, floats)]
             if self.list_kind == "int64":
                 ints = _int_column(values, *self._int_range)
@@ -652,10 +703,13 @@ class Tensor(Feature):
                                                                        strict=True)
             ):
                 raise SchemaError(name, f"shape {array.shape} does not fit {self.shape}")
-            if array.dtype != np.dtype(self.dtype) and not np.can_cast(
-                array.dtype, self.dtype, casting="same_kind"
-            ):
+            target = np.dtype(self.dtype)
+            if array.dtype != target and not np.can_cast(
+                array.dtype, target, casting="same_kind"
+            ) and not (array.dtype.kind in "iub" and target.kind in "iu"):
                 raise SchemaError(name, f"dtype {array.dtype} does not fit {self.dtype}")
+            if not np.can_cast(array.dtype, self.dtype, casting="safe"):
+                _check_narrowing(name, array, self.dtype)
             entries = [*encode_bytes(np.ascontiguousarray(array, dtype=little).tobytes())]
             if self.variable:
                 entries.append(_entry(shape_key, "int64", list(array.shape)))
@@ -1120,9 +1174,10 @@ class Sequence(Feature):
                 values = [_as_text_bytes(name, v) if isinstance(inner, Text)
                           else _as_bytes(name, v) for v in items]
             elif kind == "float":
-                values = _float32_list(name, [_as_float(name, v) for v in items])
+                values = _float32_list(name, [_as_float(name, v) for v in items],
+                                       inner._float_dtype)  # type: ignore[union-attr]
             else:
-                values = [_as_int(name, v) for v in items]
+                values = [inner._checked_int(name, v) for v in items]  # type: ignore[union-attr]
             return [_entry(name, kind, values)]
 
         return encode
@@ -1160,6 +1215,8 @@ def feature_from_json(data: Mapping[str, Any]) -> Feature:
     params = {k: v for k, v in data.items() if k != "kind"}
     if cls is Sequence:
         params["feature"] = feature_from_json(params["feature"])
+    if cls is Scalar and params.get("dtype") == "float64":
+        params["float32_storage"] = True  # as every dataset with one was written
     if cls is Tensor:
         params["shape"] = tuple(params.get("shape", ()))
     if cls is ClassLabel:
