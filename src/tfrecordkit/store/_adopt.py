@@ -85,7 +85,8 @@ def adopt(
             ``class_pattern``, the name the class taken from file names gets (default
             ``"label"``).
         class_names: names of classes ``0..n-1`` (default: ``"0"``, ``"1"``, ...; with
-            ``class_pattern``, the numbers or the sorted names found).
+            ``class_pattern``, the texts found, numbered in numeric order when all are
+            integers, else in sorted order).
         class_pattern: for records that carry no label, one class per file: a regular
             expression searched in each file's name, whose group ``class`` (else its first
             group, else the whole match) is the class, a number or a name (e.g.
@@ -307,8 +308,15 @@ def _scan(file: str, storage: Storage, compression: str | None, *, label: str | 
 
 def _classes_from_names(files: list[str], pattern: str, class_names: Sequence[str] | None
                         ) -> tuple[list[int], list[str]]:
-    """Each file's class id, from the part of its name ``pattern`` picks, and the class
-    names (given, else the numbers ``0..max`` or the sorted names found)."""
+    """Each file's class id, from the text of its name that ``pattern`` picks, and the class
+    names: given (a capture is a name, or the id of one), else the captured texts, with dense
+    ids ``0..n-1`` in numeric order when every capture is an integer, else in sorted order.
+    Time and memory grow with the number of files, never with the numbers in their names.
+
+    Raises:
+        DatasetError: a name gives no class, two captures are one number written two ways
+            (``01`` and ``1``), or a capture is not among the given names.
+    """
     try:
         regex = re.compile(pattern)
     except re.error as err:
@@ -322,25 +330,36 @@ def _classes_from_names(files: list[str], pattern: str, class_names: Sequence[st
             raise DatasetError(f"{file}: its name does not give a class by class_pattern "
                                f"{pattern!r}")
         found.append(match.group(group))
+    numeric = all(_DIGITS.fullmatch(text) for text in found)
+    if numeric:
+        first_text: dict[int, tuple[str, str]] = {}
+        for file, text in zip(files, found, strict=True):
+            seen = first_text.setdefault(int(text), (text, file))
+            if seen[0] != text:
+                raise DatasetError(
+                    f"{file}: class {text!r} (by class_pattern) is the number of class "
+                    f"{seen[0]!r} of {seen[1]} written another way; rename one of them")
     if class_names is not None:
         names = [str(n) for n in class_names]
         lookup = {n: i for i, n in enumerate(names)}
+        # A number is a class id only when no class name is a number (no two readings).
+        ids_allowed = not any(_DIGITS.fullmatch(n) for n in names)
         ids = []
         for file, text in zip(files, found, strict=True):
             if text in lookup:
                 ids.append(lookup[text])
-            elif text.isdigit() and int(text) < len(names):
+            elif ids_allowed and _DIGITS.fullmatch(text) and int(text) < len(names):
                 ids.append(int(text))
             else:
                 raise DatasetError(f"{file}: class {text!r} (by class_pattern) is not among "
                                    f"the {len(names)} class names")
         return ids, names
-    if all(text.isdigit() for text in found):
-        ids = [int(text) for text in found]
-        return ids, [str(i) for i in range(max(ids) + 1)]
-    names = sorted(set(found))
+    names = (sorted(set(found), key=int) if numeric else sorted(set(found)))
     lookup = {n: i for i, n in enumerate(names)}
     return [lookup[text] for text in found], names
+
+
+_DIGITS = re.compile("[0-9]+")
 
 
 def _common_folder(files: list[str]) -> str:
