@@ -98,7 +98,7 @@ def main() -> None:
     def numpy_loader() -> int:
         count = 0
         for batch in load_numpy_dataset(small, batch_size=256, drop_last=False):
-            count += len(batch["id"])
+            count += len(batch["__id"])
         return count
 
     def tf_loader() -> int:

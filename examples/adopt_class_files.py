@@ -50,7 +50,7 @@ def split_arrays(path: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     images, labels = [], []
     for batch in tk.load_numpy_dataset(path, split, batch_size=128, shuffle=False,
                                        drop_last=False, features=["image_raw", "label"]):
-        real = batch["valid"]
+        real = batch["__valid"]
         images.append(batch["image_raw"][real])
         labels.append(batch["label"][real])
     return np.concatenate(images), np.concatenate(labels)

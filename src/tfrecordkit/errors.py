@@ -9,6 +9,7 @@ also derives from the matching builtin so callers may catch either::
     ├── DatasetError            (ValueError)   a dataset directory or manifest is unusable
     ├── SourceError             (ValueError)   an input (file, row, item) cannot be converted
     ├── IndexUnavailableError   (ValueError)   random access asked of a file that cannot have it
+    ├── StateError              (ValueError)   a resume state is malformed or not this loader's
     └── MissingDependencyError  (ImportError)  an optional extra is not installed
 """
 
@@ -23,6 +24,7 @@ __all__ = [
     "MissingDependencyError",
     "SchemaError",
     "SourceError",
+    "StateError",
     "StorageError",
     "TFRecordKitError",
 ]
@@ -135,6 +137,24 @@ class StorageError(TFRecordKitError, OSError):
 
 class IndexUnavailableError(TFRecordKitError, ValueError):
     """Random access was asked of a file that cannot be indexed (e.g. a compressed one)."""
+
+
+class StateError(TFRecordKitError, ValueError):
+    """A resume state (``state_dict()`` output) is malformed, out of range, or was saved by a
+    loader of another dataset or configuration; the message names the key.
+
+    Attributes:
+        key: the state's key at fault (``""`` for the state as a whole).
+    """
+
+    def __init__(self, key: str, reason: str) -> None:
+        self.key = key
+        self.reason = reason
+        where = f"resume state key {key!r}" if key else "resume state"
+        super().__init__(f"{where}: {reason}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return (type(self), (self.key, self.reason))
 
 
 class MissingDependencyError(TFRecordKitError, ImportError):

@@ -32,7 +32,7 @@ from tfrecordkit.ray import read_dataset
 ray.init(address="{address}", log_to_driver=False)
 nodes = [n for n in ray.nodes() if n["Alive"]]
 ds = read_dataset("{path}", override_num_blocks=6)
-ids = sorted(r["id"] for r in ds.take_all())
+ids = sorted(r["__id"] for r in ds.take_all())
 print(len(nodes), ds.count(), ids == list(range(3000)))
 """
 

@@ -44,7 +44,7 @@ def test_rows_equal_the_source_and_counts_are_exact(cluster, tmp_path):
         ds = read_dataset(tmp_path / "ds", split, override_num_blocks=5)
         assert ds.count() == manifest.num_records(split)
         got = ds.take_all()
-        assert sorted(r["id"] for r in got) == list(range(manifest.num_records(split)))
+        assert sorted(r["__id"] for r in got) == list(range(manifest.num_records(split)))
         seen += got
     by_text = {r["t"]: r for r in seen}
     assert len(by_text) == 3000
@@ -57,8 +57,8 @@ def test_rows_equal_the_source_and_counts_are_exact(cluster, tmp_path):
 def test_two_reads_give_the_same_order_and_match_open_split(cluster, tmp_path):
     tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, num_shards=4)
     ray.data.DataContext.get_current().execution_options.preserve_order = True
-    first = [r["id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
-    second = [r["id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
+    first = [r["__id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
+    second = [r["__id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
     assert first == second == list(range(3000))
     raw = read_dataset(tmp_path / "ds", decode=False).take(50)
     records = tk.open_split(tmp_path / "ds")
@@ -70,15 +70,15 @@ def test_images_equal_the_numpy_loader_and_no_tensorflow_in_workers(cluster, tmp
     tk.convert(ImageFolder(tmp_path / "digits"), tmp_path / "ds", workers=1)
     expected = {}
     for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=20, shuffle=False):
-        for i, image in zip(batch["id"], batch["image"], strict=True):
+        for i, image in zip(batch["__id"], batch["image"], strict=True):
             expected[int(i)] = image
     ds = read_dataset(tmp_path / "ds", image_size=None)
-    got = {r["id"]: r["image"] for r in ds.take_all()}
+    got = {r["__id"]: r["image"] for r in ds.take_all()}
     assert got.keys() == expected.keys()
     assert all(np.array_equal(got[i], expected[i]) for i in got)
 
     def modules(batch):
-        return {"tf": np.array(["tensorflow" in sys.modules] * len(batch["id"]))}
+        return {"tf": np.array(["tensorflow" in sys.modules] * len(batch["__id"]))}
 
     flags = read_dataset(tmp_path / "ds").map_batches(modules).take_all()
     assert flags and not any(f["tf"] for f in flags)

@@ -19,7 +19,7 @@ from tfrecordkit.schema import ImageObservations
 
 def _structures(loader):
     return {name: type(value).__name__ for batch in loader for name, value in batch.items()
-            if name not in ("id", "valid")}
+            if name not in ("__id", "__valid")}
 
 
 def test_open_shapes_are_padded_in_every_batch_even_when_they_agree(tmp_path):

@@ -86,7 +86,7 @@ def test_grain_source_and_order_over_foreign_files(tutorial_files):
     assert [int(source[i]["label"]) for i in range(N)] == [i % 4 for i in range(N)]
     shuffled = load_numpy_dataset(str(tutorial_files / "*.tfrecord"), batch_size=10,
                                   shuffle="global", seed=1, features=["label"])
-    ids = np.concatenate([b["id"] for b in shuffled])
+    ids = np.concatenate([b["__id"] for b in shuffled])
     assert sorted(ids.tolist()) == list(range(N))
 
 

@@ -47,7 +47,7 @@ def test_map_dataset_shuffles_batches_and_keeps_dtypes(dataset):
     ds = grain.MapDataset.source(source).shuffle(seed=3).batch(8, drop_remainder=True)
     batches = list(ds)
     assert len(batches) == N // 8
-    ids = np.concatenate([b["id"] for b in batches])
+    ids = np.concatenate([b["__id"] for b in batches])
     assert len(set(ids.tolist())) == len(ids)
     for b in batches:
         assert b["x"].dtype == np.float32 and b["v"].dtype == np.int64
@@ -68,16 +68,16 @@ def test_dataloader_shards_and_restores_from_its_checkpoint(dataset):
             shuffle=True, num_epochs=1, seed=11)
         return grain.DataLoader(data_source=source, sampler=sampler, worker_count=0)
 
-    shards = [[int(r["id"]) for r in loader(s)] for s in range(2)]
+    shards = [[int(r["__id"]) for r in loader(s)] for s in range(2)]
     assert not set(shards[0]) & set(shards[1])
     assert len(shards[0]) == len(shards[1]) == N // 2
 
     it = iter(loader(0))
-    head = [int(next(it)["id"]) for _ in range(10)]
+    head = [int(next(it)["__id"]) for _ in range(10)]
     state = it.get_state()  # grain's checkpoint, which checks our repr
     again = iter(loader(0))
     again.set_state(state)
-    assert head + [int(r["id"]) for r in again] == shards[0]
+    assert head + [int(r["__id"]) for r in again] == shards[0]
 
 
 def test_values_equal_the_numpy_loaders(tmp_path):
@@ -85,7 +85,7 @@ def test_values_equal_the_numpy_loaders(tmp_path):
     convert(ImageFolder(tmp_path / "src"), tmp_path / "ds", workers=1, progress=False)
     source = load_grain_source(tmp_path / "ds", image_size=(16, 12))
     for batch in load_numpy_dataset(tmp_path / "ds", batch_size=12, image_size=(16, 12)):
-        for k, i in enumerate(batch["id"].tolist()):
+        for k, i in enumerate(batch["__id"].tolist()):
             record = source[i]
             assert np.array_equal(record["image"], batch["image"][k])
             assert record["image"].shape == (16, 12, 1)

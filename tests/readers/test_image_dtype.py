@@ -21,7 +21,7 @@ def digits(tmp_path_factory):
 def numpy_images(path, options):
     return {int(i): image for batch in tk.load_numpy_dataset(path, batch_size=12, shuffle=False,
                                                              options=options)
-            for i, image in zip(batch["id"], batch["image"], strict=True)}
+            for i, image in zip(batch["__id"], batch["image"], strict=True)}
 
 
 def test_float32_is_pixels_over_255_then_normalised(digits):

@@ -34,7 +34,7 @@ def dataset(tmp_path_factory):
 def _ids(loader, steps=None):
     out = []
     for k, batch in enumerate(loader):
-        out.append(batch["id"].tolist())
+        out.append(batch["__id"].tolist())
         if steps is not None and k + 1 == steps:
             break
     return out
@@ -79,8 +79,8 @@ def test_drop_last_false_pads_by_wrapping_and_marks_valid(dataset):
     seen = []
     for r in ranks:
         for batch in r:
-            assert len(batch["id"]) == 8
-            seen += batch["id"][batch["valid"]].tolist()
+            assert len(batch["__id"]) == 8
+            seen += batch["__id"][batch["__valid"]].tolist()
     assert sorted(seen) == list(range(N))  # every record once, nothing double-counted
 
 
@@ -92,7 +92,7 @@ def test_resume_in_a_fresh_loader_equals_the_uninterrupted_run(dataset, stop_at)
     got = []
     batches = iter(run)
     for _ in range(stop_at):  # consume exactly stop_at batches, then save
-        got.append(next(batches)["id"].tolist())
+        got.append(next(batches)["__id"].tolist())
     state = json.loads(json.dumps(run.state_dict()))
     fresh = load_numpy_dataset(dataset, batch_size=16, seed=9)  # as a new process would
     fresh.load_state_dict(state)
@@ -134,7 +134,7 @@ def test_values_equal_the_source(dataset):
     loader = load_numpy_dataset(dataset, batch_size=32, shuffle="global", padding="pad")
     split = tk.open_split(dataset)
     for batch in loader:
-        for k, i in enumerate(batch["id"].tolist()):
+        for k, i in enumerate(batch["__id"].tolist()):
             record = split.schema.decode(split[i])
             assert batch["v"][k] == record["v"] and batch["label"][k] == record["label"]
             length = batch["seq"]["lengths"][k][0]

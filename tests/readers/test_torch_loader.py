@@ -40,7 +40,7 @@ def dataset(tmp_path_factory):
 def _ids(batches, steps=None):
     out = []
     for k, batch in enumerate(batches):
-        out.append(batch["id"].tolist())
+        out.append(batch["__id"].tolist())
         if steps is not None and k + 1 == steps:
             break
     return out
@@ -151,8 +151,8 @@ DDP_SCRIPT = textwrap.dedent("""
         ds = load_torch_dataset(sys.argv[3], batch_size=16, seed=9, drop_last=False)
         batches = list(DataLoader(ds, batch_size=None, num_workers=1,
                                   multiprocessing_context="spawn"))
-        ids = [b["id"].tolist() for b in batches]
-        valid = [b["valid"].tolist() for b in batches]
+        ids = [b["__id"].tolist() for b in batches]
+        valid = [b["__valid"].tolist() for b in batches]
         counts = [None, None]
         dist.all_gather_object(counts, len(batches))  # hangs if a rank had fewer batches
         print(json.dumps({"rank": dist.get_rank(), "ids": ids, "valid": valid,
@@ -235,7 +235,7 @@ def test_pk_batches_in_torch_equal_the_numpy_ones_and_resume(class_dataset, work
     got = [b["x"].tolist() for b in _loader(ds, workers)]
     assert got == expected
     for b in _loader(ds, 0) if workers == 0 else []:
-        assert (b["x"] % 12 == b["label"]).all() and b["class_position"].tolist() == [
+        assert (b["x"] % 12 == b["label"]).all() and b["__class_position"].tolist() == [
             0, 0, 1, 1, 2, 2]
     # Resume mid-epoch from a StatefulDataLoader state with another worker count.
     from torchdata.stateful_dataloader import StatefulDataLoader
@@ -258,10 +258,10 @@ def noisy(values, rng):
 
 def test_augmentation_is_keyed_by_record_so_workers_and_resume_repeat_it(dataset):
     plain = {i: x for b in load_numpy_dataset(dataset, batch_size=B, seed=2)
-             for i, x in zip(b["id"].tolist(), b["x"].tolist(), strict=True)}
+             for i, x in zip(b["__id"].tolist(), b["x"].tolist(), strict=True)}
     numpy_run = list(load_numpy_dataset(dataset, batch_size=B, seed=2, augment=noisy))
     offsets = {i: x - plain[i] for b in numpy_run
-               for i, x in zip(b["id"].tolist(), b["x"].tolist(), strict=True)}
+               for i, x in zip(b["__id"].tolist(), b["x"].tolist(), strict=True)}
     assert len(set(offsets.values())) > 50  # really random per record
     ds = load_torch_dataset(dataset, batch_size=B, seed=2, augment=noisy)
     torch_run = [b["x"].tolist() for b in _loader(ds, 2)]
@@ -271,8 +271,8 @@ def test_augmentation_is_keyed_by_record_so_workers_and_resume_repeat_it(dataset
     assert [b["x"].tolist() for b in resumed] == [b["x"].tolist() for b in numpy_run[5:]]
     next_epoch = load_numpy_dataset(dataset, batch_size=B, seed=2, augment=noisy)
     next_epoch.set_epoch(1)
-    first_ids = numpy_run[0]["id"].tolist()
-    again = {i: x for b in next_epoch for i, x in zip(b["id"].tolist(), b["x"].tolist(),
+    first_ids = numpy_run[0]["__id"].tolist()
+    again = {i: x for b in next_epoch for i, x in zip(b["__id"].tolist(), b["x"].tolist(),
                                                        strict=True)}
     assert [again.get(i) for i in first_ids] != numpy_run[0]["x"].tolist()  # epochs differ
 
@@ -281,11 +281,11 @@ def test_triplets_in_torch_equal_the_numpy_ones(class_dataset):
     from tfrecordkit.readers.numpy_data import iter_triplets
     from tfrecordkit.readers.torch_data import load_torch_triplet_dataset
 
-    expected = [b["anchor"]["id"].tolist() for b in iter_triplets(class_dataset, batch_size=8,
+    expected = [b["anchor"]["__id"].tolist() for b in iter_triplets(class_dataset, batch_size=8,
                                                                   seed=3)]
     ds = load_torch_triplet_dataset(class_dataset, batch_size=8, seed=3)
     got = list(_loader(ds, 2))
-    assert [b["anchor"]["id"].tolist() for b in got] == expected
+    assert [b["anchor"]["__id"].tolist() for b in got] == expected
     for b in got:
         assert torch.equal(b["anchor"]["label"], b["positive"]["label"])
         assert not (b["anchor"]["label"] == b["negative"]["label"]).any()

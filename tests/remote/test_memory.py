@@ -127,7 +127,7 @@ def test_torch_workers_read_a_remote_dataset(memory_url):
     write_dataset(rows(), url, SCHEMA)
     dataset = tk.load_torch_dataset(url, batch_size=40, shuffle=False)
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2)
-    seen = sorted(int(i) for batch in loader for i in batch["id"])
+    seen = sorted(int(i) for batch in loader for i in batch["__id"])
     assert seen == list(range(600))
 
 

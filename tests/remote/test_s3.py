@@ -77,7 +77,7 @@ def test_torch_loader_reads_s3(s3_server, s3_url, digits):
     tk.convert(ImageFolder(folder), s3_url, workers=1)
     dataset = tk.load_torch_dataset(s3_url, batch_size=40, shuffle=False)
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2)
-    assert sorted(int(i) for batch in loader for i in batch["id"]) == list(range(400))
+    assert sorted(int(i) for batch in loader for i in batch["__id"]) == list(range(400))
 
 
 def test_sequential_reads_make_no_request_per_record(s3_server, s3_url):

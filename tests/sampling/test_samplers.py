@@ -281,15 +281,15 @@ def test_triplet_loader_ranks_take_equal_steps_and_resume_exactly(class_dataset)
             assert (b["anchor"]["label"] == b["positive"]["label"]).all()
             assert (b["anchor"]["label"] != b["negative"]["label"]).all()
             assert (b["anchor"]["x"] % 12 == b["anchor"]["label"]).all()
-            seen += b["anchor"]["id"].tolist()
-    assert set(seen) == set(np.concatenate([b["anchor"]["id"] for b in single]).tolist())
+            seen += b["anchor"]["__id"].tolist()
+    assert set(seen) == set(np.concatenate([b["anchor"]["__id"] for b in single]).tolist())
     assert len(seen) - len(set(seen)) <= 2 and len(set(seen)) == anchors  # wrap-around only
     # JSON state mid-epoch continues exactly.
     run = TripletLoader(path, batch_size=5, seed=2)
     it = iter(run)
-    head = [next(it)["anchor"]["id"].tolist() for _ in range(3)]
+    head = [next(it)["anchor"]["__id"].tolist() for _ in range(3)]
     state = json.loads(json.dumps(run.state_dict()))
-    rest = [b["anchor"]["id"].tolist() for b in iter_triplets(path, batch_size=5, seed=2,
+    rest = [b["anchor"]["__id"].tolist() for b in iter_triplets(path, batch_size=5, seed=2,
                                                               state=state)]
-    whole = [b["anchor"]["id"].tolist() for b in iter_triplets(path, batch_size=5, seed=2)]
+    whole = [b["anchor"]["__id"].tolist() for b in iter_triplets(path, batch_size=5, seed=2)]
     assert head + rest == whole

@@ -12,6 +12,7 @@ import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError
 from tfrecordkit.format import Storage, check_frame
+from tfrecordkit.readers import RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder, decode_options
 from tfrecordkit.readers._plan import PathArg, plan_read
 from tfrecordkit.sampling import SplitLocations
@@ -129,7 +130,7 @@ def _batch(decoder: RecordDecoder, records: list[bytes], first: int, part: _Rang
     if not decoder.options.decode:
         label = decoder.shard_label  # the records alone don't hold a label from the shard
         return {"record": np.array(records, dtype=object),
-                **({label: classes} if label else {}), "id": ids}
+                **({label: classes} if label else {}), RECORD_ID: ids}
     columns = decoder.decode_columns(records, lambda i: f"{first + i} ({part.file})",
                                      classes)
     out: dict[str, np.ndarray] = {}
@@ -147,7 +148,7 @@ def _batch(decoder: RecordDecoder, records: list[bytes], first: int, part: _Rang
             column = np.empty(len(arrays), dtype=object)
             column[:] = arrays
             out[name] = column
-    out["id"] = ids
+    out[RECORD_ID] = ids
     return out
 
 
@@ -159,7 +160,7 @@ def read_dataset(path: PathArg, split: str = "train", *,
                  override_num_blocks: int | None = None,
                  ray_remote_args: dict[str, Any] | None = None) -> Any:
     """A split of a dataset (a folder or URL with ``dataset.json``, or TFRecord files / globs)
-    as a ``ray.data.Dataset``: one row per record with its decoded features and ``"id"``
+    as a ``ray.data.Dataset``: one row per record with its decoded features and ``"__id"``
     (the record's position in the split); ``decode=False`` gives the serialized ``"record"``.
 
     Read tasks are cut along shards and ``.index`` offsets, each range read in one request;

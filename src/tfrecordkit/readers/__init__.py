@@ -4,4 +4,6 @@
 - ``tfrecordkit.readers.numpy_data``: NumPy batches without any framework.
 """
 
-__all__: list[str] = []
+from tfrecordkit.readers._keys import CLASS_POSITION, RECORD_ID, VALID
+
+__all__ = ["CLASS_POSITION", "RECORD_ID", "VALID"]

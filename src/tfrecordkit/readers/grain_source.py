@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.readers import RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._plan import PathArg, open_records
 
@@ -19,7 +20,7 @@ __all__ = ["GrainSource", "load_grain_source"]
 
 class GrainSource:
     """Record ``i`` of a split as a dict of NumPy values (or ``{"record": bytes}`` with
-    ``decode=False``), plus its ``"id"``. Thread-safe and picklable (files reopen after
+    ``decode=False``), plus its ``"__id"``. Thread-safe and picklable (files reopen after
     unpickling); numbers carry their schema dtype so grain's batching stacks them as
     ``load_tf_dataset`` types them."""
 
@@ -42,12 +43,12 @@ class GrainSource:
         if not self.options.decode:
             # The record alone doesn't hold a label taken from its shard.
             extra = {label: np.int64(shard_class)} if label and shard_class is not None else {}
-            return {"record": record, **extra, "id": np.int64(key)}
+            return {"record": record, **extra, RECORD_ID: np.int64(key)}
         values = self.decoder.decode_one(record, self.records.where(key), shard_class)
         for name, dtype in self._dtypes.items():
             if dtype is not None:
                 values[name] = np.asarray(values[name], dtype=dtype)
-        values["id"] = np.int64(key)
+        values[RECORD_ID] = np.int64(key)
         return values
 
     def __getitem__(self, key: int) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Storage
+from tfrecordkit.readers import CLASS_POSITION, RECORD_ID, VALID
 from tfrecordkit.readers._decoding import (
     _CHUNK,
     DecodeOptions,
@@ -32,6 +33,7 @@ from tfrecordkit.sampling import (
     PKSampler,
     RecordFetcher,
     TripletSampler,
+    check_state,
 )
 from tfrecordkit.sampling._order import EpochOrder, ShuffleMode, fingerprint
 from tfrecordkit.sampling._plan import EpochUnit
@@ -79,8 +81,9 @@ class _SampledLoader:
         """This rank's batch at ``step`` of ``epoch``."""
         raise NotImplementedError
 
-    def check_state(self, state: dict[str, Any]) -> None:
-        """Raise ValueError unless ``state`` was saved by a loader of this configuration."""
+    def check_state(self, state: Any) -> dict[str, Any]:
+        """``state`` as a dict, checked to be a whole state of a loader of this
+        configuration (else :class:`~tfrecordkit.errors.StateError` naming the key)."""
         raise NotImplementedError
 
     def set_epoch(self, epoch: int) -> None:
@@ -105,8 +108,8 @@ class _SampledLoader:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from a :meth:`state_dict` (refused if saved with other settings)."""
-        self.check_state(state)
-        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+        state = self.check_state(state)
+        self.epoch, self.step = state["epoch"], state["step"]
 
     def close(self) -> None:
         """Close the files kept open."""
@@ -118,7 +121,7 @@ class PKLoader(_SampledLoader):
     JSON state, loading workers taking steps in turn), so every framework adapter serves both.
 
     Each batch holds the decoded features, ``"label"`` (class ids, class-major: K per class),
-    ``"class_position"`` (0..P-1) and ``"id"`` (positions in the class index).
+    ``"__class_position"`` (0..P-1) and ``"__id"`` (positions in the class index).
     """
 
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
@@ -153,8 +156,8 @@ class PKLoader(_SampledLoader):
         batch = self.decoder.decode_batch(self.fetcher.fetch(positions),
                                           _sources(self.index, positions), pool, labels)
         batch["label"] = labels
-        batch["class_position"] = self._positions
-        batch["id"] = positions
+        batch[CLASS_POSITION] = self._positions
+        batch[RECORD_ID] = positions
         return batch
 
     def state_dict(self) -> dict[str, Any]:
@@ -163,16 +166,12 @@ class PKLoader(_SampledLoader):
         state.update(epoch=self.epoch, step=self.step, fingerprint=self.fingerprint)
         return state
 
-    def check_state(self, state: dict[str, Any]) -> None:
-        """Raise ValueError unless ``state`` was saved by a loader of this configuration."""
-        if state.get("fingerprint") != self.fingerprint:
-            raise ValueError(f"the state was saved with fingerprint="
-                             f"{state.get('fingerprint')!r}; this loader has "
-                             f"{self.fingerprint!r}")
-        self.sampler.load_state_dict(state)  # checks the sampling settings
-        if not 0 <= int(state["step"]) <= len(self) or int(state["epoch"]) < 0:
-            raise ValueError(f"the state's epoch {state['epoch']} / step {state['step']} is "
-                             f"outside this loader's {len(self)} steps per epoch")
+    def check_state(self, state: Any) -> dict[str, Any]:
+        """``state`` as a dict, checked to be a whole state of a loader of this
+        configuration (else :class:`~tfrecordkit.errors.StateError` naming the key)."""
+        settings = {k: v for k, v in self.sampler.state_dict().items()
+                    if k not in ("epoch", "step")}
+        return check_state(state, {"fingerprint": self.fingerprint, **settings}, len(self))
 
 
 
@@ -244,7 +243,7 @@ def iter_pk_batches(
     """Class-balanced batches: P distinct classes × K records each, as NumPy arrays.
 
     Batches are class-major (record ``i`` belongs to the batch's class ``i // K``); each
-    carries ``"label"`` (class ids) and ``"class_position"`` (0..P-1). ``steps`` bounds the
+    carries ``"label"`` (class ids) and ``"__class_position"`` (0..P-1). ``steps`` bounds the
     number of batches (default: endless; ``steps_per_epoch`` on the result gives an epoch).
     ``rank``/``world_size`` split classes between workers; ``state`` (a previous result's
     ``state_dict()``, JSON) continues exactly where it stopped. At most ``max_open_files``
@@ -266,7 +265,7 @@ class TripletLoader(_SampledLoader):
     per epoch, ``batch_size`` triplets a step (the last step may be short), JSON state.
 
     Each batch is ``{"anchor": ..., "positive": ..., "negative": ...}``, each a decoded batch
-    with its ``"label"`` (class ids) and ``"id"`` (positions in the class index).
+    with its ``"label"`` (class ids) and ``"__id"`` (positions in the class index).
     """
 
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
@@ -320,7 +319,7 @@ class TripletLoader(_SampledLoader):
             part = self.decoder.decode_batch(self.fetcher.fetch(positions),
                                              _sources(self.index, positions), pool, labels)
             part["label"] = labels
-            part["id"] = positions
+            part[RECORD_ID] = positions
             batch[role] = part
         return batch
 
@@ -329,15 +328,11 @@ class TripletLoader(_SampledLoader):
         return {"epoch": self.epoch, "step": self.step, "seed": self.seed,
                 "batch_size": self.batch_size, "fingerprint": self.fingerprint}
 
-    def check_state(self, state: dict[str, Any]) -> None:
-        """Raise ValueError unless ``state`` was saved by a loader of this configuration."""
-        for key in ("fingerprint", "seed", "batch_size"):
-            if state.get(key) != getattr(self, key):
-                raise ValueError(f"the state was saved with {key}={state.get(key)!r}; this "
-                                 f"loader has {getattr(self, key)!r}")
-        if not 0 <= int(state["step"]) <= len(self) or int(state["epoch"]) < 0:
-            raise ValueError(f"the state's epoch {state['epoch']} / step {state['step']} is "
-                             f"outside this loader's {len(self)} steps per epoch")
+    def check_state(self, state: Any) -> dict[str, Any]:
+        """``state`` as a dict, checked to be a whole state of a loader of this
+        configuration (else :class:`~tfrecordkit.errors.StateError` naming the key)."""
+        return check_state(state, {key: getattr(self, key) for key in
+                                   ("fingerprint", "seed", "batch_size")}, len(self))
 
 
 
@@ -476,7 +471,7 @@ class Loader:
         return self._order.ids(positions % n), valid
 
     def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
-        """This rank's batch of global ``step`` in ``epoch`` (with ``"id"``, and ``"valid"``
+        """This rank's batch of global ``step`` in ``epoch`` (with ``"__id"``, and ``"__valid"``
         when ``drop_last=False``)."""
         if pool is not None:
             return self._start(epoch, step, pool)()
@@ -530,9 +525,9 @@ class Loader:
             if not decoder.options.decode and decoder.shard_label:
                 # The records alone don't hold a label taken from their shard.
                 batch[decoder.shard_label] = records.shard_classes(ids)
-            batch["id"] = ids
+            batch[RECORD_ID] = ids
             if not self.drop_last:
-                batch["valid"] = valid
+                batch[VALID] = valid
             return batch
 
         return finish
@@ -575,19 +570,16 @@ class Loader:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from a :meth:`state_dict`; refuses one made for another dataset, seed,
-        global batch size or shuffle mode."""
-        self.check_state(state)
-        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+        global batch size or shuffle mode, or one that is malformed (naming the key)."""
+        state = self.check_state(state)
+        self.epoch, self.step = state["epoch"], state["step"]
 
-    def check_state(self, state: dict[str, Any]) -> None:
-        """Raise ValueError unless ``state`` was saved by a loader of this configuration."""
-        for key in ("fingerprint", "seed", "batch_size", "shuffle", "drop_last"):
-            if state.get(key) != getattr(self, key):
-                raise ValueError(f"the state was saved with {key}={state.get(key)!r}; this "
-                                 f"loader has {getattr(self, key)!r}")
-        if not 0 <= int(state["step"]) <= self._steps or int(state["epoch"]) < 0:
-            raise ValueError(f"the state's epoch {state['epoch']} / step {state['step']} is "
-                             f"outside this loader's {self._steps} steps per epoch")
+    def check_state(self, state: Any) -> dict[str, Any]:
+        """``state`` as a dict, checked to be a whole state of a loader of this
+        configuration (else :class:`~tfrecordkit.errors.StateError` naming the key)."""
+        return check_state(state, {key: getattr(self, key) for key in
+                                   ("fingerprint", "seed", "batch_size", "shuffle",
+                                    "drop_last")}, self._steps)
 
 
 def load_numpy_dataset(path: PathArg, split: str = "train", *,
@@ -603,8 +595,8 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
 
     ``batch_size`` is the global batch: each of ``world_size`` ranks gets ``batch_size /
     world_size`` records per step, every rank the same number of steps. Every batch carries
-    ``"id"`` (record positions in the split); with ``drop_last=False`` the last step is filled
-    by wrapping around, and ``"valid"`` marks the real records. ``features``, ``decode``,
+    ``"__id"`` (record positions in the split); with ``drop_last=False`` the last step is filled
+    by wrapping around, and ``"__valid"`` marks the real records. ``features``, ``decode``,
     ``image_size`` and ``padding`` (or all of them as one :class:`DecodeOptions`) say how
     records become values; decoding runs on ``num_threads`` threads. ``augment(values, rng)``
     maps each record's decoded values (before batching); its ``rng`` is seeded by

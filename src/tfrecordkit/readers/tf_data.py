@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import operator
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,11 +24,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, MissingDependencyError
+from tfrecordkit.errors import DatasetError, MissingDependencyError, StateError
 from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.readers._decoding import PADDED_KEYS, DecodeOptions
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
+from tfrecordkit.sampling import MAX_EPOCH, state_int
 from tfrecordkit.schema import (
     Audio,
     ClassLabel,
@@ -785,17 +787,32 @@ def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequen
     return manifest, schema, names, partition.rank, partition.world_size
 
 
+def _step_number(start: Any) -> int:
+    """An integer step: a Python or NumPy int, or an integer tensor / variable (such as
+    ``optimizer.iterations``); never a bool, float or string."""
+    if not isinstance(start, bool | np.bool_):
+        try:
+            return operator.index(start)
+        except TypeError:
+            dtype = getattr(start, "dtype", None)
+            if dtype is not None and getattr(dtype, "is_integer", False):
+                return int(start)
+    raise StateError("start", f"must be a global step >= 0 (an int) or a state_dict(); "
+                              f"got {type(start).__name__} {start!r:.40}")
+
+
 def _global_steps(start: int | Mapping[str, Any], steps: int, repeat: bool,
                   sampler: Any) -> tuple[int, int | None]:
     """The first global step and how many follow (None: endlessly) for ``start``."""
     if isinstance(start, Mapping):
         probe = copy.copy(sampler)
-        probe.load_state_dict(dict(start))  # refuses a state saved with other settings
-        first = int(start["epoch"]) * steps + int(start["step"])
+        probe.load_state_dict(dict(start))  # refuses a malformed one, or other settings
+        first = (state_int(start, "epoch", 0, MAX_EPOCH) * steps
+                 + state_int(start, "step", 0, steps))
     else:
-        first = int(start)
-    if first < 0:
-        raise ValueError(f"start must be a step >= 0 or a state_dict(); got {start!r}")
+        first = _step_number(start)
+        if not 0 <= first <= MAX_EPOCH * max(1, steps):
+            raise StateError("start", f"{first} is not a global step >= 0")
     return first, None if repeat else steps - first % steps
 
 

@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import MissingDependencyError
+from tfrecordkit.errors import MissingDependencyError, StateError
 from tfrecordkit.readers._decoding import DecodeOptions, Padding, decode_options
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
 from tfrecordkit.readers.numpy_data import Augment, Loader, PKLoader, TripletLoader
+from tfrecordkit.sampling import MAX_EPOCH, state_int
 from tfrecordkit.sampling._order import ShuffleMode
 from tfrecordkit.sampling._plan import EpochUnit
 
@@ -84,8 +85,14 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
         loader.partition = loader.partition.with_worker(worker, workers)
         epoch, first = loader.epoch, loader.step + worker
         saved = self._worker_state
-        if saved is not None and (saved["worker"], saved["num_workers"]) == (worker, workers):
-            epoch, first = int(saved["epoch"]), int(saved["step"])  # this worker's own next step
+        if saved is not None:
+            if (saved["worker"], saved["num_workers"]) != (worker, workers):
+                raise StateError("num_workers", f"the state was saved by worker "
+                                 f"{saved['worker']} of {saved['num_workers']}; iterating with "
+                                 f"{workers} would not resume it (restore a StatefulDataLoader "
+                                 f"with num_workers={saved['num_workers']}, or load the "
+                                 "DataLoader's whole state_dict())")
+            epoch, first = saved["epoch"], saved["step"]  # this worker's own next step
         self._worker_state = None
         steps = len(loader)
         from concurrent.futures import ThreadPoolExecutor
@@ -126,13 +133,21 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
         """Continue from :meth:`state_dict` output, from one worker's state (as
         ``StatefulDataLoader`` hands them back), or from a whole ``StatefulDataLoader``
         ``state_dict()`` (then any number of workers may follow)."""
+        if not isinstance(state, Mapping):
+            raise StateError("", f"must be a dict (a state_dict() result); got "
+                                 f"{type(state).__name__}")
         if "_snapshot" in state:  # a StatefulDataLoader's own state, with worker processes
             state = _position_of_loader(state)
         elif "fetcher_state" in state and "dataset_state" in state:  # ... without
             state = state["dataset_state"]
-        # Workers' next steps may lie past the end of the epoch: it has no steps left.
-        state = {**state, "step": min(int(state["step"]), len(self.loader))}
-        self.loader.check_state(state)
+            if not isinstance(state, Mapping):
+                raise StateError("dataset_state", "must be a dict")
+        if "worker" in state or "num_workers" in state:
+            # A worker's next step may lie past the end of the epoch: it has no steps left.
+            workers = state_int(state, "num_workers", 1, 1 << 16)
+            step = state_int(state, "step", 0, len(self.loader) + workers)
+            state = {**state, "step": min(step, len(self.loader))}
+        state = self.loader.check_state(state)
         if "worker" in state:
             self._worker_state = {k: state[k] for k in ("epoch", "step", "worker",
                                                         "num_workers")}
@@ -150,11 +165,15 @@ def _position_of_loader(loader_state: Mapping[str, Any]) -> dict[str, Any]:
         state = snapshot.get("dataset_state")
         if not state:
             continue
+        if not isinstance(state, Mapping):
+            raise StateError("dataset_state", "must be a dict")
         # A worker that has yielded nothing still holds the global start it was given.
-        step = int(state["step"]) + (0 if "worker" in state else int(snapshot["worker_id"]))
-        nexts.append((int(state["epoch"]), step, state))
+        offset = 0 if "worker" in state else state_int(snapshot, "worker_id", 0, 1 << 16)
+        step = state_int(state, "step", 0, MAX_EPOCH) + offset
+        nexts.append((state_int(state, "epoch", 0, MAX_EPOCH), step, state))
     if not nexts:
-        raise ValueError("this StatefulDataLoader state holds no tfrecordkit dataset state")
+        raise StateError("_snapshot", "this StatefulDataLoader state holds no tfrecordkit "
+                                      "dataset state")
     epoch, step, state = min(nexts, key=lambda n: (n[0], n[1]))
     position = {k: v for k, v in state.items() if k not in ("worker", "num_workers")}
     position.update(epoch=epoch, step=step)
@@ -201,7 +220,7 @@ def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
                           storage_options: dict[str, Any] | None = None) -> TorchDataset:
     """Class-balanced P×K batches as tensors, for ``DataLoader(ds, batch_size=None,
     num_workers=N)``: the batches of :func:`~tfrecordkit.iter_pk_batches` (``"label"``,
-    ``"class_position"``, class-major), with :func:`load_torch_dataset`'s workers, ranks
+    ``"__class_position"``, class-major), with :func:`load_torch_dataset`'s workers, ranks
     (each rank gets P other classes every step) and JSON state."""
     loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
                       examples_per_class=examples_per_class, seed=seed, epoch=epoch,

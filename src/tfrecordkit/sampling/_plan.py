@@ -10,15 +10,16 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError
+from tfrecordkit.errors import DatasetError, StateError
 from tfrecordkit.sampling._class_index import ClassIndex
 from tfrecordkit.sampling._order import feistel_permute, feistel_permute_each, mix_keys
+from tfrecordkit.sampling._state import MAX_EPOCH, check_state, state_int
 
 __all__ = ["PKSampler", "TripletSampler"]
 
@@ -182,14 +183,11 @@ class PKSampler:
                 "classes": self.num_classes}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from a :meth:`state_dict`; refuses one saved with other settings."""
-        mine = self.state_dict()
-        for key in ("seed", "classes_per_batch", "examples_per_class", "epoch_unit",
-                    "exclude_small", "classes"):
-            if state.get(key) != mine[key]:
-                raise ValueError(f"the state was saved with {key}={state.get(key)!r}; this "
-                                 f"sampler has {mine[key]!r}")
-        self.next_epoch, self.next_step = int(state["epoch"]), int(state["step"])
+        """Continue from a :meth:`state_dict`; refuses one saved with other settings or a
+        malformed one (:class:`~tfrecordkit.errors.StateError` naming the key)."""
+        mine = {k: v for k, v in self.state_dict().items() if k not in ("epoch", "step")}
+        state = check_state(state, mine, self.steps_per_epoch, what="sampler")
+        self.next_epoch, self.next_step = state["epoch"], state["step"]
 
 
 class TripletSampler:
@@ -262,6 +260,9 @@ class TripletSampler:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from :meth:`state_dict` output (the seed must match)."""
-        if state.get("seed", self.seed) != self.seed:
-            raise ValueError(f"state is for seed {state['seed']}, this sampler has {self.seed}")
-        self.epoch = int(state["epoch"])
+        if not isinstance(state, Mapping):
+            raise StateError("", f"must be a dict; got {type(state).__name__}")
+        if "seed" in state and (type(state["seed"]) is not int or state["seed"] != self.seed):
+            raise StateError("seed", f"the state was saved with {state['seed']!r:.40}; this "
+                                     f"sampler has {self.seed!r}")
+        self.epoch = state_int(state, "epoch", 0, MAX_EPOCH)

@@ -22,7 +22,10 @@ from tfrecordkit.schema._features import (
     feature_from_json,
 )
 
-__all__ = ["Schema"]
+__all__ = ["RESERVED_PREFIX", "Schema"]
+
+#: Feature names starting with it are refused: readers add their own keys under it.
+RESERVED_PREFIX = "__"
 
 
 class Schema(Mapping[str, Feature]):
@@ -39,6 +42,9 @@ class Schema(Mapping[str, Feature]):
         for name, feature in self._features.items():
             if not isinstance(name, str) or not name or "/" in name:
                 raise SchemaError(str(name), "feature names must be non-empty and contain no '/'")
+            if name.startswith(RESERVED_PREFIX):
+                raise SchemaError(name, f"names starting with {RESERVED_PREFIX!r} are kept for "
+                                        "what readers add beside the features (__id, __valid)")
             if not isinstance(feature, Feature):
                 raise SchemaError(name, f"expected a Feature, got {type(feature).__name__}")
             for spec in feature.key_specs(name):
@@ -48,6 +54,9 @@ class Schema(Mapping[str, Feature]):
                 keys[spec.key] = name
         from_shard = [n for n, f in self._features.items()
                       if isinstance(f, ClassLabel) and f.from_shard]
+        if from_shard and from_shard[0] == "record":
+            raise SchemaError("record", "a label from the shard cannot be named 'record': "
+                                        "readers put undecoded records under that key")
         if len(from_shard) > 1:
             raise SchemaError(from_shard[1], f"only one class label can come from the shard "
                                              f"({from_shard[0]!r} does)")

@@ -1,0 +1,17 @@
+"""The keys readers add beside a record's features, the same in every reader.
+
+They start with ``__``, which :class:`~tfrecordkit.schema.Schema` refuses for feature names, so
+a reader never puts its own value where a user's feature lives (a table's ``id`` column reads
+back as stored).
+"""
+
+from __future__ import annotations
+
+__all__ = ["CLASS_POSITION", "RECORD_ID", "VALID"]
+
+#: The record's position in its split (or, for PxK and triplets, in the class index).
+RECORD_ID = "__id"
+#: With several ranks, False where the last step wrapped around to fill the batch.
+VALID = "__valid"
+#: PxK batches: which of the P classes of the batch the record belongs to (0..P-1).
+CLASS_POSITION = "__class_position"
