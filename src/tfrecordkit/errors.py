@@ -10,6 +10,9 @@ also derives from the matching builtin so callers may catch either::
     ├── SourceError             (ValueError)   an input (file, row, item) cannot be converted
     ├── IndexUnavailableError   (ValueError)   random access asked of a file that cannot have it
     ├── StateError              (ValueError)   a resume state is malformed or not this loader's
+    ├── OptionError             (ValueError)   an argument is outside what it accepts
+    ├── RecordFormatError       (ValueError)   a record's bytes are not the message they should be
+    ├── OutOfRangeError         (IndexError)   a record position beyond the end
     └── MissingDependencyError  (ImportError)  an optional extra is not installed
 """
 
@@ -22,6 +25,9 @@ __all__ = [
     "DatasetError",
     "IndexUnavailableError",
     "MissingDependencyError",
+    "OptionError",
+    "OutOfRangeError",
+    "RecordFormatError",
     "SchemaError",
     "SourceError",
     "StateError",
@@ -137,6 +143,18 @@ class StorageError(TFRecordKitError, OSError):
 
 class IndexUnavailableError(TFRecordKitError, ValueError):
     """Random access was asked of a file that cannot be indexed (e.g. a compressed one)."""
+
+
+class OptionError(TFRecordKitError, ValueError):
+    """An argument is outside what it accepts (the message echoes the value)."""
+
+
+class RecordFormatError(TFRecordKitError, ValueError):
+    """A record's bytes are not a valid ``tf.train.Example`` / ``SequenceExample``."""
+
+
+class OutOfRangeError(TFRecordKitError, IndexError):
+    """A record position lies beyond the end of a file or split."""
 
 
 class StateError(TFRecordKitError, ValueError):

@@ -89,7 +89,7 @@ def test_worker_states_are_checked_and_never_ignored(dataset):
     with pytest.raises(StateError, match="worker"):
         tk.load_torch_dataset(dataset, batch_size=4, seed=3).load_state_dict(
             {**base, "step": 7, "worker": 7, "num_workers": 2})
-    with pytest.raises(StateError, match="'step'.*never takes"):
+    with pytest.raises(StateError, match=r"'step'.*never takes"):
         tk.load_torch_dataset(dataset, batch_size=4, seed=3).load_state_dict(
             {**base, "step": 4, "worker": 1, "num_workers": 2})
     # Worker 1 of 2's state, iterated without workers: refused, not restarted at step 0.

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import SchemaError, SourceError
+from tfrecordkit.errors import OptionError, SchemaError, SourceError
 from tfrecordkit.format._encode import EncodedFrames
 from tfrecordkit.schema import (
     ClassLabel,
@@ -65,7 +65,7 @@ class ConversionJob:
               ) -> ConversionJob:
         """The job for :func:`~tfrecordkit.convert.convert`'s arguments, checked."""
         if on_error not in ("raise", "skip"):
-            raise ValueError(f"on_error must be 'raise' or 'skip'; got {on_error!r}")
+            raise OptionError(f"on_error must be 'raise' or 'skip'; got {on_error!r}")
         schema = schema or source.schema()
         if schema.shard_label is not None:
             raise SchemaError(schema.shard_label, "ClassLabel(from_shard=True) describes "
@@ -307,7 +307,7 @@ class SplitAssigner:
             return
         total = sum(split.values())
         if not split or total <= 0 or any(v < 0 for v in split.values()):
-            raise ValueError(f"split ratios must be non-negative and sum above 0; got {split}")
+            raise OptionError(f"split ratios must be non-negative and sum above 0; got {split}")
         self.names = list(split)
         self.shares = np.array([split[n] / total for n in self.names])
         acc = 0.0

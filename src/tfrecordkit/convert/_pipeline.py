@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tfrecordkit.convert._encoding import ConversionJob, SplitSpec
+from tfrecordkit.errors import OptionError
 from tfrecordkit.format import Storage
 from tfrecordkit.schema import Schema
 from tfrecordkit.sources import Records, Source
@@ -169,7 +170,7 @@ def convert(
         return run_conversion(job, lambda report: (run_on_ray(job, report=report), False),
                               progress=progress)
     if engine != "local":
-        raise ValueError(f"engine must be 'local' or 'ray'; got {engine!r}")
+        raise OptionError(f"engine must be 'local' or 'ray'; got {engine!r}")
     from tfrecordkit.engines.local import run_local
 
     # An empty plan id never resumes: used when the source's data can't be identified.

@@ -6,6 +6,8 @@ import io
 import zlib
 from typing import BinaryIO, Literal
 
+from tfrecordkit.errors import OptionError
+
 Compression = Literal["gzip", "zlib"] | None
 CompressionArg = Literal["gzip", "zlib", "GZIP", "ZLIB", "none", "", "auto"] | None
 
@@ -22,7 +24,7 @@ def normalize_compression(value: str | None, *, allow_auto: bool = False) -> str
         return None
     allowed = "None, 'gzip', 'zlib'" + (", 'auto'" if allow_auto else "")
     if not isinstance(value, str):
-        raise ValueError(f"compression must be one of {allowed}; got {value!r}")
+        raise OptionError(f"compression must be one of {allowed}; got {value!r}")
     lowered = value.lower()
     if lowered in ("", "none"):
         return None
@@ -30,7 +32,7 @@ def normalize_compression(value: str | None, *, allow_auto: bool = False) -> str
         return lowered
     if lowered == "auto" and allow_auto:
         return "auto"
-    raise ValueError(f"compression must be one of {allowed}; got {value!r}")
+    raise OptionError(f"compression must be one of {allowed}; got {value!r}")
 
 
 def detect_compression(head: bytes, header_is_valid: bool) -> Compression:
@@ -113,7 +115,7 @@ class DeflatingWriter(io.RawIOBase):
     def __init__(self, raw: BinaryIO, compression: Compression, level: int = 6) -> None:
         super().__init__()
         if compression is None:
-            raise ValueError("DeflatingWriter needs 'gzip' or 'zlib'")
+            raise OptionError("DeflatingWriter needs 'gzip' or 'zlib'")
         self._raw = raw
         # gzip via wbits=31 writes a header with mtime 0 and no name: same bytes every run.
         self._deflater = zlib.compressobj(level, zlib.DEFLATED, _WBITS[compression])

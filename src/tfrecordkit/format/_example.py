@@ -15,7 +15,7 @@ import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from tfrecordkit.errors import SchemaError
+from tfrecordkit.errors import RecordFormatError, SchemaError
 from tfrecordkit.format._wire import ListKind, encode_example_wire, feature_wire
 
 __all__ = [
@@ -205,7 +205,7 @@ def _check_map(message: Any, what: str) -> None:
     does not define is kept as an unknown field of the map's message (where TensorFlow's
     parser rejects the record), so reading on would silently lose a feature."""
     if any(field.field_number == 1 for field in UnknownFieldSet(message)):
-        raise ValueError(f"a {what} map entry holds fields a map entry cannot have "
+        raise RecordFormatError(f"a {what} map entry holds fields a map entry cannot have "
                          "(TensorFlow rejects such a record)")
 
 
@@ -243,11 +243,11 @@ def _decode_example(data: bytes, kindless: bool) -> dict[str, DecodedValue]:
     try:
         example = _Example.FromString(data)
     except Exception as err:  # protobuf's DecodeError has no stable import path across versions
-        raise ValueError(f"not a serialized tf.train.Example: {err}") from None
+        raise RecordFormatError(f"not a serialized tf.train.Example: {err}") from None
     try:
         return _decode_features(example.features, kindless)
     except ValueError as err:
-        raise ValueError(f"not a valid tf.train.Example: {err}") from None
+        raise RecordFormatError(f"not a valid tf.train.Example: {err}") from None
 
 
 def encode_sequence_example(
@@ -274,7 +274,7 @@ def decode_sequence_example(
     try:
         message = _SequenceExample.FromString(data)
     except Exception as err:
-        raise ValueError(f"not a serialized tf.train.SequenceExample: {err}") from None
+        raise RecordFormatError(f"not a serialized tf.train.SequenceExample: {err}") from None
     context = _decode_features(message.context)
     _check_map(message.feature_lists, "FeatureLists")
     lists = {

@@ -21,7 +21,13 @@ from typing import Any, BinaryIO, Literal
 import crc32c as _crc32c
 import numpy as np
 
-from tfrecordkit.errors import CorruptionCheck, CorruptRecordError
+from tfrecordkit.errors import (
+    CorruptionCheck,
+    CorruptRecordError,
+    DatasetError,
+    OptionError,
+    OutOfRangeError,
+)
 from tfrecordkit.format._compression import (
     Compression,
     DeflatingWriter,
@@ -90,14 +96,14 @@ class RecordWriter:
         storage = storage or Storage.of(self.path, storage_options)
         self.compression: Compression = normalize_compression(compression)  # type: ignore[assignment]
         if not 0 <= compression_level <= 9:
-            raise ValueError(f"compression_level must be in 0..9; got {compression_level}")
+            raise OptionError(f"compression_level must be in 0..9; got {compression_level}")
         if index_path is not None and self.compression is not None:
-            raise ValueError(
+            raise OptionError(
                 f"cannot write an offset index for {self.path}: offsets into a "
                 f"{self.compression} stream cannot be seeked to"
             )
         if not isinstance(buffer_size, int) or buffer_size < 0:
-            raise ValueError(f"buffer_size must be a non-negative int; got {buffer_size!r}")
+            raise OptionError(f"buffer_size must be a non-negative int; got {buffer_size!r}")
         self.records_written = 0
         self.bytes_written = 0  # uncompressed framed bytes
         # buffering=1 means line buffering, which binary files do not have: 0 or 1 is unbuffered.
@@ -117,7 +123,7 @@ class RecordWriter:
     def write(self, record: bytes | bytearray | memoryview) -> None:
         """Append one record."""
         if self._closed:
-            raise ValueError(f"write to closed RecordWriter for {self.path}")
+            raise OptionError(f"write to closed RecordWriter for {self.path}")
         length = len(record)
         stream = self._stream
         stream.write(_frame_header(length))
@@ -131,7 +137,7 @@ class RecordWriter:
     def write_frame(self, frame: bytes | memoryview) -> None:
         """Append a record already framed by :func:`frame_record` (copied as is)."""
         if self._closed:
-            raise ValueError(f"write to closed RecordWriter for {self.path}")
+            raise OptionError(f"write to closed RecordWriter for {self.path}")
         self._stream.write(frame)
         if self._index is not None:
             self._index.write(f"{self.bytes_written} {len(frame)}\n")
@@ -142,7 +148,7 @@ class RecordWriter:
         """Append records already framed and lying back to back in ``frames``, whose frame
         lengths are ``lengths`` (as :meth:`Schema.encode_frames` gives them)."""
         if self._closed:
-            raise ValueError(f"write to closed RecordWriter for {self.path}")
+            raise OptionError(f"write to closed RecordWriter for {self.path}")
         self._stream.write(frames)
         start = self.bytes_written
         if self._index is not None:
@@ -229,7 +235,7 @@ def check_frame(frame: bytes, *, path: str, offset: int, index: int = -1,
 
 def _check_policy(on_error: str) -> None:
     if on_error not in _POLICIES:
-        raise ValueError(f"on_error must be one of {_POLICIES}; got {on_error!r}")
+        raise OptionError(f"on_error must be one of {_POLICIES}; got {on_error!r}")
 
 
 class _Window:
@@ -505,7 +511,7 @@ class RecordReader:
     ) -> None:
         _check_policy(on_error)
         if not isinstance(buffer_size, int) or buffer_size < 0:
-            raise ValueError(f"buffer_size must be a non-negative int; got {buffer_size!r}")
+            raise OptionError(f"buffer_size must be a non-negative int; got {buffer_size!r}")
         buffer_size = max(buffer_size, HEADER_SIZE)  # the window grows as records need
         self.path = os.fspath(path)
         self.storage = storage or Storage.of(self.path, storage_options)
@@ -550,7 +556,7 @@ class RecordReader:
             if self.storage.local:
                 mode = os.fstat(raw.fileno()).st_mode
                 if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-                    raise ValueError(f"{self.path}: not a regular file or a pipe (a device?); "
+                    raise DatasetError(f"{self.path}: not a regular file or a pipe (a device?); "
                                      "refusing to read it as records")
             compression = self._compression_arg
             if compression == "auto":
@@ -571,7 +577,7 @@ class RecordReader:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ValueError(f"{self.path}: the RecordReader is closed")
+            raise OptionError(f"{self.path}: the RecordReader is closed")
 
     def __iter__(self) -> Iterator[bytes]:
         self._check_open()
@@ -600,7 +606,7 @@ class RecordReader:
         if start_offset:
             if not (isinstance(stream, io.FileIO) and _is_regular(stream)):
                 stream.close()
-                raise ValueError(f"{self.path}: can start mid-file only in an uncompressed "
+                raise OptionError(f"{self.path}: can start mid-file only in an uncompressed "
                                  "regular file")
             stream.seek(start_offset)
         window: _Window | _MappedWindow
@@ -762,7 +768,7 @@ class RecordReader:
         offsets = self._load_offsets()
         n = len(offsets)
         if not -n <= i < n:
-            raise IndexError(f"{self.path}: record {i} out of range ({n} records)")
+            raise OutOfRangeError(f"{self.path}: record {i} out of range ({n} records)")
         i %= n
         offset, size = int(offsets[i, 0]), int(offsets[i, 1])
         if self._random_handle is None:

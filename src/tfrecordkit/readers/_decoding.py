@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, SchemaError
+from tfrecordkit.errors import DatasetError, OptionError, SchemaError
 from tfrecordkit.format._columns import parse_examples
 from tfrecordkit.readers._image import resize_image, resize_image_with_pad
 from tfrecordkit.schema import (
@@ -82,7 +82,7 @@ class DecodeOptions:
     def __post_init__(self) -> None:
         if self.text_length is not None and (
                 not isinstance(self.text_length, int | np.integer) or self.text_length < 1):
-            raise ValueError(f"text_length must be a positive number of tokens; got "
+            raise OptionError(f"text_length must be a positive number of tokens; got "
                              f"{self.text_length!r}")
         if self.padded_shapes is not None:
             shapes = {}
@@ -90,46 +90,46 @@ class DecodeOptions:
                 dims = (shape,) if isinstance(shape, int) or shape is None else tuple(shape)
                 if not all(d is None or (isinstance(d, int | np.integer) and d > 0)
                            for d in dims):
-                    raise ValueError(f"padded_shapes[{name!r}] must hold positive sizes or "
+                    raise OptionError(f"padded_shapes[{name!r}] must hold positive sizes or "
                                      f"None; got {shape!r}")
                 shapes[name] = tuple(None if d is None else int(d) for d in dims)
             object.__setattr__(self, "padded_shapes", shapes)
             if self.padding != "pad":
-                raise ValueError("padded_shapes pads batches: it needs padding='pad'")
+                raise OptionError("padded_shapes pads batches: it needs padding='pad'")
         if self.padding_values is not None:
             object.__setattr__(self, "padding_values", dict(self.padding_values))
         if self.sample_rate is not None and (
                 not isinstance(self.sample_rate, int | np.integer) or self.sample_rate <= 0):
-            raise ValueError(f"sample_rate must be a positive number of Hz; got "
+            raise OptionError(f"sample_rate must be a positive number of Hz; got "
                              f"{self.sample_rate!r}")
         if self.image_dtype not in ("uint8", "float32"):
-            raise ValueError(f"image_dtype must be 'uint8' or 'float32'; got "
+            raise OptionError(f"image_dtype must be 'uint8' or 'float32'; got "
                              f"{self.image_dtype!r}")
         for name in ("mean", "std"):
             value = getattr(self, name)
             if value is None:
                 continue
             if self.image_dtype != "float32":
-                raise ValueError(f"{name} normalises float32 images: give "
+                raise OptionError(f"{name} normalises float32 images: give "
                                  "image_dtype='float32'")
             values = (float(value),) if isinstance(value, int | float) else tuple(
                 float(v) for v in value)
             if not 1 <= len(values) <= 4 or (name == "std" and min(values) <= 0):
-                raise ValueError(f"{name} must be 1 to 4 numbers{' above 0' * (name == 'std')}"
+                raise OptionError(f"{name} must be 1 to 4 numbers{' above 0' * (name == 'std')}"
                                  f"; got {value!r}")
             object.__setattr__(self, name, values)
         if self.features is not None:
             if isinstance(self.features, str):
-                raise ValueError(f"features must be a list of names; got {self.features!r}")
+                raise OptionError(f"features must be a list of names; got {self.features!r}")
             object.__setattr__(self, "features", tuple(self.features))
         if self.image_size is not None:
             size = tuple(int(d) for d in self.image_size)
             if len(size) != 2 or min(size) < 1:
-                raise ValueError(f"image_size must be (height, width), both positive; got "
+                raise OptionError(f"image_size must be (height, width), both positive; got "
                                  f"{self.image_size!r}")
             object.__setattr__(self, "image_size", size)
         if self.padding not in ("pad", "ragged"):
-            raise ValueError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
+            raise OptionError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
 
 
 def scale_image(pixels: np.ndarray, options: DecodeOptions) -> np.ndarray:
@@ -176,14 +176,14 @@ def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None, *,
     target = lengths.max(axis=0).tolist() if arrays else [0] * ndim
     if shape is not None:
         if len(shape) != ndim:
-            raise ValueError(f"padded shape {shape} has {len(shape)} dimension(s); the "
+            raise OptionError(f"padded shape {shape} has {len(shape)} dimension(s); the "
                              f"values have {ndim}")
         for axis, size in enumerate(shape):
             if size is None:
                 continue
             too_big = np.flatnonzero(lengths[:, axis] > size)
             if too_big.size:
-                raise ValueError(f"value {int(too_big[0])} of the batch has shape "
+                raise OptionError(f"value {int(too_big[0])} of the batch has shape "
                                  f"{tuple(lengths[too_big[0]].tolist())}, larger than the "
                                  f"padded shape {shape}")
             target[axis] = size
@@ -423,5 +423,5 @@ def decode_options(options: DecodeOptions | None, *, decode: bool = True,
                              padding=padding, image_dtype=image_dtype)
     if (decode, features, image_size, padding, image_dtype) != (True, None, None, "pad",
                                                                 "uint8"):
-        raise ValueError("give either options= or the decode keywords, not both")
+        raise OptionError("give either options= or the decode keywords, not both")
     return options

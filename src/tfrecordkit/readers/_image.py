@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from tfrecordkit.errors import OptionError
+
 __all__ = ["resize_image", "resize_image_with_pad"]
 
 
@@ -52,7 +54,7 @@ def resize_image_with_pad(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarr
     scaled_h, scaled_w = np.float32(height) / ratio, np.float32(width) / ratio
     new_h, new_w = math.floor(scaled_h), math.floor(scaled_w)
     if new_h < 1 or new_w < 1:
-        raise ValueError(f"a {height}x{width} image scaled into {size[0]}x{size[1]} keeping "
+        raise OptionError(f"a {height}x{width} image scaled into {size[0]}x{size[1]} keeping "
                          f"its aspect ratio would be {new_h}x{new_w}")
     pad_top = max(0, math.floor((target_h - scaled_h) / np.float32(2)))
     pad_left = max(0, math.floor((target_w - scaled_w) / np.float32(2)))

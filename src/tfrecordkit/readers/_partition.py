@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tfrecordkit.errors import OptionError
+
 __all__ = ["Partition"]
 
 
@@ -24,10 +26,10 @@ class Partition:
 
     def __post_init__(self) -> None:
         if self.world_size < 1 or not 0 <= self.rank < self.world_size:
-            raise ValueError(f"rank must be in 0..world_size-1; got rank={self.rank}, "
+            raise OptionError(f"rank must be in 0..world_size-1; got rank={self.rank}, "
                              f"world_size={self.world_size}")
         if self.num_workers < 1 or not 0 <= self.worker < self.num_workers:
-            raise ValueError(f"worker must be in 0..num_workers-1; got worker={self.worker}, "
+            raise OptionError(f"worker must be in 0..num_workers-1; got worker={self.worker}, "
                              f"num_workers={self.num_workers}")
 
     def steps(self, start: int, stop: int) -> range:

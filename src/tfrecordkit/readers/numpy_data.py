@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError
+from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.format import Storage
 from tfrecordkit.readers import CLASS_POSITION, RECORD_ID, VALID
 from tfrecordkit.readers._decoding import (
@@ -274,7 +274,7 @@ class TripletLoader(_SampledLoader):
                  max_open_files: int = 64,
                  storage_options: dict[str, Any] | None = None) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive; got {batch_size}")
+            raise OptionError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
         storage = Storage.of(path, storage_options)
         manifest = load_manifest(path, storage=storage)
@@ -409,16 +409,16 @@ class Loader:
                  augment: Augment | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be positive; got {batch_size}")
+            raise OptionError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
         if batch_size % self.partition.world_size:
-            raise ValueError(f"the global batch_size {batch_size} must divide evenly between "
+            raise OptionError(f"the global batch_size {batch_size} must divide evenly between "
                              f"{self.partition.world_size} ranks")
         if shuffle not in ("global", "block", False):
-            raise ValueError(f"shuffle must be 'global', 'block' or False; got {shuffle!r}")
+            raise OptionError(f"shuffle must be 'global', 'block' or False; got {shuffle!r}")
         self.options = options or DecodeOptions()
         if augment is not None and not self.options.decode:
-            raise ValueError("augment needs decoded values (decode=True)")
+            raise OptionError("augment needs decoded values (decode=True)")
         self.augment = augment
         self.plan, self.records, self.decoder = open_records(
             path, split, self.options, max_open_files=max_open_files,

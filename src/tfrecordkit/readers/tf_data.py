@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, MissingDependencyError, StateError
+from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError, StateError
 from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.readers._decoding import PADDED_KEYS, DecodeOptions
 from tfrecordkit.readers._partition import Partition
@@ -403,7 +403,7 @@ def load_tf_dataset(
         if (decode, features, image_size, keep_aspect_ratio, padding, image_dtype,
                 padded_shapes, padding_values) != (True, None, None, False, "pad", "uint8",
                                                    None, None):
-            raise ValueError("give either options= or the decode keywords, not both")
+            raise OptionError("give either options= or the decode keywords, not both")
         decode, features, padding = options.decode, options.features, options.padding
         image_size, keep_aspect_ratio = options.image_size, options.keep_aspect
     else:
@@ -411,11 +411,11 @@ def load_tf_dataset(
                                 padded_shapes=padded_shapes,
                                 padding_values=padding_values)  # validates them
     if options.padded_shapes and batch_size is None:
-        raise ValueError("padded_shapes pads batches: give batch_size")
+        raise OptionError("padded_shapes pads batches: give batch_size")
     if padding not in ("pad", "ragged"):
-        raise ValueError(f"padding must be 'pad' or 'ragged'; got {padding!r}")
+        raise OptionError(f"padding must be 'pad' or 'ragged'; got {padding!r}")
     if batch_size is not None and batch_size < 1:
-        raise ValueError(f"batch_size must be positive; got {batch_size}")
+        raise OptionError(f"batch_size must be positive; got {batch_size}")
     read = plan_read(path, split, schema=schema, storage_options=storage_options)
     manifest, schema = read.manifest, read.schema
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
@@ -636,7 +636,7 @@ def _check_padded_shapes(example: Example, shapes: Mapping[str, tuple[int | None
     checks = []
     for name, value, shape in _padded_parts(example, shapes):
         if value.shape.rank is not None and value.shape.rank != len(shape):
-            raise ValueError(f"padded_shapes[{name!r}] = {shape} has {len(shape)} "
+            raise OptionError(f"padded_shapes[{name!r}] = {shape} has {len(shape)} "
                              f"dimension(s); the values have {value.shape.rank}")
         for axis, size in enumerate(shape):
             if size is not None:

@@ -9,6 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
+from tfrecordkit.errors import OptionError
 from tfrecordkit.format import LOCAL, Storage, check_frame
 from tfrecordkit.format._filesystem import MERGE_GAP, READ_BLOCK
 
@@ -42,7 +43,7 @@ class RecordFetcher:
     def __init__(self, index: RecordLocations, max_open_files: int = 64, *,
                  storage: Storage | None = None) -> None:
         if max_open_files < 1:
-            raise ValueError(f"max_open_files must be positive; got {max_open_files}")
+            raise OptionError(f"max_open_files must be positive; got {max_open_files}")
         self.index = index
         self.storage = storage or (Storage.of(index.files[0]) if index.files else LOCAL)
         self.max_open_files = max_open_files

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, StateError
+from tfrecordkit.errors import DatasetError, OptionError, StateError
 from tfrecordkit.sampling._class_index import ClassIndex
 from tfrecordkit.sampling._order import feistel_permute, feistel_permute_each, mix_keys
 from tfrecordkit.sampling._state import MAX_EPOCH, check_state, state_int
@@ -62,12 +62,12 @@ class PKSampler:
         world_size: int = 1,
     ) -> None:
         if classes_per_batch < 1 or examples_per_class < 1:
-            raise ValueError(f"P and K must be positive; got P={classes_per_batch}, "
+            raise OptionError(f"P and K must be positive; got P={classes_per_batch}, "
                              f"K={examples_per_class}")
         if not 0 <= rank < world_size:
-            raise ValueError(f"rank must be in 0..{world_size - 1}; got {rank}")
+            raise OptionError(f"rank must be in 0..{world_size - 1}; got {rank}")
         if epoch not in ("classes", "examples"):
-            raise ValueError(f"epoch must be 'classes' or 'examples'; got {epoch!r}")
+            raise OptionError(f"epoch must be 'classes' or 'examples'; got {epoch!r}")
         self.index = index
         self.p, self.k = classes_per_batch, examples_per_class
         self.rank, self.world_size = rank, world_size
@@ -203,7 +203,7 @@ class TripletSampler:
         if len(index.classes) < 2:
             raise DatasetError("triplets need at least two classes")
         if not 0 <= rank < world_size:
-            raise ValueError(f"rank must be in 0..{world_size - 1}; got {rank}")
+            raise OptionError(f"rank must be in 0..{world_size - 1}; got {rank}")
         self.index = index
         self.rank, self.world_size = rank, world_size
         counts = index.counts

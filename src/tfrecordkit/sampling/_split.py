@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, IndexUnavailableError
+from tfrecordkit.errors import DatasetError, IndexUnavailableError, OutOfRangeError
 from tfrecordkit.format import Storage
 from tfrecordkit.format._index import (
     check_index_frames,
@@ -139,7 +139,7 @@ class SplitRecords(Sequence[bytes]):
             raise TypeError(f"record positions are ints; got {type(i).__name__}")
         n = len(self)
         if not -n <= i < n:
-            raise IndexError(f"{self.path} [{self.split}]: record {i} out of range ({n})")
+            raise OutOfRangeError(f"{self.path} [{self.split}]: record {i} out of range ({n})")
         return self._fetcher.fetch(np.array([int(i) % n]))[0]
 
     def get_many(self, ids: Iterable[int] | np.ndarray) -> list[bytes]:
@@ -148,7 +148,7 @@ class SplitRecords(Sequence[bytes]):
         n = len(self)
         if positions.size and (positions.min() < -n or positions.max() >= n):
             bad = positions[(positions < -n) | (positions >= n)][0]
-            raise IndexError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
+            raise OutOfRangeError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
         return self._fetcher.fetch(positions % n if n else positions)
 
     def shard_classes(self, ids: Iterable[int] | np.ndarray) -> np.ndarray:

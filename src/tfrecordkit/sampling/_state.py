@@ -41,7 +41,8 @@ def check_state(state: Any, settings: Mapping[str, Any], steps: int, *,
     if not isinstance(state, Mapping):
         raise StateError("", f"must be a dict (a state_dict() result); got "
                              f"{type(state).__name__}")
-    state = dict(state)
+    checked: dict[str, Any] = dict(state)
+    state = checked
     state_int(state, "epoch", 0, MAX_EPOCH)
     step = state_int(state, "step", 0, steps)
     for key, value in settings.items():
@@ -59,4 +60,4 @@ def check_state(state: Any, settings: Mapping[str, Any], steps: int, *,
         worker = state_int(state, "worker", 0, workers - 1)
         if step < steps and step % workers != worker:
             raise StateError("step", f"worker {worker} of {workers} never takes step {step}")
-    return state
+    return checked

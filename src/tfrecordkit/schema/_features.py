@@ -136,9 +136,18 @@ def _as_float(name: str, value: Any) -> float:
     raise SchemaError(name, f"expected a number, got {type(value).__name__} {value!r:.60}")
 
 
+def _utf8(name: str, text: str) -> bytes:
+    """``text`` as UTF-8, refusing a lone surrogate (not a Unicode character) by position."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise SchemaError(name, f"text holds a lone surrogate {text[err.start]!r} at character "
+                                f"{err.start}, which is not valid Unicode") from None
+
+
 def _as_text_bytes(name: str, value: Any) -> bytes:
     if isinstance(value, str):
-        return value.encode("utf-8")
+        return _utf8(name, value)
     if isinstance(value, bytes | bytearray | np.bytes_):
         data = bytes(value)
         try:
@@ -151,7 +160,7 @@ def _as_text_bytes(name: str, value: Any) -> bytes:
 
 def _as_bytes(name: str, value: Any) -> bytes:
     if isinstance(value, str):
-        return value.encode("utf-8")
+        return _utf8(name, value)
     if isinstance(value, bytes | bytearray | np.bytes_):
         return bytes(value)
     raise SchemaError(name, f"expected str or bytes, got {type(value).__name__} {value!r:.60}")
@@ -397,7 +406,7 @@ class Scalar(Feature):
 
         def encode(value: Any) -> Entries:
             if isinstance(value, str):
-                value = value.encode("utf-8")
+                value = _utf8(name, value)
             if not isinstance(value, bytes):
                 raise SchemaError(name, f"expected str or bytes, got {type(value).__name__}")
             return [*encode_bytes(value)]
@@ -1174,10 +1183,12 @@ class Sequence(Feature):
                 values = [_as_text_bytes(name, v) if isinstance(inner, Text)
                           else _as_bytes(name, v) for v in items]
             elif kind == "float":
+                assert isinstance(inner, Scalar)
                 values = _float32_list(name, [_as_float(name, v) for v in items],
-                                       inner._float_dtype)  # type: ignore[union-attr]
+                                       inner._float_dtype)
             else:
-                values = [inner._checked_int(name, v) for v in items]  # type: ignore[union-attr]
+                assert isinstance(inner, Scalar)
+                values = [inner._checked_int(name, v) for v in items]
             return [_entry(name, kind, values)]
 
         return encode

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tfrecordkit.errors import SourceError
+from tfrecordkit.errors import OptionError, SourceError
 from tfrecordkit.schema import Audio, ClassLabel, Image, Schema
 from tfrecordkit.sources._media import (
     AUDIO_EXTENSIONS,
@@ -99,7 +99,7 @@ class ImageFolder(_ClassFolder):
     ) -> None:
         super().__init__(root)
         if max_image_pixels < 1:
-            raise ValueError(f"max_image_pixels must be positive; got {max_image_pixels}")
+            raise OptionError(f"max_image_pixels must be positive; got {max_image_pixels}")
         self.encoding, self.channels, self.resize = encoding, channels, resize
         self.verify_images, self.max_image_pixels = verify_images, max_image_pixels
         # Kept bytes that are not test-decoded cost little per file: worker processes would

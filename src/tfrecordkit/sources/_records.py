@@ -106,6 +106,10 @@ class NumpyArrays:
             self.description = "numpy:arrays"
             self.resumable = False  # in-memory arrays: nothing identifies them across runs
         self.arrays = dict(arrays)
+        for name, array in self.arrays.items():
+            if np.ndim(array) == 0:
+                raise SourceError(self.description, f"array {name!r} is 0-d (a single value); "
+                                  "give one row per record (at least 1-d)")
         lengths = {k: len(v) for k, v in self.arrays.items()}
         if len(set(lengths.values())) != 1:
             raise SourceError(self.description, f"arrays differ in length: {lengths}")

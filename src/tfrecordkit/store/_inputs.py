@@ -49,14 +49,22 @@ def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None 
             )
             if not found:
                 raise DatasetError(f"{arg}: directory holds no *.tfrecord files")
-            paths.extend(found)
+            paths.extend(_files_only(found, storage))
         elif storage.exists(arg):
             paths.append(arg)
         elif glob.has_magic(arg):
             matched = storage.glob(arg)
             if not matched:
                 raise DatasetError(f"no TFRecord files match {arg!r}")
-            paths.extend(matched)
+            paths.extend(_files_only(matched, storage))
         else:
             raise DatasetError(f"{arg}: no such file or directory")
+    return paths
+
+
+def _files_only(paths: list[str], storage: Storage) -> list[str]:
+    """``paths`` (listed or matched by a pattern), refusing a directory among them."""
+    for path in paths if storage.local else ():  # object stores have no such directories
+        if storage.isdir(path):
+            raise DatasetError(f"{path}: a directory, not a TFRecord file (its name matched)")
     return paths

@@ -333,6 +333,10 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
             ids += [int(k) for k in shard.class_counts]
             if ids and (classes is None or max(ids) >= classes):
                 raise fail(key, f"class id {max(ids)} outside the {classes or 0} classes")
+        split_ids = [int(k) for k in split.class_counts]
+        if split_ids and (classes is None or max(split_ids) >= classes):
+            raise fail(f"splits.{name}.class_counts", f"class id {max(split_ids)} outside "
+                                                      f"the {classes or 0} classes")
         if sum(s.records for s in split.shards) != split.records:
             raise fail(f"splits.{name}.records", f"{split.records} records, but its shards "
                                                  f"hold {sum(s.records for s in split.shards)}")

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from tfrecordkit.errors import OptionError
 from tfrecordkit.format._compression import normalize_compression
 
 __all__ = ["DEFAULT_SHARD_SIZE", "ShardOptions", "record_hash"]
@@ -53,13 +54,13 @@ class ShardOptions:
 
     def __post_init__(self) -> None:
         if self.shard_size <= 0:
-            raise ValueError(f"shard_size must be positive; got {self.shard_size}")
+            raise OptionError(f"shard_size must be positive; got {self.shard_size}")
         if self.num_shards is not None and self.num_shards < 1:
-            raise ValueError(f"num_shards must be at least 1; got {self.num_shards}")
+            raise OptionError(f"num_shards must be at least 1; got {self.num_shards}")
         if self.min_shards < 1:
-            raise ValueError(f"min_shards must be at least 1; got {self.min_shards}")
+            raise OptionError(f"min_shards must be at least 1; got {self.min_shards}")
         if self.layout not in ("mixed", "per_class"):
-            raise ValueError(f"layout must be 'mixed' or 'per_class'; got {self.layout!r}")
+            raise OptionError(f"layout must be 'mixed' or 'per_class'; got {self.layout!r}")
         object.__setattr__(self, "compression", normalize_compression(self.compression))
 
     @property
