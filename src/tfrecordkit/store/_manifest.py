@@ -15,6 +15,7 @@ import msgspec
 from tfrecordkit.errors import DatasetError, SchemaError, StorageError
 from tfrecordkit.format import Storage
 from tfrecordkit.schema import ClassLabel, Schema
+from tfrecordkit.store._sidecar import externalize_lists, internalize_lists
 
 __all__ = ["MANIFEST_NAME", "Manifest", "ShardInfo", "SplitInfo", "load_manifest",
            "shard_paths", "text_of_name"]
@@ -23,8 +24,10 @@ MANIFEST_NAME = "dataset.json"
 FORMAT_NAME = "tfrecordkit-dataset"
 # 2: text features may carry a vocabulary (tfrecordkit 1 would fail on it); datasets written
 # as version 1 read unchanged. 3: a class label may be the shard's class (from_shard), which
-# version-2 readers would not give; written only by datasets that have one.
-FORMAT_VERSION = 3
+# version-2 readers would not give; written only by datasets that have one. 4: long lists
+# (a vocabulary's tokens, class names) may live in sidecar files (see _sidecar.py); written
+# only by datasets that have one.
+FORMAT_VERSION = 4
 Layout = Literal["mixed", "per_class"]
 
 
@@ -93,7 +96,7 @@ class Manifest:
         """The JSON object written to ``dataset.json``."""
         return {
             "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION if self.schema.shard_label else 2,
+            "format_version": 3 if self.schema.shard_label else 2,
             "schema": self.schema.to_json(),
             "layout": self.layout,
             "compression": self.compression,
@@ -134,10 +137,25 @@ class Manifest:
     def write(self, directory: str | os.PathLike[str], *,
               storage: Storage | None = None) -> str:
         """Write ``dataset.json`` into ``directory`` atomically (locally: temp file, fsync,
-        rename; object stores: one whole-object upload). Returns its path."""
+        rename; object stores: one whole-object upload), after the sidecars of its long lists
+        (a large vocabulary or class list). Returns its path.
+
+        Raises:
+            DatasetError: the manifest would be larger than readers accept (nothing written).
+        """
         storage = storage or Storage.of(directory)
         target = storage.join(directory, MANIFEST_NAME)
-        data = json.dumps(_json_safe(self.to_json()), indent=1).encode("utf-8")
+        content = _json_safe(self.to_json())
+        sidecars = externalize_lists(content)
+        if sidecars:
+            content["format_version"] = FORMAT_VERSION
+        data = json.dumps(content, indent=1).encode("utf-8")
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise DatasetError(f"{target}: the manifest would be {len(data) >> 20} MiB, more "
+                               f"than readers accept ({MAX_MANIFEST_BYTES >> 20} MiB); use "
+                               "fewer shards (larger shard_size)")
+        for file, blob in sidecars.items():
+            storage.write_bytes(storage.join(directory, file), blob)
         storage.write_bytes(target, data)
         return target
 
@@ -233,6 +251,7 @@ def load_manifest(directory: str | os.PathLike[str], *,
         data = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError) as err:
         raise DatasetError(f"{path}: not valid JSON ({_one_line(err)})") from None
+    internalize_lists(data, os.fspath(directory), storage, str(path))
     return Manifest.from_json(data, str(path))
 
 

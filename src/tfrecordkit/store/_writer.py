@@ -50,6 +50,7 @@ from tfrecordkit.store._plan import (
     finalize_manifest,
     plan_split,
 )
+from tfrecordkit.store._sidecar import is_sidecar_name
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -620,7 +621,7 @@ class ShardedWriter:
             folders.append((self.storage, self.target))
         for storage, folder in folders:
             for name in storage.listdir(folder):
-                if SHARD_PATTERN.match(name.removesuffix(INDEX_SUFFIX)):
+                if SHARD_PATTERN.match(name.removesuffix(INDEX_SUFFIX)) or is_sidecar_name(name):
                     storage.remove(storage.join(folder, name))
 
 
