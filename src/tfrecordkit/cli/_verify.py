@@ -7,8 +7,7 @@ import json
 from typing import Any
 
 from tfrecordkit.cli._progress import progress
-from tfrecordkit.format import RecordReader, Storage
-from tfrecordkit.format._crc import file_crc32c
+from tfrecordkit.format import RecordReader, Storage, file_crc32c
 from tfrecordkit.store import expand_record_paths, is_dataset_dir, load_manifest
 
 

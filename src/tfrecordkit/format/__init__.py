@@ -4,7 +4,7 @@ Imports nothing heavier than NumPy and protobuf.
 """
 
 from tfrecordkit.format._columns import Column, RecordSlices, codec_name, parse_examples
-from tfrecordkit.format._crc import masked_crc32c
+from tfrecordkit.format._crc import HEAD_BYTES, file_crc32c, head_crc32c, masked_crc32c
 from tfrecordkit.format._example import (
     DecodedValue,
     FeatureValue,
@@ -27,6 +27,7 @@ from tfrecordkit.format._index import build_index, index_path_for, load_index
 from tfrecordkit.format._spec import KeySpec, check_key
 
 __all__ = [
+    "HEAD_BYTES",
     "LOCAL",
     "Column",
     "DecodedValue",
@@ -46,7 +47,9 @@ __all__ = [
     "decode_sequence_example",
     "encode_example",
     "encode_sequence_example",
+    "file_crc32c",
     "frame_record",
+    "head_crc32c",
     "index_path_for",
     "load_index",
     "masked_crc32c",

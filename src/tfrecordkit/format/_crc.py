@@ -25,3 +25,14 @@ def file_crc32c(path: str | os.PathLike[str], chunk_size: int = 1 << 22, *,
         while chunk := f.read(chunk_size):
             crc = _crc32c.crc32c(chunk, crc)
     return f"{crc:08x}"
+
+
+#: How many leading bytes of a shard the manifest's ``head_crc32c`` covers.
+HEAD_BYTES = 4096
+
+
+def head_crc32c(path: str | os.PathLike[str], *, storage: Any = None) -> str:
+    """The plain CRC32C of a file's first :data:`HEAD_BYTES` bytes (all of a smaller file), as
+    8 hex digits: what readers check cheaply when they open a shard (a replaced shard)."""
+    with (storage.open(path, "rb") if storage is not None else open(path, "rb")) as f:
+        return f"{_crc32c.crc32c(f.read(HEAD_BYTES)):08x}"

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, SchemaError, StorageError
-from tfrecordkit.format import RecordReader, Storage
-from tfrecordkit.format._crc import file_crc32c
+from tfrecordkit.format import RecordReader, Storage, file_crc32c, head_crc32c
 from tfrecordkit.format._framing import FRAME_OVERHEAD
 from tfrecordkit.format._index import INDEX_SUFFIX, write_index
 from tfrecordkit.format._spec import KeySpec
@@ -176,7 +175,8 @@ def adopt(
                 file=os.path.basename(file), records=records, bytes=storage.size(file),
                 crc32c=file_crc32c(file, storage=storage),
                 index=(os.path.basename(file) + INDEX_SUFFIX) if compression is None else None,
-                class_id=class_id, class_counts=counts))
+                class_id=class_id, class_counts=counts,
+                head_crc32c=head_crc32c(file, storage=storage)))
         per_class = label_feature is not None and all(s.class_id is not None for s in shards)
         if parsed_label is not None:
             if class_names is None:

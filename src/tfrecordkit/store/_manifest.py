@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from tfrecordkit.errors import DatasetError, SchemaError, StorageError
-from tfrecordkit.format import Storage
+from tfrecordkit.format import Storage, head_crc32c
 from tfrecordkit.schema import ClassLabel, Schema
 from tfrecordkit.store._sidecar import externalize_lists, internalize_lists
 
@@ -42,6 +42,9 @@ class ShardInfo:
     index: str | None = None
     class_id: int | None = None
     class_counts: dict[str, int] = field(default_factory=dict)
+    #: CRC32C of the file's first 4 KiB, checked when a reader opens the shard locally
+    #: (None in datasets written before it was recorded).
+    head_crc32c: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,10 +166,12 @@ class Manifest:
 def shard_paths(directory: str | os.PathLike[str], manifest: Manifest,
                 split: str, *, storage: Storage | None = None) -> list[tuple[str, ShardInfo]]:
     """The paths of a split's shards with their manifest entries, after checking that each
-    file exists and has the size the manifest gives.
+    file exists and has the size the manifest gives, and (local files) that its first 4 KiB
+    have the checksum the manifest gives.
 
     Raises:
-        DatasetError: a shard is missing, or its size differs (replaced or truncated).
+        DatasetError: a shard is missing, or its size or first bytes differ (replaced,
+            rewritten or truncated).
     """
     storage = storage or Storage.of(directory)
     out = []
@@ -180,6 +185,11 @@ def shard_paths(directory: str | os.PathLike[str], manifest: Manifest,
         if size != shard.bytes:
             raise DatasetError(f"{file}: {size} bytes, {MANIFEST_NAME} says {shard.bytes} "
                                "(replaced or truncated?)")
+        if storage.local and shard.head_crc32c is not None and head_crc32c(
+                file, storage=storage) != shard.head_crc32c:
+            raise DatasetError(f"{file}: its first bytes differ from what {MANIFEST_NAME} "
+                               "records (the shard was replaced or rewritten after the dataset "
+                               "was written); `tfrecordkit verify` checks every shard")
         out.append((file, shard))
     return out
 
@@ -274,6 +284,7 @@ class _ShardSpec(msgspec.Struct, frozen=True):
     index: _FILE_NAME | None = None
     class_id: Annotated[int, msgspec.Meta(ge=0, le=10**9)] | None = None
     class_counts: dict[_CLASS_ID, _COUNT] = {}
+    head_crc32c: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{8}$")] | None = None
 
 
 class _SplitSpec(msgspec.Struct, frozen=True):
@@ -362,6 +373,7 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
         splits[name] = SplitInfo(
             shards=tuple(ShardInfo(file=s.file, records=s.records, bytes=s.bytes,
                                    crc32c=s.crc32c, index=s.index, class_id=s.class_id,
+                                   head_crc32c=s.head_crc32c,
                                    class_counts=dict(s.class_counts)) for s in split.shards),
             records=split.records, bytes=split.bytes, class_counts=dict(split.class_counts))
     return cls(schema=schema, splits=splits, layout=spec.layout, compression=spec.compression,

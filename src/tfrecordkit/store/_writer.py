@@ -34,8 +34,7 @@ import crc32c
 import numpy as np
 
 from tfrecordkit.errors import DatasetError
-from tfrecordkit.format import LOCAL, RecordWriter, Storage, frame_record
-from tfrecordkit.format._crc import file_crc32c
+from tfrecordkit.format import LOCAL, RecordWriter, Storage, file_crc32c, frame_record, head_crc32c
 from tfrecordkit.format._encode import EncodedFrames
 from tfrecordkit.format._index import INDEX_SUFFIX
 from tfrecordkit.schema import Schema
@@ -116,6 +115,7 @@ class _ShardFile:
             file=name, records=self.writer.records_written, bytes=size, crc32c=checksum,
             index=name + INDEX_SUFFIX if self.index_tmp is not None else None,
             class_counts={str(k): v for k, v in sorted(self.counts.items()) if k != _UNLABELLED},
+            head_crc32c=head_crc32c(directory / name),
         )
 
 
