@@ -47,7 +47,7 @@ def test_a_rewritten_adopted_shard_is_refused_by_every_reader(tmp_path):
     _replace_in_place(tmp_path / "d" / "class_1.tfrecord",
                       lambda: _write_class_files(tmp_path / "d", offset=50, classes=(1,)))
     for name, read in _readers(tmp_path / "d"):
-        with pytest.raises(DatasetError, match="class_1.tfrecord: its first bytes differ"):
+        with pytest.raises(DatasetError, match=r"class_1\.tfrecord: its first bytes differ"):
             read()
         assert name
 

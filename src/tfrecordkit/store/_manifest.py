@@ -10,10 +10,11 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, Literal
 
+import crc32c
 import msgspec
 
 from tfrecordkit.errors import DatasetError, SchemaError, StorageError
-from tfrecordkit.format import Storage, head_crc32c
+from tfrecordkit.format import HEAD_BYTES, Storage, masked_crc32c
 from tfrecordkit.schema import ClassLabel, Schema
 from tfrecordkit.store._sidecar import externalize_lists, internalize_lists
 
@@ -185,13 +186,36 @@ def shard_paths(directory: str | os.PathLike[str], manifest: Manifest,
         if size != shard.bytes:
             raise DatasetError(f"{file}: {size} bytes, {MANIFEST_NAME} says {shard.bytes} "
                                "(replaced or truncated?)")
-        if storage.local and shard.head_crc32c is not None and head_crc32c(
-                file, storage=storage) != shard.head_crc32c:
+        if storage.local and shard.head_crc32c is not None and _replaced(file, shard, storage):
             raise DatasetError(f"{file}: its first bytes differ from what {MANIFEST_NAME} "
                                "records (the shard was replaced or rewritten after the dataset "
                                "was written); `tfrecordkit verify` checks every shard")
         out.append((file, shard))
     return out
+
+
+def _replaced(file: str, shard: ShardInfo, storage: Storage) -> bool:
+    """Whether the shard's first bytes differ from the manifest's checksum while holding
+    valid frames: another file put in its place. A head that fails a frame's CRC is
+    corruption instead, left to the per-record checks (and their ``on_error`` policy)."""
+    with storage.open(file, "rb") as f:
+        head = f.read(HEAD_BYTES)
+    if f"{crc32c.crc32c(head):08x}" == shard.head_crc32c:
+        return False
+    position = 0
+    while position + 12 <= len(head):
+        length = int.from_bytes(head[position : position + 8], "little")
+        if masked_crc32c(head[position : position + 8]) != int.from_bytes(
+                head[position + 8 : position + 12], "little"):
+            return False
+        end = position + 12 + length
+        if end + 4 > len(head):
+            break
+        if masked_crc32c(head[position + 12 : end]) != int.from_bytes(head[end : end + 4],
+                                                                        "little"):
+            return False
+        position = end + 4
+    return True
 
 
 def text_of_name(name: str) -> str:
