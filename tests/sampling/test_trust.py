@@ -8,7 +8,7 @@ import pytest
 
 from tfrecordkit import DatasetError, SchemaError
 from tfrecordkit.convert import write_dataset
-from tfrecordkit.format import RecordReader, RecordWriter, encode_example
+from tfrecordkit.format import RecordReader, RecordWriter, encode_example, head_crc32c
 from tfrecordkit.readers.numpy_data import iter_pk_batches
 from tfrecordkit.sampling import ClassIndex
 from tfrecordkit.schema import ClassLabel, Scalar, Schema
@@ -48,7 +48,7 @@ def test_a_class_id_outside_the_class_list_is_refused(tmp_path):
 
 def _replace_records(path, edit):
     """Rewrite the first train shard (and its index) with ``edit(records)``; keep the
-    manifest's byte count in step, so only the records are wrong."""
+    manifest's byte count and head checksum in step, so only the records are wrong."""
     manifest = json.loads((path / "dataset.json").read_text())
     entry = manifest["splits"]["train"]["shards"][0]
     shard = path / entry["file"]
@@ -56,6 +56,7 @@ def _replace_records(path, edit):
     with RecordWriter(shard, index_path=str(shard) + ".index") as writer:
         writer.write_all(edit(records))
     entry["bytes"] = shard.stat().st_size
+    entry["head_crc32c"] = head_crc32c(shard)
     (path / "dataset.json").write_text(json.dumps(manifest))
 
 

@@ -145,8 +145,9 @@ def parse_index(text: bytes, index_path: PathLike, *, record_path: PathLike | No
 
 def check_index_frames(offsets: np.ndarray, index_path: PathLike, record_path: PathLike,
                        storage: Storage) -> None:
-    """Check that frames start where the index says: the length header (and its CRC) at the
-    first, middle and last offsets equals the index's frame length.
+    """Check that frames start where the index says: a valid length header at the first,
+    middle and last offsets gives the index's frame length (a header failing its CRC is
+    left to the record's own read, which reports the corruption).
 
     Raises:
         DatasetError: a header disagrees (the index of another file, or a stale one).
@@ -160,9 +161,11 @@ def check_index_frames(offsets: np.ndarray, index_path: PathLike, record_path: P
     starts = [int(offsets[r, 0]) for r in rows]
     heads = storage.read_spans([(path, start, start + 12) for start in starts])
     for row, head in zip(rows, heads, strict=True):
-        length = int.from_bytes(head[:8], "little") if len(head) == 12 else -1
-        if (length + FRAME_OVERHEAD != int(offsets[row, 1])
-                or masked_crc32c(head[:8]) != int.from_bytes(head[8:12], "little")):
+        if len(head) < 12 or masked_crc32c(head[:8]) != int.from_bytes(head[8:12], "little"):
+            continue  # not a frame header: corruption (or an offset mid-frame), which the
+            # read of that record reports with its CRC check
+        length = int.from_bytes(head[:8], "little")
+        if length + FRAME_OVERHEAD != int(offsets[row, 1]):
             raise _stale(os.fspath(index_path), path,
                          f"no frame of {int(offsets[row, 1])} bytes at offset "
                          f"{int(offsets[row, 0])}, line {row + 1}")
