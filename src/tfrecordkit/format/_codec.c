@@ -70,6 +70,24 @@ static inline int read_varint(Span *s, uint64_t *out) {
     return 0;
 }
 
+/* A tag, as protobuf and TensorFlow both read it: a minimal varint (TensorFlow's parser
+ * matches known tags byte for byte, so a padded one means something else to it) of at most
+ * 32 bits. */
+static inline int read_tag_varint(Span *s, uint64_t *out) {
+    const uint8_t *start = s->p;
+    if (!read_varint(s, out) || *out > 0xFFFFFFFFu) return 0;
+    Py_ssize_t used = s->p - start;
+    /* a longer varint must not end in a zero, nor run past 5 bytes (32 bits) */
+    return used == 1 || (used <= 5 && start[used - 1] != 0);
+}
+
+/* A length: at most 5 bytes (protobuf's limit), at most 2 GiB. */
+static inline int read_size(Span *s, uint64_t *out) {
+    const uint8_t *start = s->p;
+    if (!read_varint(s, out)) return 0;
+    return s->p - start <= 5 && *out <= 0x7FFFFFFF;
+}
+
 static int skip_field(Span *s, uint32_t wire, uint32_t field, int depth);
 
 /* Skips the rest of a group opened with `field`; 0 on malformed input. */
@@ -77,7 +95,7 @@ static int skip_group(Span *s, uint32_t field, int depth) {
     if (depth > MAX_DEPTH) return 0;
     while (s->p < s->end) {
         uint64_t tag;
-        if (!read_varint(s, &tag) || tag > 0xFFFFFFFFu) return 0;
+        if (!read_tag_varint(s, &tag)) return 0;
         uint32_t wire = (uint32_t)tag & 7, number = (uint32_t)(tag >> 3);
         if (number == 0) return 0;
         if (wire == 4) return number == field;
@@ -95,7 +113,7 @@ static int skip_field(Span *s, uint32_t wire, uint32_t field, int depth) {
         s->p += 8;
         return 1;
     case 2:
-        if (!read_varint(s, &n) || n > (uint64_t)(s->end - s->p) || n > 0x7FFFFFFF) return 0;
+        if (!read_size(s, &n) || n > (uint64_t)(s->end - s->p)) return 0;
         s->p += n;
         return 1;
     case 3: return skip_group(s, field, depth);
@@ -111,7 +129,7 @@ static int skip_field(Span *s, uint32_t wire, uint32_t field, int depth) {
 static inline int read_tag(Span *s, uint32_t *number, uint32_t *wire) {
     if (s->p >= s->end) return 0;
     uint64_t tag;
-    if (!read_varint(s, &tag) || tag > 0xFFFFFFFFu) return -1;
+    if (!read_tag_varint(s, &tag)) return -1;
     *wire = (uint32_t)tag & 7;
     *number = (uint32_t)(tag >> 3);
     if (*number == 0 || *number > 536870911u) return -1;
@@ -120,7 +138,7 @@ static inline int read_tag(Span *s, uint32_t *number, uint32_t *wire) {
 
 static inline int read_length(Span *s, Span *inner) {
     uint64_t n;
-    if (!read_varint(s, &n) || n > (uint64_t)(s->end - s->p) || n > 0x7FFFFFFF) return 0;
+    if (!read_size(s, &n) || n > (uint64_t)(s->end - s->p)) return 0;
     inner->p = s->p;
     inner->end = s->p + n;
     s->p += n;
@@ -169,6 +187,9 @@ typedef struct {
     Span piece[MAX_RUN];
 } Run;
 
+static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int64_t *bytes,
+                       Error *err);
+
 static int collect_run(const Located *where, Run *run, Error *err) {
     run->kind = KIND_NONE;
     run->pieces = 0;
@@ -181,18 +202,28 @@ static int collect_run(const Located *where, Run *run, Error *err) {
                 Span list;
                 if (!read_length(&s, &list)) goto bad;
                 int kind = (int)number; /* 1 bytes, 2 float, 3 int64 */
-                if (kind != run->kind) {
-                    run->kind = kind;
-                    run->pieces = 0;
+                if (run->pieces) {
+                    /* protobuf merges a repeated list or keeps the last kind; TensorFlow
+                     * reads the first or rejects: no one answer, so refuse it */
+                    snprintf(err->message, sizeof err->message,
+                             "a Feature holds more than one value list "
+                             "(TensorFlow reads such a record otherwise than protobuf)");
+                    return 0;
                 }
+                run->kind = kind;
                 if (run->pieces == MAX_RUN) {
                     snprintf(err->message, sizeof err->message,
                              "a feature list split in more than %d pieces", MAX_RUN);
                     return 0;
                 }
                 run->piece[run->pieces++] = list;
-            } else if (!skip_field(&s, wire, number, 3)) {
-                goto bad;
+            } else {
+                /* another field, or a list of another wire type: TensorFlow rejects some of
+                 * these and reads others otherwise than protobuf */
+                snprintf(err->message, sizeof err->message,
+                         "a Feature holds a field other than its value list "
+                         "(TensorFlow rejects or misreads such a record)");
+                return 0;
             }
         }
         if (r < 0) goto bad;
@@ -211,12 +242,13 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
     for (int i = 0; i < run->pieces; i++) {
         Span s = run->piece[i];
         uint32_t number, wire;
-        int r;
+        int r, fields = 0, packed = 0;
         while ((r = read_tag(&s, &number, &wire)) == 1) {
-            if (number != 1) {
-                if (!skip_field(&s, wire, number, 4)) goto bad;
-                continue;
-            }
+            /* TensorFlow rejects (or misreads) a list with another field, or a packed run
+             * beside other values: only a list both parsers read alike is accepted */
+            fields++;
+            if (run->kind != KIND_BYTES && wire == 2) packed++;
+            if (number != 1 || (packed && fields > 1)) goto other;
             if (run->kind == KIND_BYTES && wire == 2) {
                 Span v;
                 if (!read_length(&s, &v)) goto bad;
@@ -268,8 +300,8 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
                     memcpy(spec->values + 8 * (spec->value_pos + n), &sx, 8);
                 }
                 n++;
-            } else if (!skip_field(&s, wire, number, 4)) {
-                goto bad;
+            } else {
+                goto other; /* a value of another wire type */
             }
         }
         if (r < 0) goto bad;
@@ -277,6 +309,11 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
     *count = n;
     *bytes = b;
     return 1;
+other:
+    snprintf(err->message, sizeof err->message,
+             "a value list holds another field, a value of another wire type, or a packed "
+             "run beside other values (TensorFlow rejects or misreads such a record)");
+    return 0;
 bad:
     snprintf(err->message, sizeof err->message, "not a valid tf.train.Example (a value list)");
     return 0;
@@ -365,8 +402,11 @@ static int locate(Span record, const Table *table, int nspecs, int trusted, Loca
                 return 0;
             }
             if (fn != 1) {
-                if (!skip_field(&features, fw, fn, 1)) goto bad;
-                continue;
+                /* protobuf skips it; TensorFlow rejects the record */
+                snprintf(err->message, sizeof err->message,
+                         "a Features message holds a field other than its map "
+                         "(TensorFlow rejects such a record)");
+                return 0;
             }
             Span entry;
             if (!read_length(&features, &entry)) goto bad;
@@ -378,13 +418,19 @@ static int locate(Span record, const Table *table, int nspecs, int trusted, Loca
             uint32_t en, ew;
             int er;
             while ((er = read_tag(&entry, &en, &ew)) == 1) {
+                if ((en == 1 && key.p != NULL) || (en == 2 && value.segments)) {
+                    /* protobuf keeps the last key or merges the values; TensorFlow rejects */
+                    snprintf(err->message, sizeof err->message,
+                             "a Features map entry gives its %s twice "
+                             "(TensorFlow rejects such a record)", en == 1 ? "key" : "value");
+                    return 0;
+                }
                 if (en == 1 && ew == 2) {
                     if (!read_length(&entry, &key)) goto bad;
                 } else if (en == 2 && ew == 2) {
                     Span v;
                     if (!read_length(&entry, &v)) goto bad;
-                    if (value.segments == MAX_SEGMENTS) value.overflow = 1;
-                    else value.piece[value.segments++] = v;
+                    value.piece[value.segments++] = v;
                 } else {
                     snprintf(err->message, sizeof err->message,
                              "a Features map entry holds fields a map entry cannot have "
@@ -393,7 +439,13 @@ static int locate(Span record, const Table *table, int nspecs, int trusted, Loca
                 }
             }
             if (er < 0) goto bad;
-            if (key.p != NULL && !valid_utf8(key.p, key.end)) {
+            if (key.p == NULL || !value.segments) {
+                snprintf(err->message, sizeof err->message,
+                         "a Features map entry has no %s (TensorFlow rejects such a record)",
+                         key.p == NULL ? "key" : "value");
+                return 0;
+            }
+            if (!valid_utf8(key.p, key.end)) {
                 snprintf(err->message, sizeof err->message,
                          "not a valid tf.train.Example (a feature name is not UTF-8)");
                 return 0;
