@@ -85,6 +85,9 @@ class ConversionJob:
                                       "source": source.description,
                                       "split": split if isinstance(split, str)
                                       else dict(split)}
+        conversions = getattr(source, "conversions", None)
+        if isinstance(conversions, dict) and conversions:
+            created_by["conversions"] = dict(conversions)
         stratify = stratify and label_feature is not None
         if not isinstance(split, str):
             created_by["stratified"] = stratify

@@ -27,7 +27,7 @@ from tfrecordkit.format._encode import (
 )
 from tfrecordkit.format._spec import KeySpec, SpecDtype, check_key
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
-from tfrecordkit.schema._sniff import image_header, sniff_bytes
+from tfrecordkit.schema._sniff import image_header, png_bit_depth, sniff_bytes
 from tfrecordkit.schema._vocab import Vocabulary
 
 __all__ = [
@@ -890,6 +890,11 @@ class Image(Feature):
         allowed = {"auto": ("jpeg", "png"), "jpeg": ("jpeg",), "png": ("png",)}[self.encoding]
         if found not in allowed:
             raise SchemaError(name, f"bytes are {found}, feature expects {self.encoding}")
+        if found == "png" and png_bit_depth(data) == 16:
+            raise SchemaError(name, "a 16-bit PNG: readers give 8-bit pixels, so its values "
+                                    "would be cut to their high byte; store an 8-bit "
+                                    "reduction (ImageFolder(reduce_16bit=True) does, and "
+                                    "records it) or the pixels as a Tensor")
         return found
 
     def _probe(self, name: str, data: bytes) -> tuple[int, int, int]:

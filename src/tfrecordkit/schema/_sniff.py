@@ -80,6 +80,13 @@ def png_header(data: bytes) -> tuple[int, int, int] | None:
     return (height, width, channels) if channels and data[24] == 8 else None
 
 
+def png_bit_depth(data: bytes) -> int | None:
+    """A PNG's bits per sample (1, 2, 4, 8 or 16) from its IHDR chunk, or None."""
+    if len(data) < 33 or not data.startswith(b"\x89PNG\r\n\x1a\n") or data[12:16] != b"IHDR":
+        return None
+    return data[24]
+
+
 def jpeg_header(data: bytes) -> tuple[int, int, int] | None:
     """(height, width, channels) from a JPEG's start-of-frame segment, or None if unusual."""
     pos = 2

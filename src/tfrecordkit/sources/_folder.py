@@ -82,6 +82,14 @@ class ImageFolder(_ClassFolder):
         verify_images: test-decode every image at conversion (JPEG at 1/8 scale), so a
             corrupt one is a named :class:`SourceError` now, not a failure in training.
         max_image_pixels: refuse images with more pixels (decompression bombs).
+        reduce_16bit: store 16-bit PNGs as their high byte (8-bit PNG) instead of refusing
+            them (readers give 8-bit pixels).
+        exif_transpose: apply each JPEG's EXIF orientation to its pixels (stored as PNG);
+            by default it is kept as stored and not applied, as TensorFlow's decoders do.
+
+    CMYK (and YCCK) JPEGs are stored as PNG after Pillow's CMYK->RGB conversion, so every
+    reader gives the same pixels. The manifest records these rules under
+    ``created_by["conversions"]``.
     """
 
     extensions = IMAGE_EXTENSIONS
@@ -96,8 +104,11 @@ class ImageFolder(_ClassFolder):
         resize: tuple[int, int] | int | None = None,
         verify_images: bool = True,
         max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+        reduce_16bit: bool = False,
+        exif_transpose: bool = False,
     ) -> None:
         super().__init__(root)
+        self.reduce_16bit, self.exif_transpose = reduce_16bit, exif_transpose
         if max_image_pixels < 1:
             raise OptionError(f"max_image_pixels must be positive; got {max_image_pixels}")
         self.encoding, self.channels, self.resize = encoding, channels, resize
@@ -105,7 +116,18 @@ class ImageFolder(_ClassFolder):
         # Kept bytes that are not test-decoded cost little per file: worker processes would
         # only add transfer costs. Decoding (a check or a conversion) pays for workers.
         self.in_process = (encoding is None and channels is None and resize is None
-                           and not verify_images)
+                           and not verify_images and not exif_transpose)
+
+    @property
+    def conversions(self) -> dict[str, str]:
+        """How images that readers could not decode alike are stored (for the manifest)."""
+        return {
+            "cmyk_jpeg": "stored as PNG of Pillow's CMYK->RGB conversion",
+            "png_16bit": ("stored as 8-bit PNG of each value's high byte (v >> 8)"
+                          if self.reduce_16bit else "refused"),
+            "exif_orientation": ("applied to the pixels (JPEGs stored as PNG)"
+                                 if self.exif_transpose else "kept as stored, not applied"),
+        }
 
     def schema(self) -> Schema:
         return Schema({
@@ -117,7 +139,8 @@ class ImageFolder(_ClassFolder):
         path, label = item
         image = load_image(path, encoding=self.encoding, channels=self.channels,
                            resize=self.resize, verify=self.verify_images,
-                           max_pixels=self.max_image_pixels)
+                           max_pixels=self.max_image_pixels, reduce_16bit=self.reduce_16bit,
+                           exif_transpose=self.exif_transpose)
         return {"image": image, "label": label}
 
 

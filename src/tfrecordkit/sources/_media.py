@@ -7,10 +7,12 @@ import os
 import warnings
 from typing import Any
 
+import numpy as np
+
 from tfrecordkit.errors import MissingDependencyError, SourceError
 from tfrecordkit.schema import sniff_bytes
 from tfrecordkit.schema._features import PIL_MODE_CHANNELS
-from tfrecordkit.schema._sniff import image_header
+from tfrecordkit.schema._sniff import image_header, png_bit_depth
 
 IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
@@ -95,11 +97,17 @@ def load_image(
     resize: tuple[int, int] | int | None = None,
     verify: bool = True,
     max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+    reduce_16bit: bool = False,
+    exif_transpose: bool = False,
 ) -> dict[str, Any]:
     """Read an image file as ``{"bytes", "height", "width", "channels"}``.
 
     JPEG and PNG bytes are kept as they are unless ``encoding`` differs, ``channels`` asks
-    for a conversion or ``resize`` is set; other formats are re-encoded to PNG.
+    for a conversion or ``resize`` is set; other formats are re-encoded to PNG, and so are
+    JPEGs whose pixels readers could not decode alike (CMYK/YCCK: Pillow's CMYK->RGB, then
+    lossless). A 16-bit PNG is refused unless ``reduce_16bit`` (then its high byte, as
+    PNG); the EXIF orientation is kept as stored (as TensorFlow does) unless
+    ``exif_transpose`` (then applied to the pixels, stored as PNG).
     ``resize`` is ``(height, width)``, or an int bounding the longer side (aspect kept).
     Images with no pixels or more than ``max_pixels`` are refused; kept bytes are also test
     decoded (JPEG at 1/8 scale) unless ``verify`` is False.
@@ -109,7 +117,14 @@ def load_image(
     """
     data = _read(path)
     kind = sniff_bytes(data)
-    if resize is None and encoding in (None, "auto", kind) and kind in ("jpeg", "png"):
+    deep = kind == "png" and png_bit_depth(data) == 16
+    if deep and not reduce_16bit:
+        raise SourceError(path, "a 16-bit PNG: readers give 8-bit pixels, so its values "
+                                "would be cut to their high byte; pass reduce_16bit=True "
+                                "(--reduce-16bit) to store that 8-bit reduction, recorded in "
+                                "the manifest")
+    if (resize is None and encoding in (None, "auto", kind) and kind in ("jpeg", "png")
+            and not deep and not (exif_transpose and kind == "jpeg")):
         # Fast path: read the size from the header; PIL only for anything unusual.
         header = image_header(data)
         if header is not None and (channels is None or channels == header[2]):
@@ -124,17 +139,21 @@ def load_image(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pil.DecompressionBombWarning)  # sizes checked
             opened = pil.open(io.BytesIO(data))
-        with opened as image:
+        with opened as original:
+            image = original
             mode = image.mode
             width, height = image.size
             _check_size(path, width, height, max_pixels)
             stored = PIL_MODE_CHANNELS.get(mode, len(image.getbands()))
+            turn = image.getexif().get(_ORIENTATION, 1) if exif_transpose else 1
             keep = (
                 kind in ("jpeg", "png")
                 and (encoding is None or encoding in ("auto", kind))
                 and (channels is None or channels == stored)
                 and resize is None
                 and mode in _KEPT_MODES
+                and not deep
+                and turn in (1, None)
             )
             if keep:
                 _check_complete(path, data, kind)
@@ -142,6 +161,13 @@ def load_image(
                     _check_decodes(path, data, kind)
                 return {"bytes": data, "height": height, "width": width, "channels": stored}
             image.load()  # decodes: raises on truncated or corrupt data
+            if deep and mode.startswith("I"):  # 16-bit grey: its high byte
+                image = pil.fromarray((np.asarray(image).astype(np.uint32) >> 8).astype(
+                    np.uint8), "L")
+                mode = "L"
+            if turn not in (1, None):
+                image = pil_ops().exif_transpose(image)
+                width, height = image.size
             target_mode = _MODE_FOR_CHANNELS.get(channels or 0) or (
                 mode if mode in ("L", "LA", "RGB", "RGBA") else
                 ("RGBA" if "A" in image.getbands() or "transparency" in image.info else "RGB")
@@ -150,8 +176,10 @@ def load_image(
             if resize is not None:
                 converted = converted.resize(_target_size(width, height, resize),
                                              pil.Resampling.BILINEAR)
+            # What the user did not ask to change is stored losslessly (PNG).
+            asked = channels is not None or resize is not None
             target = encoding if encoding in ("jpeg", "png") else (
-                kind if kind in ("jpeg", "png") else "png")
+                kind if kind in ("jpeg", "png") and asked else "png")
             if target == "jpeg" and target_mode in ("LA", "RGBA"):
                 converted = converted.convert("RGB" if target_mode == "RGBA" else "L")
             buffer = io.BytesIO()
@@ -167,6 +195,16 @@ def load_image(
                                 "or the header is cut off)") from None
     except (OSError, ValueError, SyntaxError, pil.DecompressionBombError) as err:
         raise SourceError(path, f"unreadable image: {err}") from None  # PIL's bad-data errors
+
+
+_ORIENTATION = 0x0112  # the EXIF tag
+
+
+def pil_ops() -> Any:
+    """Pillow's ImageOps."""
+    from PIL import ImageOps
+
+    return ImageOps
 
 
 def _target_size(width: int, height: int, resize: tuple[int, int] | int) -> tuple[int, int]:
