@@ -75,6 +75,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="skip the test decode of each image at conversion")
     parser.add_argument("--max-image-pixels", type=int, default=None, metavar="N",
                         help="refuse images with more pixels (default 89,478,485)")
+    parser.add_argument("--reduce-16bit", action="store_true",
+                        help="store 16-bit PNGs as their high byte (default: refuse them)")
+    parser.add_argument("--exif-transpose", action="store_true",
+                        help="apply JPEGs' EXIF orientation to the pixels (default: keep as "
+                             "stored, as TensorFlow decodes them)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(func=run)
 
@@ -86,11 +91,14 @@ def run(args: argparse.Namespace) -> int:
         size = args.image_size
         options = {"encoding": args.image_encoding, "channels": args.channels,
                    "resize": None if not size else (size[0] if len(size) == 1 else tuple(size[:2]))}
-    if (args.no_verify_images or args.max_image_pixels) and os.path.exists(args.src) and (
+    if (args.no_verify_images or args.max_image_pixels or args.reduce_16bit
+            or args.exif_transpose) and os.path.exists(args.src) and (
             (kind or infer_kind(args.src)) == "image-folder"):
         options["verify_images"] = not args.no_verify_images
         if args.max_image_pixels:
             options["max_image_pixels"] = args.max_image_pixels
+        options["reduce_16bit"] = args.reduce_16bit
+        options["exif_transpose"] = args.exif_transpose
     source = open_source(args.src, kind, **options)
     if args.engine == "ray":
         import ray
