@@ -130,6 +130,31 @@ def test_a_file_truncated_while_read_is_reported_on_the_buffered_path(tmp_path):
         list(reader)
 
 
+def test_the_default_reader_survives_another_process_truncating_a_small_file(tmp_path):
+    """A file under one mapped window, truncated by another process mid-read: the default
+    reader (any reader of ours) reports it; a mapped read would die of SIGBUS, so the check
+    runs in a child process and its exit status says which happened."""
+    script = textwrap.dedent("""
+        import subprocess, sys
+        from tfrecordkit import CorruptRecordError, RecordReader, RecordWriter
+        path = sys.argv[1]
+        with RecordWriter(path) as writer:
+            writer.write_all([b"x" * 100_000 for _ in range(40)])  # 4 MB: one window
+        reader = iter(RecordReader(path))
+        next(reader)
+        subprocess.run([sys.executable, "-c",
+                        f"import os; os.truncate({path!r}, 1_000_000)"], check=True)
+        try:
+            list(reader)
+        except CorruptRecordError as err:
+            print("reported:", err)
+    """)
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "r.tfrecord")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr[-500:])
+    assert "reported:" in done.stdout and "shrank while being read" in done.stdout
+
+
 def test_a_file_truncated_between_mapped_windows_is_reported_not_a_crash(tmp_path):
     script = textwrap.dedent("""
         import os, sys

@@ -484,8 +484,9 @@ class RecordReader:
             ``log_skipped`` is False: the caller reports it).
         index_path: offset index for random access; default ``<path>.index`` if it exists.
         use_mmap: map local uncompressed files into memory (in bounded windows) rather than
-            copying them through a read buffer; faster, but the file must not be truncated
-            while it is read.
+            copying them through a read buffer. Off by default: if another process truncates
+            a mapped file, reading it kills this process (SIGBUS), while buffered reads turn
+            that into a :class:`CorruptRecordError`; and they are as fast (bench/read_raw.py).
         max_record_bytes: a record claiming to be longer is an error rather than a buffer to
             fill, where records must be buffered (compressed files and pipes); 1 GiB by default.
             A decompression bomb therefore can't take more memory than this.
@@ -503,7 +504,7 @@ class RecordReader:
         on_error: ErrorPolicy = "raise",
         index_path: PathLike | None = None,
         buffer_size: int = 1 << 20,
-        use_mmap: bool = True,
+        use_mmap: bool = False,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         storage: Storage | None = None,
         storage_options: dict[str, Any] | None = None,
