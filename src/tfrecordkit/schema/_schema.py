@@ -40,8 +40,8 @@ class Schema(Mapping[str, Feature]):
         self._features = dict(features)
         keys: dict[str, str] = {}
         for name, feature in self._features.items():
-            if not isinstance(name, str) or not name or "/" in name:
-                raise SchemaError(str(name), "feature names must be non-empty and contain no '/'")
+            if not isinstance(name, str) or not name:
+                raise SchemaError(str(name), "feature names must be non-empty strings")
             if name.startswith(RESERVED_PREFIX):
                 raise SchemaError(name, f"names starting with {RESERVED_PREFIX!r} are kept for "
                                         "what readers add beside the features (__id, __valid)")
