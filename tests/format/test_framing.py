@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfrecordkit import CorruptRecordError, RecordReader, RecordWriter, read_records
+from tfrecordkit import CorruptRecordError, OptionError, RecordReader, RecordWriter, read_records
 from tfrecordkit.format import masked_crc32c
 
 RECORDS = [b"", b"a", b"hello world", bytes(range(256)) * 3, b"\x00" * 1000]
@@ -418,3 +418,28 @@ def test_a_bad_compression_argument_is_a_value_error(tmp_path, bad):
         RecordWriter(tmp_path / "x", bad)
     with pytest.raises(ValueError, match="compression"):
         RecordReader(tmp_path / "x", bad)
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zlib"])
+def test_compressed_files_read_from_a_stored_offset(tmp_path, compression):
+    """An offset into the decompressed stream (as iter_with_offsets gives it) is a place to
+    start reading a GZIP or ZLIB file again, as an uncompressed file's byte offset is."""
+    path = tmp_path / f"r.{compression}"
+    records = [bytes([i]) * (i * 37 % 300) for i in range(120)]
+    with RecordWriter(path, compression) as writer:
+        writer.write_all(records)
+    pairs = list(RecordReader(path).iter_with_offsets())
+    assert [r for _, r in pairs] == records
+    for k in (1, 57, 119):
+        assert [r for _, r in RecordReader(path).iter_with_offsets(pairs[k][0])] == records[k:]
+    with pytest.raises(OptionError, match="past the end"):
+        list(RecordReader(path).iter_with_offsets(10**9))
+
+
+@pytest.mark.parametrize("compression", [None, "gzip", "zlib"])
+def test_flush_after_close_is_refused_as_tensorflow_does(tmp_path, compression):
+    writer = RecordWriter(tmp_path / "r", compression)
+    writer.write(b"x")
+    writer.close()
+    with pytest.raises(ValueError, match="closed"):
+        writer.flush()

@@ -167,7 +167,13 @@ class RecordWriter:
             self.write(record)
 
     def flush(self) -> None:
-        """Push buffered bytes to the operating system."""
+        """Push buffered bytes to the operating system.
+
+        Raises:
+            OptionError: the writer is closed (as TensorFlow's writer refuses it).
+        """
+        if self._closed:
+            raise OptionError(f"flush of a closed RecordWriter for {self.path}")
         self._stream.flush()
         if self._index is not None:
             self._index.flush()
@@ -340,6 +346,22 @@ def _is_regular(raw: BinaryIO) -> bool:
         return stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
     except (OSError, AttributeError, io.UnsupportedOperation):
         return False
+
+
+def _discard(stream: BinaryIO, count: int, path: str) -> None:
+    """Read and drop ``count`` bytes of ``stream``.
+
+    Raises:
+        OptionError: the stream ends first (the offset lies past its end).
+    """
+    left = count
+    while left:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            stream.close()
+            raise OptionError(f"{path}: offset {count} lies past the end of its "
+                              f"{count - left}-byte decompressed stream")
+        left -= len(chunk)
 
 
 def _read_up_to(raw: BinaryIO, size: int) -> bytes:
@@ -605,11 +627,16 @@ class RecordReader:
         self.stats = stats = ReadStats()
         stream = self._open_stream()
         if start_offset:
-            if not (isinstance(stream, io.FileIO) and _is_regular(stream)):
+            if isinstance(stream, io.FileIO) and _is_regular(stream):
+                stream.seek(start_offset)
+            elif self.compression is not None:
+                # An offset into the decompressed stream: inflate up to it (the cost of
+                # random access into a compressed file without restart points).
+                _discard(stream, start_offset, self.path)
+            else:
                 stream.close()
-                raise OptionError(f"{self.path}: can start mid-file only in an uncompressed "
-                                 "regular file")
-            stream.seek(start_offset)
+                raise OptionError(f"{self.path}: can start mid-stream only in a regular or "
+                                  "compressed file, not a pipe")
         window: _Window | _MappedWindow
         regular = isinstance(stream, io.FileIO) and _is_regular(stream)
         if self.use_mmap and regular:
