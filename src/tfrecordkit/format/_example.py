@@ -253,10 +253,9 @@ _ALLOWED: dict[str, dict[int, tuple[int, ...]] | None] = {
     "Feature": {1: (2,), 2: (2,), 3: (2,)}, "BytesList": {1: (2,)}, "FloatList": {1: (2, 5)},
     "Int64List": {1: (0, 2)},
 }
-_LIST_FIELDS = {1, 2, 3}  # Feature: bytes_list, float_list, int64_list
 
 
-def _read_varint(data: memoryview, pos: int) -> tuple[int, int]:
+def _read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
     value, shift = 0, 0
     while True:
         if pos >= len(data) or shift > 63:
@@ -269,7 +268,7 @@ def _read_varint(data: memoryview, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _skip_group(view: memoryview, pos: int, end: int, number: int) -> int:
+def _skip_group(view: bytes | memoryview, pos: int, end: int, number: int) -> int:
     """The position after the group of field ``number`` that starts at ``pos``."""
     open_groups = [number]
     while open_groups:
@@ -307,45 +306,64 @@ def check_wire(data: bytes | memoryview, message: str = "Example") -> None:
     Raises:
         ValueError: naming the byte offset.
     """
-    view = memoryview(data)
+    view = bytes(data)
     stack = [(message, 0, len(view))]
     while stack:
         kind, pos, end = stack.pop()
         allowed = _ALLOWED[kind]
-        seen: dict[int, int] = {}
-        packed = 0
+        children = _SUBMESSAGES[kind]
+        numeric_list = kind in ("FloatList", "Int64List")
+        fields = lists = packed = keys = values = 0
         while pos < end:
             start = pos
-            tag, pos = _read_varint(view, pos)
-            if (pos - start > 1 and view[pos - 1] == 0) or tag > 0xFFFFFFFF or tag >> 3 == 0:
-                raise ValueError(f"a malformed or padded tag at byte {start}")
+            tag = view[pos]
+            if tag < 0x80:
+                pos += 1
+            else:
+                tag, pos = _read_varint(view, pos)
+                if view[pos - 1] == 0 or tag > 0xFFFFFFFF:
+                    raise ValueError(f"a malformed or padded tag at byte {start}")
             number, wire = tag >> 3, tag & 7
-            allowed_here = None if allowed is None else allowed.get(number, ())
-            if allowed_here is not None and wire not in allowed_here:
+            if not number:
+                raise ValueError(f"a malformed tag at byte {start}")
+            if allowed is not None and wire not in allowed.get(number, ()):
                 what = "Features map entry" if kind == "Entry" else f"{kind} message"
                 raise ValueError(f"a {what} holds field {number} (wire type {wire}) "
                                  f"at byte {start}, which TensorFlow rejects")
-            seen[number] = seen.get(number, 0) + 1
-            packed += wire == 2 and kind in ("FloatList", "Int64List")
-            if (kind == "Entry" and seen[number] > 1) or (
-                    kind == "Feature" and sum(seen.get(n, 0) for n in _LIST_FIELDS) > 1) or (
-                    packed and sum(seen.values()) > 1):
+            fields += 1
+            if kind == "Entry":
+                keys += number == 1
+                values += number == 2
+                repeated = keys > 1 or values > 1
+            elif kind == "Feature":
+                lists += 1
+                repeated = lists > 1
+            else:
+                packed += numeric_list and wire == 2
+                repeated = packed > 0 and fields > 1
+            if repeated:
                 what = "Features map entry" if kind == "Entry" else f"{kind} message"
                 raise ValueError(f"a {what} repeats a field at byte {start}, which "
                                  "TensorFlow reads otherwise than protobuf")
-            if wire == 0:
-                _, pos = _read_varint(view, pos)
-            elif wire in {1, 5}:
-                pos += 8 if wire == 1 else 4
-            elif wire == 2:
+            if wire == 2:
                 size_at = pos
-                size, pos = _read_varint(view, pos)
-                if pos - size_at > 5 or pos + size > end:
+                size = view[pos] if pos < end else 0x80
+                if size < 0x80:
+                    pos += 1
+                else:
+                    size, pos = _read_varint(view, pos)
+                    if pos - size_at > 5:
+                        raise ValueError(f"a malformed length at byte {size_at}")
+                if pos + size > end:
                     raise ValueError(f"a malformed length at byte {size_at}")
-                inner = _SUBMESSAGES[kind].get(number)
+                inner = children.get(number)
                 if inner is not None:
                     stack.append((inner, pos, pos + size))
                 pos += size
+            elif wire == 0:
+                _, pos = _read_varint(view, pos)
+            elif wire in {1, 5}:
+                pos += 8 if wire == 1 else 4
             elif wire == 3:
                 pos = _skip_group(view, pos, end, number)
             else:
@@ -353,7 +371,7 @@ def check_wire(data: bytes | memoryview, message: str = "Example") -> None:
                                  f"{start}")
             if pos > end:
                 raise ValueError(f"a field runs past its message at byte {start}")
-        if kind == "Entry" and not (seen.get(1) and seen.get(2)):
+        if kind == "Entry" and not (keys and values):
             raise ValueError("a Features map entry has no key or no value, which TensorFlow "
                              "rejects")
 
