@@ -150,7 +150,7 @@ def test_the_default_reader_survives_another_process_truncating_a_small_file(tmp
             print("reported:", err)
     """)
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "r.tfrecord")],
-                          capture_output=True, text=True, timeout=60)
+                          check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, (done.returncode, done.stderr[-500:])
     assert "reported:" in done.stdout and "shrank while being read" in done.stdout
 

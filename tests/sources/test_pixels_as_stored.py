@@ -98,7 +98,7 @@ def test_16_bit_png_bytes_given_to_the_schema_are_refused(tmp_path):
 
 
 def test_exif_orientation_is_not_applied_unless_asked(tmp_path):
-    data, rgb = _rotated_jpeg()
+    data, _ = _rotated_jpeg()
     folder = _folder(tmp_path, {"r.jpg": data})
     result = tk.convert(ImageFolder(folder), tmp_path / "kept")
     assert result.manifest.created_by["conversions"]["exif_orientation"].startswith("kept")
