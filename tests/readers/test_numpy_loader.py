@@ -42,7 +42,8 @@ def _ids(loader, steps=None):
 
 @pytest.mark.parametrize("shuffle", ["global", "block", False])
 def test_one_epoch_covers_the_first_len_times_b_positions_once(dataset, shuffle):
-    loader = load_numpy_dataset(dataset, batch_size=16, shuffle=shuffle, seed=4)
+    loader = load_numpy_dataset(dataset, batch_size=16, shuffle=shuffle, seed=4,
+                                drop_last=True)
     assert len(loader) == N // 16
     ids = [i for batch in _ids(loader) for i in batch]
     assert len(ids) == len(set(ids)) == len(loader) * 16
@@ -63,13 +64,22 @@ def test_same_configuration_same_ids_and_epochs_differ(dataset):
 
 @pytest.mark.parametrize("world", [1, 2, 4])
 def test_ranks_split_every_step_into_equal_disjoint_parts(dataset, world):
-    single = _ids(load_numpy_dataset(dataset, batch_size=16, seed=3))
-    ranks = [_ids(load_numpy_dataset(dataset, batch_size=16, seed=3, rank=r, world_size=world))
-             for r in range(world)]
+    single = _ids(load_numpy_dataset(dataset, batch_size=16, seed=3, drop_last=True))
+    ranks = [_ids(load_numpy_dataset(dataset, batch_size=16, seed=3, rank=r, world_size=world,
+                                     drop_last=True)) for r in range(world)]
     assert all(len(r) == len(single) for r in ranks)
     for step, together in enumerate(zip(*ranks, strict=True)):
         assert all(len(part) == 16 // world for part in together)
         assert [i for part in together for i in part] == single[step]
+
+
+def test_every_record_by_default_and_the_last_batch_smaller_on_one_rank(dataset):
+    loader = load_numpy_dataset(dataset, batch_size=16, seed=2)
+    sizes = [len(batch["__id"]) for batch in loader]
+    assert len(loader) == len(sizes) == -(-N // 16) and sizes[-1] == N % 16
+    assert sorted(i for batch in loader for i in batch["__id"].tolist()) == list(range(N))
+    dropping = load_numpy_dataset(dataset, batch_size=16, seed=2, drop_last=True)
+    assert len(dropping) == N // 16
 
 
 def test_drop_last_false_pads_by_wrapping_and_marks_valid(dataset):
@@ -104,18 +114,18 @@ def test_resume_in_a_fresh_loader_equals_the_uninterrupted_run(dataset, stop_at)
 
 
 def test_state_saved_at_four_ranks_restores_at_two(dataset):
-    fours = [load_numpy_dataset(dataset, batch_size=16, seed=5, rank=r, world_size=4)
-             for r in range(4)]
+    fours = [load_numpy_dataset(dataset, batch_size=16, seed=5, rank=r, world_size=4,
+                                drop_last=True) for r in range(4)]
     for loader in fours:
         _ids(loader, steps=3)
     states = [loader.state_dict() for loader in fours]
     assert all(s == states[0] for s in states)  # the same on every rank
-    twos = [load_numpy_dataset(dataset, batch_size=16, seed=5, rank=r, world_size=2)
-            for r in range(2)]
+    twos = [load_numpy_dataset(dataset, batch_size=16, seed=5, rank=r, world_size=2,
+                               drop_last=True) for r in range(2)]
     for loader in twos:
         loader.load_state_dict(states[0])
     parts = [_ids(t) for t in twos]
-    reference = _ids(load_numpy_dataset(dataset, batch_size=16, seed=5))[3:]
+    reference = _ids(load_numpy_dataset(dataset, batch_size=16, seed=5, drop_last=True))[3:]
     assert [a + b for a, b in zip(*parts, strict=True)] == reference
 
 
@@ -220,6 +230,6 @@ def test_columnar_and_per_record_batches_are_identical(tmp_path, padding):
         else:
             assert type(a) is type(b) and a == b
 
-    assert len(columnar) == len(by_row) == 2
+    assert len(columnar) == len(by_row) == 3  # 16 + 16 + 8: every record
     for a, b in zip(columnar, by_row, strict=True):
         same(a, b)

@@ -47,7 +47,8 @@ class DecodeOptions:
             (``"pad"``) or kept as a list of arrays (``"ragged"``).
         fast_resize: with ``image_size``, decode JPEGs at 1/2, 1/4 or 1/8 scale when the
             target allows (several times faster; pixels then differ slightly from a full
-            decode + resize). False gives exactly what ``load_tf_dataset`` gives.
+            decode + resize, and from what ``load_tf_dataset`` gives). Off by default, so
+            every reader gives the same pixels.
         image_dtype: ``"uint8"`` pixels as stored, or ``"float32"`` scaled to [0, 1].
         mean, std: with ``"float32"``, normalise to ``(x - mean) / std`` (one value, or one
             per channel), e.g. ImageNet's ``(0.485, 0.456, 0.406)``, ``(0.229, 0.224, 0.225)``.
@@ -70,7 +71,7 @@ class DecodeOptions:
     image_size: tuple[int, int] | None = None
     keep_aspect: bool = False
     padding: Padding = "pad"
-    fast_resize: bool = True
+    fast_resize: bool = False
     image_dtype: Literal["uint8", "float32"] = "uint8"
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None

@@ -403,7 +403,7 @@ class Loader:
     """
 
     def __init__(self, path: PathArg, split: str = "train", *, batch_size: int,
-                 shuffle: ShuffleMode = "block", seed: int = 0, drop_last: bool = True,
+                 shuffle: ShuffleMode = "block", seed: int = 0, drop_last: bool = False,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
                  num_threads: int | None = None, max_open_files: int = 64,
                  augment: Augment | None = None,
@@ -460,10 +460,13 @@ class Loader:
 
     def step_ids(self, epoch: int, step: int) -> tuple[np.ndarray, np.ndarray]:
         """This rank's record ids at global ``step`` of ``epoch``, and which are real
-        (False: a wrapped-around filler in the last step when ``drop_last=False``)."""
+        (False: a wrapped-around filler in the last step when ``drop_last=False`` and there
+        are several ranks; with one rank the last step is smaller instead)."""
         n, per_rank = len(self.records), self.batch_size // self.world_size
         start = step * self.batch_size + self.rank * per_rank
         positions = np.arange(start, start + per_rank)
+        if self.world_size == 1:  # one rank: the last batch is smaller, nothing repeated
+            positions = positions[positions < n]
         valid = positions < n
         if self._order is None or self._order.epoch != epoch:
             # One per epoch: block mode lays out the epoch's block order once, not per step.
@@ -584,7 +587,7 @@ class Loader:
 
 def load_numpy_dataset(path: PathArg, split: str = "train", *,
                        batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
-                       drop_last: bool = True, rank: int = 0, world_size: int = 1,
+                       drop_last: bool = False, rank: int = 0, world_size: int = 1,
                        features: Sequence[str] | None = None, decode: bool = True,
                        image_size: tuple[int, int] | None = None, padding: Padding = "pad",
                        num_threads: int | None = None,
@@ -595,10 +598,11 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
 
     ``batch_size`` is the global batch: each of ``world_size`` ranks gets ``batch_size /
     world_size`` records per step, every rank the same number of steps. Every batch carries
-    ``"__id"`` (record positions in the split); with ``drop_last=False`` the last step is filled
-    by wrapping around, and ``"__valid"`` marks the real records. ``features``, ``decode``,
-    ``image_size`` and ``padding`` (or all of them as one :class:`DecodeOptions`) say how
-    records become values; decoding runs on ``num_threads`` threads. ``augment(values, rng)``
+    ``"__id"`` (record positions in the split). Every record is read by default: on one rank
+    the last batch is smaller; with several ranks the last step is filled by wrapping around,
+    and ``"__valid"`` marks the real records. ``drop_last=True`` drops the last partial step.
+    ``features``, ``decode``, ``image_size`` and ``padding`` (or all of them as one
+    :class:`DecodeOptions`) say how records become values; decoding runs on ``num_threads`` threads. ``augment(values, rng)``
     maps each record's decoded values (before batching); its ``rng`` is seeded by
     ``(seed, epoch, record id)``, so augmentation repeats exactly on resume and does not
     depend on threads, workers or ranks. ``path`` may be a URL (``s3://``, ``gs://``, ...;

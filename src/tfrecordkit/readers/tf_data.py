@@ -449,7 +449,8 @@ def load_tf_dataset(
 
     # Record-level sharding needs every worker to see one and the same record order.
     file_seed = seed if seed is not None else (0 if by_record else None)
-    ordered = deterministic or by_record
+    # shuffle=False is the split's stored order, as in every reader: files one after another.
+    ordered = deterministic or by_record or not shuffle
     # A label taken from the shard: each file's records get it appended (_with_shard_label).
     shard_label = _shard_label(schema, names or [], description)
     files_ds = tf.data.Dataset.from_tensor_slices(
@@ -457,7 +458,7 @@ def load_tf_dataset(
         else list(file_paths))
     if shuffle and len(file_paths) > 1:
         files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
-    cycle = max(1, min(len(file_paths), 16))
+    cycle = max(1, min(len(file_paths), 16)) if shuffle else 1
 
     # Files are interleaved in runs of records: a parallel interleave of single records
     # costs ~15 µs each (one file: 15x slower than reading it; bench/vocabulary.py found it).

@@ -182,7 +182,7 @@ def _position_of_loader(loader_state: Mapping[str, Any]) -> dict[str, Any]:
 
 def load_torch_dataset(path: PathArg, split: str = "train", *,
                        batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
-                       drop_last: bool = True, rank: int | None = None,
+                       drop_last: bool = False, rank: int | None = None,
                        world_size: int | None = None, features: Sequence[str] | None = None,
                        decode: bool = True, image_size: tuple[int, int] | None = None,
                        padding: Padding = "pad", num_threads: int | None = None,
