@@ -603,8 +603,8 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
     and ``"__valid"`` marks the real records. ``drop_last=True`` drops the last partial step.
     ``features``, ``decode``, ``image_size`` and ``padding`` (or all of them as one
     :class:`DecodeOptions`) say how records become values; decoding runs on
-    ``num_threads`` threads. ``augment(values, rng)`` maps each record's decoded values (before batching); its ``rng`` is seeded by
-    ``(seed, epoch, record id)``, so augmentation repeats exactly on resume and does not
+    ``num_threads`` threads. ``augment(values, rng)`` maps each record's decoded values
+    (before batching); its ``rng`` is seeded by ``(seed, epoch, record id)``, so augmentation repeats exactly on resume and does not
     depend on threads, workers or ranks. ``path`` may be a URL (``s3://``, ``gs://``, ...;
     ``storage_options`` go to fsspec).
     """
