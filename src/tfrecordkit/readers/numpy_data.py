@@ -604,9 +604,9 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
     ``features``, ``decode``, ``image_size`` and ``padding`` (or all of them as one
     :class:`DecodeOptions`) say how records become values; decoding runs on
     ``num_threads`` threads. ``augment(values, rng)`` maps each record's decoded values
-    (before batching); its ``rng`` is seeded by ``(seed, epoch, record id)``, so augmentation repeats exactly on resume and does not
-    depend on threads, workers or ranks. ``path`` may be a URL (``s3://``, ``gs://``, ...;
-    ``storage_options`` go to fsspec).
+    (before batching); its ``rng`` is seeded by ``(seed, epoch, record id)``, so
+    augmentation repeats exactly on resume and does not depend on threads, workers or ranks.
+    ``path`` may be a URL (``s3://``, ``gs://``, ...; ``storage_options`` go to fsspec).
     """
     return Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
                   drop_last=drop_last, partition=Partition(rank, world_size),
