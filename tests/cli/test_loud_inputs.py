@@ -78,3 +78,16 @@ def test_argument_refusals_are_library_errors(tmp_path):
         tk.open_split(tmp_path / "ds")[99]
     with pytest.raises(TFRecordKitError):
         tk.decode_example(b"\xff\xff")
+
+
+def test_a_misspelt_feature_name_is_named_beside_the_missing_one():
+    schema = tk.Schema({"image": tk.Scalar("int64"), "label": tk.Scalar("int64")})
+    with pytest.raises(tk.SchemaError, match=r"'image'.*missing.*'imgae'.*does not know"):
+        schema.encode({"imgae": 1, "label": 2})
+
+
+def test_a_corrupt_input_that_stops_a_conversion_says_how_to_skip_it(tmp_path):
+    (tmp_path / "src" / "a").mkdir(parents=True)
+    (tmp_path / "src" / "a" / "bad.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)
+    with pytest.raises(tk.SourceError, match=r"bad\.png.*--on-error skip"):
+        tk.convert(tk.ImageFolder(tmp_path / "src"), tmp_path / "out")

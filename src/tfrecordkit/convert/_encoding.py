@@ -31,7 +31,7 @@ from tfrecordkit.schema import (
 from tfrecordkit.sources import Source, SourceItem
 from tfrecordkit.store import ShardOptions, record_hash
 
-__all__ = ["ConversionJob", "EncodeJob", "EncodedChunk", "SplitAssigner", "SplitSpec",
+__all__ = ["SKIP_HINT", "ConversionJob", "EncodeJob", "EncodedChunk", "SplitAssigner", "SplitSpec",
            "encode_items", "image_features"]
 
 logger = logging.getLogger(__name__)
@@ -196,6 +196,9 @@ def _reason(err: Exception) -> str:
 
 
 _ITEM_ERRORS = (SourceError, SchemaError, OSError, ValueError, KeyError, TypeError)
+#: Said after an input's error when a conversion stops on it (on_error="raise").
+SKIP_HINT = ("; on_error=\"skip\" (--on-error skip) skips such inputs and lists them in "
+             "the result and dataset.json")
 
 
 def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:

@@ -15,6 +15,7 @@ from itertools import chain, islice
 from typing import Any
 
 from tfrecordkit.convert import (
+    SKIP_HINT,
     ConversionJob,
     EncodedChunk,
     EncodeJob,
@@ -167,7 +168,7 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
                     for position, reason in encoded.failures:
                         item = chunk[position]
                         if job.on_error == "raise":
-                            raise SourceError(source.describe(item), reason)
+                            raise SourceError(source.describe(item), reason + SKIP_HINT)
                         logger.info("skipping %s: %s", source.describe(item), reason)
                         staging.skip(source.describe(item), reason)
                     kept = [chunk[p] for p in encoded.kept]

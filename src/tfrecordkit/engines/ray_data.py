@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.convert import (
+    SKIP_HINT,
     ConversionJob,
     EncodeJob,
     SplitAssigner,
@@ -409,7 +410,7 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
     skipped: list[dict[str, str]] = []
     for _, key, reason in summary.failed:
         if job.on_error == "raise":
-            raise SourceError(describe(key), reason)
+            raise SourceError(describe(key), reason + SKIP_HINT)
         skipped.append({"input": describe(key), "reason": reason})
         logger.info("skipping %s: %s", skipped[-1]["input"], reason)
     totals = summary.totals()

@@ -108,6 +108,8 @@ class Schema(Mapping[str, Feature]):
             extra = [n for n in record if n not in self._features]
             name = (missing or extra)[0]
             problem = "missing from the record" if missing else "not in the schema"
+            if missing and extra:  # a misspelt name, most likely: say both
+                problem += f"; the record has {extra[0]!r}, which the schema does not know"
             raise SchemaError(name, problem, record=source)
         parts: list[bytes] = []
         try:
