@@ -91,3 +91,17 @@ def test_a_corrupt_input_that_stops_a_conversion_says_how_to_skip_it(tmp_path):
     (tmp_path / "src" / "a" / "bad.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)
     with pytest.raises(tk.SourceError, match=r"bad\.png.*--on-error skip"):
         tk.convert(tk.ImageFolder(tmp_path / "src"), tmp_path / "out")
+
+
+def test_files_that_are_not_media_are_counted_and_listed(tmp_path, capsys):
+    from tests.datasets import encode_image, photos
+
+    (tmp_path / "src" / "cat").mkdir(parents=True)
+    (tmp_path / "src" / "cat" / "a.png").write_bytes(encode_image(photos()["camera"][:8, :8],
+                                                                  "PNG"))
+    (tmp_path / "src" / "cat" / "notes.txt").write_text("not an image")
+    result = tk.convert(tk.ImageFolder(tmp_path / "src"), tmp_path / "out")
+    assert result.records == 1
+    assert result.ignored_count == 1 and result.ignored == ("cat/notes.txt",)
+    assert "ignored 1 file(s)" in result.summary() and "cat/notes.txt" in result.summary()
+    assert result.to_json()["ignored"] == ["cat/notes.txt"]

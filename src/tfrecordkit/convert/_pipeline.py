@@ -28,19 +28,34 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ConversionResult:
-    """What a conversion produced, and how fast."""
+    """What a conversion produced, and how fast.
+
+    Attributes:
+        path: the dataset directory (a local ``Path``, or a URL).
+        manifest: the :class:`~tfrecordkit.store.Manifest` written as ``dataset.json``
+            (splits, shards, class counts, the inputs skipped and why).
+        seconds: wall time of the conversion.
+        resumed: whether it continued an interrupted run.
+        ignored_count: files in the source's folders that are not its media (a
+            ``notes.txt`` in a class folder), passed over; ``ignored`` lists the first 100.
+        records: records written (a property, over all splits); ``bytes`` likewise.
+    """
 
     path: Path | str  # a local folder, or a URL
     manifest: Manifest
     seconds: float
     resumed: bool
+    ignored_count: int = 0
+    ignored: tuple[str, ...] = ()
 
     @property
     def records(self) -> int:
+        """Records written, over all splits."""
         return sum(s.records for s in self.manifest.splits.values())
 
     @property
     def bytes(self) -> int:
+        """Bytes of shards written, over all splits."""
         return sum(s.bytes for s in self.manifest.splits.values())
 
     def to_json(self) -> dict[str, Any]:
@@ -62,6 +77,8 @@ class ConversionResult:
             },
             "skipped_count": m.skipped_count,
             "skipped": list(m.skipped),
+            "ignored_count": self.ignored_count,
+            "ignored": list(self.ignored),
         }
 
     def summary(self) -> str:
@@ -88,6 +105,10 @@ class ConversionResult:
             lines.extend(f"    {s['input']}: {s['reason']}" for s in m.skipped[:10])
             if m.skipped_count > 10:
                 lines.append(f"    ... and {m.skipped_count - 10} more (see dataset.json)")
+        if self.ignored_count:
+            lines.append(f"  ignored {self.ignored_count} file(s) that are not its media: "
+                         + ", ".join(self.ignored[:5])
+                         + (" ..." if self.ignored_count > 5 else ""))
         return "\n".join(lines)
 
 
@@ -195,7 +216,13 @@ def run_conversion(job: ConversionJob,
         logger.warning("skipped %d input(s); they are listed in %s/dataset.json",
                        manifest.skipped_count, job.out_dir)
     where: Path | str = Path(job.out_dir) if Storage.of(job.out_dir).local else job.out_dir
-    return ConversionResult(where, manifest, time.perf_counter() - started, resumed)
+    ignored = tuple(getattr(job.source, "ignored", ()))
+    ignored_count = int(getattr(job.source, "ignored_count", 0))
+    if ignored_count:
+        logger.warning("ignored %d file(s) that are not %s media, e.g. %s", ignored_count,
+                       job.source.description.split(":", 1)[0], ignored[0])
+    return ConversionResult(where, manifest, time.perf_counter() - started, resumed,
+                            ignored_count, ignored)
 
 
 def _progress_reporter(progress: bool | Callable[[int, int], None]) -> Callable[..., None]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from tfrecordkit.errors import OptionError, SourceError
@@ -33,16 +33,20 @@ def _class_dirs(root: str) -> list[str]:
     return classes
 
 
-def _walk_files(folder: str, extensions: frozenset[str]) -> Iterator[str]:
-    """Files under ``folder`` with one of ``extensions``, in sorted order, streaming."""
+def _walk_files(folder: str, extensions: frozenset[str],
+                ignored: Callable[[str], None] | None = None) -> Iterator[str]:
+    """Files under ``folder`` with one of ``extensions``, in sorted order, streaming; the
+    others (hidden ones aside) go to ``ignored``."""
     entries = sorted(os.scandir(folder), key=lambda e: e.name)
     for entry in entries:
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            yield from _walk_files(entry.path, extensions)
+            yield from _walk_files(entry.path, extensions, ignored)
         elif os.path.splitext(entry.name)[1].lower() in extensions:
             yield entry.path
+        elif ignored is not None:
+            ignored(entry.path)
 
 
 class _ClassFolder:
@@ -52,6 +56,8 @@ class _ClassFolder:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.fspath(root)
+        self.ignored_count = 0  # files passed over by the last listing (not media)
+        self.ignored: list[str] = []
         self.classes = _class_dirs(self.root)
         self.description = f"{self.kind}-folder:{os.path.abspath(self.root)}"
 
@@ -62,8 +68,15 @@ class _ClassFolder:
 
     def items(self) -> Iterator[SourceItem]:
         prefix = len(os.path.join(self.root, ""))
+        self.ignored_count, self.ignored = 0, []
+
+        def ignore(path: str) -> None:  # not media: counted, the first ones listed
+            self.ignored_count += 1
+            if len(self.ignored) < 100:
+                self.ignored.append(text_of_name(path[prefix:]))
+
         for label, name in enumerate(self.classes):
-            for path in _walk_files(os.path.join(self.root, name), self.extensions):
+            for path in _walk_files(os.path.join(self.root, name), self.extensions, ignore):
                 # The key is the path relative to the root: stable wherever the root lives.
                 yield SourceItem(path[prefix:], (path, label))
 

@@ -34,7 +34,18 @@ Layout = Literal["mixed", "per_class"]
 
 @dataclass(frozen=True)
 class ShardInfo:
-    """One shard file: its name, record count, size, checksum and per-class counts."""
+    """One shard file: its name, record count, size, checksum and per-class counts.
+
+    Attributes:
+        file: the file name inside the dataset directory.
+        records: records in the file.
+        bytes: the file's size.
+        crc32c: the CRC32C of the whole file (8 hex digits; ``tfrecordkit verify``).
+        index: the name of its ``offset length`` index, if written.
+        class_id: the one class of its records (per-class layout), else None.
+        class_counts: records per class id (as a string).
+        head_crc32c: the CRC32C of its first 4 KiB (see below).
+    """
 
     file: str
     records: int
@@ -50,7 +61,14 @@ class ShardInfo:
 
 @dataclass(frozen=True)
 class SplitInfo:
-    """A split: its shards and totals."""
+    """A split: its shards and totals.
+
+    Attributes:
+        shards: its :class:`ShardInfo` entries, in reading order.
+        records: records in the split (there is no ``num_records``: this is it).
+        bytes: bytes of its shards.
+        class_counts: records per class id (as a string).
+    """
 
     shards: tuple[ShardInfo, ...]
     records: int
@@ -65,7 +83,19 @@ class SplitInfo:
 
 @dataclass(frozen=True)
 class Manifest:
-    """Everything a reader needs to know about a dataset, without scanning it."""
+    """Everything a reader needs to know about a dataset, without scanning it.
+
+    Attributes:
+        schema: the :class:`~tfrecordkit.schema.Schema` of its records.
+        splits: :class:`SplitInfo` by split name; :meth:`num_records` and :meth:`split`
+            look one up.
+        layout: ``"mixed"``, or ``"per_class"`` (each shard holds one class).
+        compression: ``"gzip"``, ``"zlib"`` or None.
+        label_feature: the class label's feature name, if any; ``class_names`` its names.
+        skipped: the inputs a conversion skipped (``on_error="skip"``), with why (the first
+            1,000); ``skipped_count`` all of them.
+        created_by: provenance: tool and version, source, split, seed, conversion rules.
+    """
 
     schema: Schema
     splits: dict[str, SplitInfo]
