@@ -166,3 +166,15 @@ def test_bad_buckets_urls_and_credentials_are_one_line(s3_server, tmp_path):
     assert out.returncode == 1
     lines = [line for line in out.stderr.splitlines() if line.startswith("tfrecordkit")]
     assert len(lines) == 1 and "credentials" in lines[0], out.stderr
+
+
+def test_a_missing_bucket_is_said_to_be_missing(s3_url):
+    bucket = s3_url.split("/")[2]
+    missing = s3_url.replace(bucket, bucket + "-absent")
+    with pytest.raises(StorageError, match=r"bucket .*-absent.* does not exist"):
+        tk.load_manifest(missing)
+    with pytest.raises(StorageError, match="does not exist"):
+        tk.load_numpy_dataset(missing, batch_size=4)
+    # A bucket that exists but holds no dataset: no manifest, said as before.
+    with pytest.raises(DatasetError, match="no dataset.json"):
+        tk.load_manifest(s3_url)

@@ -58,6 +58,8 @@ def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None 
                 raise DatasetError(f"no TFRecord files match {arg!r}")
             paths.extend(_files_only(matched, storage))
         else:
+            if not storage.local:
+                storage.check_writable_root(arg)  # a missing bucket, said so
             raise DatasetError(f"{arg}: no such file or directory")
     return paths
 

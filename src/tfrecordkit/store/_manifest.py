@@ -304,6 +304,8 @@ def load_manifest(directory: str | os.PathLike[str], *,
     except (FileNotFoundError, StorageError) as err:
         if isinstance(err, StorageError) and not err.reason.startswith("not found"):
             raise
+        if not storage.local:
+            storage.check_writable_root(os.fspath(directory))  # a missing bucket, said so
         raise DatasetError(
             f"{directory}: no {MANIFEST_NAME} (not a dataset, or its conversion did not finish)"
         ) from None
