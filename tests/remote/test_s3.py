@@ -176,5 +176,5 @@ def test_a_missing_bucket_is_said_to_be_missing(s3_url):
     with pytest.raises(StorageError, match="does not exist"):
         tk.load_numpy_dataset(missing, batch_size=4)
     # A bucket that exists but holds no dataset: no manifest, said as before.
-    with pytest.raises(DatasetError, match="no dataset.json"):
+    with pytest.raises(DatasetError, match=r"no dataset\.json"):
         tk.load_manifest(s3_url)
