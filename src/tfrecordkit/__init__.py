@@ -55,6 +55,7 @@ from tfrecordkit.store import Manifest, adopt, load_manifest
 
 if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at run time
     from tfrecordkit.readers.grain_source import load_grain_source
+    from tfrecordkit.readers.grid import show_examples
     from tfrecordkit.readers.numpy_data import (
         DecodeOptions,
         iter_pk_batches,
@@ -97,6 +98,7 @@ _LAZY = {
     "load_torch_pk_dataset": "tfrecordkit.readers.torch_data",
     "load_torch_triplet_dataset": "tfrecordkit.readers.torch_data",
     "load_grain_source": "tfrecordkit.readers.grain_source",
+    "show_examples": "tfrecordkit.readers.grid",
 }
 
 
@@ -174,5 +176,6 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "random_crop",
     "random_flip",
     "read_records",
+    "show_examples",
     "write_dataset",
 ]

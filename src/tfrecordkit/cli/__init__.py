@@ -41,7 +41,16 @@ def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any] | None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     from tfrecordkit import __version__
-    from tfrecordkit.cli import _adopt, _convert, _head, _index, _inspect, _stats, _verify
+    from tfrecordkit.cli import (
+        _adopt,
+        _convert,
+        _head,
+        _index,
+        _inspect,
+        _show,
+        _stats,
+        _verify,
+    )
 
     parser = argparse.ArgumentParser(
         prog="tfrecordkit", description="Convert, inspect, verify and index TFRecord datasets."
@@ -56,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
              "parses (true, 3), and a dotted KEY nests (client_kwargs.endpoint_url=...)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Each subcommand module adds its parser; they all share --quiet.
-    for module in (_convert, _adopt, _stats, _inspect, _verify, _index, _head):
+    for module in (_convert, _adopt, _stats, _inspect, _verify, _index, _head, _show):
         module.register(_SharedOptions(subparsers, common))
     return parser
 

@@ -1,0 +1,210 @@
+"""Look at a dataset: a grid of its records' images (audio as waveforms), each tile captioned
+with its label name and a short text, or a table of its first records when it holds no media.
+
+Needs Pillow (the ``image`` extra); imports no framework.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError
+from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._plan import PathArg, open_records
+from tfrecordkit.schema import Audio, ClassLabel, Image, Scalar, Text
+
+__all__ = ["show_examples"]
+
+TILE = 128  # pixels of a tile's picture area (square)
+_CAPTION = 26  # pixels below it for two lines of caption
+_BACKGROUND = (255, 255, 255)
+_INK = (20, 20, 20)
+_TABLE_ROWS = 12
+_CELL = 24  # characters per table cell
+
+
+def _pil() -> Any:
+    try:
+        from PIL import Image as PILImage
+        from PIL import ImageDraw
+    except ImportError:
+        raise MissingDependencyError("PIL", "image", "show_examples") from None
+    return PILImage, ImageDraw
+
+
+def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
+                  image: str | None = None, seed: int | None = None,
+                  storage_options: dict[str, Any] | None = None) -> Any:
+    """A ``PIL.Image.Image`` grid of ``n`` records' ``image`` feature (default: the first image
+    feature; audio is drawn as waveforms): the first ``n`` records of the split, or a uniform
+    sample of it seeded by ``seed``. Each tile is captioned with the label's class name and a
+    short text feature when there are any; images of any size are fitted into the tiles
+    keeping their aspect. A dataset without images or audio gives a table of its records.
+    Works on dataset directories (adopted ones too), TFRecord files / globs, and URLs.
+
+    Raises:
+        OptionError: ``n`` is not positive, or ``image`` names no image or audio feature.
+        DatasetError: the split is empty.
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise OptionError(f"n must be a positive number of records; got {n!r}")
+    read, records, decoder = open_records(path, split, DecodeOptions(padding="ragged"),
+                                          storage_options=storage_options)
+    total = len(records)
+    if not total:
+        raise DatasetError(f"{read.path}: split {split!r} has no records")
+    count = min(n, total)
+    ids = (np.arange(count) if seed is None else
+           np.sort(np.random.default_rng(seed).choice(total, count, replace=False)))
+    classes = records.shard_classes(ids) if decoder.shard_label else None
+    rows = decoder.decode_rows(records.get_many(ids), lambda i: records.where(int(ids[i])),
+                               classes)
+    schema = read.schema
+    media = _media_feature(schema, read.images, decoder.features, image)
+    if media is None:
+        return _table(rows, decoder.features)
+    label, names = _label_of(schema, decoder.features)
+    text = _text_of(schema, decoder.features, exclude={media, label})
+    captions = [_caption(row, label, names, text) for row in rows]
+    is_audio = schema is not None and isinstance(schema[media], Audio)
+    tiles = [_waveform(row[media]) if is_audio else _picture(row[media]) for row in rows]
+    return _grid(tiles, captions)
+
+
+def _media_feature(schema: Any, images: tuple[str, ...], names: list[str],
+                   wanted: str | None) -> str | None:
+    if schema is not None:
+        media = [n for n in names if isinstance(schema[n], Image | Audio)]
+        pictures = [n for n in media if isinstance(schema[n], Image)]
+    else:
+        media = pictures = [n for n in names if n in images]
+    if wanted is not None:
+        if wanted not in media:
+            raise OptionError(f"image={wanted!r} is not an image or audio feature; these are: "
+                              f"{media}")
+        return wanted
+    found = pictures or media
+    return found[0] if found else None
+
+
+def _label_of(schema: Any, names: list[str]) -> tuple[str | None, tuple[str, ...]]:
+    if schema is None:
+        return None, ()
+    for name in names:
+        feature = schema[name]
+        if isinstance(feature, ClassLabel):
+            return name, tuple(feature.names)
+    return None, ()
+
+
+def _text_of(schema: Any, names: list[str], exclude: set[str | None]) -> str | None:
+    if schema is None:
+        return None
+    for name in names:
+        feature = schema[name]
+        if name not in exclude and (isinstance(feature, Text) or (
+                isinstance(feature, Scalar) and feature.dtype == "string")):
+            return name
+    return None
+
+
+def _caption(row: dict[str, Any], label: str | None, names: tuple[str, ...],
+             text: str | None) -> list[str]:
+    lines = []
+    if label is not None:
+        index = int(np.asarray(row[label]).reshape(-1)[0])
+        lines.append(names[index] if 0 <= index < len(names) else str(index))
+    if text is not None:
+        value = row[text]
+        value = value.get("text", "") if isinstance(value, dict) else value
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        lines.append(str(value))
+    return [_clip(line, 22) for line in lines[:2]]
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _picture(pixels: Any) -> Any:
+    """An image's pixels fitted into a tile, keeping their aspect."""
+    pil, _ = _pil()
+    array = np.asarray(pixels)
+    if array.ndim == 3 and array.shape[2] == 1:
+        array = array[:, :, 0]
+    if array.ndim == 3 and array.shape[2] == 2:  # grey + alpha
+        array = array[:, :, 0]
+    picture = pil.fromarray(array.astype(np.uint8))
+    height, width = array.shape[:2]
+    scale = TILE / max(height, width, 1)
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    smooth = scale < 1  # upscale small images without blurring them
+    resample = pil.Resampling.LANCZOS if smooth else pil.Resampling.NEAREST
+    return picture.convert("RGB").resize(size, resample)
+
+
+def _waveform(audio: Any) -> Any:
+    """Audio samples drawn as a waveform thumbnail."""
+    pil, draw_module = _pil()
+    samples = np.asarray(audio["samples"] if isinstance(audio, dict) else audio, np.float32)
+    samples = samples.reshape(len(samples), -1).mean(axis=1) if samples.ndim > 1 else samples
+    canvas = pil.new("RGB", (TILE, TILE), (245, 245, 250))
+    draw = draw_module.Draw(canvas)
+    middle = TILE // 2
+    draw.line([(0, middle), (TILE, middle)], fill=(200, 200, 210))
+    if samples.size:
+        peak = float(np.max(np.abs(samples))) or 1.0
+        edges = np.linspace(0, samples.size, TILE + 1).astype(int)
+        for x in range(TILE):
+            part = samples[edges[x]: max(edges[x + 1], edges[x] + 1)] / peak
+            low, high = float(part.min()), float(part.max())
+            draw.line([(x, middle - high * (middle - 2)), (x, middle - low * (middle - 2))],
+                      fill=(40, 90, 200))
+    return canvas
+
+
+def _grid(tiles: list[Any], captions: list[list[str]]) -> Any:
+    pil, draw_module = _pil()
+    columns = math.ceil(math.sqrt(len(tiles)))
+    rows = math.ceil(len(tiles) / columns)
+    cell_w, cell_h = TILE + 8, TILE + _CAPTION + 8
+    canvas = pil.new("RGB", (columns * cell_w, rows * cell_h), _BACKGROUND)
+    draw = draw_module.Draw(canvas)
+    for k, (tile, caption) in enumerate(zip(tiles, captions, strict=True)):
+        left, top = (k % columns) * cell_w + 4, (k // columns) * cell_h + 4
+        canvas.paste(tile, (left + (TILE - tile.width) // 2, top + (TILE - tile.height) // 2))
+        for line_number, line in enumerate(caption):
+            draw.text((left, top + TILE + 2 + 12 * line_number), line, fill=_INK)
+    return canvas
+
+
+def _table(rows: list[dict[str, Any]], names: list[str]) -> Any:
+    """The first records as a text table, drawn."""
+    pil, draw_module = _pil()
+    shown = rows[:_TABLE_ROWS]
+    lines = [" | ".join(_clip(n, _CELL).ljust(_CELL) for n in names)]
+    lines.append("-" * len(lines[0]))
+    for row in shown:
+        lines.append(" | ".join(_clip(_value_text(row[n]), _CELL).ljust(_CELL)
+                                for n in names))
+    width = 8 + 6 * max(len(line) for line in lines)
+    canvas = pil.new("RGB", (width, 8 + 14 * len(lines)), _BACKGROUND)
+    draw = draw_module.Draw(canvas)
+    for k, line in enumerate(lines):
+        draw.text((4, 4 + 14 * k), line, fill=_INK)
+    return canvas
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, dict) and "text" in value:
+        return str(value["text"])
+    if isinstance(value, np.ndarray):
+        return str(value.tolist() if value.size <= 8 else f"{value.dtype}{list(value.shape)}")
+    return str(value)
