@@ -23,7 +23,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--emit-code", action="store_true",
-        help="print the feature_description dict for tf.io.parse_example",
+        help="print a complete TensorFlow reader: feature_description, a parse function "
+             "decoding images (shapes from their stored dims) and the tf.data pipeline "
+             "(with --json: both as JSON)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
@@ -54,7 +56,14 @@ def run(args: argparse.Namespace) -> int:
         })
     profile = _sampled(paths, args.sample, options)
     if args.emit_code:
-        print(profile.feature_description_code())
+        code = profile.parse_function_code()
+        if args.json:
+            print(json.dumps({"feature_description": {
+                name: feature.parse_spec_code(profile.records)
+                for name, feature in sorted(profile.features.items())},
+                "code": code}, indent=2))
+        else:
+            print(code, end="")
         return 0
     result = {
         "files": files,

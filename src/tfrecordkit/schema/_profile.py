@@ -159,6 +159,56 @@ class RecordProfile:
             lines.append("}")
         return "\n".join(lines)
 
+    def parse_function_code(self) -> str:
+        """Python source of a complete TensorFlow reader for these records: the
+        ``feature_description``, a ``parse`` function that decodes single JPEG/PNG images
+        (giving them their stored ``height``/``width``/``channels`` when the records carry
+        them), densifies variable-length lists and parses serialized tensors, and the
+        ``tf.data`` pipeline that applies it."""
+        lines = [self.feature_description_code(), ""]
+        if self.message_type == "SequenceExample":
+            lines += ["", "def parse(serialized):",
+                      '    """One serialized SequenceExample -> (context, feature lists)."""',
+                      "    return tf.io.parse_single_sequence_example(",
+                      "        serialized, context_features, sequence_features)"]
+        else:
+            lines += ["", "def parse(serialized):",
+                      '    """One serialized record -> its decoded features."""',
+                      "    example = tf.io.parse_single_example(serialized, "
+                      "feature_description)"]
+            names = set(self.features)
+            for name in sorted(self.features):
+                feature = self.features[name]
+                single = self.is_single(feature)
+                if feature.kind == "bytes" and single and feature.content in ("jpeg", "png"):
+                    dims = _dim_keys(name, names)
+                    lines.append(f"    image = tf.io.decode_image(example[{name!r}], "
+                                 "expand_animations=False)")
+                    if dims:
+                        shape = ", ".join(f"tf.cast(example[{d!r}], tf.int32)"
+                                          if d else "-1" for d in dims)
+                        lines.append(f"    image = tf.reshape(image, [{shape}])  "
+                                     "# the stored dims")
+                    lines.append(f"    example[{name!r}] = image")
+                elif feature.kind == "bytes" and single and feature.content == "tensor":
+                    lines.append(f"    example[{name!r}] = tf.io.parse_tensor("
+                                 f"example[{name!r}], out_type=tf.float32)  "
+                                 "# the dtype it was serialized with")
+                elif not feature.sequence and feature.key_spec(self.records).shape is None:
+                    lines.append(f"    example[{name!r}] = tf.sparse.to_dense("
+                                 f"example[{name!r}])")
+            lines.append("    return example")
+        lines += ["", "", "def load(files):",
+                  '    """A dataset of decoded records from TFRecord files."""',
+                  "    return tf.data.TFRecordDataset(files).map(",
+                  "        parse, num_parallel_calls=tf.data.AUTOTUNE)"]
+        return "\n".join(lines) + "\n"
+
+    def is_single(self, feature: FeatureProfile) -> bool:
+        """Whether every sampled record holds exactly one value of ``feature``."""
+        return (not feature.sequence and feature.is_fixed_length(self.records)
+                and feature.max_count == 1)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
         return {
@@ -169,6 +219,17 @@ class RecordProfile:
                 name: self.features[name].to_dict(self.records) for name in sorted(self.features)
             },
         }
+
+
+def _dim_keys(name: str, names: set[str]) -> list[str | None] | None:
+    """The keys holding an image's height, width (and channels), as tfrecordkit writes them
+    (``<name>/height``) or the Object Detection API does (``image/height`` beside
+    ``image/encoded``); None when the records hold none."""
+    for prefix in (name, name.rpartition("/")[0]):
+        if prefix and f"{prefix}/height" in names and f"{prefix}/width" in names:
+            channels = f"{prefix}/channels" if f"{prefix}/channels" in names else None
+            return [f"{prefix}/height", f"{prefix}/width", channels]
+    return None
 
 
 def profile_records(records: Iterable[bytes], limit: int | None = 1000) -> RecordProfile:
