@@ -1,0 +1,63 @@
+"""Writes the "At a glance" part of docs/api.md: each key entry point's signature and the first
+line of its docstring, as plain markdown that reads on GitHub (the rest of the page is the
+rendered reference). Run: python scripts/api_glance.py; tests/test_docs.py checks it is current.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+
+API = Path(__file__).resolve().parent.parent / "docs" / "api.md"
+START, END = "<!-- glance:start -->", "<!-- glance:end -->"
+ENTRY_POINTS = [
+    "convert", "write_dataset", "open_source", "adopt", "load_manifest", "open_split",
+    "load_tf_dataset", "load_tf_pk_dataset", "load_numpy_dataset", "iter_pk_batches",
+    "load_torch_dataset", "load_grain_source", "show_examples", "RecordReader", "RecordWriter",
+    "encode_example", "decode_example",
+]
+
+
+def _signature(obj: object) -> str:
+    """Parameters with their defaults, without annotations (readable in a table)."""
+    parts, starred = [], False
+    for param in inspect.signature(obj).parameters.values():  # type: ignore[arg-type]
+        if param.kind is param.KEYWORD_ONLY and not starred:
+            parts.append("*")
+            starred = True
+        if param.kind is param.VAR_KEYWORD:
+            parts.append(f"**{param.name}")
+        elif param.default is param.empty:
+            parts.append(param.name)
+        else:
+            parts.append(f"{param.name}={param.default!r}")
+    return "(" + ", ".join(parts) + ")"
+
+
+def glance() -> str:
+    import tfrecordkit as tk
+
+    lines = [START, "", "| entry point | what it does |", "|---|---|"]
+    for name in ENTRY_POINTS:
+        obj = getattr(tk, name)
+        doc = (inspect.getdoc(obj) or "").split("\n\n")[0].replace("\n", " ")
+        signature = _signature(obj).replace("|", "\\|")
+        lines.append(f"| `tk.{name}{signature}` | {doc.replace('|', '/')} |")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def updated(text: str) -> str:
+    """``text`` (docs/api.md) with the glance part replaced by the current one."""
+    before, _, rest = text.partition(START)
+    _, _, after = rest.partition(END)
+    return before + glance() + after
+
+
+if __name__ == "__main__":
+    current = API.read_text()
+    new = updated(current)
+    if "--check" in sys.argv:
+        sys.exit(0 if new == current else "docs/api.md is stale: run scripts/api_glance.py")
+    API.write_text(new)
