@@ -14,6 +14,7 @@ import struct
 import numpy as np
 import pytest
 
+from tests.wire import varint
 from tfrecordkit.errors import TFRecordKitError
 from tfrecordkit.format import KeySpec, codec_name, parse_examples
 from tfrecordkit.format._columns import _parse_python
@@ -29,12 +30,7 @@ TF_DTYPES = {"string": tf.string, "float32": tf.float32, "int64": tf.int64}
 
 def _varint(n: int, pad: int = 0) -> bytes:
     """``n`` as a varint, padded with ``pad`` extra continuation bytes (non-minimal)."""
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
+    out = bytearray(varint(n))
     for _ in range(pad):
         out[-1] |= 0x80
         out.append(0)
