@@ -150,7 +150,7 @@ def test_sigkill_during_the_upload_leaves_no_manifest_and_a_rerun_completes(s3_s
 
 
 def test_bad_buckets_urls_and_credentials_are_one_line(s3_server, tmp_path):
-    with pytest.raises(DatasetError, match=r"no dataset\.json"):
+    with pytest.raises(StorageError, match=r"bucket 'no-such-bucket-here' does not exist"):
         tk.load_manifest("s3://no-such-bucket-here/ds")
     with pytest.raises((StorageError, DatasetError)) as err:
         tk.write_dataset([{"n": 1}], "s3://no-such-bucket-here/ds",
