@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
+from tfrecordkit.format._crc import masked_crc32c
 from tfrecordkit.format._filesystem import PathLike, Storage, is_remote
 
 FRAME_OVERHEAD = 16  # length (8) + length CRC (4) + data CRC (4)
@@ -154,8 +155,6 @@ def check_index_frames(offsets: np.ndarray, index_path: PathLike, record_path: P
     """
     if not len(offsets):
         return
-    from tfrecordkit.format._crc import masked_crc32c
-
     path = os.fspath(record_path)
     rows = sorted({0, len(offsets) // 2, len(offsets) - 1})
     starts = [int(offsets[r, 0]) for r in rows]
