@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tfrecordkit as tk
-from tests.datasets import encode_image, photos
+from tests.datasets import encode_image
 
 pytestmark = pytest.mark.integration
 tf = pytest.importorskip("tensorflow")
@@ -49,7 +49,10 @@ def test_shuffle_false_is_the_stored_order_in_every_reader_and_pass(numbers):
 
 
 def test_jpegs_decode_alike_by_default_with_a_target_size(tmp_path):
-    picture = photos()["astronaut"]  # 512 x 512: DCT scaling would apply at 64 x 64
+    # 512 x 512: a 64 x 64 target lets a JPEG decode at 1/8 scale when DCT scaling is on.
+    y, x = np.mgrid[0:512, 0:512]
+    noise = np.random.default_rng(1).integers(0, 60, (512, 512, 3))
+    picture = ((np.stack([x, y, x + y], axis=-1) // 4 + noise) % 256).astype(np.uint8)
     rows = [{"image": encode_image(picture[k * 8 :, k * 8 :], "JPEG"), "label": k % 2}
             for k in range(4)]
     schema = tk.Schema({"image": tk.Image("jpeg"), "label": tk.ClassLabel(["a", "b"])})
@@ -60,3 +63,8 @@ def test_jpegs_decode_alike_by_default_with_a_target_size(tmp_path):
         tmp_path / "ds", batch_size=4, shuffle=False, image_size=(64, 64)).as_numpy_iterator()]
     assert ours.shape == theirs.shape == (4, 64, 64, 3)
     assert np.array_equal(ours, theirs)
+    # The test can tell: with DCT scaling asked for, the pixels differ from tf.data's.
+    scaled = next(iter(tk.load_numpy_dataset(
+        tmp_path / "ds", batch_size=4, shuffle=False,
+        options=tk.DecodeOptions(image_size=(64, 64), fast_resize=True))))["image"]
+    assert not np.array_equal(scaled, theirs)
