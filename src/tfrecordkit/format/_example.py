@@ -7,7 +7,6 @@ do not depend on the protobuf version that generated them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any, TypeAlias
@@ -378,17 +377,17 @@ def check_wire(data: bytes | memoryview, message: str = "Example") -> None:
 
 def _compiled_check() -> Any:
     """The compiled codec's structural check of one record (the rules of
-    :func:`check_wire`, ~0.5 us), or :func:`check_wire` itself without the compiled codec."""
-    if os.environ.get("TFRECORDKIT_PURE_PYTHON", "") not in ("", "0"):
-        return check_wire
-    try:
-        from tfrecordkit.format import _codec  # type: ignore[attr-defined]
-    except ImportError:
+    :func:`check_wire`, ~0.5 us), or :func:`check_wire` itself without the compiled codec
+    (the codec the columnar parser chose)."""
+    from tfrecordkit.format import _columns  # it imports this module: chosen on first use
+
+    codec = _columns._CODEC
+    if codec is None:
         return check_wire
 
     def check(data: bytes | memoryview) -> None:
         try:
-            _codec.scan([bytes(data)], [])
+            codec.scan([bytes(data)], [])
         except ValueError as err:
             # The codec's errors are (record, spec, message).
             raise ValueError(str(err.args[-1])) from None
