@@ -77,3 +77,17 @@ def test_datasets_without_the_head_checksum_still_read(tmp_path):
     from tests.conftest import GOLDEN
 
     assert len(tk.open_split(GOLDEN / "release_0_1" / "mixed")) == 12
+
+
+@pytest.mark.integration
+def test_tf_data_refuses_a_rewritten_shard_too(tmp_path):
+    pytest.importorskip("tensorflow")
+    from tfrecordkit.readers.tf_data import load_tf_dataset
+
+    _write_class_files(tmp_path / "d", offset=0)
+    tk.adopt(tmp_path / "d", class_pattern=r"class_(\d+)")
+    assert len(list(load_tf_dataset(tmp_path / "d", batch_size=4))) == 3
+    _replace_in_place(tmp_path / "d" / "class_0.tfrecord",
+                      lambda: _write_class_files(tmp_path / "d", offset=70, classes=(0,)))
+    with pytest.raises(DatasetError, match=r"class_0\.tfrecord: its first bytes differ"):
+        load_tf_dataset(tmp_path / "d", batch_size=4)

@@ -14,8 +14,14 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
-from tfrecordkit.format import LOCAL, RecordReader, Storage, check_frame, decode_example
-from tfrecordkit.format._framing import FRAME_OVERHEAD
+from tfrecordkit.format import (
+    FRAME_OVERHEAD,
+    LOCAL,
+    RecordReader,
+    Storage,
+    check_frame,
+    decode_example,
+)
 from tfrecordkit.format._index import index_path_for, load_index, scan_offsets
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._partition import Partition

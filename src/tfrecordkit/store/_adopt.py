@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, SchemaError, StorageError
-from tfrecordkit.format import RecordReader, Storage, file_crc32c, head_crc32c
-from tfrecordkit.format._framing import FRAME_OVERHEAD
+from tfrecordkit.format import FRAME_OVERHEAD, RecordReader, Storage, file_checksums
 from tfrecordkit.format._index import INDEX_SUFFIX, write_index
 from tfrecordkit.format._spec import KeySpec
 from tfrecordkit.schema import (
@@ -171,12 +170,12 @@ def adopt(
                 counts = {str(int(i)): int(c) for i, c in zip(ids, n, strict=True)}
                 top = max(top, int(ids.max()) if ids.size else -1)
                 class_id = int(ids[0]) if len(ids) == 1 else None
+            checksum, head_checksum = file_checksums(file, storage=storage)  # one read
             shards.append(ShardInfo(
                 file=os.path.basename(file), records=records, bytes=storage.size(file),
-                crc32c=file_crc32c(file, storage=storage),
+                crc32c=checksum, head_crc32c=head_checksum,
                 index=(os.path.basename(file) + INDEX_SUFFIX) if compression is None else None,
-                class_id=class_id, class_counts=counts,
-                head_crc32c=head_crc32c(file, storage=storage)))
+                class_id=class_id, class_counts=counts))
         per_class = label_feature is not None and all(s.class_id is not None for s in shards)
         if parsed_label is not None:
             if class_names is None:

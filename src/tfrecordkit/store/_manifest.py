@@ -10,11 +10,17 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, Literal
 
-import crc32c
 import msgspec
 
-from tfrecordkit.errors import DatasetError, SchemaError, StorageError
-from tfrecordkit.format import HEAD_BYTES, Storage, masked_crc32c
+from tfrecordkit.errors import CorruptRecordError, DatasetError, SchemaError, StorageError
+from tfrecordkit.format import (
+    FRAME_OVERHEAD,
+    HEAD_BYTES,
+    Storage,
+    check_frame,
+    crc32c_hex,
+    masked_crc32c,
+)
 from tfrecordkit.schema import ClassLabel, Schema
 from tfrecordkit.store._sidecar import externalize_lists, internalize_lists
 
@@ -226,25 +232,24 @@ def shard_paths(directory: str | os.PathLike[str], manifest: Manifest,
 
 def _replaced(file: str, shard: ShardInfo, storage: Storage) -> bool:
     """Whether the shard's first bytes differ from the manifest's checksum while holding
-    valid frames: another file put in its place. A head that fails a frame's CRC is
+    valid frames: another file put in its place. A head that fails a frame's checks is
     corruption instead, left to the per-record checks (and their ``on_error`` policy)."""
-    with storage.open(file, "rb") as f:
-        head = f.read(HEAD_BYTES)
-    if f"{crc32c.crc32c(head):08x}" == shard.head_crc32c:
+    head = storage.read_spans([(file, 0, min(HEAD_BYTES, shard.bytes))])[0]
+    if crc32c_hex(head) == shard.head_crc32c:
         return False
     position = 0
-    while position + 12 <= len(head):
-        length = int.from_bytes(head[position : position + 8], "little")
-        if masked_crc32c(head[position : position + 8]) != int.from_bytes(
-                head[position + 8 : position + 12], "little"):
+    while position + FRAME_OVERHEAD <= len(head):
+        end = position + FRAME_OVERHEAD + int.from_bytes(head[position : position + 8],
+                                                         "little")
+        frame = head[position : min(end, len(head))]
+        try:
+            if end <= len(head):
+                check_frame(frame, path=file, offset=position)
+            elif masked_crc32c(frame[:8]) != int.from_bytes(frame[8:12], "little"):
+                return False  # the frame running past the head: its header alone
+        except CorruptRecordError:
             return False
-        end = position + 12 + length
-        if end + 4 > len(head):
-            break
-        if masked_crc32c(head[position + 12 : end]) != int.from_bytes(head[end : end + 4],
-                                                                        "little"):
-            return False
-        position = end + 4
+        position = end
     return True
 
 

@@ -34,7 +34,14 @@ import crc32c
 import numpy as np
 
 from tfrecordkit.errors import DatasetError
-from tfrecordkit.format import LOCAL, RecordWriter, Storage, file_crc32c, frame_record, head_crc32c
+from tfrecordkit.format import (
+    LOCAL,
+    RecordWriter,
+    Storage,
+    file_checksums,
+    frame_record,
+    head_crc32c,
+)
 from tfrecordkit.format._encode import EncodedFrames
 from tfrecordkit.format._index import INDEX_SUFFIX
 from tfrecordkit.schema import Schema
@@ -106,7 +113,10 @@ class _ShardFile:
         """Close the file and rename it (and its index) to ``name`` in ``directory``."""
         self.writer.close()
         # The checksum is of the file's bytes: the frames as written, or the compressed stream.
-        checksum = f"{self.crc:08x}" if self.compression is None else file_crc32c(self.tmp)
+        if self.compression is None:  # the frames' CRC was kept while writing
+            checksum, head_checksum = f"{self.crc:08x}", head_crc32c(self.tmp)
+        else:
+            checksum, head_checksum = file_checksums(self.tmp)
         size = self.tmp.stat().st_size
         if self.index_tmp is not None:
             os.replace(self.index_tmp, directory / (name + INDEX_SUFFIX))
@@ -115,7 +125,7 @@ class _ShardFile:
             file=name, records=self.writer.records_written, bytes=size, crc32c=checksum,
             index=name + INDEX_SUFFIX if self.index_tmp is not None else None,
             class_counts={str(k): v for k, v in sorted(self.counts.items()) if k != _UNLABELLED},
-            head_crc32c=head_crc32c(directory / name),
+            head_crc32c=head_checksum,
         )
 
 
