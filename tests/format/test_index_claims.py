@@ -41,7 +41,7 @@ def _readers(folder: Path):
 
 def test_good_indexes_read_every_record(two_files):
     assert len(load_grain_source(str(two_files / "*.tfrecord"))) == 200
-    total = sum(int(b["valid"].sum()) if "valid" in b else len(b["x"])
+    total = sum(int(b["__valid"].sum()) if "__valid" in b else len(b["x"])
                 for b in load_numpy_dataset(str(two_files / "*.tfrecord"), batch_size=10,
                                             shuffle=False))
     assert total == 200

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 tf = pytest.importorskip("tensorflow")
 
 
-def _jpeg(height: int, width: int, level: int) -> bytes:
+def _png(height: int, width: int, level: int) -> bytes:
     buffer = io.BytesIO()
     PILImage.fromarray(np.full((height, width, 3), level, np.uint8)).save(buffer, "PNG")
     return buffer.getvalue()
@@ -38,7 +38,7 @@ def _od_example(i: int) -> bytes:
         return tf.train.Feature(bytes_list=tf.train.BytesList(value=values))
 
     return tf.train.Example(features=tf.train.Features(feature={
-        "image/encoded": strings([_jpeg(height, width, 10 * i)]),
+        "image/encoded": strings([_png(height, width, 10 * i)]),
         "image/format": strings([b"png"]),
         "image/filename": strings([f"img{i}.png".encode()]),
         "image/height": ints([height]), "image/width": ints([width]),
@@ -88,7 +88,7 @@ def test_write_dataset_takes_names_with_slashes(tmp_path):
     schema = tk.Schema({"image/encoded": tk.Image("png", dims=False),
                         "image/height": tk.Scalar("int64"),
                         "image/object/class/label": tk.Sequence(tk.Scalar("int64"))})
-    rows = [{"image/encoded": _jpeg(4, 5, i), "image/height": 4,
+    rows = [{"image/encoded": _png(4, 5, i), "image/height": 4,
              "image/object/class/label": [i, i]} for i in range(4)]
     tk.write_dataset(rows, tmp_path / "ds", schema, shuffle=False)
     parsed = tf.io.parse_single_example(

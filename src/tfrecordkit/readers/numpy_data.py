@@ -434,7 +434,8 @@ class Loader:
         self._steps = n // batch_size if drop_last else -(-n // batch_size)
         if self._steps == 0:
             raise DatasetError(f"{path}: split {split!r} has {n} records, fewer than one "
-                               f"batch of {batch_size} (drop_last=True)")
+                               f"batch of {batch_size}"
+                               + (" (drop_last=True drops it)" if drop_last else ""))
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

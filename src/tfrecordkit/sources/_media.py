@@ -19,7 +19,7 @@ IMAGE_EXTENSIONS = frozenset(
 )
 AUDIO_EXTENSIONS = frozenset({".wav", ".flac", ".ogg", ".aif", ".aiff"})
 # Pillow modes whose JPEG/PNG bytes are kept as they came (others are converted).
-_KEPT_MODES = frozenset({"L", "LA", "RGB", "RGBA", "1", "I;16", "I", "F"})
+_KEPT_MODES = frozenset({"L", "LA", "RGB", "RGBA", "1"})  # 16-bit PNGs: see reduce_16bit
 _MODE_FOR_CHANNELS = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
 
 
@@ -166,7 +166,7 @@ def load_image(
                     np.uint8), "L")
                 mode = "L"
             if turn not in (1, None):
-                image = pil_ops().exif_transpose(image)
+                image = _pil_ops().exif_transpose(image)
                 width, height = image.size
             target_mode = _MODE_FOR_CHANNELS.get(channels or 0) or (
                 mode if mode in ("L", "LA", "RGB", "RGBA") else
@@ -200,7 +200,7 @@ def load_image(
 _ORIENTATION = 0x0112  # the EXIF tag
 
 
-def pil_ops() -> Any:
+def _pil_ops() -> Any:
     """Pillow's ImageOps."""
     from PIL import ImageOps
 
