@@ -52,12 +52,13 @@ def main(out: Path) -> None:
                                    options=tk.DecodeOptions(padded_shapes=shapes))
     for step, (tf_batch, np_batch) in enumerate(zip(ds, loader, strict=True)):
         pixels, true_shapes = np_batch["image"]["values"], np_batch["image"]["lengths"]
-        assert np.array_equal(tf_batch["image"].numpy(), pixels)
-        for i, (h, w, _) in enumerate(true_shapes):
+        assert np.array_equal(tf_batch["image"]["values"].numpy(), pixels)
+        assert np.array_equal(tf_batch["image"]["lengths"].numpy(), true_shapes)
+        for i, (h, w) in enumerate(true_shapes):
             source = rows[step * 8 + i]["image"]
             assert np.array_equal(pixels[i, :h, :w], source) and not pixels[i, h:].any()
         print(f"batch {step}: padded to {tuple(pixels.shape)}; images "
-              f"{', '.join(f'{h}x{w}' for h, w, _ in true_shapes)}")
+              f"{', '.join(f'{h}x{w}' for h, w in true_shapes)}")
     print("tf.data and the NumPy loader agree; every crop is unchanged under its padding")
 
 

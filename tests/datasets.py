@@ -105,3 +105,12 @@ def class_of(caption: bytes | str) -> int:
     """The class an :func:`unlabelled_files` caption names."""
     text = caption.decode() if isinstance(caption, bytes) else str(caption)
     return int(text.split()[0])
+
+
+def own(value):
+    """One record's value from a reader as the record's own array: ``{"values", "lengths"}``
+    (the batch structure of a varying shape, without its batch dimension) gives its values;
+    tensors become NumPy."""
+    if isinstance(value, dict) and set(value) == {"values", "lengths"}:
+        value = value["values"]
+    return value.numpy() if hasattr(value, "numpy") else value

@@ -81,7 +81,8 @@ def test_adopted_od_api_files_read_alike_in_every_reader(od_files):
         # (tf.data gives text as bytes, the NumPy loader as str: the reader-core issue)
         assert tf_batch["image/filename"][i].decode() == numpy["image/filename"][i]
     row = load_grain_source(od_files)[3]
-    assert row["image/encoded"].shape == (13, 12, 3)
+    assert row["image/encoded"]["values"].shape == (13, 12, 3)
+    assert row["image/encoded"]["lengths"].tolist() == [13, 12]
 
 
 def test_write_dataset_takes_names_with_slashes(tmp_path):

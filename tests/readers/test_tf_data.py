@@ -62,6 +62,9 @@ def test_variable_sizes_pad_and_ragged(tmp_path):
     # Grey and colour images mixed: the conversion pins 3 channels, grey is replicated.
     assert manifest.schema["image"].channels == 3
     padded = next(iter(load_tf_dataset(tmp_path / "ds", batch_size=6, shuffle=False)))
+    assert set(padded["image"]) == {"values", "lengths"}
+    lengths = padded["image"]["lengths"].numpy()
+    padded = {**padded, "image": padded["image"]["values"]}
     assert padded["image"].shape[3] == 3
     tallest = max(px.shape[0] for px in images.values())
     widest = max(px.shape[1] for px in images.values())
@@ -77,6 +80,7 @@ def test_variable_sizes_pad_and_ragged(tmp_path):
         # Padded values hold the image in the top-left corner, zeros elsewhere.
         row = next(j for j in range(6) if padded["name"][j].numpy().decode() == name)
         h, w = source.shape[:2]
+        assert lengths[row].tolist() == [h, w]
         canvas = padded["image"][row].numpy()
         assert np.array_equal(canvas[:h, :w], source)
         assert not canvas[h:].any() and not canvas[:, w:].any()
@@ -117,7 +121,9 @@ def test_tensors_text_sequences_round_trip(tmp_path, padding, compression):
     for batch in ds:
         for i in range(batch["label"].shape[0]):
             text = batch["text"]["text"][i].numpy().decode()
-            by_text[text] = {k: (v[i] if k != "text" else v["ids"][i]) for k, v in batch.items()}
+            by_text[text] = {k: (v["values"][i] if isinstance(v, dict) and "values" in v
+                                 else v[i] if k != "text" else v["ids"][i])
+                             for k, v in batch.items()}
     assert len(by_text) == 23
     for i, row in enumerate(rows):
         got = by_text[f"t{i}"]

@@ -43,18 +43,19 @@ def test_unbatched_examples_keep_their_own_lengths(tmp_path):
         got = list(load_tf_dataset(str(path), shuffle=False, deterministic=True, **source))
         assert len(got) == 3
         for row, example in zip(ROWS, got, strict=True):
-            assert example["x"].numpy().tolist() == list(row["x"])
-            assert example["f"].numpy().tolist() == list(row["f"])
-            assert example["s"].numpy().tolist() == list(row["s"])
+            for key in ("x", "f", "s"):  # the batch structure without its batch dimension
+                assert example[key]["values"].numpy().tolist() == list(row[key])
+                assert example[key]["lengths"].numpy().tolist() == [len(row[key])]
 
 
 def test_padding_stays_inside_the_users_batch(tmp_path):
     path = _write(tmp_path / "v.tfrecord", ROWS)
     batches = list(load_tf_dataset(str(path), shuffle=False, batch_size=1, deterministic=True))
-    assert [b["x"].shape[1] for b in batches] == [0, 2, 1]
+    assert [b["x"]["values"].shape[1] for b in batches] == [0, 2, 1]
     batch = next(iter(load_tf_dataset(str(path), shuffle=False, batch_size=3,
                                       deterministic=True)))
-    assert batch["x"].numpy().tolist() == [[0, 0], [9, 2], [7, 0]]
+    assert batch["x"]["values"].numpy().tolist() == [[0, 0], [9, 2], [7, 0]]
+    assert batch["x"]["lengths"].numpy().tolist() == [[0], [2], [1]]
 
 
 CRASHERS = textwrap.dedent("""
@@ -119,7 +120,7 @@ def test_a_folder_of_grey_and_colour_images_reads_back_as_the_schema_says(tmp_pa
                       for s in manifest.split("train").shards
                       for r in RecordReader(tmp_path / "ds" / s.file)]
     assert len(tf_examples) == len(numpy_examples) == len(images)
-    by_label = {int(e["label"]): e["image"].numpy() for e in tf_examples}
+    by_label = {int(e["label"]): e["image"]["values"].numpy() for e in tf_examples}
     for np_example in numpy_examples:  # one image per class: pair the readers by label
         label = np_example["label"]
         source = images[names[label]]
@@ -159,7 +160,7 @@ def test_raw_pixel_images_of_mixed_channels_read_back_alike_in_both_readers(tmp_
 
     split = open_split(tmp_path / "ds")
     numpy_side = {d["name"]: d["image"] for d in (split.schema.decode(r) for r in split)}
-    tf_side = {e["name"].numpy().decode(): e["image"].numpy()
+    tf_side = {e["name"].numpy().decode(): e["image"]["values"].numpy()
                for e in load_tf_dataset(tmp_path / "ds", shuffle=False)}
     assert numpy_side.keys() == tf_side.keys()
     for name, pixels in numpy_side.items():

@@ -11,24 +11,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, OptionError, SchemaError
+from tfrecordkit.errors import OptionError, SchemaError
 from tfrecordkit.format._columns import parse_examples
 from tfrecordkit.readers._image import resize_image, resize_image_with_pad
-from tfrecordkit.schema import (
-    Audio,
-    ClassLabel,
-    Feature,
-    Image,
-    KeySpec,
-    Scalar,
-    Schema,
-    Sequence,
-    Tensor,
-    Text,
-    decode_image_bytes,
-)
+from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
+from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
 
-__all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_values", "decode_options"]
+__all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_feature", "decode_options",
+           "record_values", "unbatch_values"]
 
 Padding = Literal["pad", "ragged"]
 _CHUNK = 32  # records per decoding task: small enough to share a batch between threads
@@ -146,131 +136,149 @@ def scale_image(pixels: np.ndarray, options: DecodeOptions) -> np.ndarray:
     return out
 
 
-def batch_values(values: list[Any], padding: str = "pad", dtype: Any = None, *,
-                 shape: tuple[int | None, ...] | None = None, fill: float = 0,
-                 varies: bool = False) -> Any:
-    """Per-record values of one feature as a batch: arrays stacked; variable shapes padded
-    with ``fill`` (plus a ``lengths`` array of each record's shape) or kept as a list
-    (``padding="ragged"``); dicts batched key by key; text and bytes as lists. ``dtype`` is
-    the numbers' type (else each value's own). ``shape`` fixes the padded shape (``None``
-    dimensions: the batch's longest); a value larger than it raises ``ValueError`` naming
-    its position in the batch. ``varies`` (a feature whose shape the schema leaves open)
-    pads or lists even a batch whose values happen to agree, so every batch of a feature
-    has one structure."""
-    first = values[0]
-    if isinstance(first, dict):
-        return {k: batch_values([v[k] for v in values], padding,
-                                shape=shape if k in PADDED_KEYS else None, fill=fill,
-                                varies=varies and k in PADDED_KEYS)
-                for k in first}
-    if dtype is None and (isinstance(first, str | bytes) or (isinstance(first, list) and (
-            not first or isinstance(first[0], str | bytes)))):
-        return list(values)
-    arrays = [np.asarray(v, dtype=dtype) for v in values]
-    shapes = {a.shape for a in arrays}
-    if shape is None and not varies and len(shapes) == 1:
+def batch_feature(layout: FeatureLayout, values: list[Any], padding: Padding) -> Any:
+    """One feature's per-record values as a batch, as its layout says: arrays stacked;
+    varying shapes padded with ``{"values", "lengths"}`` (or listed, ``"ragged"``); strings
+    as lists (padded to object arrays when they vary); audio ``{samples, sample_rate}``;
+    texts with token ids ``{text, ids, mask}``.
+
+    Raises:
+        ValueError: a value larger than the padded shape, or records of one batch that
+            disagree on a dimension the schema leaves open but that can't vary (channels).
+    """
+    if layout.kind == "tokens":
+        return _batch_tokens(layout, values, padding)
+    if layout.kind == "audio":
+        return {"samples": _batch_arrays(layout, [v["samples"] for v in values], padding),
+                "sample_rate": np.array([v["sample_rate"] for v in values], np.int64)}
+    if layout.kind in ("bytes", "text"):
+        if not layout.varies:
+            return list(values)
+        rows = [list(v) for v in values]
+        if padding == "ragged":
+            return rows
+        lengths = np.array([[len(r)] for r in rows], dtype=np.int64).reshape(len(rows), 1)
+        out = np.full((len(rows), int(lengths.max(initial=0))), layout.fill, dtype=object)
+        for i, row in enumerate(rows):
+            out[i, : len(row)] = row
+        return {"values": out, "lengths": lengths}
+    return _batch_arrays(layout, values, padding)
+
+
+def record_values(layout: FeatureLayout, value: Any, padding: Padding) -> Any:
+    """One record's value in the batch structure without the batch dimension (what
+    per-record readers give: grain, unbatched tf.data)."""
+    batch = batch_feature(layout, [value], padding)
+    return _first(batch)
+
+
+def unbatch_values(layout: FeatureLayout, value: Any) -> Any:
+    """A value from :func:`record_values` back as the record's plain value."""
+    if layout.kind == "tokens":
+        return {"text": value["text"], "ids": np.asarray(value["ids"])[value["mask"]]}
+    if layout.kind == "audio":
+        samples = value["samples"]
+        return {"samples": samples["values"] if isinstance(samples, dict) else samples,
+                "sample_rate": value["sample_rate"]}
+    if isinstance(value, dict):
+        values = value["values"]
+        return list(values) if layout.kind in ("bytes", "text") else values
+    return value
+
+
+def _first(batch: Any) -> Any:
+    if isinstance(batch, dict):
+        return {k: _first(v) for k, v in batch.items()}
+    return batch[0]
+
+
+def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) -> Any:
+    arrays = [np.asarray(v, dtype=layout.dtype) for v in values]
+    ndim = len(layout.shape)
+    if any(a.ndim != ndim for a in arrays):
+        bad = next(i for i, a in enumerate(arrays) if a.ndim != ndim)
+        raise ValueError(f"value {bad} of the batch has shape {arrays[bad].shape}; the "
+                         f"feature's values have {ndim} dimension(s)")
+    shapes = np.array([a.shape for a in arrays], dtype=np.int64).reshape(len(arrays), ndim)
+    for axis in layout.open_axes:
+        if len(np.unique(shapes[:, axis])) > 1:
+            what = "images" if layout.kind == "image" else "values"
+            raise ValueError(f"{what} of one batch have different channel counts "
+                             f"({sorted(set(shapes[:, axis].tolist()))}) and the schema does "
+                             "not fix it: pass channels=... in the schema, or "
+                             "padding='ragged'")
+    if not layout.varies:
+        if len({a.shape for a in arrays}) > 1:
+            raise ValueError(f"values of one batch have different shapes "
+                             f"{sorted({a.shape for a in arrays})}")
         return np.stack(arrays)
     if padding == "ragged":
         return arrays
-    ndim = arrays[0].ndim
-    lengths = np.array([a.shape for a in arrays], dtype=np.int64).reshape(len(arrays), ndim)
-    target = lengths.max(axis=0).tolist() if arrays else [0] * ndim
-    if shape is not None:
-        if len(shape) != ndim:
-            raise OptionError(f"padded shape {shape} has {len(shape)} dimension(s); the "
-                             f"values have {ndim}")
-        for axis, size in enumerate(shape):
+    target = shapes.max(axis=0).tolist() if arrays else [0] * ndim
+    if layout.padded_shape is not None:
+        for axis, size in enumerate(layout.padded_shape):
             if size is None:
                 continue
-            too_big = np.flatnonzero(lengths[:, axis] > size)
+            too_big = np.flatnonzero(shapes[:, axis] > size)
             if too_big.size:
-                raise OptionError(f"value {int(too_big[0])} of the batch has shape "
-                                 f"{tuple(lengths[too_big[0]].tolist())}, larger than the "
-                                 f"padded shape {shape}")
+                raise ValueError(f"value {int(too_big[0])} of the batch has shape "
+                                 f"{tuple(shapes[too_big[0]].tolist())}, larger than the "
+                                 f"padded shape {layout.padded_shape}")
             target[axis] = size
-    out = np.full((len(arrays), *target), fill, dtype=arrays[0].dtype)
+    out = np.full((len(arrays), *target), layout.fill, dtype=arrays[0].dtype)
     for i, a in enumerate(arrays):
         region: tuple[int | slice, ...] = (i, *[slice(0, d) for d in a.shape])
         out[region] = a
-    return {"values": out, "lengths": lengths}
+    return {"values": out, "lengths": shapes[:, list(layout.length_axes)]}
 
 
-PADDED_KEYS = ("samples", "ids", "mask")  # what a padded shape applies to in dict values
-
-
-def shape_varies(feature: Feature, options: DecodeOptions) -> bool:
-    """Whether the schema leaves the shape of a feature's decoded values open (so batches
-    pad them, or list them when ragged, always)."""
-    if isinstance(feature, Image):
-        return options.image_size is None and feature.fixed_shape is None
-    if isinstance(feature, Tensor):
-        return feature.variable
-    return isinstance(feature, Audio | Sequence)
-
-
-def number_dtype(feature: Feature) -> np.dtype[Any] | None:
-    """The NumPy type of a numeric feature's values as ``load_tf_dataset`` gives them
-    (scalars cast to their dtype, sequences as their int64/float32 list), else None."""
-    inner = feature.feature if isinstance(feature, Sequence) else feature
-    if isinstance(inner, ClassLabel):
-        return np.dtype(np.int64)
-    if isinstance(inner, Scalar) and inner.dtype != "string":
-        if isinstance(feature, Sequence):
-            return np.dtype(np.float32 if inner.list_kind == "float" else np.int64)
-        return np.dtype(inner.dtype)
-    return None
+def _batch_tokens(layout: FeatureLayout, values: list[dict[str, Any]], padding: Padding
+                  ) -> dict[str, Any]:
+    """Texts with token ids: ``{"text", "ids", "mask"}``, ids cut to the padded length (the
+    options' ``text_length``) and padded with the fill; ragged: lists."""
+    fixed = layout.padded_shape[0] if layout.padded_shape is not None else layout.cut_to
+    ids = [np.asarray(v["ids"], np.int64)[: layout.cut_to] for v in values]
+    texts = [v["text"] for v in values]
+    if padding == "ragged":
+        return {"text": texts, "ids": ids, "mask": [np.ones(len(i), bool) for i in ids]}
+    width = fixed if fixed is not None else max((len(i) for i in ids), default=0)
+    too_long = [k for k, i in enumerate(ids) if len(i) > width]
+    if too_long:
+        raise ValueError(f"value {too_long[0]} of the batch has {len(ids[too_long[0]])} "
+                         f"token ids, more than the padded shape {layout.padded_shape} "
+                         "(give text_length to cut)")
+    padded = np.full((len(ids), width), layout.fill, np.int64)
+    mask = np.zeros((len(ids), width), bool)
+    for k, row in enumerate(ids):
+        padded[k, : len(row)] = row
+        mask[k, : len(row)] = True
+    return {"text": texts, "ids": padded, "mask": mask}
 
 
 class RecordDecoder:
-    """Decodes lists of serialized records into batches, per :class:`DecodeOptions`: with a
-    schema, or, for files without one, with parsing specs (plus the keys holding images)."""
+    """Decodes lists of serialized records into batches shaped by their
+    :class:`~tfrecordkit.readers.BatchLayout`: with a schema, or, for files without one,
+    with parsing specs (plus the keys holding images)."""
 
     def __init__(self, schema: Schema | None, options: DecodeOptions,
                  specs: Names[KeySpec] = (), images: Names[str] = ()) -> None:
-        known = list(schema) if schema is not None else [s.key for s in specs]
-        names = list(options.features) if options.features is not None else known
-        unknown = [f for f in names if f not in known]
-        if unknown:
-            what = "the schema has" if schema is not None else "the records hold"
-            raise DatasetError(f"unknown features {unknown}; {what} {known}")
-        self.schema, self.options, self.features = schema, options, names
-        self._specs = {s.key: s for s in specs if s.key in names}
-        if schema is not None:
-            self._images = {n for n in names if isinstance(schema[n], Image)}
-            self._dtypes = {n: t for n in names if (t := number_dtype(schema[n])) is not None}
-        else:
-            self._images = {n for n in images if n in names}
-            self._dtypes = {n: np.dtype(s.dtype) for n, s in self._specs.items()
-                            if s.dtype != "string" and n not in self._images}
-        self._padded = dict(options.padded_shapes or {})
-        if schema is not None:
-            self._varies = {n for n in names if shape_varies(schema[n], options)}
-        else:
-            self._varies = {n for n, s in self._specs.items() if s.shape is None} | (
-                self._images if options.image_size is None else set())
-        self._token_ids = {n for n in names if schema is not None
-                           and isinstance(f := schema[n], Text) and f.has_ids}
-        label = schema.shard_label if schema is not None else None
-        self.shard_label = label if label in names else None
-        unknown = [n for n in (*self._padded, *(options.padding_values or {})) if n not in names]
-        if unknown:
-            raise DatasetError(f"padded_shapes/padding_values name {unknown}, which are not "
-                               f"among the features read: {names}")
+        self.layout = BatchLayout.of(schema, options, specs, images)
+        self.schema, self.options, self.features = schema, options, self.layout.names
+        self._specs = {s.key: s for s in specs if s.key in self.features}
+        self._images = set(self.layout.images)
+        self.shard_label = self.layout.shard_label
         size = options.image_size
         self._min_size = size if size is not None and options.fast_resize else None
-        if size is not None and not self._images:
-            raise DatasetError(f"image_size={size} given, but none of {names} is an image")
 
     def number_dtype(self, name: str) -> np.dtype[Any] | None:
         """The NumPy type of feature ``name``'s numbers (None: not numbers)."""
-        return self._dtypes.get(name)
+        layout = self.layout[name]
+        return layout.dtype if layout.kind == "numbers" else None
 
     @property
     def heavy(self) -> bool:
         """Whether records take long to decode (images, audio): worth splitting finely."""
-        if self.schema is None:
-            return bool(self._images)
-        return any(isinstance(self.schema[n], Image | Audio) for n in self.features)
+        return any(f.kind in ("image", "audio") for f in self.layout.features.values())
 
     def decode_columns(self, records: list[bytes], where: Callable[[int], Any],
                        classes: np.ndarray | None = None) -> dict[str, Any]:
@@ -326,73 +334,58 @@ class RecordDecoder:
 
     def decode_rows(self, records: list[bytes], where: Callable[[int], Any],
                     classes: np.ndarray | None = None) -> list[dict[str, Any]]:
-        """Each record's values, as :meth:`decode_columns` finds them."""
+        """Each record's values, as :meth:`decode_columns` finds them (not yet in the batch
+        structure: what augmentations see)."""
         columns = self.decode_columns(records, where, classes)
         return [{name: columns[name][i] for name in self.features}
                 for i in range(len(records))]
 
     def decode_one(self, record: bytes, source: str | int | None = None,
                    shard_class: int | None = None) -> dict[str, Any]:
-        """One record's values (images resized per the options)."""
+        """One record's values in the batch structure without the batch dimension."""
         classes = None if shard_class is None else np.array([shard_class])
-        return self.decode_rows([record], lambda _: source, classes)[0]
+        row = self.decode_rows([record], lambda _: source, classes)[0]
+        out = {}
+        for name in self.features:
+            try:
+                out[name] = record_values(self.layout[name], row[name], self.options.padding)
+            except ValueError as err:
+                raise SchemaError(name, str(err), record=source) from None
+        return out
 
     def assemble_columns(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
         """Parts from :meth:`decode_columns` as one batch, as :meth:`assemble` makes it."""
         batch = {}
         for name in self.features:
             pieces = [p[name] for p in parts]
-            dtype = self._dtypes.get(name)
-            if name not in self._padded and name not in self._varies and all(
+            layout = self.layout[name]
+            if layout.kind == "numbers" and not layout.varies and all(
                     isinstance(x, np.ndarray) and x.ndim >= 1 for x in pieces):
-                joined = np.concatenate(pieces)
-                batch[name] = joined.astype(dtype) if dtype is not None else joined
+                batch[name] = np.concatenate(pieces).astype(layout.dtype, copy=False)
             else:
-                batch[name] = self._batch(name, [v for x in pieces for v in x], dtype)
+                batch[name] = self._batch(name, [v for x in pieces for v in x])
         return batch
 
-    def _batch(self, name: str, values: list[Any], dtype: Any) -> Any:
-        """One feature's values as a batch, padded as the options say."""
-        if name in self._token_ids:
-            return self._batch_token_ids(name, values)
+    def _batch(self, name: str, values: list[Any]) -> Any:
         try:
-            return batch_values(values, self.options.padding, dtype,
-                                shape=self._padded.get(name),
-                                fill=(self.options.padding_values or {}).get(name, 0),
-                                varies=name in self._varies)
+            return batch_feature(self.layout[name], values, self.options.padding)
         except ValueError as err:
             raise SchemaError(name, str(err)) from None
 
-    def _batch_token_ids(self, name: str, values: list[dict[str, Any]]) -> dict[str, Any]:
-        """Texts with token ids as a batch: ``{"text", "ids", "mask"}``, ids cut to
-        ``text_length`` and padded (to it, or to the longest) with ``0``; ragged: lists."""
-        limit = self.options.text_length
-        ids = [np.asarray(v["ids"], np.int64)[:limit] for v in values]
-        texts = [v["text"] for v in values]
-        if self.options.padding == "ragged":
-            return {"text": texts, "ids": ids, "mask": [np.ones(len(i), bool) for i in ids]}
-        fixed = self._padded.get(name)
-        width = limit if limit is not None else max((len(i) for i in ids), default=0)
-        if fixed is not None and fixed[0] is not None:
-            too_long = [k for k, i in enumerate(ids) if len(i) > fixed[0]]
-            if too_long:
-                raise SchemaError(name, f"value {too_long[0]} of the batch has "
-                                        f"{len(ids[too_long[0]])} token ids, more than the "
-                                        f"padded shape {fixed} (give text_length to cut)")
-            width = fixed[0]
-        padded = np.zeros((len(ids), width), np.int64)
-        mask = np.zeros((len(ids), width), bool)
-        for k, row in enumerate(ids):
-            padded[k, : len(row)] = row
-            mask[k, : len(row)] = True
-        return {"text": texts, "ids": padded, "mask": mask}
+    def collate(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        """Records from :meth:`decode_one` (e.g. grain's) as one batch, as every reader
+        batches them; other keys (``__id``) are stacked."""
+        batch = self.assemble([{name: unbatch_values(self.layout[name], r[name])
+                                for name in self.features} for r in records])
+        for key in records[0].keys() - batch.keys():
+            batch[key] = np.stack([np.asarray(r[key]) for r in records])
+        return batch
 
     def assemble(self, rows: list[Any]) -> dict[str, Any]:
         """Rows from :meth:`decode_rows` (or serialized records, without decoding) as a batch."""
         if not self.options.decode:
             return {"record": np.array(rows, dtype=object)}
-        return {name: self._batch(name, [r[name] for r in rows], self._dtypes.get(name))
-                for name in self.features}
+        return {name: self._batch(name, [r[name] for r in rows]) for name in self.features}
 
     def decode_batch(self, records: list[bytes], where: Callable[[int], Any],
                      pool: Executor | None = None, classes: np.ndarray | None = None

@@ -19,10 +19,11 @@ __all__ = ["GrainSource", "load_grain_source"]
 
 
 class GrainSource:
-    """Record ``i`` of a split as a dict of NumPy values (or ``{"record": bytes}`` with
-    ``decode=False``), plus its ``"__id"``. Thread-safe and picklable (files reopen after
-    unpickling); numbers carry their schema dtype so grain's batching stacks them as
-    ``load_tf_dataset`` types them."""
+    """Record ``i`` of a split as a dict of NumPy values in the batch structure without its
+    batch dimension (variable shapes as ``{"values", "lengths"}``), or ``{"record": bytes}``
+    with ``decode=False``, plus its ``"__id"``. Thread-safe and picklable (files reopen
+    after unpickling); numbers carry their schema dtype. Grain's default batching stacks
+    fixed shapes; :meth:`collate` batches any record as the other readers do."""
 
     def __init__(self, path: PathArg, split: str = "train", *,
                  options: DecodeOptions | None = None, max_open_files: int = 64,
@@ -32,7 +33,6 @@ class GrainSource:
                                                         max_open_files=max_open_files,
                                                         storage_options=storage_options)
         self.fingerprint = read.fingerprint
-        self._dtypes = {name: self.decoder.number_dtype(name) for name in self.decoder.features}
 
     def __len__(self) -> int:
         return len(self.records)
@@ -45,9 +45,6 @@ class GrainSource:
             extra = {label: np.int64(shard_class)} if label and shard_class is not None else {}
             return {"record": record, **extra, RECORD_ID: np.int64(key)}
         values = self.decoder.decode_one(record, self.records.where(key), shard_class)
-        for name, dtype in self._dtypes.items():
-            if dtype is not None:
-                values[name] = np.asarray(values[name], dtype=dtype)
         values[RECORD_ID] = np.int64(key)
         return values
 
@@ -60,6 +57,15 @@ class GrainSource:
         ids = [int(k) % len(self) for k in keys]
         return [self._values(r, k) for r, k in zip(self.records.get_many(ids), ids,
                                                    strict=True)]
+
+    def collate(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """Records of this source as one batch, structured as every reader's batches
+        (variable shapes padded with their ``lengths``): grain's ``batch_fn``, e.g.
+        ``MapDataset.source(src).batch(32, batch_fn=src.collate)``."""
+        if not self.options.decode:
+            return {k: np.array([r[k] for r in records], dtype=object if k == "record"
+                                else None) for k in records[0]}
+        return self.decoder.collate(list(records))
 
     def __repr__(self) -> str:
         # Stable across processes and runs: grain checks it when restoring a checkpoint.

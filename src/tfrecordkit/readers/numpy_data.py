@@ -23,7 +23,6 @@ from tfrecordkit.readers._decoding import (
     DecodeOptions,
     Padding,
     RecordDecoder,
-    batch_values,
     decode_options,
 )
 from tfrecordkit.readers._partition import Partition
@@ -40,7 +39,7 @@ from tfrecordkit.sampling._plan import EpochUnit
 from tfrecordkit.store import load_manifest
 
 __all__ = ["Augment", "DecodeOptions", "Loader", "PKBatches", "PKLoader", "Partition",
-           "TripletLoader", "batch_values", "iter_pk_batches", "iter_triplets",
+           "TripletLoader", "iter_pk_batches", "iter_triplets",
            "load_numpy_dataset", "stack_records"]
 
 

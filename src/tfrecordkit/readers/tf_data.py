@@ -19,14 +19,15 @@ import math
 import operator
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError, StateError
 from tfrecordkit.format import RecordReader, Storage
-from tfrecordkit.readers._decoding import PADDED_KEYS, DecodeOptions
+from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
 from tfrecordkit.sampling import MAX_EPOCH, state_int
@@ -255,12 +256,13 @@ def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool,
     return parsed[name]  # ClassLabel (int64), Sequence (ragged)
 
 
-def _decode_one(feature: Feature, parsed: Example, name: str, plan: _DecodePlan) -> Any:
+def _decode_one(feature: Feature, parsed: Example, name: str, options: DecodeOptions) -> Any:
     if isinstance(feature, Image):
-        return _decode_image(feature, parsed, name, *plan.image_args)
+        return _decode_image(feature, parsed, name, options.image_size, options.keep_aspect)
     if isinstance(feature, Audio):
-        return _decode_audio(feature, parsed, name, plan.sample_rate)
-    return _decode_common(feature, parsed, name, batched=False, text_length=plan.text_length)
+        return _decode_audio(feature, parsed, name, options.sample_rate)
+    return _decode_common(feature, parsed, name, batched=False,
+                          text_length=options.text_length)
 
 
 # -- augmentation ----------------------------------------------------------------------------
@@ -404,39 +406,25 @@ def load_tf_dataset(
                 padded_shapes, padding_values) != (True, None, None, False, "pad", "uint8",
                                                    None, None):
             raise OptionError("give either options= or the decode keywords, not both")
-        decode, features, padding = options.decode, options.features, options.padding
-        image_size, keep_aspect_ratio = options.image_size, options.keep_aspect
     else:
-        options = DecodeOptions(image_dtype=image_dtype, padding=padding,
-                                padded_shapes=padded_shapes,
+        options = DecodeOptions(decode=decode, features=features, image_size=image_size,
+                                keep_aspect=keep_aspect_ratio, padding=padding,
+                                image_dtype=image_dtype, padded_shapes=padded_shapes,
                                 padding_values=padding_values)  # validates them
     if options.padded_shapes and batch_size is None:
         raise OptionError("padded_shapes pads batches: give batch_size")
-    if padding not in ("pad", "ragged"):
-        raise OptionError(f"padding must be 'pad' or 'ragged'; got {padding!r}")
     if batch_size is not None and batch_size < 1:
         raise OptionError(f"batch_size must be positive; got {batch_size}")
     read = plan_read(path, split, schema=schema, storage_options=storage_options)
     manifest, schema = read.manifest, read.schema
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
     open_file = _file_reader(read.storage, compression, storage_options)
-    names = list(features) if features is not None else (list(schema) if schema else None)
-    foreign_images: list[str] = []
+    layout = BatchLayout.of(schema, options, read.specs, read.images)
+    names = layout.names
     if schema is not None:
-        unknown = [n for n in names or [] if n not in schema]
-        if unknown:
-            raise DatasetError(f"unknown features {unknown}; the schema has {list(schema)}")
         description = feature_description(schema, names)
     else:
-        description = {spec.key: _tf_spec(spec) for spec in read.specs}
-        foreign_images = list(read.images)
-        if features is not None:
-            unknown = [n for n in features if n not in description]
-            if unknown:
-                raise DatasetError(f"unknown features {unknown}; the records hold "
-                                   f"{sorted(description)}")
-            description = {k: v for k, v in description.items() if k in features}
-            foreign_images = [k for k in foreign_images if k in features]
+        description = {spec.key: _tf_spec(spec) for spec in read.specs if spec.key in names}
 
     # Distribution: by file when there are enough files, else by record.
     partition = (Partition.from_input_context(input_context) if input_context is not None
@@ -452,7 +440,7 @@ def load_tf_dataset(
     # shuffle=False is the split's stored order, as in every reader: files one after another.
     ordered = deterministic or by_record or not shuffle
     # A label taken from the shard: each file's records get it appended (_with_shard_label).
-    shard_label = _shard_label(schema, names or [], description)
+    shard_label = _shard_label(schema, names, description)
     files_ds = tf.data.Dataset.from_tensor_slices(
         (list(file_paths), _shard_entries(schema, shard_label, file_classes)) if shard_label
         else list(file_paths))
@@ -480,16 +468,8 @@ def load_tf_dataset(
     if repeat:
         ds = ds.repeat()
 
-    selected = {n: schema[n] for n in names} if schema is not None and names else {}
-    padded_names = [*(options.padded_shapes or {}), *(options.padding_values or {})]
-    if padded_names and (unknown := [n for n in padded_names if n not in selected]):
-        raise DatasetError(f"padded_shapes/padding_values name {unknown}, which are not "
-                           f"among the features read: {list(selected)}")
-    padded_shapes = dict(options.padded_shapes or {})
-    plan = _DecodePlan(description, selected, foreign_images, decode,
-                       (image_size, keep_aspect_ratio), augment, padding, ordered,
-                       (options.image_dtype, options.mean, options.std), options.sample_rate,
-                       padded_shapes, dict(options.padding_values or {}), options.text_length)
+    selected = {n: schema[n] for n in names} if schema is not None else {}
+    plan = _DecodePlan(description, selected, layout, options, augment, ordered)
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
     ds = ds.batch(parse_size, drop_remainder=drop_remainder and not plan.per_example
                   and batch_size is not None)
@@ -510,43 +490,43 @@ def load_tf_dataset(
 
 @dataclass(frozen=True)
 class _DecodePlan:
-    """What to parse and how to decode it."""
+    """What to parse, how to decode it, and the batch layout it ends in."""
 
     description: dict[str, Any]
     selected: dict[str, Feature]
-    foreign_images: list[str]
-    decode: bool
-    image_args: tuple[Any, bool]
+    layout: BatchLayout
+    options: DecodeOptions
     augment: Any
-    padding: Padding
     ordered: bool
-    scale: tuple[str, tuple[float, ...] | None, tuple[float, ...] | None] = ("uint8", None, None)
-    sample_rate: int | None = None
-    padded_shapes: dict[str, tuple[int | None, ...]] = field(default_factory=dict)
-    padding_values: dict[str, float] = field(default_factory=dict)
-    text_length: int | None = None
 
     @property
-    def padded(self) -> dict[str, tuple[int | None, ...]]:
-        """Padded shapes: the given ones, and token ids at ``text_length``."""
-        texts = {n: (self.text_length,) for n, f in self.selected.items()
-                 if self.text_length is not None and isinstance(f, Text) and f.has_ids}
-        return {**texts, **self.padded_shapes}
+    def decode(self) -> bool:
+        return self.options.decode
+
+    @property
+    def foreign_images(self) -> list[str]:
+        """Images of files without a schema (keys holding one encoded image)."""
+        return self.layout.images if not self.selected else []
+
+    @property
+    def structured(self) -> bool:
+        """Whether values take the layout's structure (decoded, padded)."""
+        return self.decode and self.options.padding == "pad"
 
     @property
     def per_example(self) -> bool:
         """Whether decoding needs a per-example map (images, audio, ragged tensors, augment,
         fixed padded shapes)."""
-        return self.augment is not None or bool(self.padded_shapes) or (self.decode and (
-            any(_needs_per_example_decode(f) for f in self.selected.values())
-            or bool(self.foreign_images)))
+        return self.augment is not None or bool(self.options.padded_shapes) or (
+            self.decode and (any(_needs_per_example_decode(f) for f in self.selected.values())
+                             or bool(self.foreign_images)))
 
 
 def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
                       drop_remainder: bool) -> Any:
     """Batches of serialized records → parsed (whole batch at once) → decoded examples,
-    re-batched to ``batch_size`` (None: single examples)."""
-    ordered = plan.ordered
+    re-batched to ``batch_size`` (None: single examples), in the layout's structure."""
+    ordered, layout, options = plan.ordered, plan.layout, plan.options
 
     def parse_batch(serialized: Any) -> Example:
         return dict(tf.io.parse_example(serialized, plan.description))
@@ -554,43 +534,47 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
     if plan.per_example:
         # Parse in big batches (fast), then decode each example in a parallel map.
         ds = ds.map(parse_batch, num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
+        # Dimensions the schema leaves open but that can't vary (channels) must agree
+        # within a padded batch: padding would otherwise fill them with zeros.
+        open_axes = {n: f.open_axes for n, f in layout.features.items()
+                     if f.open_axes and f.kind in ("image", "audio")}
+        checked = batch_size is not None and plan.structured and bool(open_axes)
 
         def decode_example_tf(parsed: Example) -> Example:
             if not plan.decode or not plan.selected:
                 out = dict(parsed)
                 for key in plan.foreign_images if plan.decode else ():
-                    out[key] = _resize(decode_image_tensor(out[key]), *plan.image_args)
+                    out[key] = _resize(decode_image_tensor(out[key]), options.image_size,
+                                       options.keep_aspect)
             else:
-                out = {n: _decode_one(f, parsed, n, plan) for n, f in plan.selected.items()}
-            if plan.decode and plan.scale[0] != "uint8":
-                for key in [k for k, f in plan.selected.items() if isinstance(f, Image)] + (
-                        list(plan.foreign_images) if not plan.selected else []):
-                    out[key] = _scale_image(out[key], *plan.scale)
+                out = {n: _decode_one(f, parsed, n, options) for n, f in plan.selected.items()}
+            if plan.decode and options.image_dtype != "uint8":
+                for key in layout.images:
+                    out[key] = _scale_image(out[key], options.image_dtype, options.mean,
+                                            options.std)
             out = _compose(plan.augment)(out) if plan.augment is not None else out
-            out = _check_padded_shapes(out, plan.padded_shapes)
-            if pad_checked:
-                out.update({_CHANNELS + k: tf.shape(out[k])[-1] for k in open_images})
-            return out
+            if not plan.decode:
+                return out
+            out = _check_padded_shapes(out, layout)
+            sizes = ({_OPEN + n: tf.gather(tf.shape(_array(out[n])), list(axes))
+                      for n, axes in open_axes.items()} if checked else {})
+            if plan.structured:
+                out = {n: _structure(v, layout[n]) if n in layout.features else v
+                       for n, v in out.items()}
+            return {**out, **sizes}
 
-        # Images whose channel count the schema leaves open must agree within a padded batch:
-        # padding would otherwise fill a grey image's missing channels with zeros.
-        open_images = ([k for k, f in plan.selected.items()
-                        if isinstance(f, Image) and f.channels is None]
-                       + (list(plan.foreign_images) if not plan.selected else []))
-        pad_checked = (batch_size is not None and plan.padding == "pad" and plan.decode
-                       and bool(open_images))
         ds = ds.map(decode_example_tf, num_parallel_calls=AUTOTUNE, deterministic=ordered)
         if batch_size is not None:
-            if plan.padding == "ragged":
+            if options.padding == "ragged":
                 ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
             else:
-                shapes, fills = _padding(ds.element_spec, plan.padded, plan.padding_values)
+                shapes, fills = _padding(ds.element_spec, layout)
                 ds = ds.padded_batch(batch_size, padded_shapes=shapes, padding_values=fills,
                                      drop_remainder=drop_remainder)
-                if pad_checked:
-                    ds = ds.map(lambda b: _check_channels(b, open_images),
+                if checked:
+                    ds = ds.map(lambda b: _check_open_axes(b, open_axes),
                                 num_parallel_calls=AUTOTUNE, deterministic=ordered)
-        elif plan.padding == "pad":
+        elif options.padding == "pad":
             ds = ds.map(_to_dense, num_parallel_calls=AUTOTUNE, deterministic=ordered)
         return ds
 
@@ -599,94 +583,131 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
         if not plan.decode or not plan.selected:
             out = dict(parsed)
         else:
-            out = {n: _decode_common(f, parsed, n, batched=True, text_length=plan.text_length)
+            out = {n: _decode_common(f, parsed, n, batched=True,
+                                     text_length=options.text_length)
                    for n, f in plan.selected.items()}
-        # Padding belongs to the user's batch only: single examples keep their own lengths.
-        return _to_dense(out) if plan.padding == "pad" and batch_size is not None else out
+        if batch_size is None or options.padding != "pad":
+            return out  # single examples: structured one by one after unbatching
+        if not plan.structured:
+            return _to_dense(out)
+        return {n: _batch_structure(v, layout[n]) if n in layout.features else _to_dense(v)
+                for n, v in out.items()}
 
     ds = ds.map(parse_and_decode, num_parallel_calls=AUTOTUNE, deterministic=ordered)
     if batch_size is not None:
         return ds
     # Unbatching ragged values (never a dense [n, 0] tensor: TensorFlow 2.21 segfaults
     # unbatching one), then a map that turns the rank-0 ragged rows into plain tensors.
-    return ds.unbatch().map(_rows_as_tensors, num_parallel_calls=AUTOTUNE,
-                            deterministic=ordered)
+    def row(example: Any) -> Any:
+        example = _rows_as_tensors(example)
+        if not plan.structured:
+            return example
+        return {n: _structure(v, layout[n]) if n in layout.features else v
+                for n, v in example.items()}
+
+    return ds.unbatch().map(row, num_parallel_calls=AUTOTUNE, deterministic=ordered)
 
 
-_CHANNELS = "__channels__/"
+_OPEN = "__open__/"
 _INTERLEAVE_RUN = 64  # records read from one file before the interleave moves on
 
 
-def _padded_parts(example: Any, shapes: Mapping[str, tuple[int | None, ...]]
-                  ) -> Iterator[tuple[str, Any, tuple[int | None, ...]]]:
-    """``(name, value, shape)`` of each value a padded shape applies to."""
-    for name, shape in shapes.items():
-        value = example[name]
-        if isinstance(value, dict):
-            for key in PADDED_KEYS:
-                if key in value:
-                    yield name, value[key], shape
-        else:
-            yield name, value, shape
+def _array(value: Any) -> Any:
+    """The array a feature's value holds (audio: its samples)."""
+    return value["samples"] if isinstance(value, dict) and "samples" in value else value
 
 
-def _check_padded_shapes(example: Example, shapes: Mapping[str, tuple[int | None, ...]]
-                         ) -> Example:
+def _structure(value: Any, layout: FeatureLayout) -> Any:
+    """One example's value in the layout's structure: varying shapes as ``{"values",
+    "lengths"}`` (the lengths of the varying dimensions, int64)."""
+    if not layout.varies:
+        return value
+    if layout.kind == "audio":
+        return {**value, "samples": _structure(value["samples"], _SAMPLES)}
+    axes = list(layout.length_axes)
+    return {"values": value,
+            "lengths": tf.cast(tf.gather(tf.shape(value), axes), tf.int64)}
+
+
+_SAMPLES = FeatureLayout("samples", "numbers", np.dtype(np.float32), (None, None), (0,))
+
+
+def _batch_structure(value: Any, layout: FeatureLayout) -> Any:
+    """A batch of one feature, parsed as a whole (fixed shapes, sequences, token ids), in
+    the layout's structure: ragged values padded with the layout's fill, and their lengths."""
+    if layout.varies and isinstance(value, tf.RaggedTensor):
+        fill = layout.fill.decode() if isinstance(layout.fill, bytes) else layout.fill
+        return {"values": value.to_tensor(default_value=tf.cast(fill, value.dtype)),
+                "lengths": tf.cast(value.row_lengths(), tf.int64)[:, None]}
+    return _to_dense(value)
+
+
+def _check_padded_shapes(example: Example, layout: BatchLayout) -> Example:
     """The example, failing (naming the feature) if a value is larger than its padded
-    shape or has another number of dimensions."""
+    shape."""
     checks = []
-    for name, value, shape in _padded_parts(example, shapes):
-        if value.shape.rank is not None and value.shape.rank != len(shape):
-            raise OptionError(f"padded_shapes[{name!r}] = {shape} has {len(shape)} "
-                             f"dimension(s); the values have {value.shape.rank}")
-        for axis, size in enumerate(shape):
+    for name, feature in layout.features.items():
+        if feature.padded_shape is None:
+            continue
+        value = example[name]
+        value = value["ids"] if feature.kind == "tokens" else _array(value)
+        for axis, size in enumerate(feature.padded_shape):
             if size is not None:
                 checks.append(tf.debugging.assert_less_equal(
                     tf.shape(value)[axis], size,
                     message=f"feature {name!r}: a value is larger than its padded shape "
-                            f"{shape} (axis {axis})"))
+                            f"{feature.padded_shape} (axis {axis})"))
     if not checks:
         return example
     with tf.control_dependencies(checks):
         return dict(tf.nest.map_structure(tf.identity, example))
 
 
-def _padding(spec: Any, shapes: Mapping[str, tuple[int | None, ...]],
-             values: Mapping[str, float]) -> tuple[Any, Any]:
-    """``padded_batch``'s shapes and padding values for examples of ``spec``: the given
-    shapes (else each component's own, ``None`` padding to the batch's longest) and fills
-    (else 0 or "")."""
-    def component(name: str, part: Any, padded: bool) -> tuple[Any, Any]:
-        shape = tf.TensorShape(shapes[name]) if padded else part.shape
-        fill = "" if part.dtype == tf.string else values.get(name, 0)
+def _padding(spec: Any, layout: BatchLayout) -> tuple[Any, Any]:
+    """``padded_batch``'s shapes and padding values for examples of ``spec``: the layout's
+    padded shapes (else each component's own, ``None`` padding to the batch's longest) and
+    fills (strings: "", masks: False)."""
+    def leaf(part: Any, feature: FeatureLayout | None, key: str) -> tuple[Any, Any]:
+        padded = feature is not None and key in ("values", "ids", "mask", "") and (
+            feature.padded_shape is not None or feature.cut_to is not None)
+        shape = part.shape
+        if padded and feature is not None:
+            shape = tf.TensorShape(feature.padded_shape or (feature.cut_to,))
+        fill: Any = 0
+        if part.dtype == tf.string:
+            fill = ""
+        elif feature is not None and key in ("values", "ids", ""):
+            fill = feature.fill
         return shape, tf.cast(tf.constant(fill), part.dtype)
 
-    out_shapes: dict[str, Any] = {}
-    out_fills: dict[str, Any] = {}
-    for name, part in spec.items():
+    def walk(part: Any, feature: FeatureLayout | None, key: str) -> tuple[Any, Any]:
         if isinstance(part, dict):
-            pairs = {key: component(name, sub, name in shapes and key in PADDED_KEYS)
-                     for key, sub in part.items()}
-            out_shapes[name] = {k: v[0] for k, v in pairs.items()}
-            out_fills[name] = {k: v[1] for k, v in pairs.items()}
-        else:
-            out_shapes[name], out_fills[name] = component(name, part, name in shapes)
-    return out_shapes, out_fills
+            pairs = {k: walk(v, feature, k) for k, v in part.items()}
+            return {k: v[0] for k, v in pairs.items()}, {k: v[1] for k, v in pairs.items()}
+        return leaf(part, feature, key)
+
+    shapes, fills = {}, {}
+    for name, part in spec.items():
+        shapes[name], fills[name] = walk(part, layout.features.get(name), "")
+    return shapes, fills
 
 
-def _check_channels(batch: Example, images: list[str]) -> Example:
-    """Drop the per-example channel counts, failing if an image of the batch had fewer
-    channels than the batch (so its padded channels would be zeros, not pixels)."""
-    out = {k: v for k, v in batch.items() if not k.startswith(_CHANNELS)}
-    for key in images:
-        have = batch[_CHANNELS + key]
+def _check_open_axes(batch: Example, open_axes: Mapping[str, tuple[int, ...]]) -> Example:
+    """Drop the per-example sizes of open dimensions, failing if a record of the batch had
+    another size than the batch (its padding would be zeros, not pixels or samples)."""
+    out = {k: v for k, v in batch.items() if not k.startswith(_OPEN)}
+    for key, axes in open_axes.items():
+        have = batch[_OPEN + key]
+        value = _array(out[key])
+        value = value["values"] if isinstance(value, dict) else value
+        batch_sizes = tf.gather(tf.shape(value)[1:], list(axes))
         check = tf.debugging.assert_equal(
-            have, tf.fill(tf.shape(have), tf.shape(out[key])[-1]),
-            message=f"images of feature {key!r} in one batch have different channel counts "
-                    "and the schema does not fix it: pass Image(channels=...) in the schema, "
-                    "or padding='ragged'")
+            have, tf.broadcast_to(batch_sizes, tf.shape(have)),
+            message=f"feature {key!r}: records of one batch have different channel counts "
+                    "and the schema does not fix it: pass channels=... in the schema, or "
+                    "padding='ragged'")
         with tf.control_dependencies([check]):
-            out[key] = tf.identity(out[key])
+            out[key] = tf.nest.map_structure(tf.identity, out[key])
     return out
 
 
@@ -786,6 +807,17 @@ def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequen
     partition = (Partition.from_input_context(input_context) if input_context is not None
                  else Partition())
     return manifest, schema, names, partition.rank, partition.world_size
+
+
+def _sampling_plan(schema: Schema, names: list[str], description: dict[str, Any],
+                   decode: bool, image_size: tuple[int, int] | None, keep_aspect: bool,
+                   augment: Augment | None, padding: Padding) -> _DecodePlan:
+    """How P×K and triplet batches decode: in stored order, the one batch layout."""
+    options = DecodeOptions(decode=decode, features=tuple(names), image_size=image_size,
+                            keep_aspect=keep_aspect, padding=padding)
+    layout = BatchLayout.of(schema, options)
+    return _DecodePlan(description, {n: schema[n] for n in names}, layout, options, augment,
+                       True)
 
 
 def _step_number(start: Any) -> int:
@@ -931,8 +963,8 @@ def load_tf_pk_dataset(
         return np.array(records, dtype=object)
 
     ds = _step_dataset(first, count, fetch, size)
-    plan = _DecodePlan(description, {n: schema[n] for n in names}, [], decode,
-                       (image_size, keep_aspect_ratio), augment, padding, True)
+    plan = _sampling_plan(schema, names, description, decode, image_size, keep_aspect_ratio,
+                          augment, padding)
     ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
     if as_supervised:
         ds = _supervised(ds, manifest, schema, True)
@@ -1009,8 +1041,8 @@ def load_tf_triplet_dataset(
         return np.array(records, dtype=object)
 
     ds = _step_dataset(first, count, fetch, 3)
-    plan = _DecodePlan(description, {n: schema[n] for n in names}, [], decode,
-                       (image_size, keep_aspect_ratio), augment, padding, True)
+    plan = _sampling_plan(schema, names, description, decode, image_size, keep_aspect_ratio,
+                          augment, padding)
     ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
     roles = ("anchor", "positive", "negative")
     if as_supervised:

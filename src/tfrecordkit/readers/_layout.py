@@ -1,0 +1,225 @@
+"""The batch layout: for each feature read, what its values look like in a batch (keys, dtype,
+one record's shape, which dimensions vary, how they pad), computed once from a schema (or a
+foreign file's parsing specs) and the decode options. Every reader takes its structure from
+here, so tf.data, NumPy, PyTorch, grain and Ray agree by construction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence as Names
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from tfrecordkit.errors import DatasetError, OptionError
+from tfrecordkit.schema import (
+    Audio,
+    ClassLabel,
+    Feature,
+    Image,
+    KeySpec,
+    Scalar,
+    Schema,
+    Sequence,
+    Tensor,
+    Text,
+)
+
+__all__ = ["BatchLayout", "FeatureLayout", "Kind"]
+
+Kind = Literal["numbers", "bytes", "text", "tokens", "image", "audio"]
+"""What a feature's values are: ``numbers`` (arrays), ``bytes``/``text`` (strings: bytes, or
+``str`` outside TensorFlow), ``tokens`` (``{text, ids, mask}``), ``image`` (uint8 or float32
+pixels), ``audio`` (``{samples, sample_rate}``)."""
+
+
+@dataclass(frozen=True)
+class FeatureLayout:
+    """One feature in a batch.
+
+    Attributes:
+        name: the feature's name.
+        kind: what its values are (see :data:`Kind`).
+        dtype: the NumPy type of its numbers (pixels, samples); None for strings.
+        shape: one record's value shape (audio: its samples'; tokens: its ids'), ``None``
+            for a dimension that differs between records.
+        length_axes: the dimensions a padded batch reports in ``lengths``: the ones that vary
+            (an image's height and width, a sequence's length), or every dimension of a
+            feature given a ``padded_shapes`` entry and no varying one. Empty: the feature
+            batches as a plain array.
+        padded_shape: the shape batches pad to (``None``: the batch's longest), if given.
+        fill: the value padding fills in.
+        cut_to: token ids are cut to at most this many (the options' ``text_length``), and
+            batches pad to it unless ``padded_shape`` says otherwise.
+    """
+
+    name: str
+    kind: Kind
+    dtype: np.dtype[Any] | None
+    shape: tuple[int | None, ...]
+    length_axes: tuple[int, ...] = ()
+    padded_shape: tuple[int | None, ...] | None = None
+    fill: Any = 0
+    cut_to: int | None = None
+
+    @property
+    def varies(self) -> bool:
+        """Whether batches give ``{"values", "lengths"}`` (lists when ragged)."""
+        return bool(self.length_axes)
+
+    @property
+    def open_axes(self) -> tuple[int, ...]:
+        """Dimensions the schema leaves open that are not lengths (an image's or audio's
+        channels): every record of one batch must agree on them."""
+        return tuple(a for a, d in enumerate(self.shape) if d is None
+                     and a not in self.length_axes)
+
+    def lengths(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The ``lengths`` row of a value of ``shape``."""
+        return np.array([shape[a] for a in self.length_axes], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class BatchLayout:
+    """Every feature read, in order, and how batches hold them.
+
+    Attributes:
+        features: one :class:`FeatureLayout` per feature, in the order batches give them.
+        padding: ``"pad"`` (``{"values", "lengths"}`` for varying features) or
+            ``"ragged"`` (lists of arrays; tf.data: ``tf.RaggedTensor``).
+        shard_label: the feature whose values come from each record's shard (per-class
+            datasets), if it is read.
+    """
+
+    features: Mapping[str, FeatureLayout]
+    padding: Literal["pad", "ragged"] = "pad"
+    shard_label: str | None = None
+
+    @property
+    def names(self) -> list[str]:
+        """The features' names, in order."""
+        return list(self.features)
+
+    @property
+    def images(self) -> list[str]:
+        """The features holding images."""
+        return [n for n, f in self.features.items() if f.kind == "image"]
+
+    def __getitem__(self, name: str) -> FeatureLayout:
+        return self.features[name]
+
+    @classmethod
+    def of(cls, schema: Schema | None, options: Any, specs: Names[KeySpec] = (),
+           images: Names[str] = ()) -> BatchLayout:
+        """The layout of reading ``schema`` (or, for files without one, the parsing
+        ``specs`` with ``images`` the keys holding one encoded image) with ``options`` (a
+        :class:`~tfrecordkit.readers.DecodeOptions`).
+
+        Raises:
+            DatasetError: ``options`` name features that are not there, or ask to resize
+                images that aren't read.
+        """
+        known = list(schema) if schema is not None else [s.key for s in specs]
+        names = list(options.features) if options.features is not None else known
+        unknown = [f for f in names if f not in known]
+        if unknown:
+            what = "the schema has" if schema is not None else "the records hold"
+            raise DatasetError(f"unknown features {unknown}; {what} {known}")
+        padded = dict(options.padded_shapes or {})
+        fills = dict(options.padding_values or {})
+        unknown = [n for n in (*padded, *fills) if n not in names]
+        if unknown:
+            raise DatasetError(f"padded_shapes/padding_values name {unknown}, which are not "
+                               f"among the features read: {names}")
+        by_key = {s.key: s for s in specs}
+        layouts = {}
+        for name in names:
+            base = (_of_feature(name, schema[name], options) if schema is not None
+                    else _of_spec(by_key[name], name in images, options))
+            layouts[name] = _with_padding(base, padded.get(name), fills.get(name),
+                                          options.text_length)
+        if options.image_size is not None and not any(
+                f.kind == "image" for f in layouts.values()):
+            raise DatasetError(f"image_size={options.image_size} given, but none of {names} "
+                               "is an image")
+        label = schema.shard_label if schema is not None else None
+        return cls(layouts, options.padding, label if label in names else None)
+
+
+def _image_shape(size: tuple[int, int] | None, channels: int | None,
+                 options: Any) -> tuple[int | None, ...]:
+    height, width = options.image_size or size or (None, None)
+    return (height, width, channels)
+
+
+def _of_feature(name: str, feature: Feature, options: Any) -> FeatureLayout:
+    """A schema feature's layout, before padding options."""
+    if isinstance(feature, Image):
+        shape = _image_shape(feature.size, feature.channels, options)
+        dtype = np.dtype(options.image_dtype)
+        return FeatureLayout(name, "image", dtype, shape, _axes(shape[:2]))
+    if isinstance(feature, Audio):
+        return FeatureLayout(name, "audio", np.dtype(np.float32), (None, None), (0,))
+    if isinstance(feature, Tensor):
+        return FeatureLayout(name, "numbers", np.dtype(feature.dtype), feature.shape,
+                             _axes(feature.shape))
+    if isinstance(feature, Text):
+        if feature.has_ids:
+            return FeatureLayout(name, "tokens", np.dtype(np.int64), (None,), ())
+        return FeatureLayout(name, "text", None, ())
+    if isinstance(feature, Sequence):
+        inner = feature.feature
+        if isinstance(inner, Text):
+            return FeatureLayout(name, "text", None, (None,), (0,), fill="")
+        if isinstance(inner, Scalar) and inner.dtype == "string":
+            return FeatureLayout(name, "bytes", None, (None,), (0,), fill=b"")
+        kind = (inner.list_kind if isinstance(inner, Scalar) else "int64")
+        dtype = np.dtype(np.float32 if kind == "float" else np.int64)
+        return FeatureLayout(name, "numbers", dtype, (None,), (0,))
+    if isinstance(feature, ClassLabel):
+        return FeatureLayout(name, "numbers", np.dtype(np.int64), ())
+    if isinstance(feature, Scalar):
+        if feature.dtype == "string":
+            return FeatureLayout(name, "bytes", None, ())
+        return FeatureLayout(name, "numbers", np.dtype(feature.dtype), ())
+    raise TypeError(f"no layout for {type(feature).__name__}")  # every kind is above
+
+
+def _of_spec(spec: KeySpec, image: bool, options: Any) -> FeatureLayout:
+    """A foreign file's key (no schema): its parsing spec, or one encoded image."""
+    if image:
+        shape = _image_shape(None, None, options)
+        return FeatureLayout(spec.key, "image", np.dtype(options.image_dtype), shape,
+                             _axes(shape[:2]))
+    shape = spec.shape if spec.shape is not None else (None,)
+    if spec.dtype == "string":
+        return FeatureLayout(spec.key, "bytes", None, shape, _axes(shape), fill=b"")
+    return FeatureLayout(spec.key, "numbers", np.dtype(spec.dtype), shape, _axes(shape))
+
+
+def _axes(shape: tuple[int | None, ...]) -> tuple[int, ...]:
+    return tuple(a for a, d in enumerate(shape) if d is None)
+
+
+def _with_padding(layout: FeatureLayout, padded: tuple[int | None, ...] | None,
+                  fill: float | None, text_length: int | None) -> FeatureLayout:
+    """The layout with the options' padded shape and fill."""
+    if layout.kind == "tokens":
+        if padded is not None and len(padded) != 1:
+            raise OptionError(f"padded_shapes[{layout.name!r}] = {padded}: token ids have "
+                              "one dimension")
+        return FeatureLayout(layout.name, "tokens", layout.dtype, layout.shape, (),
+                             padded, 0 if fill is None else fill, text_length)
+    if padded is not None and len(padded) != len(layout.shape):
+        raise OptionError(f"padded_shapes[{layout.name!r}] = {padded} has {len(padded)} "
+                          f"dimension(s); the values have {len(layout.shape)}")
+    if padded is not None and layout.kind in ("bytes", "text"):
+        raise OptionError(f"padded_shapes[{layout.name!r}]: strings pad to the batch's "
+                          "longest only")
+    axes = layout.length_axes
+    if padded is not None and not axes:
+        axes = tuple(range(len(layout.shape)))
+    value = layout.fill if fill is None else fill
+    return FeatureLayout(layout.name, layout.kind, layout.dtype, layout.shape, axes,
+                         padded, value)
