@@ -181,9 +181,17 @@ def unbatch_values(layout: FeatureLayout, value: Any) -> Any:
         return {"samples": samples["values"] if isinstance(samples, dict) else samples,
                 "sample_rate": value["sample_rate"]}
     if isinstance(value, dict):
-        values = value["values"]
+        values = _cut(layout, value)
         return list(values) if layout.kind in ("bytes", "text") else values
     return value
+
+
+def _cut(layout: FeatureLayout, value: dict[str, Any]) -> Any:
+    """A record's padded values cut to its lengths along the varying axes."""
+    region = [slice(None)] * np.ndim(value["values"])
+    for axis, n in zip(layout.length_axes, value["lengths"], strict=True):
+        region[axis] = slice(0, int(n))
+    return value["values"][tuple(region)]
 
 
 def _first(batch: Any) -> Any:

@@ -222,6 +222,8 @@ def _decode_tensor(feature: Tensor, data: Any, shape: Any, batched: bool) -> Any
     raw_dtype = tf.uint8 if feature.dtype == "bool" else tf.as_dtype(feature.dtype)
     values = tf.io.decode_raw(data, raw_dtype, little_endian=True)
     values = tf.reshape(values, [-1, *feature.shape] if batched else shape)
+    if not batched:
+        values.set_shape(feature.shape)  # the dimensions the schema fixes are static
     return tf.cast(values, tf.bool) if feature.dtype == "bool" else values
 
 
@@ -407,7 +409,8 @@ def load_tf_dataset(
                                                    None, None):
             raise OptionError("give either options= or the decode keywords, not both")
     else:
-        options = DecodeOptions(decode=decode, features=features, image_size=image_size,
+        options = DecodeOptions(decode=decode, image_size=image_size,
+                                features=None if features is None else tuple(features),
                                 keep_aspect=keep_aspect_ratio, padding=padding,
                                 image_dtype=image_dtype, padded_shapes=padded_shapes,
                                 padding_values=padding_values)  # validates them
@@ -589,7 +592,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
         if batch_size is None or options.padding != "pad":
             return out  # single examples: structured one by one after unbatching
         if not plan.structured:
-            return _to_dense(out)
+            return dict(_to_dense(out))
         return {n: _batch_structure(v, layout[n]) if n in layout.features else _to_dense(v)
                 for n, v in out.items()}
 
@@ -672,7 +675,8 @@ def _padding(spec: Any, layout: BatchLayout) -> tuple[Any, Any]:
             feature.padded_shape is not None or feature.cut_to is not None)
         shape = part.shape
         if padded and feature is not None:
-            shape = tf.TensorShape(feature.padded_shape or (feature.cut_to,))
+            shape = tf.TensorShape(feature.padded_shape if feature.padded_shape is not None
+                                   else (feature.cut_to,))
         fill: Any = 0
         if part.dtype == tf.string:
             fill = ""
@@ -809,7 +813,7 @@ def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequen
     return manifest, schema, names, partition.rank, partition.world_size
 
 
-def _sampling_plan(schema: Schema, names: list[str], description: dict[str, Any],
+def _sampling_plan(schema: Schema, names: list[str], description: dict[str, Any], *,
                    decode: bool, image_size: tuple[int, int] | None, keep_aspect: bool,
                    augment: Augment | None, padding: Padding) -> _DecodePlan:
     """How P×K and triplet batches decode: in stored order, the one batch layout."""
@@ -963,8 +967,8 @@ def load_tf_pk_dataset(
         return np.array(records, dtype=object)
 
     ds = _step_dataset(first, count, fetch, size)
-    plan = _sampling_plan(schema, names, description, decode, image_size, keep_aspect_ratio,
-                          augment, padding)
+    plan = _sampling_plan(schema, names, description, decode=decode, image_size=image_size,
+                          keep_aspect=keep_aspect_ratio, augment=augment, padding=padding)
     ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
     if as_supervised:
         ds = _supervised(ds, manifest, schema, True)
@@ -1041,8 +1045,8 @@ def load_tf_triplet_dataset(
         return np.array(records, dtype=object)
 
     ds = _step_dataset(first, count, fetch, 3)
-    plan = _sampling_plan(schema, names, description, decode, image_size, keep_aspect_ratio,
-                          augment, padding)
+    plan = _sampling_plan(schema, names, description, decode=decode, image_size=image_size,
+                          keep_aspect=keep_aspect_ratio, augment=augment, padding=padding)
     ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
     roles = ("anchor", "positive", "negative")
     if as_supervised:

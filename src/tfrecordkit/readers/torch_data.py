@@ -40,6 +40,8 @@ def to_tensors(value: Any) -> Any:
             return value.tolist()
         if value.dtype.kind == "U":
             return value.tolist()
+        if not value.flags.writeable:  # e.g. Pillow's pixels: torch wants its own memory
+            value = value.copy()
         return torch.from_numpy(np.ascontiguousarray(value))
     if isinstance(value, Mapping):
         return {k: to_tensors(v) for k, v in value.items()}

@@ -1,0 +1,208 @@
+"""Every reader gives the same keys, dtypes, shapes and values for the same records: tf.data,
+the NumPy loader, PyTorch and grain (and Ray, slow), with ``shuffle=False`` and every record
+by default, for schemas and decode options drawn by hypothesis (every feature kind, fixed and
+variable shapes, padded and ragged). Strings compare as UTF-8 bytes: TensorFlow has no
+``str`` type, so its texts are bytes where the other readers give ``str``."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import tfrecordkit as tk
+
+pytestmark = pytest.mark.integration
+tf = pytest.importorskip("tensorflow")
+torch = pytest.importorskip("torch")
+
+BATCH = 3
+
+
+def _text(rng: np.random.Generator) -> str:
+    alphabet = ["a", "b", "é", "中", "😀", " ", "\x00"]
+    return "".join(rng.choice(alphabet, size=int(rng.integers(0, 5))))
+
+
+def _image(rng: np.random.Generator, shape: tuple[int, int, int]) -> np.ndarray:
+    return rng.integers(0, 256, size=shape, dtype=np.uint8)
+
+
+# name: (feature, one record's value from (rng, record number))
+KINDS = {
+    "int": (tk.Scalar("int64"), lambda r, i: int(r.integers(-2**40, 2**40))),
+    "small": (tk.Scalar("int32"), lambda r, i: int(r.integers(-2**31, 2**31))),
+    "float": (tk.Scalar("float32"), lambda r, i: float(np.float32(r.normal() * 1e3))),
+    "flag": (tk.Scalar("bool"), lambda r, i: bool(r.integers(0, 2))),
+    "bytes": (tk.Scalar("string"), lambda r, i: r.bytes(int(r.integers(0, 6)))),
+    "label": (tk.ClassLabel(["a", "b", "c"]), lambda r, i: int(r.integers(0, 3))),
+    "text": (tk.Text(), lambda r, i: _text(r)),
+    "tokens": (tk.Text(token_ids=True),
+               lambda r, i: {"text": _text(r),
+                             "ids": r.integers(0, 50, size=int(r.integers(0, 6))).tolist()}),
+    "fixed": (tk.Tensor((2, 3), "float32"),
+              lambda r, i: r.normal(size=(2, 3)).astype(np.float32)),
+    "var": (tk.Tensor((None, 2), "int16"),
+            lambda r, i: r.integers(-99, 99, size=(int(r.integers(0, 6)), 2)).astype(np.int16)),
+    "var2": (tk.Tensor((None, None), "uint8"),
+             lambda r, i: r.integers(0, 255, size=tuple(r.integers(1, 4, size=2)),
+                                     dtype=np.uint8)),
+    "seq_int": (tk.Sequence(tk.Scalar("int64")),
+                lambda r, i: r.integers(-9, 9, size=int(r.integers(0, 5))).tolist()),
+    "seq_float": (tk.Sequence(tk.Scalar("float32")),
+                  lambda r, i: r.normal(size=int(r.integers(0, 5))).astype(np.float32).tolist()),
+    "seq_bytes": (tk.Sequence(tk.Scalar("string")),
+                  lambda r, i: [r.bytes(2) for _ in range(int(r.integers(0, 4)))]),
+    "seq_text": (tk.Sequence(tk.Text()),
+                 lambda r, i: [_text(r) for _ in range(int(r.integers(0, 4)))]),
+    "image": (tk.Image("png", channels=3), lambda r, i: _image(r, (6, 5, 3))),
+    "image_var": (tk.Image("png", channels=1),
+                  lambda r, i: _image(r, (int(r.integers(3, 9)), int(r.integers(3, 9)), 1))),
+    "audio": (tk.Audio("pcm"),
+              lambda r, i: {"samples": r.normal(size=(int(r.integers(1, 40)), 1))
+                            .astype(np.float32), "sample_rate": 8000}),
+}
+IMAGES = ("image", "image_var")
+
+
+def _options(kinds: list[str], padding: str, resize: bool, floats: bool, text_length: bool,
+             padded: bool) -> tk.DecodeOptions:
+    has_image = any(k in IMAGES for k in kinds)
+    return tk.DecodeOptions(
+        padding=padding,  # type: ignore[arg-type]
+        image_size=(4, 7) if resize and has_image else None,
+        image_dtype="float32" if floats else "uint8",
+        text_length=3 if text_length else None,
+        padded_shapes={"var": (8, 2)} if padded and "var" in kinds and padding == "pad"
+        else None)
+
+
+def _write(root: Path, kinds: list[str], records: int, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    schema = tk.Schema({k: KINDS[k][0] for k in kinds})
+    rows = [{k: KINDS[k][1](rng, i) for k in kinds} for i in range(records)]
+    tk.write_dataset(rows, root / "ds", schema, shuffle=False, num_shards=2, progress=False)
+    return root / "ds"
+
+
+def plain(value):
+    """Any reader's value as NumPy arrays and lists, strings as UTF-8 bytes."""
+    if isinstance(value, tf.RaggedTensor):  # rows: one record's value (dense within it)
+        rows = (value[i] for i in range(int(value.nrows())))
+        return [plain(r.to_tensor() if isinstance(r, tf.RaggedTensor) else r) for r in rows]
+    if isinstance(value, tf.Tensor | torch.Tensor):
+        value = value.numpy()
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return [plain(v) for v in value]
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return value
+
+
+def assert_same(a, b, where):
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), (where, a, b)
+        for k in a:
+            assert_same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), (where, a, b)
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, np.ndarray) and a.dtype != object:
+        b = np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape, (where, a.dtype, b.dtype, a.shape,
+                                                            b.shape)
+        assert a.tobytes() == b.tobytes(), (where, a, b)
+    else:
+        assert a == b, (where, a, b)
+
+
+def _batches(path: Path, options: tk.DecodeOptions, names: list[str]) -> dict[str, list]:
+    tf_batches = list(tk.load_tf_dataset(path, batch_size=BATCH, shuffle=False,
+                                         deterministic=True, options=options))
+    numpy_batches = list(tk.load_numpy_dataset(path, batch_size=BATCH, shuffle=False,
+                                               options=options))
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    torch_batches = list(load_torch_dataset(path, batch_size=BATCH, shuffle=False,
+                                            options=options))
+    source = tk.load_grain_source(path, options=options)
+    grain_batches = [source.collate([source[i] for i in range(s, min(s + BATCH, len(source)))])
+                     for s in range(0, len(source), BATCH)]
+    return {reader: [{n: plain(b[n]) for n in names} for b in batches]
+            for reader, batches in (("tf.data", tf_batches), ("numpy", numpy_batches),
+                                    ("torch", torch_batches), ("grain", grain_batches))}
+
+
+def check_readers_agree(kinds: list[str], records: int, seed: int, padding: str = "pad",
+                        resize: bool = False, floats: bool = False, text_length: bool = False,
+                        padded: bool = False) -> None:
+    options = _options(kinds, padding, resize, floats, text_length, padded)
+    with tempfile.TemporaryDirectory() as root:
+        path = _write(Path(root), kinds, records, seed)
+        got = _batches(path, options, kinds)
+    want = got.pop("tf.data")
+    assert len(want) == -(-records // BATCH)  # every record, the last batch smaller
+    for reader, batches in got.items():
+        assert len(batches) == len(want), reader
+        for step, (a, b) in enumerate(zip(want, batches, strict=True)):
+            assert_same(a, b, f"{reader} step {step}")
+
+
+ALL = list(KINDS)
+
+
+@pytest.mark.parametrize("padding", ["pad", "ragged"])
+@pytest.mark.parametrize("kind", ALL)
+def test_each_kind_reads_alike(kind, padding):
+    check_readers_agree([kind, "int"] if kind != "int" else ["int"], 5, 0, padding)
+
+
+@pytest.mark.parametrize(("option", "kinds"), [
+    ("resize", ["image", "image_var", "label"]),
+    ("floats", ["image", "image_var"]),
+    ("text_length", ["tokens", "text"]),
+    ("padded", ["var", "seq_int"]),
+])
+def test_each_option_reads_alike(option, kinds):
+    check_readers_agree(kinds, 7, 1, **{option: True})
+
+
+@settings(max_examples=30, deadline=None)
+@given(kinds=st.lists(st.sampled_from(ALL), min_size=1, max_size=5, unique=True),
+       records=st.integers(1, 8), seed=st.integers(0, 2**32 - 1),
+       padding=st.sampled_from(["pad", "ragged"]), resize=st.booleans(),
+       floats=st.booleans(), text_length=st.booleans(), padded=st.booleans())
+@example(kinds=["image_var", "audio", "seq_text", "var2"], records=4, seed=3, padding="pad",
+         resize=False, floats=False, text_length=False, padded=False)
+def test_readers_agree_on_drawn_schemas(kinds, records, seed, padding, resize, floats,
+                                        text_length, padded):
+    check_readers_agree(kinds, records, seed, padding, resize, floats, text_length, padded)
+
+
+@pytest.mark.slow
+def test_torch_workers_give_the_same_batches():
+    from torch.utils.data import DataLoader
+
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    kinds = ["image_var", "audio", "seq_text", "tokens", "var", "label"]
+    options = _options(kinds, "pad", False, False, True, False)
+    with tempfile.TemporaryDirectory() as root:
+        path = _write(Path(root), kinds, 10, 5)
+        want = _batches(path, options, kinds)["tf.data"]
+        workers = DataLoader(load_torch_dataset(path, batch_size=BATCH, shuffle=False,
+                                                options=options),
+                             batch_size=None, num_workers=2)
+        got = [{n: plain(b[n]) for n in kinds} for b in workers]
+    assert len(got) == len(want) == 4
+    for step, (a, b) in enumerate(zip(want, got, strict=True)):
+        assert_same(a, b, f"torch workers step {step}")
