@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tests.datasets import encode_image, photos
 from tfrecordkit import SourceError
-from tfrecordkit.schema._sniff import jpeg_header, png_header
+from tfrecordkit.codecs._sniff import jpeg_header, png_header
 from tfrecordkit.sources import load_image
 
 

@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tfrecordkit.codecs import resize_image, resize_image_with_pad, scale_pixels
 from tfrecordkit.errors import OptionError, SchemaError
 from tfrecordkit.format._columns import parse_examples
-from tfrecordkit.readers._image import resize_image, resize_image_with_pad
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
 from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
 
@@ -121,19 +121,6 @@ class DecodeOptions:
             object.__setattr__(self, "image_size", size)
         if self.padding not in ("pad", "ragged"):
             raise OptionError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
-
-
-def scale_image(pixels: np.ndarray, options: DecodeOptions) -> np.ndarray:
-    """Pixels as :class:`DecodeOptions` asks: uint8 as they are, or float32 in [0, 1],
-    normalised by ``mean``/``std`` (the same float32 operations tf.data runs)."""
-    if options.image_dtype == "uint8":
-        return pixels
-    out: np.ndarray = pixels.astype(np.float32) / np.float32(255.0)
-    if options.mean is not None:
-        out = out - np.asarray(options.mean, dtype=np.float32)
-    if options.std is not None:
-        out = out / np.asarray(options.std, dtype=np.float32)
-    return out
 
 
 def batch_feature(layout: FeatureLayout, values: list[Any], padding: Padding) -> Any:
@@ -312,7 +299,8 @@ class RecordDecoder:
                         raise SchemaError(name, str(err), record=where(i)) from None
         if self.options.image_dtype != "uint8":
             for name in self._images:
-                columns[name] = [scale_image(image, self.options) for image in columns[name]]
+                columns[name] = [scale_pixels(image, self.options.image_dtype, self.options.mean,
+                                              self.options.std) for image in columns[name]]
         return columns
 
     def _columns_by_specs(self, records: list[bytes], where: Callable[[int], Any]

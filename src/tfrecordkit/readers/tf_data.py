@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tfrecordkit.codecs import load_soundfile, resample_audio
 from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError, StateError
 from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.readers._decoding import DecodeOptions
@@ -41,7 +42,6 @@ from tfrecordkit.schema import (
     Schema,
     Tensor,
     Text,
-    resample_audio,
 )
 from tfrecordkit.store import MANIFEST_NAME, Manifest, is_dataset_dir
 
@@ -190,9 +190,7 @@ def _resize(image: Any, image_size: tuple[int, int] | None, keep_aspect: bool) -
 def _decode_audio_file(data: bytes) -> tuple[np.ndarray, np.int64]:
     import io
 
-    import soundfile
-
-    samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    samples, rate = load_soundfile().read(io.BytesIO(data), dtype="float32", always_2d=True)
     return samples, np.int64(rate)
 
 

@@ -1,5 +1,13 @@
 """Typed features and their mapping to ``tf.train.Example``; profiling records of unknown layout."""
 
+from tfrecordkit.codecs import (
+    ContentType,
+    convert_channels,
+    decode_image_bytes,
+    image_header,
+    resample_audio,
+    sniff_bytes,
+)
 from tfrecordkit.schema._features import (
     Audio,
     ClassLabel,
@@ -11,15 +19,11 @@ from tfrecordkit.schema._features import (
     Tensor,
     Text,
     check_key,
-    convert_channels,
-    decode_image_bytes,
     feature_from_json,
-    resample_audio,
 )
 from tfrecordkit.schema._observations import ImageObservations, Observed, observe_image
 from tfrecordkit.schema._profile import FeatureProfile, ListKind, RecordProfile, profile_records
 from tfrecordkit.schema._schema import Schema
-from tfrecordkit.schema._sniff import ContentType, image_header, sniff_bytes
 from tfrecordkit.schema._vocab import Vocabulary
 
 __all__ = [

@@ -8,9 +8,9 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from tfrecordkit.codecs import image_header, sniff_bytes
 from tfrecordkit.schema._features import Image
 from tfrecordkit.schema._schema import Schema
-from tfrecordkit.schema._sniff import image_header, sniff_bytes
 
 __all__ = ["ImageObservations", "Observed", "observe_image"]
 

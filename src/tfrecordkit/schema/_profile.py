@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tfrecordkit.codecs import sniff_bytes
 from tfrecordkit.format._example import messages
 from tfrecordkit.format._spec import KeySpec, SpecDtype
-from tfrecordkit.schema._sniff import sniff_bytes
 
 __all__ = ["FeatureProfile", "ListKind", "RecordProfile", "profile_records"]
 

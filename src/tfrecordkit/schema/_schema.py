@@ -10,12 +10,10 @@ from tfrecordkit.format._columns import RecordSlices, parse_examples
 from tfrecordkit.format._encode import EncColumn, EncodedFrames, encode_frames, raw_column
 from tfrecordkit.format._example import decode_example_keys
 from tfrecordkit.format._wire import varint
+from tfrecordkit.schema._base import ColumnEncoder, EntryEncoder, Feature
 from tfrecordkit.schema._features import (
     Audio,
     ClassLabel,
-    ColumnEncoder,
-    EntryEncoder,
-    Feature,
     Image,
     KeySpec,
     check_key,

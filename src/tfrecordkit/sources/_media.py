@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.codecs import PIL_MODE_CHANNELS, image_header, load_pillow, png_bit_depth
 from tfrecordkit.errors import MissingDependencyError, SourceError
 from tfrecordkit.schema import sniff_bytes
-from tfrecordkit.schema._features import PIL_MODE_CHANNELS
-from tfrecordkit.schema._sniff import image_header, png_bit_depth
 
 IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
@@ -21,14 +20,6 @@ AUDIO_EXTENSIONS = frozenset({".wav", ".flac", ".ogg", ".aif", ".aiff"})
 # Pillow modes whose JPEG/PNG bytes are kept as they came (others are converted).
 _KEPT_MODES = frozenset({"L", "LA", "RGB", "RGBA", "1"})  # 16-bit PNGs: see reduce_16bit
 _MODE_FOR_CHANNELS = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
-
-
-def _pil() -> Any:
-    try:
-        from PIL import Image
-    except ImportError as err:
-        raise MissingDependencyError("pillow", "image", "reading images") from err
-    return Image
 
 
 def _read(path: str) -> bytes:
@@ -76,7 +67,7 @@ def _check_decodes(path: str, data: bytes, kind: str) -> None:
     conversion, not in training."""
     if kind == "jpeg" and _decodes_cleanly(data):
         return  # libjpeg-turbo decoded it without a warning; anything else Pillow judges
-    pil = _pil()
+    pil = load_pillow()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pil.DecompressionBombWarning)  # sizes checked
@@ -134,7 +125,7 @@ def load_image(
             if verify:
                 _check_decodes(path, data, kind)
             return {"bytes": data, "height": height, "width": width, "channels": stored}
-    pil = _pil()
+    pil = load_pillow()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pil.DecompressionBombWarning)  # sizes checked

@@ -5,7 +5,8 @@ from __future__ import annotations
 import struct
 from typing import Literal
 
-__all__ = ["ContentType", "image_header", "jpeg_header", "png_header", "sniff_bytes"]
+__all__ = ["ContentType", "image_header", "jpeg_header", "png_bit_depth", "png_header",
+           "sniff_bytes"]
 
 ContentType = Literal[
     "jpeg", "png", "gif", "webp", "bmp", "wav", "flac", "npy", "tensor", "text", "empty", "other"

@@ -1,0 +1,31 @@
+"""Media steps without a framework, each written once: image decoding and channel rules,
+resizing with ``tf.image.resize``'s arithmetic, pixel scaling, audio decoding and resampling,
+and sniffing what encoded bytes hold. Schema, sources and readers all use these; tf.data has
+in-graph twins of the image steps, tested equal to them."""
+
+from tfrecordkit.codecs._audio import load_soundfile, resample_audio
+from tfrecordkit.codecs._image import (
+    PIL_MODE_CHANNELS,
+    convert_channels,
+    decode_image_bytes,
+    load_pillow,
+    scale_pixels,
+)
+from tfrecordkit.codecs._resize import resize_image, resize_image_with_pad
+from tfrecordkit.codecs._sniff import ContentType, image_header, png_bit_depth, sniff_bytes
+
+__all__ = [
+    "PIL_MODE_CHANNELS",
+    "ContentType",
+    "convert_channels",
+    "decode_image_bytes",
+    "image_header",
+    "load_pillow",
+    "load_soundfile",
+    "png_bit_depth",
+    "resample_audio",
+    "resize_image",
+    "resize_image_with_pad",
+    "scale_pixels",
+    "sniff_bytes",
+]

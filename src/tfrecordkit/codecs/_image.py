@@ -1,0 +1,149 @@
+"""Image decoding without a framework, pixel for pixel as TensorFlow's decoders: JPEG/PNG bytes
+to uint8 pixels, channel conversions, float scaling."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.errors import MissingDependencyError
+
+__all__ = ["PIL_MODE_CHANNELS", "convert_channels", "decode_image_bytes", "load_pillow",
+           "scale_pixels"]
+
+
+def load_pillow() -> Any:
+    """Pillow's ``Image`` module, or an error naming the extra to install."""
+    try:
+        from PIL import Image as PILImage
+    except ImportError as err:
+        raise MissingDependencyError("pillow", "image", "encoding or decoding images") from err
+    return PILImage
+
+
+PIL_MODE_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "P": 3, "1": 1, "I;16": 1, "CMYK": 3,
+                 "YCbCr": 3, "I": 1, "F": 1}
+
+
+def decode_image_bytes(data: bytes, channels: int | None = None, *,
+                       min_size: tuple[int, int] | None = None) -> np.ndarray:
+    """Decode JPEG/PNG (or any Pillow format) bytes to uint8 ``[h, w, c]`` pixels.
+
+    The pixels equal ``tf.io.decode_jpeg(data, channels, dct_method="INTEGER_ACCURATE")`` and
+    ``tf.io.decode_png(data, channels)``: accurate integer DCT, fancy upsampling, grey taken
+    from the JPEG's luma channel, channels converted as TensorFlow converts them.
+    ``channels=None`` keeps the image's own. JPEGs go through libjpeg-turbo without the GIL
+    (``simplejpeg``) where it is installed, else Pillow; both give the same pixels.
+    ``min_size=(h, w)`` decodes a JPEG at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling) when
+    the result stays at least that size: faster, and close to but not equal to a full
+    decode followed by a resize.
+
+    Raises:
+        OSError, ValueError: the bytes are not a decodable image.
+    """
+    if data[:3] == b"\xff\xd8\xff":
+        pixels = _decode_jpeg_turbo(data, channels, min_size)
+        if pixels is not None:
+            return convert_channels(pixels, channels)
+    with load_pillow().open(io.BytesIO(data)) as opened:
+        if opened.format == "JPEG":
+            grey = channels in (1, 2) and opened.mode != "L"
+            scale = _dct_scale(opened.size[1], opened.size[0], min_size)
+            if grey or scale > 1:  # libjpeg's own colour conversion: Y, as TF takes it
+                # Pillow picks the scale from size // requested size.
+                opened.draft("L" if grey else opened.mode,
+                             (max(1, opened.size[0] // scale), max(1, opened.size[1] // scale)))
+        mode = opened.mode
+        if mode.startswith("I"):  # 16-bit grey: the high byte, as libpng strips it
+            pixels = (np.asarray(opened).astype(np.uint32) >> 8).clip(0, 255).astype(np.uint8)
+        elif mode == "P":
+            pixels = np.asarray(opened.convert("RGBA" if "transparency" in opened.info
+                                               else "RGB"))
+        elif mode not in ("L", "LA", "RGB", "RGBA"):
+            pixels = np.asarray(opened.convert("RGB" if mode in ("CMYK", "YCbCr") else "L"))
+        else:
+            pixels = np.asarray(opened)
+    if pixels.ndim == 2:
+        pixels = pixels[:, :, None]
+    return convert_channels(pixels, channels)
+
+
+def _dct_scale(height: int, width: int, min_size: tuple[int, int] | None) -> int:
+    """The largest of 8, 4, 2 (else 1) that keeps a ``height × width`` JPEG at least
+    ``min_size`` when decoded at that fraction."""
+    if min_size is None:
+        return 1
+    for scale in (8, 4, 2):
+        if -(-height // scale) >= min_size[0] and -(-width // scale) >= min_size[1]:
+            return scale
+    return 1
+
+
+_SIMPLEJPEG: Any = None
+
+
+def _decode_jpeg_turbo(data: bytes, channels: int | None,
+                       min_size: tuple[int, int] | None) -> np.ndarray | None:
+    """Pixels through simplejpeg (GIL released), or None where Pillow must decide: not
+    installed, not YCbCr/grey, or anything libjpeg warns about (Pillow then accepts or
+    rejects exactly as before)."""
+    global _SIMPLEJPEG  # noqa: PLW0603 - one import attempt per process
+    if _SIMPLEJPEG is None:
+        try:
+            import simplejpeg
+        except ImportError:
+            simplejpeg = False
+        _SIMPLEJPEG = simplejpeg
+    if _SIMPLEJPEG is False:
+        return None
+    try:
+        height, width, space, _ = _SIMPLEJPEG.decode_jpeg_header(data)
+        if space not in ("Gray", "YCbCr"):
+            return None
+        grey = channels in (1, 2) or (channels is None and space == "Gray")
+        scale = _dct_scale(height, width, min_size)
+        pixels = _SIMPLEJPEG.decode_jpeg(
+            data, colorspace="GRAY" if grey else "RGB", fastdct=False, fastupsample=False,
+            min_height=-(-height // scale) if scale > 1 else 0,
+            min_width=-(-width // scale) if scale > 1 else 0, min_factor=scale, strict=True)
+    except ValueError:
+        return None
+    return pixels if pixels.ndim == 3 else pixels[:, :, None]  # type: ignore[no-any-return]
+
+
+def convert_channels(pixels: np.ndarray, channels: int | None) -> np.ndarray:
+    """``[h, w, c]`` uint8 pixels with ``channels`` channels, converted as TensorFlow's
+    decoders convert them (grey replicated, alpha dropped or added opaque)."""
+    have = pixels.shape[2]
+    if channels is None or have == channels:
+        return pixels
+    colour = pixels[:, :, :-1] if have in (2, 4) else pixels  # without alpha
+    if channels in (1, 2) and colour.shape[2] == 3:
+        # Rec. 601 luma in libpng's 15-bit fixed point; TF's PNG decoder can differ by one
+        # level here (colour to grey is the one conversion that is not exact).
+        rgb = colour.astype(np.uint32)
+        luma = (rgb[:, :, 0] * 9798 + rgb[:, :, 1] * 19235 + rgb[:, :, 2] * 9735) >> 15
+        colour = luma.astype(np.uint8)[:, :, None]
+    elif channels in (3, 4) and colour.shape[2] == 1:
+        colour = np.repeat(colour, 3, axis=2)
+    if channels in (2, 4):
+        alpha = pixels[:, :, -1:] if have in (2, 4) else np.full_like(colour[:, :, :1], 255)
+        return np.concatenate([colour, alpha], axis=2)
+    return colour
+
+
+def scale_pixels(pixels: np.ndarray, dtype: str = "uint8",
+                 mean: tuple[float, ...] | None = None,
+                 std: tuple[float, ...] | None = None) -> np.ndarray:
+    """Pixels as a model wants them: uint8 as they are, or float32 in [0, 1] normalised to
+    ``(x - mean) / std`` (the float32 operations tf.data's twin runs)."""
+    if dtype == "uint8":
+        return pixels
+    out: np.ndarray = pixels.astype(np.float32) / np.float32(255.0)
+    if mean is not None:
+        out = out - np.asarray(mean, dtype=np.float32)
+    if std is not None:
+        out = out / np.asarray(std, dtype=np.float32)
+    return out

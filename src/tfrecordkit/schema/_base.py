@@ -1,0 +1,308 @@
+"""Shared by every feature kind: the base class, and how values become framed map entries
+and encoded columns."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from tfrecordkit.errors import SchemaError
+from tfrecordkit.format._columns import Column
+from tfrecordkit.format._encode import (
+    EncColumn,
+)
+from tfrecordkit.format._spec import KeySpec, SpecDtype
+from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
+
+__all__ = ["ColumnEncoder", "Entries", "EntryEncoder", "Feature"]
+
+Entries = list[bytes]  # wire parts of a feature's map entries, joined as they are
+_SPEC_DTYPE: dict[str, SpecDtype] = {"bytes": "string", "float": "float32", "int64": "int64"}
+EntryEncoder = Callable[[Any], Entries]
+ColumnEncoder = Callable[[list[Any]], list[EncColumn] | None]
+
+
+# -- entry encoders: value -> framed map entries ---------------------------------------------
+
+
+def _entry(key: str, kind: Literal["bytes", "float", "int64"], values: Any) -> bytes:
+    return frame_entry(map_entry_prefix(key), feature_wire(kind, values))
+
+
+def _int_scalar_encoder(key: str) -> Callable[[int], bytes]:
+    # Feature{int64_list{value: [v]}}: every length is fixed by the varint's length.
+    prefix = map_entry_prefix(key)
+    prefixes = {}
+    for n in range(1, 11):
+        feature_head = b"\x1a" + varint(n + 2) + b"\x0a" + varint(n)
+        entry_len = len(prefix) + 2 + len(feature_head) + n
+        prefixes[n] = b"\x0a" + varint(entry_len) + prefix + b"\x12" + varint(
+            len(feature_head) + n) + feature_head
+
+    small = [prefixes[1] + bytes([n]) for n in range(128)]
+
+    def encode(value: int) -> bytes:
+        if 0 <= value < 128:
+            return small[value]
+        encoded = varint(value)
+        return prefixes[len(encoded)] + encoded
+
+    return encode
+
+
+def _float_scalar_encoder(key: str) -> Callable[[float], bytes]:
+    head = frame_entry(map_entry_prefix(key), b"\x12\x06\x0a\x04\x00\x00\x00\x00")[:-4]
+    pack = struct.Struct("<f").pack
+
+    def encode(value: float) -> bytes:
+        try:
+            packed = pack(value)
+        except OverflowError:
+            raise SchemaError(key, f"{value!r} does not fit float32") from None
+        if packed in _FLOAT32_ZEROS and value:
+            raise SchemaError(key, f"{value!r} would become 0.0 in float32")
+        return head + packed
+
+    return encode
+
+
+_FLOAT32_ZEROS = (b"\x00\x00\x00\x00", b"\x00\x00\x00\x80")
+
+
+def _bytes_scalar_encoder(key: str) -> Callable[[bytes], tuple[bytes, bytes]]:
+    """Encoder of a one-value bytes list; returns ``(head, value)`` parts so that a large
+    value (an image) is copied once, when the record is joined."""
+    prefix = map_entry_prefix(key)
+
+    def encode(value: bytes) -> tuple[bytes, bytes]:
+        n = len(value)
+        value_head = b"\x0a" + varint(n)
+        list_len = len(value_head) + n
+        list_head = b"\x0a" + varint(list_len)
+        feature_len = len(list_head) + list_len
+        entry_head = prefix + b"\x12" + varint(feature_len)
+        entry_len = len(entry_head) + feature_len
+        return b"\x0a" + varint(entry_len) + entry_head + list_head + value_head, value
+
+    return encode
+
+
+def _as_int(name: str, value: Any) -> int:
+    if isinstance(value, bool | int | np.integer | np.bool_):
+        result = int(value)
+        if -(2**63) <= result < 2**63:
+            return result
+        raise SchemaError(name, f"{result} does not fit int64")
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iub":
+        return _as_int(name, value.reshape(()).item())
+    raise SchemaError(name, f"expected an integer, got {type(value).__name__} {value!r:.60}")
+
+
+def _as_float(name: str, value: Any) -> float:
+    if isinstance(value, float | int | np.floating | np.integer) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "fiu":
+        return float(value.reshape(()).item())
+    raise SchemaError(name, f"expected a number, got {type(value).__name__} {value!r:.60}")
+
+
+def _utf8(name: str, text: str) -> bytes:
+    """``text`` as UTF-8, refusing a lone surrogate (not a Unicode character) by position."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise SchemaError(name, f"text holds a lone surrogate {text[err.start]!r} at character "
+                                f"{err.start}, which is not valid Unicode") from None
+
+
+def _as_text_bytes(name: str, value: Any) -> bytes:
+    if isinstance(value, str):
+        return _utf8(name, value)
+    if isinstance(value, bytes | bytearray | np.bytes_):
+        data = bytes(value)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise SchemaError(name, f"text is not valid UTF-8 (byte {err.start})") from None
+        return data
+    raise SchemaError(name, f"expected str, got {type(value).__name__}")
+
+
+def _as_bytes(name: str, value: Any) -> bytes:
+    if isinstance(value, str):
+        return _utf8(name, value)
+    if isinstance(value, bytes | bytearray | np.bytes_):
+        return bytes(value)
+    raise SchemaError(name, f"expected str or bytes, got {type(value).__name__} {value!r:.60}")
+
+
+def _scalar(features: Mapping[str, Any], key: str) -> Any:
+    return features[key][0]
+
+
+def _int_column(values: list[Any], low: int, high: int) -> np.ndarray | None:
+    """``values`` as an ``[n, 1]`` int64 array when all are ints within ``low..high``."""
+    if not all(type(v) is int for v in values):
+        return None
+    try:
+        array = np.array(values, dtype=np.int64)
+    except OverflowError:
+        return None
+    if array.size and (int(array.min()) < low or int(array.max()) > high):
+        return None
+    return array.reshape(-1, 1)
+
+
+def _float_column(values: list[Any], dtype: str = "float32") -> np.ndarray | None:
+    """``values`` as an ``[n, 1]`` float32 array when all are floats that fit ``dtype``."""
+    if not all(type(v) is float for v in values):
+        return None
+    try:
+        return _float32_list("", values, dtype).reshape(-1, 1)
+    except SchemaError:
+        return None  # the record-by-record path names the value
+
+
+def _float32_list(name: str, values: list[float] | np.ndarray,
+                  dtype: str = "float32") -> np.ndarray:
+    """``values`` as float32 (what a float list stores), refusing one beyond the range of
+    ``dtype`` or a non-zero one that ``dtype`` would round to zero; rounding to its
+    precision is what declaring it asks for."""
+    wide = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        narrow = wide.astype(dtype)
+    bad = np.flatnonzero(np.isinf(narrow) & ~np.isinf(wide))
+    if bad.size:
+        raise SchemaError(name, f"{wide[bad[0]].item()!r} does not fit {dtype}")
+    bad = np.flatnonzero((narrow == 0) & (wide != 0))
+    if bad.size:
+        raise SchemaError(name, f"{wide[bad[0]].item()!r} would become 0.0 in {dtype}")
+    return narrow.astype(np.float32)
+
+
+def _check_narrowing(name: str, array: np.ndarray, dtype: str) -> None:
+    """Refuse values of ``array`` that ``dtype`` cannot hold: integers beyond its range, floats
+    beyond its range or non-zero floats it would round to zero (wrapping or overflowing
+    silently is never what declaring a narrower type asks for)."""
+    if not array.size:
+        return
+    target = np.dtype(dtype)
+    if target.kind in "iu":
+        info = np.iinfo(target)
+        low, high = int(array.min()), int(array.max())
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            raise SchemaError(name, f"{bad} does not fit {dtype}")
+    elif target.kind == "f":
+        _float32_list(name, array.reshape(-1), dtype)
+
+
+def _ragged_column(lists: list[Any], kind: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Lists (of Python ints or floats, or 1-D arrays) of float or int64 numbers as flat values
+    and row splits, when every value converts as the record-by-record path converts it."""
+    arrays: list[Any] = []
+    for items in lists:
+        if isinstance(items, np.ndarray):
+            allowed = "fiub" if kind == "float" else "iub"
+            if items.ndim != 1 or items.dtype.kind not in allowed or (
+                    items.dtype.kind == "u" and items.dtype.itemsize == 8):
+                return None
+            arrays.append(items)
+        elif type(items) is list or type(items) is tuple:
+            number = (int, float) if kind == "float" else (int,)
+            if not all(type(v) in number for v in items):
+                return None
+            arrays.append(items)
+        else:
+            return None
+    splits = _row_splits([len(a) for a in arrays])
+    flat = [v for a in arrays for v in (a.tolist() if isinstance(a, np.ndarray) else a)]
+    try:
+        if kind == "float":  # ints converted as the record path converts them
+            return _float32_list("", [float(v) for v in flat]), splits
+        return np.array(flat, dtype=np.int64), splits
+    except (OverflowError, SchemaError):
+        return None  # the record-by-record path names the bad value
+
+
+def _row_splits(lengths: list[int]) -> np.ndarray:
+    """Where each of ``len(lengths)`` rows starts in the flat values, and where the last ends."""
+    splits = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=splits[1:])
+    return splits
+
+
+def _str_column(values: list[Any], *, accept_bytes: bool) -> list[bytes] | None:
+    """UTF-8 bytes of every value when all are str (or, with ``accept_bytes``, all bytes)."""
+    if all(type(v) is str for v in values):
+        try:
+            return [v.encode("utf-8") for v in values]
+        except UnicodeEncodeError:
+            return None
+    if accept_bytes and all(type(v) is bytes for v in values):
+        return values
+    return None
+
+
+# -- features --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Feature:
+    """Base of all features; subclasses are frozen dataclasses that validate on construction."""
+
+    kind: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready description, inverse of :func:`feature_from_json`."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for name, value in self.__dict__.items():
+            out[name] = value.to_json() if isinstance(value, Feature) else (
+                list(value) if isinstance(value, tuple) else value)
+        return out
+
+    def key_specs(self, name: str) -> list[KeySpec]:
+        """Parsing specs of every Example key this feature writes."""
+        raise NotImplementedError
+
+    def entry_encoder(self, name: str) -> EntryEncoder:
+        """A function turning one value into this feature's framed Example map entries."""
+        raise NotImplementedError
+
+    def column_encoder(self, name: str) -> ColumnEncoder | None:
+        """A function turning a batch's values into encoding columns at once, or None.
+
+        It returns None for values it does not take in one go (it then encodes them record
+        by record through :meth:`entry_encoder`, which also reports the bad ones). Both
+        give the same bytes.
+        """
+        return None
+
+    def decode(self, name: str, features: Mapping[str, Any]) -> Any:
+        """The value back from decoded Example features, without TensorFlow."""
+        raise NotImplementedError
+
+    def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
+                      where: Callable[[int], Any], **options: Any) -> Any:
+        """Every record's value from the batch's columns (a sequence of ``n`` values); this
+        default decodes record by record (``options`` go to :meth:`decode`), kinds with a
+        vectorised form override it."""
+        keys = [spec.key for spec in self.key_specs(name)]
+        out = []
+        for i in range(n):
+            record = {k: columns[k].row(i) for k in keys if not columns[k].missing[i]}
+            try:
+                out.append(self.decode(name, record, **options))
+            except SchemaError as err:
+                raise SchemaError(err.feature, err.reason, record=where(i)) from None
+            except (OSError, ValueError, RuntimeError, KeyError, IndexError) as err:
+                raise SchemaError(name, f"cannot decode: {err}", record=where(i)) from None
+        return out
+
+
+_SCALAR_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "bool",
+                  "float32", "float64", "float16", "string")
