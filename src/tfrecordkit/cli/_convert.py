@@ -7,8 +7,7 @@ import json
 import os
 import re
 
-from tfrecordkit.convert import SOURCE_KINDS, convert, open_source
-from tfrecordkit.convert._source_choice import infer_kind
+from tfrecordkit.convert import SOURCE_KINDS, convert, infer_kind, open_source
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "B": 1, "K": 1e3, "KB": 1e3, "KIB": 2**10, "M": 1e6, "MB": 1e6, "MIB": 2**20,

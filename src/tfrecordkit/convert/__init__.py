@@ -1,7 +1,10 @@
-"""Converting sources into datasets: plan → write shards → finalize the manifest, on an engine
-(:mod:`tfrecordkit.engines`). The job and encoding names are what engines build on."""
+"""Converting sources into datasets: the front door (``convert``, ``write_dataset``) builds the
+job (:mod:`tfrecordkit.job`) and runs it on an engine (:mod:`tfrecordkit.engines`): plan →
+write shards → finalize the manifest. It sits above both, so neither imports it."""
 
-from tfrecordkit.convert._encoding import (
+from tfrecordkit.convert._pipeline import ConversionResult, convert, run_conversion, write_dataset
+from tfrecordkit.convert._source_choice import SOURCE_KINDS, infer_kind, open_source
+from tfrecordkit.job import (
     SKIP_HINT,
     ConversionJob,
     EncodedChunk,
@@ -11,10 +14,21 @@ from tfrecordkit.convert._encoding import (
     encode_items,
     image_features,
 )
-from tfrecordkit.convert._pipeline import ConversionResult, convert, run_conversion, write_dataset
-from tfrecordkit.convert._source_choice import SOURCE_KINDS, open_source
 
-__all__ = ["SKIP_HINT", "SOURCE_KINDS", "ConversionJob", "ConversionResult", "EncodeJob",
-           "EncodedChunk",
-           "SplitAssigner", "SplitSpec", "convert", "encode_items",
-           "image_features", "open_source", "run_conversion", "write_dataset"]
+__all__ = [
+    "SKIP_HINT",
+    "SOURCE_KINDS",
+    "ConversionJob",
+    "ConversionResult",
+    "EncodeJob",
+    "EncodedChunk",
+    "SplitAssigner",
+    "SplitSpec",
+    "convert",
+    "encode_items",
+    "image_features",
+    "infer_kind",
+    "open_source",
+    "run_conversion",
+    "write_dataset",
+]

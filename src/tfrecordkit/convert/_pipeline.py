@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tfrecordkit.convert._encoding import ConversionJob, SplitSpec
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import Storage
+from tfrecordkit.job import ConversionJob, SplitSpec
 from tfrecordkit.schema import Schema
 from tfrecordkit.sources import Records, Source
 from tfrecordkit.store import DEFAULT_SHARD_SIZE, Manifest, ShardOptions

@@ -5,9 +5,18 @@ from __future__ import annotations
 import os
 
 from tfrecordkit.errors import SourceError
-from tfrecordkit.sources import AudioFolder, ImageFolder, NumpyArrays, Source, Table, TextLines
-from tfrecordkit.sources._folder import _class_dirs, _walk_files
-from tfrecordkit.sources._media import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS
+from tfrecordkit.sources import (
+    AUDIO_EXTENSIONS,
+    IMAGE_EXTENSIONS,
+    AudioFolder,
+    ImageFolder,
+    NumpyArrays,
+    Source,
+    Table,
+    TextLines,
+    class_dirs,
+    walk_files,
+)
 
 __all__ = ["SOURCE_KINDS", "open_source"]
 
@@ -16,10 +25,10 @@ SOURCE_KINDS = ("image-folder", "audio-folder", "text", "table", "numpy")
 
 def infer_kind(path: str) -> str:
     if os.path.isdir(path):
-        classes = _class_dirs(path)
+        classes = class_dirs(path)
         folder = os.path.join(path, classes[0])
-        images = next(_walk_files(folder, IMAGE_EXTENSIONS), None)
-        audio = next(_walk_files(folder, AUDIO_EXTENSIONS), None)
+        images = next(walk_files(folder, IMAGE_EXTENSIONS), None)
+        audio = next(walk_files(folder, AUDIO_EXTENSIONS), None)
         if images and not audio:
             return "image-folder"
         if audio and not images:

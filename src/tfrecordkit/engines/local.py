@@ -14,15 +14,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain, islice
 from typing import Any
 
-from tfrecordkit.convert import (
+from tfrecordkit.errors import SourceError
+from tfrecordkit.format import EncodedFrames
+from tfrecordkit.job import (
     SKIP_HINT,
     ConversionJob,
     EncodedChunk,
     EncodeJob,
     encode_items,
 )
-from tfrecordkit.errors import SourceError
-from tfrecordkit.format._encode import EncodedFrames
 from tfrecordkit.schema import ImageObservations
 from tfrecordkit.sources import SourceItem
 from tfrecordkit.store import Manifest, ShardedWriter

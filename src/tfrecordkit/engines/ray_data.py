@@ -22,20 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.convert import (
+from tfrecordkit.errors import DatasetError, SourceError
+from tfrecordkit.format import INDEX_SUFFIX, Storage
+from tfrecordkit.job import (
     SKIP_HINT,
     ConversionJob,
     EncodeJob,
     SplitAssigner,
     encode_items,
 )
-from tfrecordkit.errors import DatasetError, SourceError
-from tfrecordkit.format import Storage
-from tfrecordkit.format._index import INDEX_SUFFIX
 from tfrecordkit.schema import ImageObservations
 from tfrecordkit.sources import Records, SourceItem
 from tfrecordkit.store import (
     MANIFEST_NAME,
+    SHARD_PATTERN,
     Manifest,
     ShardInfo,
     ShardOptions,
@@ -47,7 +47,6 @@ from tfrecordkit.store import (
     shard_name,
     write_shard,
 )
-from tfrecordkit.store._naming import SHARD_PATTERN
 
 try:
     import pyarrow as pa

@@ -4,6 +4,7 @@ Imports nothing heavier than NumPy and protobuf.
 """
 
 from tfrecordkit.format._columns import Column, RecordSlices, codec_name, parse_examples
+from tfrecordkit.format._compression import normalize_compression
 from tfrecordkit.format._crc import (
     HEAD_BYTES,
     crc32c_hex,
@@ -12,34 +13,58 @@ from tfrecordkit.format._crc import (
     head_crc32c,
     masked_crc32c,
 )
+from tfrecordkit.format._encode import (
+    EncColumn,
+    EncodedFrames,
+    bytes_column,
+    encode_frames,
+    float_column,
+    int64_column,
+    ragged_column,
+    raw_column,
+)
 from tfrecordkit.format._example import (
     DecodedValue,
     FeatureValue,
     decode_example,
+    decode_example_keys,
     decode_sequence_example,
     encode_example,
     encode_sequence_example,
+    messages,
 )
-from tfrecordkit.format._filesystem import LOCAL, Storage
+from tfrecordkit.format._filesystem import LOCAL, MERGE_GAP, READ_BLOCK, Storage
 from tfrecordkit.format._framing import (
     FRAME_OVERHEAD,
     ErrorPolicy,
     ReadStats,
-    RecordReader,
     RecordWriter,
     check_frame,
     frame_record,
-    read_records,
 )
-from tfrecordkit.format._index import build_index, index_path_for, load_index
-from tfrecordkit.format._spec import KeySpec, check_key
+from tfrecordkit.format._index import (
+    INDEX_SUFFIX,
+    check_index_frames,
+    index_path_for,
+    load_index,
+    parse_index,
+    write_index,
+)
+from tfrecordkit.format._reader import RecordReader, build_index, read_records, scan_offsets
+from tfrecordkit.format._spec import KeySpec, SpecDtype, check_key
+from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
 
 __all__ = [
     "FRAME_OVERHEAD",
     "HEAD_BYTES",
+    "INDEX_SUFFIX",
     "LOCAL",
+    "MERGE_GAP",
+    "READ_BLOCK",
     "Column",
     "DecodedValue",
+    "EncColumn",
+    "EncodedFrames",
     "ErrorPolicy",
     "FeatureValue",
     "KeySpec",
@@ -47,23 +72,41 @@ __all__ = [
     "RecordReader",
     "RecordSlices",
     "RecordWriter",
+    "SpecDtype",
     "Storage",
     "build_index",
+    "bytes_column",
     "check_frame",
+    "check_index_frames",
     "check_key",
     "codec_name",
     "crc32c_hex",
     "decode_example",
+    "decode_example_keys",
     "decode_sequence_example",
     "encode_example",
+    "encode_frames",
     "encode_sequence_example",
+    "feature_wire",
     "file_checksums",
     "file_crc32c",
+    "float_column",
+    "frame_entry",
     "frame_record",
     "head_crc32c",
     "index_path_for",
+    "int64_column",
     "load_index",
+    "map_entry_prefix",
     "masked_crc32c",
+    "messages",
+    "normalize_compression",
     "parse_examples",
+    "parse_index",
+    "ragged_column",
+    "raw_column",
     "read_records",
+    "scan_offsets",
+    "varint",
+    "write_index",
 ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any
 
 import numpy as np
 
@@ -18,8 +17,8 @@ from tfrecordkit.format._filesystem import PathLike, Storage, is_remote
 
 FRAME_OVERHEAD = 16  # length (8) + length CRC (4) + data CRC (4)
 
-__all__ = ["build_index", "check_index_frames", "index_path_for", "load_index", "parse_index",
-           "scan_offsets"]
+__all__ = ["INDEX_SUFFIX", "check_index_frames", "index_path_for", "load_index", "parse_index",
+           "require_regular_file", "write_index"]
 
 INDEX_SUFFIX = ".index"
 
@@ -47,40 +46,8 @@ def require_regular_file(path: PathLike) -> None:
                                     "only be read from start to end, not indexed")
 
 
-def scan_offsets(path: PathLike, *, verify: bool = True,
-                 storage: Storage | None = None) -> np.ndarray:
-    """Return an ``(n, 2)`` int64 array of each record's frame offset and frame length."""
-    from tfrecordkit.format._framing import RecordReader
-
-    require_regular_file(path)
-
-    reader = RecordReader(path, compression="auto", verify=verify, storage=storage)
-    if reader.compression is not None:
-        raise IndexUnavailableError(
-            f"{os.fspath(path)}: cannot index a {reader.compression}-compressed file: "
-            "record offsets inside a compressed stream cannot be seeked to "
-            "(rewrite it uncompressed to get random access)"
-        )
-    rows = [
-        (offset, len(record) + FRAME_OVERHEAD) for offset, record in reader.iter_with_offsets()
-    ]
-    return np.array(rows, dtype=np.int64).reshape(-1, 2)
 
 
-def build_index(path: PathLike, index_path: PathLike | None = None, *, verify: bool = True,
-                storage: Storage | None = None,
-                storage_options: dict[str, Any] | None = None) -> int:
-    """Write the offset index of the record file ``path``; return its number of records.
-
-    Raises:
-        IndexUnavailableError: the file is compressed.
-        CorruptRecordError: a record fails its checks (no index is written).
-    """
-    storage = storage or Storage.of(path, storage_options)
-    offsets = scan_offsets(path, verify=verify, storage=storage)
-    write_index(offsets, index_path if index_path is not None else index_path_for(path),
-                storage)
-    return len(offsets)
 
 
 def write_index(offsets: np.ndarray, index_path: PathLike, storage: Storage) -> None:

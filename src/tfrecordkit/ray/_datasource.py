@@ -12,9 +12,14 @@ import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError
 from tfrecordkit.format import Storage, check_frame
-from tfrecordkit.readers import RECORD_ID
-from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder, decode_options
-from tfrecordkit.readers._plan import PathArg, plan_read
+from tfrecordkit.readers import (
+    RECORD_ID,
+    DecodeOptions,
+    PathArg,
+    RecordDecoder,
+    decode_options,
+    plan_read,
+)
 from tfrecordkit.sampling import SplitLocations
 
 try:

@@ -1,9 +1,26 @@
-"""Readers: one module per framework, each imported only when used.
+"""Readers: the read plan and the one batch layout every reader follows, and one back-end per
+framework, each imported only when used.
 
 - ``tfrecordkit.readers.tf_data``: ``tf.data`` pipelines (needs the ``tf`` extra).
-- ``tfrecordkit.readers.numpy_data``: NumPy batches without any framework.
+- ``tfrecordkit.readers.numpy_data``: NumPy batches without any framework (P×K and triplets
+  too); ``torch_data`` and ``grain_source`` wrap it.
 """
 
+from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder, decode_options
 from tfrecordkit.readers._keys import CLASS_POSITION, RECORD_ID, VALID
+from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, Kind
+from tfrecordkit.readers._plan import PathArg, plan_read
 
-__all__ = ["CLASS_POSITION", "RECORD_ID", "VALID"]
+__all__ = [
+    "CLASS_POSITION",
+    "RECORD_ID",
+    "VALID",
+    "BatchLayout",
+    "DecodeOptions",
+    "FeatureLayout",
+    "Kind",
+    "PathArg",
+    "RecordDecoder",
+    "decode_options",
+    "plan_read",
+]

@@ -13,7 +13,7 @@ import numpy as np
 
 from tfrecordkit.codecs import resize_image, resize_image_with_pad, scale_pixels
 from tfrecordkit.errors import OptionError, SchemaError
-from tfrecordkit.format._columns import parse_examples
+from tfrecordkit.format import parse_examples
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
 from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
 

@@ -21,12 +21,13 @@ from tfrecordkit.format import (
     Storage,
     check_frame,
     decode_example,
+    index_path_for,
+    load_index,
+    scan_offsets,
 )
-from tfrecordkit.format._index import index_path_for, load_index, scan_offsets
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.sampling import SplitLocations, SplitRecords, split_locations
-from tfrecordkit.sampling._order import fingerprint
+from tfrecordkit.sampling import SplitLocations, SplitRecords, fingerprint, split_locations
 from tfrecordkit.schema import KeySpec, Schema, profile_records
 from tfrecordkit.store import (
     MANIFEST_NAME,

@@ -18,9 +18,7 @@ from tfrecordkit.readers._decoding import DecodeOptions, Padding, decode_options
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
 from tfrecordkit.readers.numpy_data import Augment, Loader, PKLoader, TripletLoader
-from tfrecordkit.sampling import MAX_EPOCH, state_int
-from tfrecordkit.sampling._order import ShuffleMode
-from tfrecordkit.sampling._plan import EpochUnit
+from tfrecordkit.sampling import MAX_EPOCH, EpochUnit, ShuffleMode, state_int
 
 try:
     import torch

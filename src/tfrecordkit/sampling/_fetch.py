@@ -10,8 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from tfrecordkit.errors import OptionError
-from tfrecordkit.format import LOCAL, Storage, check_frame
-from tfrecordkit.format._filesystem import MERGE_GAP, READ_BLOCK
+from tfrecordkit.format import LOCAL, MERGE_GAP, READ_BLOCK, Storage, check_frame
 
 __all__ = ["RecordFetcher", "RecordLocations"]
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, IndexUnavailableError, OutOfRangeError
-from tfrecordkit.format import Storage
-from tfrecordkit.format._index import (
+from tfrecordkit.format import (
+    Storage,
     check_index_frames,
     index_path_for,
     parse_index,

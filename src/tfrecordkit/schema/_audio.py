@@ -15,7 +15,7 @@ from tfrecordkit.codecs import (
     sniff_bytes,
 )
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format._spec import KeySpec
+from tfrecordkit.format import KeySpec
 from tfrecordkit.schema._base import (
     Entries,
     EntryEncoder,

@@ -11,12 +11,16 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format._columns import Column
-from tfrecordkit.format._encode import (
+from tfrecordkit.format import (
+    Column,
     EncColumn,
+    KeySpec,
+    SpecDtype,
+    feature_wire,
+    frame_entry,
+    map_entry_prefix,
+    varint,
 )
-from tfrecordkit.format._spec import KeySpec, SpecDtype
-from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
 
 __all__ = ["ColumnEncoder", "Entries", "EntryEncoder", "Feature"]
 

@@ -19,12 +19,12 @@ from tfrecordkit.codecs import (
     sniff_bytes,
 )
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format._encode import (
+from tfrecordkit.format import (
     EncColumn,
+    KeySpec,
     bytes_column,
     int64_column,
 )
-from tfrecordkit.format._spec import KeySpec
 from tfrecordkit.schema._base import (
     ColumnEncoder,
     Entries,

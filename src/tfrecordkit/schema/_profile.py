@@ -13,8 +13,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.codecs import sniff_bytes
-from tfrecordkit.format._example import messages
-from tfrecordkit.format._spec import KeySpec, SpecDtype
+from tfrecordkit.format import KeySpec, SpecDtype, messages
 
 __all__ = ["FeatureProfile", "ListKind", "RecordProfile", "profile_records"]
 

@@ -10,15 +10,15 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format._columns import Column
-from tfrecordkit.format._encode import (
+from tfrecordkit.format import (
+    Column,
     EncColumn,
+    KeySpec,
     bytes_column,
     float_column,
     int64_column,
+    varint,
 )
-from tfrecordkit.format._spec import KeySpec
-from tfrecordkit.format._wire import varint
 from tfrecordkit.schema._base import (
     _SCALAR_DTYPES,
     _SPEC_DTYPE,

@@ -6,10 +6,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format._columns import RecordSlices, parse_examples
-from tfrecordkit.format._encode import EncColumn, EncodedFrames, encode_frames, raw_column
-from tfrecordkit.format._example import decode_example_keys
-from tfrecordkit.format._wire import varint
+from tfrecordkit.format import (
+    EncColumn,
+    EncodedFrames,
+    RecordSlices,
+    decode_example_keys,
+    encode_frames,
+    parse_examples,
+    raw_column,
+    varint,
+)
 from tfrecordkit.schema._base import ColumnEncoder, EntryEncoder, Feature
 from tfrecordkit.schema._features import (
     Audio,

@@ -10,11 +10,11 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format._encode import (
+from tfrecordkit.format import (
     EncColumn,
+    KeySpec,
     ragged_column,
 )
-from tfrecordkit.format._spec import KeySpec
 from tfrecordkit.schema._base import (
     _SPEC_DTYPE,
     ColumnEncoder,

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format._spec import KeySpec
+from tfrecordkit.format import KeySpec
 from tfrecordkit.schema._base import (
     Entries,
     EntryEncoder,

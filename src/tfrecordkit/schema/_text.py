@@ -9,13 +9,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format._columns import Column
-from tfrecordkit.format._encode import (
+from tfrecordkit.format import (
+    Column,
     EncColumn,
+    KeySpec,
     bytes_column,
     ragged_column,
 )
-from tfrecordkit.format._spec import KeySpec
 from tfrecordkit.schema._base import (
     ColumnEncoder,
     Entries,

@@ -4,13 +4,15 @@ Every source streams: listing items is cheap and loading happens one item at a t
 worker processes.
 """
 
-from tfrecordkit.sources._folder import AudioFolder, ImageFolder
-from tfrecordkit.sources._media import load_audio, load_image
+from tfrecordkit.sources._folder import AudioFolder, ImageFolder, class_dirs, walk_files
+from tfrecordkit.sources._media import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS, load_audio, load_image
 from tfrecordkit.sources._protocol import Source, SourceItem
 from tfrecordkit.sources._records import NumpyArrays, Records, TextLines
 from tfrecordkit.sources._table import Table
 
 __all__ = [
+    "AUDIO_EXTENSIONS",
+    "IMAGE_EXTENSIONS",
     "AudioFolder",
     "ImageFolder",
     "NumpyArrays",
@@ -19,6 +21,8 @@ __all__ = [
     "SourceItem",
     "Table",
     "TextLines",
+    "class_dirs",
     "load_audio",
     "load_image",
+    "walk_files",
 ]

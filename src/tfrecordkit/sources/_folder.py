@@ -21,7 +21,7 @@ from tfrecordkit.store import text_of_name
 __all__ = ["AudioFolder", "ImageFolder"]
 
 
-def _class_dirs(root: str) -> list[str]:
+def class_dirs(root: str) -> list[str]:
     if not os.path.isdir(root):
         raise SourceError(root, "not a directory")
     classes = sorted(
@@ -33,7 +33,7 @@ def _class_dirs(root: str) -> list[str]:
     return classes
 
 
-def _walk_files(folder: str, extensions: frozenset[str],
+def walk_files(folder: str, extensions: frozenset[str],
                 ignored: Callable[[str], None] | None = None) -> Iterator[str]:
     """Files under ``folder`` with one of ``extensions``, in sorted order, streaming; the
     others (hidden ones aside) go to ``ignored``."""
@@ -42,7 +42,7 @@ def _walk_files(folder: str, extensions: frozenset[str],
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            yield from _walk_files(entry.path, extensions, ignored)
+            yield from walk_files(entry.path, extensions, ignored)
         elif os.path.splitext(entry.name)[1].lower() in extensions:
             yield entry.path
         elif ignored is not None:
@@ -58,7 +58,7 @@ class _ClassFolder:
         self.root = os.fspath(root)
         self.ignored_count = 0  # files passed over by the last listing (not media)
         self.ignored: list[str] = []
-        self.classes = _class_dirs(self.root)
+        self.classes = class_dirs(self.root)
         self.description = f"{self.kind}-folder:{os.path.abspath(self.root)}"
 
     @property
@@ -76,7 +76,7 @@ class _ClassFolder:
                 self.ignored.append(text_of_name(path[prefix:]))
 
         for label, name in enumerate(self.classes):
-            for path in _walk_files(os.path.join(self.root, name), self.extensions, ignore):
+            for path in walk_files(os.path.join(self.root, name), self.extensions, ignore):
                 # The key is the path relative to the root: stable wherever the root lives.
                 yield SourceItem(path[prefix:], (path, label))
 

@@ -14,7 +14,7 @@ from tfrecordkit.store._manifest import (
     shard_paths,
     text_of_name,
 )
-from tfrecordkit.store._naming import shard_name
+from tfrecordkit.store._naming import SHARD_PATTERN, shard_name
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
 from tfrecordkit.store._plan import (
     ShardSpec,
@@ -28,6 +28,7 @@ from tfrecordkit.store._writer import ShardedWriter, write_shard
 __all__ = [
     "DEFAULT_SHARD_SIZE",
     "MANIFEST_NAME",
+    "SHARD_PATTERN",
     "Manifest",
     "ShardInfo",
     "ShardOptions",

@@ -19,9 +19,15 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, SchemaError, StorageError
-from tfrecordkit.format import FRAME_OVERHEAD, RecordReader, Storage, file_checksums
-from tfrecordkit.format._index import INDEX_SUFFIX, write_index
-from tfrecordkit.format._spec import KeySpec
+from tfrecordkit.format import (
+    FRAME_OVERHEAD,
+    INDEX_SUFFIX,
+    KeySpec,
+    RecordReader,
+    Storage,
+    file_checksums,
+    write_index,
+)
 from tfrecordkit.schema import (
     ClassLabel,
     Feature,

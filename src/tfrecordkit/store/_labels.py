@@ -7,8 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from tfrecordkit.format import Column, RecordReader, Storage, parse_examples
-from tfrecordkit.format._spec import KeySpec
+from tfrecordkit.format import Column, KeySpec, RecordReader, Storage, parse_examples
 
 __all__ = ["labels_of", "scan_columns", "scan_labels"]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tfrecordkit.errors import OptionError
-from tfrecordkit.format._compression import normalize_compression
+from tfrecordkit.format import normalize_compression
 
 __all__ = ["DEFAULT_SHARD_SIZE", "ShardOptions", "record_hash"]
 

@@ -35,15 +35,15 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import (
+    INDEX_SUFFIX,
     LOCAL,
+    EncodedFrames,
     RecordWriter,
     Storage,
     file_checksums,
     frame_record,
     head_crc32c,
 )
-from tfrecordkit.format._encode import EncodedFrames
-from tfrecordkit.format._index import INDEX_SUFFIX
 from tfrecordkit.schema import Schema
 from tfrecordkit.store._lock import OutputLock
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo

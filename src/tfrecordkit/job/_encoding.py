@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import OptionError, SchemaError, SourceError
-from tfrecordkit.format._encode import EncodedFrames
+from tfrecordkit.format import EncodedFrames
 from tfrecordkit.schema import (
     ClassLabel,
     Image,

@@ -1,0 +1,18 @@
+"""The conversion job, framework- and engine-free: what to convert and how (schema, splits,
+shard plan, vocabularies) and how source items become encoded records. Engines
+(:mod:`tfrecordkit.engines`) run it; :func:`tfrecordkit.convert` builds it and picks the
+engine."""
+
+from tfrecordkit.job._encoding import (
+    SKIP_HINT,
+    ConversionJob,
+    EncodedChunk,
+    EncodeJob,
+    SplitAssigner,
+    SplitSpec,
+    encode_items,
+    image_features,
+)
+
+__all__ = ["SKIP_HINT", "ConversionJob", "EncodeJob", "EncodedChunk", "SplitAssigner",
+           "SplitSpec", "encode_items", "image_features"]

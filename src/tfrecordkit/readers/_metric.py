@@ -1,0 +1,362 @@
+"""Metric learning without a framework: class-balanced P×K batches and triplet batches as
+NumPy arrays, decoded with the dataset's schema, with exact resume (JSON state)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.errors import DatasetError, OptionError
+from tfrecordkit.format import Storage
+from tfrecordkit.readers import CLASS_POSITION, RECORD_ID
+from tfrecordkit.readers._decoding import (
+    DecodeOptions,
+    RecordDecoder,
+    decode_options,
+)
+from tfrecordkit.readers._partition import Partition
+from tfrecordkit.sampling import (
+    ClassIndex,
+    EpochUnit,
+    PKSampler,
+    RecordFetcher,
+    TripletSampler,
+    check_state,
+    fingerprint,
+)
+from tfrecordkit.store import load_manifest
+
+__all__ = ["PKBatches", "PKLoader", "TripletLoader", "iter_pk_batches", "iter_triplets",
+           "stack_records"]
+
+
+def stack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Records to a batch: arrays stacked where shapes agree, else a list per feature."""
+    batch: dict[str, Any] = {}
+    for name in records[0]:
+        values = [r[name] for r in records]
+        try:
+            batch[name] = np.stack([np.asarray(v) for v in values])
+        except (ValueError, TypeError):
+            batch[name] = values
+    return batch
+
+
+def _sources(index: ClassIndex, positions: np.ndarray) -> Callable[[int], str]:
+    """Where the ``i``-th record of a batch is, for error messages."""
+    def where(i: int) -> str:
+        position = positions[i]
+        return f"at byte {index.offset[position]} of {index.files[index.shard[position]]}"
+    return where
+
+
+class _SampledLoader:
+    """What the P×K and triplet loaders share: epochs of steps built by ``load_step``, run on
+    a thread pool, a JSON state checked by ``check_state``, open files to close."""
+
+    epoch: int
+    step: int
+    num_threads: int
+    partition: Partition
+    fetcher: RecordFetcher
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
+        """This rank's batch at ``step`` of ``epoch``."""
+        raise NotImplementedError
+
+    def check_state(self, state: Any) -> dict[str, Any]:
+        """``state`` as a dict, checked to be a whole state of a loader of this
+        configuration (else :class:`~tfrecordkit.errors.StateError` naming the key)."""
+        raise NotImplementedError
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start ``epoch`` (from its first step) on the next iteration."""
+        self.epoch, self.step = int(epoch), 0
+
+    def iter_steps(self, epoch: int, steps: Iterable[int], pool: Executor
+                   ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(step, batch)`` for ``steps`` of ``epoch``."""
+        for step in steps:
+            yield step, self.load_step(epoch, step, pool)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.num_threads) as pool:
+            for step in self.partition.steps(self.step, len(self)):
+                batch = self.load_step(self.epoch, step, pool)
+                self.step = step + 1
+                yield batch
+        self.epoch, self.step = self.epoch + 1, 0
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`state_dict` (refused if saved with other settings)."""
+        state = self.check_state(state)
+        self.epoch, self.step = state["epoch"], state["step"]
+
+    def close(self) -> None:
+        """Close the files kept open."""
+        self.fetcher.close()
+
+
+class PKLoader(_SampledLoader):
+    """P×K batches by ``(epoch, step)`` with :class:`Loader`'s interface (``len``, epochs,
+    JSON state, loading workers taking steps in turn), so every framework adapter serves both.
+
+    Each batch holds the decoded features, ``"label"`` (class ids, class-major: K per class),
+    ``"__class_position"`` (0..P-1) and ``"__id"`` (positions in the class index).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
+                 classes_per_batch: int, examples_per_class: int, seed: int = 0,
+                 epoch: EpochUnit = "classes", exclude_small: bool = False,
+                 partition: Partition | None = None, options: DecodeOptions | None = None,
+                 num_threads: int | None = None, max_open_files: int = 64,
+                 storage_options: dict[str, Any] | None = None) -> None:
+        self.partition = partition or Partition()
+        storage = Storage.of(path, storage_options)
+        manifest = load_manifest(path, storage=storage)
+        self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
+        self.sampler = PKSampler(self.index, classes_per_batch, examples_per_class, seed=seed,
+                                 exclude_small=exclude_small, epoch=epoch,
+                                 rank=self.partition.rank,
+                                 world_size=self.partition.world_size)
+        self.decoder = RecordDecoder(manifest.schema, options or DecodeOptions())
+        self.fetcher = RecordFetcher(self.index, max_open_files, storage=storage)
+        self.num_threads = num_threads or min(4, os.cpu_count() or 1)
+        self.fingerprint = fingerprint(manifest.to_json(), split)
+        self.epoch, self.step = 0, 0
+        self._class_of = np.repeat(self.index.classes, self.index.counts)
+        self._positions = np.repeat(np.arange(classes_per_batch), examples_per_class)
+
+    def __len__(self) -> int:
+        return self.sampler.steps_per_epoch
+
+    def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
+        """This rank's P×K batch at ``step`` of ``epoch``."""
+        positions = self.sampler.batch(epoch, step)
+        labels = self._class_of[positions]
+        batch = self.decoder.decode_batch(self.fetcher.fetch(positions),
+                                          _sources(self.index, positions), pool, labels)
+        batch["label"] = labels
+        batch[CLASS_POSITION] = self._positions
+        batch[RECORD_ID] = positions
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the loader is, as JSON: the same on every rank and worker."""
+        state = self.sampler.state_dict()
+        state.update(epoch=self.epoch, step=self.step, fingerprint=self.fingerprint)
+        return state
+
+    def check_state(self, state: Any) -> dict[str, Any]:
+        """``state`` as a dict, checked to be a whole state of a loader of this
+        configuration (else :class:`~tfrecordkit.errors.StateError` naming the key)."""
+        settings = {k: v for k, v in self.sampler.state_dict().items()
+                    if k not in ("epoch", "step")}
+        return check_state(state, {"fingerprint": self.fingerprint, **settings}, len(self))
+
+
+
+class PKBatches(Iterator[dict[str, Any]]):
+    """The iterator :func:`iter_pk_batches` returns; ``state_dict()`` (JSON) lets a run
+    resume."""
+
+    def __init__(self, loader: PKLoader, steps: int | None) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.loader = loader
+        self.sampler = loader.sampler
+        self._steps = steps
+        self._count = 0
+        self._pool = ThreadPoolExecutor(loader.num_threads)  # threads start on first use
+
+    @property
+    def steps_per_epoch(self) -> int:
+        """Steps per epoch (see :class:`~tfrecordkit.sampling.PKSampler`)."""
+        return len(self.loader)
+
+    @property
+    def peak_open_files(self) -> int:
+        """The most files open at once so far."""
+        return self.loader.fetcher.peak_open_files
+
+    def __next__(self) -> dict[str, Any]:
+        loader = self.loader
+        if self._steps is not None and self._count >= self._steps:
+            self.close()
+            raise StopIteration
+        batch = loader.load_step(loader.epoch, loader.step, self._pool)
+        loader.step += 1
+        if loader.step == len(loader):
+            loader.epoch, loader.step = loader.epoch + 1, 0
+        self._count += 1
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the batches are after the last one returned, as JSON."""
+        return self.loader.state_dict()
+
+    def close(self) -> None:
+        """Close the files kept open and stop the decoding threads."""
+        self.loader.close()
+        self._pool.shutdown(wait=True)
+
+
+def iter_pk_batches(
+    path: str | os.PathLike[str],
+    split: str = "train",
+    *,
+    classes_per_batch: int,
+    examples_per_class: int,
+    seed: int = 0,
+    decode: bool = True,
+    features: Sequence[str] | None = None,
+    steps: int | None = None,
+    epoch: EpochUnit = "classes",
+    exclude_small: bool = False,
+    rank: int = 0,
+    world_size: int = 1,
+    max_open_files: int = 64,
+    state: dict[str, Any] | None = None,
+    image_size: tuple[int, int] | None = None,
+    options: DecodeOptions | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> PKBatches:
+    """Class-balanced batches: P distinct classes × K records each, as NumPy arrays.
+
+    Batches are class-major (record ``i`` belongs to the batch's class ``i // K``); each
+    carries ``"label"`` (class ids) and ``"__class_position"`` (0..P-1). ``steps`` bounds the
+    number of batches (default: endless; ``steps_per_epoch`` on the result gives an epoch).
+    ``rank``/``world_size`` split classes between workers; ``state`` (a previous result's
+    ``state_dict()``, JSON) continues exactly where it stopped. At most ``max_open_files``
+    shard files are open at once.
+    """
+    loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
+                      examples_per_class=examples_per_class, seed=seed, epoch=epoch,
+                      exclude_small=exclude_small, partition=Partition(rank, world_size),
+                      options=decode_options(options, decode=decode, features=features,
+                                             image_size=image_size),
+                      max_open_files=max_open_files, storage_options=storage_options)
+    if state is not None:
+        loader.load_state_dict(state)
+    return PKBatches(loader, steps)
+
+
+class TripletLoader(_SampledLoader):
+    """Triplet batches by ``(epoch, step)`` with :class:`Loader`'s interface: every anchor once
+    per epoch, ``batch_size`` triplets a step (the last step may be short), JSON state.
+
+    Each batch is ``{"anchor": ..., "positive": ..., "negative": ...}``, each a decoded batch
+    with its ``"label"`` (class ids) and ``"__id"`` (positions in the class index).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
+                 seed: int = 0, partition: Partition | None = None,
+                 options: DecodeOptions | None = None, num_threads: int | None = None,
+                 max_open_files: int = 64,
+                 storage_options: dict[str, Any] | None = None) -> None:
+        if batch_size < 1:
+            raise OptionError(f"batch_size must be positive; got {batch_size}")
+        self.partition = partition or Partition()
+        storage = Storage.of(path, storage_options)
+        manifest = load_manifest(path, storage=storage)
+        self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
+        self.sampler = TripletSampler(self.index, seed=seed, rank=self.partition.rank,
+                                      world_size=self.partition.world_size)
+        self.decoder = RecordDecoder(manifest.schema, options or DecodeOptions())
+        self.fetcher = RecordFetcher(self.index, max_open_files, storage=storage)
+        self.batch_size, self.seed = batch_size, seed
+        self.num_threads = num_threads or min(4, os.cpu_count() or 1)
+        self.fingerprint = fingerprint(manifest.to_json(), split)
+        self.epoch, self.step = 0, 0
+        self._class_of = np.repeat(self.index.classes, self.index.counts)
+        self._epoch_triplets: tuple[int, np.ndarray] | None = None
+        # Every rank gets as many triplets as the first (one more than others at most), so
+        # all ranks take the same number of steps.
+        world = self.partition.world_size
+        self._per_rank = math.ceil(self.sampler.total_anchors / world)
+        if self.sampler.anchors_per_epoch == 0:
+            raise DatasetError(f"{path}: rank {self.partition.rank} of {world} gets no "
+                               f"anchors (only {self.sampler.total_anchors} in the split)")
+
+    def __len__(self) -> int:
+        return math.ceil(self._per_rank / self.batch_size)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_epoch_triplets"] = None  # recomputed from (seed, epoch) where it is needed
+        return state
+
+    def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
+        """This rank's triplets at ``step`` of ``epoch``."""
+        if self._epoch_triplets is None or self._epoch_triplets[0] != epoch:
+            triplets = self.sampler.triplets(epoch)
+            short = self._per_rank - len(triplets)  # this rank has one anchor fewer: wrap
+            self._epoch_triplets = (epoch, np.concatenate([triplets, triplets[:short]]))
+        chunk = self._epoch_triplets[1][step * self.batch_size : (step + 1) * self.batch_size]
+        batch = {}
+        for column, role in enumerate(("anchor", "positive", "negative")):
+            positions = chunk[:, column]
+            labels = self._class_of[positions]
+            part = self.decoder.decode_batch(self.fetcher.fetch(positions),
+                                             _sources(self.index, positions), pool, labels)
+            part["label"] = labels
+            part[RECORD_ID] = positions
+            batch[role] = part
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the loader is, as JSON: the same on every rank and worker."""
+        return {"epoch": self.epoch, "step": self.step, "seed": self.seed,
+                "batch_size": self.batch_size, "fingerprint": self.fingerprint}
+
+    def check_state(self, state: Any) -> dict[str, Any]:
+        """``state`` as a dict, checked to be a whole state of a loader of this
+        configuration (else :class:`~tfrecordkit.errors.StateError` naming the key)."""
+        return check_state(state, {key: getattr(self, key) for key in
+                                   ("fingerprint", "seed", "batch_size")}, len(self))
+
+
+
+def iter_triplets(
+    path: str | os.PathLike[str],
+    split: str = "train",
+    *,
+    batch_size: int,
+    seed: int = 0,
+    decode: bool = True,
+    features: Sequence[str] | None = None,
+    epochs: int | None = 1,
+    rank: int = 0,
+    world_size: int = 1,
+    max_open_files: int = 64,
+    image_size: tuple[int, int] | None = None,
+    options: DecodeOptions | None = None,
+    state: dict[str, Any] | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Batches of ``{"anchor": ..., "positive": ..., "negative": ...}`` (each a decoded batch
+    with its ``"label"``); every anchor once per epoch, for ``epochs`` epochs (None: endless).
+    ``state`` (a :class:`TripletLoader`'s ``state_dict()``) continues a run exactly; for
+    epochs, workers and saving state use :class:`TripletLoader` directly."""
+    loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,
+                           partition=Partition(rank, world_size),
+                           options=decode_options(options, decode=decode, features=features,
+                                                  image_size=image_size),
+                           max_open_files=max_open_files, storage_options=storage_options)
+    if state is not None:
+        loader.load_state_dict(state)
+    try:
+        while epochs is None or loader.epoch < epochs:
+            yield from loader
+    finally:
+        loader.close()

@@ -1,0 +1,347 @@
+"""From batches of serialized records to batches in the layout's structure: parse the whole batch,
+decode (vectorised, or per example), pad or ragged-batch as the layout says."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tfrecordkit.errors import DatasetError
+from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
+from tfrecordkit.readers.tf_data._augment import (
+    _compose,
+)
+from tfrecordkit.readers.tf_data._ops import (
+    AUTOTUNE,
+    Example,
+    _decode_common,
+    _decode_one,
+    _needs_per_example_decode,
+    _resize,
+    _scale_image,
+    decode_image_tensor,
+)
+from tfrecordkit.schema import (
+    ClassLabel,
+    Feature,
+    Scalar,
+    Schema,
+    Tensor,
+)
+from tfrecordkit.store import Manifest
+
+__all__: list[str] = []  # its names are the tf_data package's own
+
+
+
+@dataclass(frozen=True)
+class _DecodePlan:
+    """What to parse, how to decode it, and the batch layout it ends in."""
+
+    description: dict[str, Any]
+    selected: dict[str, Feature]
+    layout: BatchLayout
+    options: DecodeOptions
+    augment: Any
+    ordered: bool
+
+    @property
+    def decode(self) -> bool:
+        return self.options.decode
+
+    @property
+    def foreign_images(self) -> list[str]:
+        """Images of files without a schema (keys holding one encoded image)."""
+        return self.layout.images if not self.selected else []
+
+    @property
+    def structured(self) -> bool:
+        """Whether values take the layout's structure (decoded, padded)."""
+        return self.decode and self.options.padding == "pad"
+
+    @property
+    def per_example(self) -> bool:
+        """Whether decoding needs a per-example map (images, audio, ragged tensors, augment,
+        fixed padded shapes)."""
+        return self.augment is not None or bool(self.options.padded_shapes) or (
+            self.decode and (any(_needs_per_example_decode(f) for f in self.selected.values())
+                             or bool(self.foreign_images)))
+
+
+def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
+                      drop_remainder: bool) -> Any:
+    """Batches of serialized records → parsed (whole batch at once) → decoded examples,
+    re-batched to ``batch_size`` (None: single examples), in the layout's structure."""
+    ordered, layout, options = plan.ordered, plan.layout, plan.options
+
+    def parse_batch(serialized: Any) -> Example:
+        return dict(tf.io.parse_example(serialized, plan.description))
+
+    if plan.per_example:
+        # Parse in big batches (fast), then decode each example in a parallel map.
+        ds = ds.map(parse_batch, num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
+        # Dimensions the schema leaves open but that can't vary (channels) must agree
+        # within a padded batch: padding would otherwise fill them with zeros.
+        open_axes = {n: f.open_axes for n, f in layout.features.items()
+                     if f.open_axes and f.kind in ("image", "audio")}
+        checked = batch_size is not None and plan.structured and bool(open_axes)
+
+        def decode_example_tf(parsed: Example) -> Example:
+            if not plan.decode or not plan.selected:
+                out = dict(parsed)
+                for key in plan.foreign_images if plan.decode else ():
+                    out[key] = _resize(decode_image_tensor(out[key]), options.image_size,
+                                       options.keep_aspect)
+            else:
+                out = {n: _decode_one(f, parsed, n, options) for n, f in plan.selected.items()}
+            if plan.decode and options.image_dtype != "uint8":
+                for key in layout.images:
+                    out[key] = _scale_image(out[key], options.image_dtype, options.mean,
+                                            options.std)
+            out = _compose(plan.augment)(out) if plan.augment is not None else out
+            if not plan.decode:
+                return out
+            out = _check_padded_shapes(out, layout)
+            sizes = ({_OPEN + n: tf.gather(tf.shape(_array(out[n])), list(axes))
+                      for n, axes in open_axes.items()} if checked else {})
+            if plan.structured:
+                out = {n: _structure(v, layout[n]) if n in layout.features else v
+                       for n, v in out.items()}
+            return {**out, **sizes}
+
+        ds = ds.map(decode_example_tf, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+        if batch_size is not None:
+            if options.padding == "ragged":
+                ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
+            else:
+                shapes, fills = _padding(ds.element_spec, layout)
+                ds = ds.padded_batch(batch_size, padded_shapes=shapes, padding_values=fills,
+                                     drop_remainder=drop_remainder)
+                if checked:
+                    ds = ds.map(lambda b: _check_open_axes(b, open_axes),
+                                num_parallel_calls=AUTOTUNE, deterministic=ordered)
+        elif options.padding == "pad":
+            ds = ds.map(_to_dense, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+        return ds
+
+    def parse_and_decode(serialized: Any) -> Example:
+        parsed = parse_batch(serialized)
+        if not plan.decode or not plan.selected:
+            out = dict(parsed)
+        else:
+            out = {n: _decode_common(f, parsed, n, batched=True,
+                                     text_length=options.text_length)
+                   for n, f in plan.selected.items()}
+        if batch_size is None or options.padding != "pad":
+            return out  # single examples: structured one by one after unbatching
+        if not plan.structured:
+            return dict(_to_dense(out))
+        return {n: _batch_structure(v, layout[n]) if n in layout.features else _to_dense(v)
+                for n, v in out.items()}
+
+    ds = ds.map(parse_and_decode, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    if batch_size is not None:
+        return ds
+    # Unbatching ragged values (never a dense [n, 0] tensor: TensorFlow 2.21 segfaults
+    # unbatching one), then a map that turns the rank-0 ragged rows into plain tensors.
+    def row(example: Any) -> Any:
+        example = _rows_as_tensors(example)
+        if not plan.structured:
+            return example
+        return {n: _structure(v, layout[n]) if n in layout.features else v
+                for n, v in example.items()}
+
+    return ds.unbatch().map(row, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+
+
+_OPEN = "__open__/"
+
+
+def _array(value: Any) -> Any:
+    """The array a feature's value holds (audio: its samples)."""
+    return value["samples"] if isinstance(value, dict) and "samples" in value else value
+
+
+def _structure(value: Any, layout: FeatureLayout) -> Any:
+    """One example's value in the layout's structure: varying shapes as ``{"values",
+    "lengths"}`` (the lengths of the varying dimensions, int64)."""
+    if not layout.varies:
+        return value
+    if layout.kind == "audio":
+        return {**value, "samples": _structure(value["samples"], _SAMPLES)}
+    axes = list(layout.length_axes)
+    return {"values": value,
+            "lengths": tf.cast(tf.gather(tf.shape(value), axes), tf.int64)}
+
+
+_SAMPLES = FeatureLayout("samples", "numbers", np.dtype(np.float32), (None, None), (0,))
+
+
+def _batch_structure(value: Any, layout: FeatureLayout) -> Any:
+    """A batch of one feature, parsed as a whole (fixed shapes, sequences, token ids), in
+    the layout's structure: ragged values padded with the layout's fill, and their lengths."""
+    if layout.varies and isinstance(value, tf.RaggedTensor):
+        fill = layout.fill.decode() if isinstance(layout.fill, bytes) else layout.fill
+        return {"values": value.to_tensor(default_value=tf.cast(fill, value.dtype)),
+                "lengths": tf.cast(value.row_lengths(), tf.int64)[:, None]}
+    return _to_dense(value)
+
+
+def _check_padded_shapes(example: Example, layout: BatchLayout) -> Example:
+    """The example, failing (naming the feature) if a value is larger than its padded
+    shape."""
+    checks = []
+    for name, feature in layout.features.items():
+        if feature.padded_shape is None:
+            continue
+        value = example[name]
+        value = value["ids"] if feature.kind == "tokens" else _array(value)
+        for axis, size in enumerate(feature.padded_shape):
+            if size is not None:
+                checks.append(tf.debugging.assert_less_equal(
+                    tf.shape(value)[axis], size,
+                    message=f"feature {name!r}: a value is larger than its padded shape "
+                            f"{feature.padded_shape} (axis {axis})"))
+    if not checks:
+        return example
+    with tf.control_dependencies(checks):
+        return dict(tf.nest.map_structure(tf.identity, example))
+
+
+def _padding(spec: Any, layout: BatchLayout) -> tuple[Any, Any]:
+    """``padded_batch``'s shapes and padding values for examples of ``spec``: the layout's
+    padded shapes (else each component's own, ``None`` padding to the batch's longest) and
+    fills (strings: "", masks: False)."""
+    def leaf(part: Any, feature: FeatureLayout | None, key: str) -> tuple[Any, Any]:
+        padded = feature is not None and key in ("values", "ids", "mask", "") and (
+            feature.padded_shape is not None or feature.cut_to is not None)
+        shape = part.shape
+        if padded and feature is not None:
+            shape = tf.TensorShape(feature.padded_shape if feature.padded_shape is not None
+                                   else (feature.cut_to,))
+        fill: Any = 0
+        if part.dtype == tf.string:
+            fill = ""
+        elif feature is not None and key in ("values", "ids", ""):
+            fill = feature.fill
+        return shape, tf.cast(tf.constant(fill), part.dtype)
+
+    def walk(part: Any, feature: FeatureLayout | None, key: str) -> tuple[Any, Any]:
+        if isinstance(part, dict):
+            pairs = {k: walk(v, feature, k) for k, v in part.items()}
+            return {k: v[0] for k, v in pairs.items()}, {k: v[1] for k, v in pairs.items()}
+        return leaf(part, feature, key)
+
+    shapes, fills = {}, {}
+    for name, part in spec.items():
+        shapes[name], fills[name] = walk(part, layout.features.get(name), "")
+    return shapes, fills
+
+
+def _check_open_axes(batch: Example, open_axes: Mapping[str, tuple[int, ...]]) -> Example:
+    """Drop the per-example sizes of open dimensions, failing if a record of the batch had
+    another size than the batch (its padding would be zeros, not pixels or samples)."""
+    out = {k: v for k, v in batch.items() if not k.startswith(_OPEN)}
+    for key, axes in open_axes.items():
+        have = batch[_OPEN + key]
+        value = _array(out[key])
+        value = value["values"] if isinstance(value, dict) else value
+        batch_sizes = tf.gather(tf.shape(value)[1:], list(axes))
+        check = tf.debugging.assert_equal(
+            have, tf.broadcast_to(batch_sizes, tf.shape(have)),
+            message=f"feature {key!r}: records of one batch have different channel counts "
+                    "and the schema does not fix it: pass channels=... in the schema, or "
+                    "padding='ragged'")
+        with tf.control_dependencies([check]):
+            out[key] = tf.nest.map_structure(tf.identity, out[key])
+    return out
+
+
+def _rows_as_tensors(example: Any) -> Any:
+    return tf.nest.map_structure(
+        lambda t: t if isinstance(t, tf.Tensor) else tf.identity(t), example)
+
+
+def _label_feature(manifest: Manifest | None, schema: Schema | None) -> str | None:
+    label = manifest.label_feature if manifest is not None else None
+    if label is None and schema is not None and (found := schema.class_label()):
+        label = found[0]
+    return label
+
+
+def _no_label_hint(schema: Schema | None) -> str:
+    """Why ``as_supervised`` can't run, and what to write instead."""
+    message = "as_supervised needs a class-label feature (tk.ClassLabel) in the schema"
+    if schema is None:
+        return message
+    kinds = ", ".join(f"{n}: {type(f).__name__}" for n, f in schema.items())
+    integers = [n for n, f in schema.items()
+                if isinstance(f, Scalar | Tensor) and f.dtype.startswith(("int", "uint"))
+                and (isinstance(f, Scalar) or f.shape == (1,))]
+    hint = (f"; {integers[0]!r} holds integers: write it as tk.ClassLabel(names) (integer "
+            "arrays of shape (N,) or (N, 1) named label, labels, class, target or y become "
+            "class labels by themselves)") if integers else ""
+    return f"{message}; this one has {kinds}{hint}"
+
+
+def _supervised(ds: Any, manifest: Manifest | None, schema: Schema | None,
+                ordered: bool) -> Any:
+    label = _label_feature(manifest, schema)
+    if label is None:
+        raise DatasetError(_no_label_hint(schema))
+
+    def split_label(example: Example) -> tuple[Any, Any]:
+        inputs = {k: v for k, v in example.items() if k != label}
+        return (next(iter(inputs.values())) if len(inputs) == 1 else inputs), example[label]
+
+    return ds.map(split_label, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+
+
+def _finish(ds: Any, manifest: Manifest | None, schema: Schema | None, ordered: bool) -> Any:
+    ds = ds.prefetch(AUTOTUNE)
+    options = tf.data.Options()
+    options.deterministic = ordered
+    options.experimental_optimization.map_parallelization = True
+    ds = ds.with_options(options)
+    label = _label_feature(manifest, schema)
+    class_feature = schema[label] if schema is not None and label else None
+    ds.class_names = list(class_feature.names) if isinstance(class_feature, ClassLabel) else []
+    ds.manifest = manifest
+    return ds
+
+
+def _to_dense(example: Any) -> Any:
+    """Ragged values padded to dense tensors (zeros / empty strings)."""
+    return tf.nest.map_structure(
+        lambda t: t.to_tensor() if isinstance(t, tf.RaggedTensor) else t, example)
+
+
+def _shard_label(schema: Schema | None, names: Sequence[str],
+                 description: dict[str, Any]) -> str | None:
+    """The label taken from the shard among ``names``, if any; its parsing spec is added to
+    ``description`` (records get it appended before parsing)."""
+    label = schema.shard_label if schema is not None else None
+    if label is None or label not in names:
+        return None
+    description[label] = tf.io.FixedLenFeature([], tf.int64)
+    return label
+
+
+def _shard_entries(schema: Schema | None, label: str, classes: Sequence[int]) -> list[bytes]:
+    """Per class (or file), the serialized label entry appended to its records: concatenated
+    Example messages merge, so the parser reads the label as if the record held it."""
+    feature = schema[label] if schema is not None else None
+    assert isinstance(feature, ClassLabel)
+    return [feature.shard_entry(label, int(c)) for c in classes]
+
+
+def _with_shard_label(records: list[bytes], classes: np.ndarray, entries: list[bytes]
+                      ) -> np.ndarray:
+    """Records with their class's label entry appended (see :func:`_shard_entries`)."""
+    return np.array([r + entries[c] for r, c in zip(records, classes.tolist(), strict=True)],
+                    dtype=object)

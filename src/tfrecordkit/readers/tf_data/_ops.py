@@ -1,0 +1,221 @@
+"""In-graph twins of the codecs: parsing specs from a schema, image/audio/tensor/text decoding
+as TensorFlow ops, pixel for pixel as the NumPy readers decode."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tfrecordkit.codecs import load_soundfile, resample_audio
+from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.schema import (
+    Audio,
+    Feature,
+    Image,
+    KeySpec,
+    Scalar,
+    Schema,
+    Tensor,
+    Text,
+)
+
+__all__ = ["AUTOTUNE", "Example", "decode_image_tensor", "feature_description"]
+
+AUTOTUNE = tf.data.AUTOTUNE
+Example = dict[str, Any]
+_TF_DTYPES = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}
+
+
+# -- parsing specs ---------------------------------------------------------------------------
+
+
+def feature_description(schema: Schema, features: Sequence[str] | None = None) -> dict[str, Any]:
+    """The ``tf.io.parse_example`` spec for a schema (or the named subset of its features).
+
+    Fixed-length keys become ``FixedLenFeature``; variable-length ones ``RaggedFeature``.
+    """
+    return {spec.key: _tf_spec(spec) for spec in schema.key_specs(
+        list(features) if features is not None else None)}
+
+
+def _tf_spec(spec: KeySpec) -> Any:
+    dtype = _TF_DTYPES[spec.dtype]
+    if spec.shape is None:
+        return tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
+    return tf.io.FixedLenFeature(list(spec.shape), dtype)
+
+
+# -- decoding --------------------------------------------------------------------------------
+
+
+def _needs_per_example_decode(feature: Feature) -> bool:
+    return isinstance(feature, Image | Audio) or (
+        isinstance(feature, Tensor) and feature.variable
+    )
+
+
+def _tf_to_channels(image: Any, channels: int | None) -> Any:
+    """``[h, w, c]`` uint8 pixels (any c in 1..4) with ``channels`` channels, converted as
+    :func:`~tfrecordkit.schema.convert_channels` converts them (both readers agree)."""
+    if channels is None:
+        return image
+    have = tf.shape(image)[2]
+    has_alpha = tf.logical_or(tf.equal(have, 2), tf.equal(have, 4))
+    colour = tf.cond(has_alpha, lambda: image[:, :, :-1], lambda: image)
+    if channels in (1, 2):
+        def luma() -> Any:
+            rgb = tf.cast(colour, tf.int32)
+            grey = (rgb[:, :, 0] * 9798 + rgb[:, :, 1] * 19235 + rgb[:, :, 2] * 9735) // 32768
+            return tf.cast(grey, tf.uint8)[:, :, None]
+        colour = tf.cond(tf.equal(tf.shape(colour)[2], 3), luma, lambda: colour[:, :, :1])
+    else:
+        colour = tf.cond(tf.equal(tf.shape(colour)[2], 1),
+                         lambda: tf.tile(colour, [1, 1, 3]), lambda: colour[:, :, :3])
+    if channels in (2, 4):
+        alpha = tf.cond(has_alpha, lambda: image[:, :, -1:],
+                        lambda: tf.fill(tf.concat([tf.shape(image)[:2], [1]], 0),
+                                        tf.constant(255, tf.uint8)))
+        colour = tf.concat([colour, alpha], axis=2)
+    colour.set_shape([None, None, channels])
+    return colour
+
+
+def decode_image_tensor(data: Any, channels: int | None = None, encoding: str = "auto") -> Any:
+    """Decode JPEG/PNG (or GIF/BMP) bytes to ``[h, w, c]`` uint8, pixel for pixel as the NumPy
+    readers decode them: accurate integer DCT for JPEG (TensorFlow's default is the faster,
+    less exact one), and the same channel conversions."""
+    def jpeg() -> Any:
+        want = 1 if channels in (1, 2) else 3 if channels in (3, 4) else 0
+        image = tf.io.decode_jpeg(data, channels=want, dct_method="INTEGER_ACCURATE")
+        return _tf_to_channels(image, channels) if channels in (2, 4) else image
+
+    def other() -> Any:
+        image = tf.io.decode_image(data, channels=0, expand_animations=False)
+        image.set_shape([None, None, None])
+        return _tf_to_channels(image, channels)
+
+    if encoding == "jpeg":
+        image = jpeg()
+    elif encoding == "png":
+        image = _tf_to_channels(tf.io.decode_png(data, channels=0), channels)
+    else:
+        image = tf.cond(tf.io.is_jpeg(data), jpeg, other)
+    image.set_shape([None, None, channels])
+    return image
+
+
+def _decode_image(feature: Image, parsed: Example, name: str,
+                  image_size: tuple[int, int] | None, keep_aspect: bool) -> Any:
+    data = parsed[name]
+    if feature.encoding == "raw":
+        shape = tf.stack([parsed[f"{name}/height"], parsed[f"{name}/width"],
+                          parsed[f"{name}/channels"]])
+        image = _tf_to_channels(tf.reshape(tf.io.decode_raw(data, tf.uint8), shape),
+                                feature.channels)
+    else:
+        image = decode_image_tensor(data, feature.channels, feature.encoding)
+    if image_size is None and feature.fixed_shape is not None:
+        image = tf.ensure_shape(image, feature.fixed_shape)  # a static shape for Keras
+    return _resize(image, image_size, keep_aspect)
+
+
+def _scale_image(image: Any, dtype: str, mean: tuple[float, ...] | None,
+                 std: tuple[float, ...] | None) -> Any:
+    """float32 in [0, 1], then ``(x - mean) / std``: the NumPy readers' float32 operations."""
+    out = tf.cast(image, tf.float32) / tf.constant(255.0, tf.float32)
+    if mean is not None:
+        out = out - tf.constant(mean, tf.float32)
+    if std is not None:
+        out = out / tf.constant(std, tf.float32)
+    return out
+
+
+def _resize(image: Any, image_size: tuple[int, int] | None, keep_aspect: bool) -> Any:
+    if image_size is None:
+        return image
+    if keep_aspect:
+        resized = tf.image.resize_with_pad(image, image_size[0], image_size[1])
+    else:
+        resized = tf.image.resize(image, image_size)
+    return tf.saturate_cast(tf.round(resized), tf.uint8)
+
+
+def _decode_audio_file(data: bytes) -> tuple[np.ndarray, np.int64]:
+    import io
+
+    samples, rate = load_soundfile().read(io.BytesIO(data), dtype="float32", always_2d=True)
+    return samples, np.int64(rate)
+
+
+def _decode_audio(feature: Audio, parsed: Example, name: str,
+                  sample_rate: int | None = None) -> Any:
+    """``{"samples": [frames, channels] float32, "sample_rate": int64}``, as the TF-free
+    loaders give it; resampled (libsoxr, as they do) to ``sample_rate`` when given."""
+    channels = tf.cast(parsed[f"{name}/channels"], tf.int64)
+    rate = tf.cast(parsed[f"{name}/sample_rate"], tf.int64)
+    if feature.encoding == "pcm":
+        samples = tf.reshape(parsed[name], tf.stack([-1, tf.maximum(channels, 1)]))
+    else:
+        samples, rate = tf.numpy_function(_decode_audio_file, [parsed[name]],
+                                          [tf.float32, tf.int64], stateful=False)
+        samples.set_shape([None, None])
+        rate.set_shape([])
+    if sample_rate is not None:
+        samples = tf.numpy_function(
+            lambda s, r: resample_audio(s, int(r), sample_rate) if r > 0 else s,
+            [samples, rate], tf.float32, stateful=False)
+        samples.set_shape([None, None])
+        rate = tf.where(rate > 0, tf.constant(sample_rate, tf.int64), rate)
+    return {"samples": samples, "sample_rate": rate}
+
+
+def _decode_tensor(feature: Tensor, data: Any, shape: Any, batched: bool) -> Any:
+    raw_dtype = tf.uint8 if feature.dtype == "bool" else tf.as_dtype(feature.dtype)
+    values = tf.io.decode_raw(data, raw_dtype, little_endian=True)
+    values = tf.reshape(values, [-1, *feature.shape] if batched else shape)
+    if not batched:
+        values.set_shape(feature.shape)  # the dimensions the schema fixes are static
+    return tf.cast(values, tf.bool) if feature.dtype == "bool" else values
+
+
+def _token_ids(ids: Any, text_length: int | None, batched: bool) -> dict[str, Any]:
+    """Token ids cut to ``text_length``, with a mask that padding will make False."""
+    if text_length is not None:
+        ids = ids[:, :text_length] if batched else ids[:text_length]
+    mask = (tf.ones_like(ids, dtype=tf.bool) if not isinstance(ids, tf.RaggedTensor)
+            else tf.ragged.map_flat_values(tf.ones_like, ids, dtype=tf.bool))
+    if batched and text_length is not None and isinstance(ids, tf.RaggedTensor):
+        ids = ids.to_tensor(shape=[None, text_length])
+        mask = mask.to_tensor(shape=[None, text_length])
+    return {"ids": ids, "mask": mask}
+
+
+def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool,
+                   text_length: int | None = None) -> Any:
+    """Decoding that works on a whole batch as well as on one example."""
+    if isinstance(feature, Text):
+        if feature.has_ids:
+            return {"text": parsed[name],
+                    **_token_ids(parsed[f"{name}/ids"], text_length, batched)}
+        return parsed[name]
+    if isinstance(feature, Tensor):
+        shape = parsed[f"{name}/shape"] if feature.variable else list(feature.shape)
+        return _decode_tensor(feature, parsed[name], shape, batched)
+    if isinstance(feature, Scalar):
+        value = parsed[name]
+        if feature.dtype in ("string", "int64", "float32"):
+            return value
+        return tf.cast(value, tf.as_dtype(feature.dtype))
+    return parsed[name]  # ClassLabel (int64), Sequence (ragged)
+
+
+def _decode_one(feature: Feature, parsed: Example, name: str, options: DecodeOptions) -> Any:
+    if isinstance(feature, Image):
+        return _decode_image(feature, parsed, name, options.image_size, options.keep_aspect)
+    if isinstance(feature, Audio):
+        return _decode_audio(feature, parsed, name, options.sample_rate)
+    return _decode_common(feature, parsed, name, batched=False,
+                          text_length=options.text_length)

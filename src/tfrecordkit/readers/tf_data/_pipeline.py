@@ -1,0 +1,240 @@
+"""``load_tf_dataset``: files of a split → interleave in runs → shuffle → batch → parse and
+decode in-graph → the batch layout → prefetch."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+import tensorflow as tf
+
+from tfrecordkit.errors import OptionError
+from tfrecordkit.format import RecordReader, Storage
+from tfrecordkit.readers._decoding import DecodeOptions, Padding
+from tfrecordkit.readers._layout import BatchLayout
+from tfrecordkit.readers._partition import Partition
+from tfrecordkit.readers._plan import plan_read
+from tfrecordkit.readers.tf_data._augment import (
+    Augment,
+)
+from tfrecordkit.readers.tf_data._batching import (
+    _DecodePlan,
+    _finish,
+    _parse_and_decode,
+    _shard_entries,
+    _shard_label,
+    _supervised,
+)
+from tfrecordkit.readers.tf_data._ops import (
+    AUTOTUNE,
+    _tf_spec,
+    feature_description,
+)
+from tfrecordkit.schema import (
+    Schema,
+)
+
+__all__ = ["load_tf_dataset", "shuffle_buffer_size"]
+
+_SHUFFLE_BYTES = 64 << 20
+_PARSE_BATCH = 256
+_INTERLEAVE_RUN = 64  # records read from one file before the interleave moves on
+
+
+# -- sources of files ------------------------------------------------------------------------
+
+
+def shuffle_buffer_size(record_bytes: float, records: int,
+                        memory_bytes: int = _SHUFFLE_BYTES) -> int:
+    """Records in the shuffle buffer: as many as fit in ``memory_bytes`` (64 MiB by default),
+    at least 1,000 and at most 100,000 or the number of records."""
+    fit = int(memory_bytes / max(record_bytes, 1.0))
+    return max(1, min(records, max(1_000, min(fit, 100_000))))
+
+
+# -- the pipeline ----------------------------------------------------------------------------
+
+
+def load_tf_dataset(
+    path: str | os.PathLike[str] | Sequence[str],
+    split: str = "train",
+    *,
+    batch_size: int | None = None,
+    shuffle: bool = True,
+    seed: int | None = None,
+    repeat: bool = False,
+    decode: bool = True,
+    features: Sequence[str] | None = None,
+    image_size: tuple[int, int] | None = None,
+    keep_aspect_ratio: bool = False,
+    augment: Augment | None = None,
+    padding: Padding = "pad",
+    drop_remainder: bool = False,
+    cache: bool = False,
+    input_context: Any = None,
+    deterministic: bool = False,
+    as_supervised: bool = False,
+    schema: Schema | None = None,
+    shuffle_buffer: int | None = None,
+    options: DecodeOptions | None = None,
+    storage_options: dict[str, Any] | None = None,
+    image_dtype: Literal["uint8", "float32"] = "uint8",
+    padded_shapes: Mapping[str, tuple[int | None, ...]] | None = None,
+    padding_values: Mapping[str, float] | None = None,
+) -> Any:
+    """A ``tf.data.Dataset`` of one split of a dataset, parsed and decoded from its manifest.
+
+    Args:
+        path: a dataset directory (with ``dataset.json``), or TFRecord files / globs that
+            tfrecordkit did not write (their schema is inferred from a sample, or ``schema``).
+            Local paths and ``gs://`` URLs are read by TensorFlow's own file reader; other
+            URLs (``s3://``, ``http(s)://``, ``memory://``; ``gs://`` with
+            ``storage_options``) by tfrecordkit's reader through fsspec, feeding tf.data.
+        split: which split.
+        batch_size: records per batch (None: unbatched examples).
+        shuffle: shuffle files every epoch and records through a buffer sized from the record
+            size (see :func:`shuffle_buffer_size`) or ``shuffle_buffer``.
+        seed: seeds the shuffles; with ``deterministic=True`` the same seed gives the same order.
+        repeat: repeat forever (cardinality becomes infinite).
+        decode: decode images, audio, tensors; False leaves the parsed raw values.
+        features: parse only these features (the others are never parsed).
+        image_size: resize images to ``(height, width)``; ``keep_aspect_ratio`` pads instead of
+            stretching.
+        augment: a function (or list) mapping an example dict to an example dict, run per
+            example after decoding and resizing, before batching, in the parallel map; see
+            :func:`random_flip`, :func:`random_brightness`, :func:`random_crop`.
+        padding: variable-length values in a batch are padded to the longest (``"pad"``) or
+            returned as ``tf.RaggedTensor`` (``"ragged"``).
+        padded_shapes: per feature, the shape to pad to in a batch, ``None`` for a dimension
+            padded to the batch's longest: ``{"image": (256, None, 3)}`` (audio: the samples'
+            ``(frames, channels)``; token ids: ``(length,)``). A larger value fails naming
+            the feature.
+        padding_values: per feature, the value padding fills in (default 0, or "").
+        drop_remainder: drop the last smaller batch (static batch dimension).
+        cache: cache serialized records in memory after the first epoch.
+        input_context: a ``tf.distribute.InputContext``: shard by file when there are at least
+            as many files as input pipelines, else by record. ``batch_size`` is then per
+            replica (``input_context.get_per_replica_batch_size(global_batch)``).
+        deterministic: fixed element order (slower); needed for reproducible runs.
+        as_supervised: yield ``(inputs, label)`` for ``model.fit``; ``inputs`` is the one
+            remaining feature, or a dict of them.
+        schema: the schema for foreign files (default: inferred).
+        shuffle_buffer: override the shuffle buffer size (records).
+        options: ``decode``, ``features``, ``image_size``, ``keep_aspect_ratio`` and
+            ``padding`` as one :class:`~tfrecordkit.readers.numpy_data.DecodeOptions` (the
+            TF-free loaders' object; then leave those keywords at their defaults).
+        storage_options: options for a URL's filesystem (fsspec).
+        image_dtype: ``"float32"`` scales images to [0, 1] (``options`` adds ``mean``/``std``
+            normalisation); the TF-free loaders give the same values.
+
+    Returns:
+        The dataset; it carries ``class_names`` and (for tfrecordkit datasets) ``manifest``.
+
+    Raises:
+        DatasetError: the manifest disagrees with the files (missing shard, wrong size,
+            schema mismatch), before any training starts.
+    """
+    if options is not None:
+        if (decode, features, image_size, keep_aspect_ratio, padding, image_dtype,
+                padded_shapes, padding_values) != (True, None, None, False, "pad", "uint8",
+                                                   None, None):
+            raise OptionError("give either options= or the decode keywords, not both")
+    else:
+        options = DecodeOptions(decode=decode, image_size=image_size,
+                                features=None if features is None else tuple(features),
+                                keep_aspect=keep_aspect_ratio, padding=padding,
+                                image_dtype=image_dtype, padded_shapes=padded_shapes,
+                                padding_values=padding_values)  # validates them
+    if options.padded_shapes and batch_size is None:
+        raise OptionError("padded_shapes pads batches: give batch_size")
+    if batch_size is not None and batch_size < 1:
+        raise OptionError(f"batch_size must be positive; got {batch_size}")
+    read = plan_read(path, split, schema=schema, storage_options=storage_options)
+    manifest, schema = read.manifest, read.schema
+    compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
+    open_file = _file_reader(read.storage, compression, storage_options)
+    layout = BatchLayout.of(schema, options, read.specs, read.images)
+    names = layout.names
+    if schema is not None:
+        description = feature_description(schema, names)
+    else:
+        description = {spec.key: _tf_spec(spec) for spec in read.specs if spec.key in names}
+
+    # Distribution: by file when there are enough files, else by record.
+    partition = (Partition.from_input_context(input_context) if input_context is not None
+                 else Partition())
+    workers, worker = partition.world_size, partition.rank
+    file_paths, counts, file_classes, by_record = read.for_rank(partition)
+    records = sum(counts) if all(n >= 0 for n in counts) else -1
+    if by_record and records >= 0:
+        records = len(range(worker, records, workers))
+
+    # Record-level sharding needs every worker to see one and the same record order.
+    file_seed = seed if seed is not None else (0 if by_record else None)
+    # shuffle=False is the split's stored order, as in every reader: files one after another.
+    ordered = deterministic or by_record or not shuffle
+    # A label taken from the shard: each file's records get it appended (_with_shard_label).
+    shard_label = _shard_label(schema, names, description)
+    files_ds = tf.data.Dataset.from_tensor_slices(
+        (list(file_paths), _shard_entries(schema, shard_label, file_classes)) if shard_label
+        else list(file_paths))
+    if shuffle and len(file_paths) > 1:
+        files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
+    cycle = max(1, min(len(file_paths), 16)) if shuffle else 1
+
+    # Files are interleaved in runs of records: a parallel interleave of single records
+    # costs ~15 µs each (one file: 15x slower than reading it; bench/vocabulary.py found it).
+    def runs(file: Any, entry: Any = None) -> Any:
+        records = open_file(file).batch(_INTERLEAVE_RUN)
+        return records if entry is None else records.map(
+            lambda r: tf.strings.join([r, tf.fill(tf.shape(r), entry)]))
+
+    ds = files_ds.interleave(runs, cycle_length=cycle, block_length=1,
+                             num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
+    if by_record:
+        ds = ds.shard(workers, worker)
+    if cache:
+        ds = ds.cache()
+    if shuffle:
+        buffer = shuffle_buffer or shuffle_buffer_size(read.bytes_per_record,
+                                                       max(records, 1_000))
+        ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+
+    selected = {n: schema[n] for n in names} if schema is not None else {}
+    plan = _DecodePlan(description, selected, layout, options, augment, ordered)
+    parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
+    ds = ds.batch(parse_size, drop_remainder=drop_remainder and not plan.per_example
+                  and batch_size is not None)
+    ds = _parse_and_decode(ds, plan, batch_size, drop_remainder)
+
+    if as_supervised:
+        ds = _supervised(ds, manifest, schema, ordered)
+    if not repeat and records >= 0:
+        if batch_size is None:
+            cardinality = records
+        elif drop_remainder:
+            cardinality = records // batch_size
+        else:
+            cardinality = math.ceil(records / batch_size)
+        ds = ds.apply(tf.data.experimental.assert_cardinality(cardinality))
+    return _finish(ds, manifest, schema, ordered)
+
+
+def _file_reader(storage: Storage, compression: str,
+                 storage_options: dict[str, Any] | None) -> Callable[[Any], Any]:
+    """File path tensor -> dataset of its serialized records: TensorFlow's reader where TF
+    reads the files itself (local, ``gs://``), else tfrecordkit's (CRC-checked) via fsspec."""
+    if storage.local or (storage.protocol in ("gs", "gcs") and not storage_options):
+        return lambda f: tf.data.TFRecordDataset(f, compression_type=compression,
+                                                 buffer_size=1 << 20)
+
+    def records(path: bytes) -> Iterator[bytes]:
+        yield from RecordReader(path.decode(), storage=storage)
+
+    signature = tf.TensorSpec((), tf.string)
+    return lambda f: tf.data.Dataset.from_generator(records, args=(f,),
+                                                    output_signature=signature)

@@ -1,0 +1,302 @@
+"""Class-balanced P×K and triplet batches as tf.data pipelines, from the same samplers as the
+TF-free loaders (same batches for the same seed), with exact resume."""
+
+from __future__ import annotations
+
+import copy
+import math
+import operator
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import tensorflow as tf
+
+from tfrecordkit.errors import DatasetError, StateError
+from tfrecordkit.format import Storage
+from tfrecordkit.readers._decoding import DecodeOptions, Padding
+from tfrecordkit.readers._layout import BatchLayout
+from tfrecordkit.readers._partition import Partition
+from tfrecordkit.readers._plan import plan_read
+from tfrecordkit.readers.tf_data._augment import (
+    Augment,
+)
+from tfrecordkit.readers.tf_data._batching import (
+    _DecodePlan,
+    _finish,
+    _no_label_hint,
+    _parse_and_decode,
+    _shard_entries,
+    _shard_label,
+    _supervised,
+    _with_shard_label,
+)
+from tfrecordkit.readers.tf_data._ops import (
+    AUTOTUNE,
+    Example,
+    feature_description,
+)
+from tfrecordkit.sampling import MAX_EPOCH, state_int
+from tfrecordkit.schema import (
+    Schema,
+)
+from tfrecordkit.store import MANIFEST_NAME, Manifest, is_dataset_dir
+
+__all__ = ["load_tf_pk_dataset", "load_tf_triplet_dataset"]
+
+
+
+# -- metric learning -------------------------------------------------------------------------
+
+
+def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequence[str] | None,
+                      input_context: Any, storage: Storage
+                      ) -> tuple[Manifest, Schema, list[str], int, int]:
+    if not is_dataset_dir(path, storage):
+        raise DatasetError(f"{os.fspath(path)}: class-balanced sampling needs a dataset "
+                           f"directory with {MANIFEST_NAME}")
+    read = plan_read(path, split, storage=storage)
+    manifest, schema = read.manifest, read.schema
+    assert manifest is not None and schema is not None  # a dataset directory has both
+    names = list(features) if features is not None else list(schema)
+    if manifest.label_feature is not None and manifest.label_feature not in names:
+        names.append(manifest.label_feature)  # batches always carry their labels
+    partition = (Partition.from_input_context(input_context) if input_context is not None
+                 else Partition())
+    return manifest, schema, names, partition.rank, partition.world_size
+
+
+def _sampling_plan(schema: Schema, names: list[str], description: dict[str, Any], *,
+                   decode: bool, image_size: tuple[int, int] | None, keep_aspect: bool,
+                   augment: Augment | None, padding: Padding) -> _DecodePlan:
+    """How P×K and triplet batches decode: in stored order, the one batch layout."""
+    options = DecodeOptions(decode=decode, features=tuple(names), image_size=image_size,
+                            keep_aspect=keep_aspect, padding=padding)
+    layout = BatchLayout.of(schema, options)
+    return _DecodePlan(description, {n: schema[n] for n in names}, layout, options, augment,
+                       True)
+
+
+def _step_number(start: Any) -> int:
+    """An integer step: a Python or NumPy int, or an integer tensor / variable (such as
+    ``optimizer.iterations``); never a bool, float or string."""
+    if not isinstance(start, bool | np.bool_):
+        try:
+            return operator.index(start)
+        except TypeError:
+            dtype = getattr(start, "dtype", None)
+            if dtype is not None and getattr(dtype, "is_integer", False):
+                return int(start)
+    raise StateError("start", f"must be a global step >= 0 (an int) or a state_dict(); "
+                              f"got {type(start).__name__} {start!r:.40}")
+
+
+def _global_steps(start: int | Mapping[str, Any], steps: int, repeat: bool,
+                  sampler: Any) -> tuple[int, int | None]:
+    """The first global step and how many follow (None: endlessly) for ``start``."""
+    if isinstance(start, Mapping):
+        probe = copy.copy(sampler)
+        probe.load_state_dict(dict(start))  # refuses a malformed one, or other settings
+        first = (state_int(start, "epoch", 0, MAX_EPOCH) * steps
+                 + state_int(start, "step", 0, steps))
+    else:
+        first = _step_number(start)
+        if not 0 <= first <= MAX_EPOCH * max(1, steps):
+            raise StateError("start", f"{first} is not a global step >= 0")
+    return first, None if repeat else steps - first % steps
+
+
+def _step_dataset(first: int, count: int | None, fetch: Callable[[int], np.ndarray],
+                  size: int) -> Any:
+    """Global steps ``first, first + 1, ...`` mapped to their serialized records: a pure
+    function of the step, so tf.train.Checkpoint can save and restore the iterator."""
+    steps = tf.data.Dataset.range(first, first + count if count is not None else 2**62)
+    return steps.map(lambda g: tf.ensure_shape(
+        tf.numpy_function(lambda x: fetch(int(x)), [g], tf.string, stateful=False), [size]))
+
+
+
+
+
+
+
+
+def _attach_state(ds: Any, sampler: Any, fetcher: Any, steps: int, first: int) -> Any:
+    ds.sampler, ds.fetcher = sampler, fetcher
+    ds.steps_per_epoch, ds.start = steps, first
+
+    def state_at(step: int) -> dict[str, Any]:
+        """The JSON state to resume at global step ``step`` (e.g. ``optimizer.iterations``)."""
+        state = sampler.state_dict()
+        state["epoch"], state["step"] = divmod(int(step), steps)
+        return dict(state)
+
+    ds.state_at = state_at
+    return ds
+
+
+def load_tf_pk_dataset(
+    path: str | os.PathLike[str],
+    split: str = "train",
+    *,
+    classes_per_batch: int,
+    examples_per_class: int,
+    seed: int = 0,
+    decode: bool = True,
+    features: Sequence[str] | None = None,
+    image_size: tuple[int, int] | None = None,
+    keep_aspect_ratio: bool = False,
+    augment: Augment | None = None,
+    padding: Padding = "pad",
+    as_supervised: bool = False,
+    epoch: Literal["classes", "examples"] = "classes",
+    exclude_small: bool = False,
+    repeat: bool = False,
+    start: int | Mapping[str, Any] = 0,
+    input_context: Any = None,
+    max_open_files: int = 64,
+    storage_options: dict[str, Any] | None = None,
+) -> Any:
+    """Class-balanced batches of P classes × K examples as a ``tf.data.Dataset``.
+
+    Batches are class-major (K consecutive examples per class) and are drawn by
+    :class:`~tfrecordkit.sampling.PKSampler` (see it for rounds, reshuffling, small classes and
+    ``epoch``). Records are read by offset, with at most ``max_open_files`` files open, then
+    parsed as a batch and decoded as :func:`load_tf_dataset` does. With ``input_context``
+    each input pipeline gets different classes every step.
+
+    The batch at global step ``g`` (step ``g % ds.steps_per_epoch`` of epoch
+    ``g // ds.steps_per_epoch``) is a pure function of the seed and ``g``, so the dataset
+    holds no hidden state: ``tf.train.Checkpoint(iterator=it)`` saves and restores an
+    iterator exactly, and ``start`` (a global step such as ``optimizer.iterations``, or
+    ``ds.state_at(step)``, JSON) resumes anywhere. Without ``repeat`` the dataset is the rest
+    of ``start``'s epoch; with it, every later epoch follows (for ``model.fit``, give
+    ``steps_per_epoch=ds.steps_per_epoch`` so each Keras epoch continues the plan).
+    """
+    from tfrecordkit.sampling import ClassIndex, PKSampler, RecordFetcher
+
+    storage = Storage.of(path, storage_options)
+    manifest, schema, names, rank, world = _sampling_context(path, split, features,
+                                                            input_context, storage)
+    index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
+    sampler = PKSampler(index, classes_per_batch, examples_per_class, seed=seed,
+                        exclude_small=exclude_small, epoch=epoch, rank=rank, world_size=world)
+    fetcher = RecordFetcher(index, max_open_files, storage=storage)
+    size = classes_per_batch * examples_per_class
+    steps = sampler.steps_per_epoch
+    first, count = _global_steps(start, steps, repeat, sampler)
+
+    description = feature_description(schema, names)
+    shard_label = _shard_label(schema, names, description)
+    entries = _shard_entries(schema, shard_label, range(len(manifest.class_names))
+                             ) if shard_label else []
+    class_of = np.repeat(index.classes, index.counts)
+
+    def fetch(g: int) -> np.ndarray:
+        positions = sampler.batch(*divmod(g, steps))
+        records = fetcher.fetch(positions)
+        if shard_label:
+            return _with_shard_label(records, class_of[positions], entries)
+        return np.array(records, dtype=object)
+
+    ds = _step_dataset(first, count, fetch, size)
+    plan = _sampling_plan(schema, names, description, decode=decode, image_size=image_size,
+                          keep_aspect=keep_aspect_ratio, augment=augment, padding=padding)
+    ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
+    if as_supervised:
+        ds = _supervised(ds, manifest, schema, True)
+    if count is not None:
+        ds = ds.apply(tf.data.experimental.assert_cardinality(count))
+    return _attach_state(_finish(ds, manifest, schema, True), sampler, fetcher, steps, first)
+
+
+def load_tf_triplet_dataset(
+    path: str | os.PathLike[str],
+    split: str = "train",
+    *,
+    batch_size: int,
+    seed: int = 0,
+    decode: bool = True,
+    features: Sequence[str] | None = None,
+    image_size: tuple[int, int] | None = None,
+    keep_aspect_ratio: bool = False,
+    augment: Augment | None = None,
+    padding: Padding = "pad",
+    with_labels: bool = True,
+    as_supervised: bool = False,
+    repeat: bool = False,
+    start: int | Mapping[str, Any] = 0,
+    input_context: Any = None,
+    max_open_files: int = 64,
+    storage_options: dict[str, Any] | None = None,
+) -> Any:
+    """Batches of ``{"anchor", "positive", "negative"}`` examples as a ``tf.data.Dataset``.
+
+    Every anchor is used once per epoch; the positive is another record of its class, the
+    negative one of a different class (see :class:`~tfrecordkit.sampling.TripletSampler`).
+    Each part keeps its label feature unless ``with_labels=False``; ``augment`` runs on each
+    part. ``as_supervised`` gives ``((anchor, positive, negative), anchor_label)`` for
+    ``model.fit``, each part its one remaining feature (or a dict of them).
+
+    As with :func:`load_tf_pk_dataset`, triplet ``g`` (anchor ``g % anchors`` of epoch
+    ``g // anchors``) is a pure function of the seed: the iterator can be checkpointed with
+    ``tf.train.Checkpoint``, and ``start`` (a triplet number, or ``ds.state_at(n)``) resumes
+    anywhere. Without ``repeat`` the dataset is the rest of ``start``'s epoch.
+    """
+    from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
+
+    storage = Storage.of(path, storage_options)
+    manifest, schema, names, rank, world = _sampling_context(path, split, features,
+                                                            input_context, storage)
+    label = manifest.label_feature
+    if as_supervised and label is None:
+        raise DatasetError(_no_label_hint(schema))
+    if not with_labels and not as_supervised and label in names and (
+            features is None or label not in features):
+        names.remove(label)
+    index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
+    sampler = TripletSampler(index, seed=seed, rank=rank, world_size=world)
+    fetcher = RecordFetcher(index, max_open_files, storage=storage)
+    anchors = sampler.anchors_per_epoch
+    first, count = _global_steps(start, anchors, repeat, sampler)
+    cache: dict[int, np.ndarray] = {}
+    description = feature_description(schema, names)
+    shard_label = _shard_label(schema, names, description)
+    entries = _shard_entries(schema, shard_label, range(len(manifest.class_names))
+                             ) if shard_label else []
+    class_of = np.repeat(index.classes, index.counts)
+
+    def fetch(g: int) -> np.ndarray:
+        epoch, i = divmod(g, anchors)
+        if epoch not in cache:  # an epoch's triplets, drawn once (a pure function of it)
+            cache.clear()
+            cache[epoch] = sampler.triplets(epoch)
+        positions = cache[epoch][i]
+        records = fetcher.fetch(positions)
+        if shard_label:
+            return _with_shard_label(records, class_of[positions], entries)
+        return np.array(records, dtype=object)
+
+    ds = _step_dataset(first, count, fetch, 3)
+    plan = _sampling_plan(schema, names, description, decode=decode, image_size=image_size,
+                          keep_aspect=keep_aspect_ratio, augment=augment, padding=padding)
+    ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
+    roles = ("anchor", "positive", "negative")
+    if as_supervised:
+        assert label is not None
+
+        def supervised(e: Example) -> Any:
+            parts = [{k: v[i] for k, v in e.items() if k != label} for i in range(3)]
+            inputs = tuple(next(iter(p.values())) if len(p) == 1 else p for p in parts)
+            return inputs, e[label][0]
+
+        ds = ds.map(supervised, num_parallel_calls=AUTOTUNE, deterministic=True)
+    else:
+        ds = ds.map(lambda e: {role: tf.nest.map_structure(lambda t, i=i: t[i], e)
+                               for i, role in enumerate(roles)},
+                    num_parallel_calls=AUTOTUNE, deterministic=True)
+    ds = ds.ragged_batch(batch_size) if padding == "ragged" else ds.padded_batch(batch_size)
+    if count is not None:
+        ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(count / batch_size)))
+    return _attach_state(_finish(ds, manifest, schema, True), sampler, fetcher, anchors, first)
