@@ -71,3 +71,17 @@ def test_proto_descriptor_is_compiled_from_the_proto(tmp_path):
     assert out.read_bytes() == folder.joinpath("example.desc").read_bytes(), (
         "example.desc is stale: run scripts/gen_proto"
     )
+
+
+def test_no_module_imports_another_packages_private_module():
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("tfrecordkit")
+    crossing = []
+    for module in graph.modules:
+        package = module.split(".")[1] if "." in module else ""
+        for imported in graph.find_modules_directly_imported_by(module):
+            parts = imported.split(".")
+            if (parts[0] == "tfrecordkit" and len(parts) > 2 and parts[1] != package
+                    and any(p.startswith("_") and not p.startswith("__") for p in parts[2:])):
+                crossing.append(f"{module} -> {imported}")
+    assert not crossing, "use the package's __all__ names instead: " + "; ".join(crossing)

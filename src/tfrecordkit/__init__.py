@@ -78,7 +78,7 @@ if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at
         load_torch_triplet_dataset,
     )
 
-__version__ = "0.1.0"
+from tfrecordkit._version import __version__
 
 # Readers imported on first use (tf_data imports TensorFlow): name -> module.
 _LAZY = {

@@ -40,7 +40,7 @@ def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any] | None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
-    from tfrecordkit import __version__
+    from tfrecordkit._version import __version__
     from tfrecordkit.cli import (
         _adopt,
         _convert,

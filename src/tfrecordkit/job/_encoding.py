@@ -79,7 +79,7 @@ class ConversionJob:
                                min_shards=min_shards, compression=compression,
                                layout=layout, seed=seed, shuffle=shuffle)  # type: ignore[arg-type]
         SplitAssigner(split, seed)  # checks the ratios before any work
-        from tfrecordkit import __version__
+        from tfrecordkit._version import __version__
 
         created_by: dict[str, Any] = {"tool": "tfrecordkit", "version": __version__,
                                       "source": source.description,

@@ -206,7 +206,7 @@ def adopt(
         options = ShardOptions(layout="per_class" if per_class else "mixed",
                                compression=compression, shuffle=False,
                                index=compression is None)
-        from tfrecordkit import __version__
+        from tfrecordkit._version import __version__
 
         sources = ", ".join(inputs)
         splits: dict[str, Sequence[ShardInfo]] = {split: shards}
