@@ -47,7 +47,7 @@ def main(out: Path) -> None:
     shapes = {"image": (256, None, 3)}
 
     ds = tk.load_tf_dataset(out / "crops", batch_size=8, shuffle=False, deterministic=True,
-                            padded_shapes=shapes)
+                            options=tk.DecodeOptions(padded_shapes=shapes))
     loader = tk.load_numpy_dataset(out / "crops", batch_size=8, shuffle=False,
                                    options=tk.DecodeOptions(padded_shapes=shapes))
     for step, (tf_batch, np_batch) in enumerate(zip(ds, loader, strict=True)):

@@ -28,3 +28,15 @@ def golden() -> Path:
 def tf():
     """The real TensorFlow module (integration tests only)."""
     return pytest.importorskip("tensorflow")
+
+
+@pytest.fixture(autouse=True)
+def _tensorflow_only_in_integration_tests(request):
+    """A test that loads TensorFlow must be marked ``integration`` (the quick run skips those)."""
+    import sys
+
+    loaded = "tensorflow" in sys.modules
+    yield
+    if not loaded and "tensorflow" in sys.modules and \
+            request.node.get_closest_marker("integration") is None:
+        pytest.fail("this test loads TensorFlow: mark it @pytest.mark.integration")

@@ -380,6 +380,7 @@ def test_a_script_without_a_main_guard_that_imported_tensorflow_does_not_hang(tm
     assert load_manifest(tmp_path / "ds").num_records("train") == 600
 
 
+@pytest.mark.integration
 def test_without_shuffle_records_stream_into_shards_in_input_order(tmp_path):
     """One pass: shards of at most shard_size bytes (one record at least), input order."""
     tf = pytest.importorskip("tensorflow")

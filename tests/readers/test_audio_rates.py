@@ -60,6 +60,7 @@ def test_resampling_to_one_rate_keeps_duration_and_pitch(tmp_path, encoding):
         assert abs(peak - 440) < 16000 / len(samples) * 1.5
 
 
+@pytest.mark.integration
 def test_tf_data_gives_the_same_values_as_the_numpy_loader(tmp_path):
     pytest.importorskip("tensorflow")
     write(tmp_path, "wav")

@@ -47,7 +47,7 @@ def test_open_shapes_are_padded_in_every_batch_even_when_they_agree(tmp_path):
     assert batches[0]["seq"]["lengths"].tolist() == [[2]] * 4
     assert batches[0]["image"]["values"].shape == (4, 20, 30, 3)
     ragged = tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
-                                   padding="ragged")
+                                   options=tk.DecodeOptions(padding="ragged"))
     assert _structures(ragged) == {"seq": "list", "v": "list", "image": "list",
                                    "audio": "dict", "x": "ndarray"}
     # Resized images have one shape: plain arrays.
@@ -56,6 +56,7 @@ def test_open_shapes_are_padded_in_every_batch_even_when_they_agree(tmp_path):
     assert resized["image"].shape == (4, 16, 16, 3)
 
 
+@pytest.mark.integration
 def test_images_of_one_size_get_it_in_the_schema_and_batch_as_arrays(tmp_path):
     image = photos()["coffee"]
     rows = [{"image": encode_image(image[i : i + 24, :32], "JPEG"), "label": i % 2}

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tests.datasets import encode_image, own, photos
+from tfrecordkit import DecodeOptions
 from tfrecordkit.errors import DatasetError, SchemaError
 from tfrecordkit.readers.grain_source import load_grain_source
 from tfrecordkit.readers.numpy_data import load_numpy_dataset
@@ -46,7 +47,8 @@ def tutorial_files(tmp_path_factory):
 
 def test_numpy_loader_reads_them_like_tf_data(tutorial_files):
     pattern = str(tutorial_files / "*.tfrecord")
-    loader = load_numpy_dataset(pattern, batch_size=N, shuffle=False, padding="ragged")
+    loader = load_numpy_dataset(pattern, batch_size=N, shuffle=False,
+                                options=DecodeOptions(padding="ragged"))
     assert len(loader) == 1
     (batch,) = list(loader)
     tf_rows = list(tf_data.load_tf_dataset(pattern, shuffle=False, deterministic=True)
@@ -66,7 +68,6 @@ def test_numpy_loader_reads_them_like_tf_data(tutorial_files):
 
 
 def test_image_size_on_foreign_images_matches_tf_data(tutorial_files):
-    from tfrecordkit.readers._decoding import DecodeOptions
 
     pattern = str(tutorial_files / "*.tfrecord")
     # fast_resize=False: full decode, then tf.image.resize's arithmetic (exact agreement).
@@ -109,7 +110,6 @@ def test_bad_foreign_inputs_are_one_clear_error(tutorial_files, tmp_path):
 
 
 def test_load_tf_dataset_takes_the_same_options_object(tutorial_files):
-    from tfrecordkit.readers._decoding import DecodeOptions
 
     pattern = str(tutorial_files / "*.tfrecord")
     options = DecodeOptions(features=("label", "image_raw"), image_size=(8, 8))

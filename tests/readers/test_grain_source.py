@@ -10,24 +10,15 @@ import pytest
 
 grain = pytest.importorskip("grain")
 
+from tests.datasets import LOADER_RECORDS as RECORDS  # noqa: E402
 from tests.datasets import digits_folder  # noqa: E402
-from tfrecordkit.convert import convert, write_dataset  # noqa: E402
+from tfrecordkit.convert import convert  # noqa: E402
 from tfrecordkit.readers.grain_source import load_grain_source  # noqa: E402
 from tfrecordkit.readers.numpy_data import load_numpy_dataset  # noqa: E402
-from tfrecordkit.schema import ClassLabel, Scalar, Schema, Text  # noqa: E402
 from tfrecordkit.sources import ImageFolder  # noqa: E402
 
-N = 97
+N = RECORDS
 
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    out = tmp_path_factory.mktemp("grain") / "ds"
-    schema = Schema({"v": Scalar("int64"), "x": Scalar("float32"), "text": Text(),
-                     "label": ClassLabel(["a", "b", "c"])})
-    rows = [{"v": i, "x": i / 3, "text": f"t{i}", "label": i % 3} for i in range(N)]
-    write_dataset(rows, out, schema, num_shards=3, progress=False)
-    return out
 
 
 def test_satisfies_grains_protocol_and_repr_is_stable(dataset):
@@ -52,7 +43,7 @@ def test_map_dataset_shuffles_batches_and_keeps_dtypes(dataset):
     for b in batches:
         assert b["x"].dtype == np.float32 and b["v"].dtype == np.int64
         # write_dataset shuffles at write time: the record at position id holds some row v.
-        assert np.allclose(b["x"], (b["v"] / 3).astype(np.float32))
+        assert np.allclose(b["x"], (b["v"] / 7).astype(np.float32))
         assert np.array_equal(b["label"], b["v"] % 3)
     values = np.concatenate([b["v"] for b in batches]).tolist()
     assert len(set(values)) == len(values) and set(values) <= set(range(N))

@@ -12,23 +12,15 @@ import pytest
 
 import tfrecordkit as tk
 from tests.datasets import digits_folder
+from tests.readers.conftest import RECORDS
 from tfrecordkit.convert import convert, write_dataset
 from tfrecordkit.readers.numpy_data import load_numpy_dataset
 from tfrecordkit.sampling._order import EpochOrder
-from tfrecordkit.schema import ClassLabel, Scalar, Schema, Sequence
+from tfrecordkit.schema import Scalar, Schema
 from tfrecordkit.sources import ImageFolder
 
-N = 203  # not a multiple of any batch size used here
+N = RECORDS
 
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    out = tmp_path_factory.mktemp("loader") / "ds"
-    schema = Schema({"v": Scalar("int64"), "seq": Sequence(Scalar("int64")),
-                     "label": ClassLabel(["a", "b", "c"])})
-    rows = [{"v": i, "seq": list(range(i % 4)), "label": i % 3} for i in range(N)]
-    write_dataset(rows, out, schema, num_shards=5, progress=False)
-    return out
 
 
 def _ids(loader, steps=None):
@@ -141,7 +133,7 @@ def test_a_state_from_elsewhere_is_refused(dataset, tmp_path):
 
 
 def test_values_equal_the_source(dataset):
-    loader = load_numpy_dataset(dataset, batch_size=32, shuffle="global", padding="pad")
+    loader = load_numpy_dataset(dataset, batch_size=32, shuffle="global")
     split = tk.open_split(dataset)
     for batch in loader:
         for k, i in enumerate(batch["__id"].tolist()):
@@ -206,14 +198,16 @@ def _identity(values, rng):
 
 @pytest.mark.parametrize("padding", ["pad", "ragged"])
 def test_columnar_and_per_record_batches_are_identical(tmp_path, padding):
-    from tests.schema.test_decode_batch import SCHEMA, _row
+    from tests.datasets import MIXED_SCHEMA as SCHEMA
+    from tests.datasets import mixed_row as _row
 
     rng = np.random.default_rng(5)
     write_dataset((_row(i, rng) for i in range(40)), tmp_path / "ds", SCHEMA, num_shards=2,
                   progress=False)
-    columnar = list(load_numpy_dataset(tmp_path / "ds", batch_size=16, padding=padding,
+    options = tk.DecodeOptions(padding=padding)
+    columnar = list(load_numpy_dataset(tmp_path / "ds", batch_size=16, options=options,
                                        shuffle="global"))
-    by_row = list(load_numpy_dataset(tmp_path / "ds", batch_size=16, padding=padding,
+    by_row = list(load_numpy_dataset(tmp_path / "ds", batch_size=16, options=options,
                                      shuffle="global", augment=_identity))
 
     def same(a, b):

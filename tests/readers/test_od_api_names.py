@@ -63,7 +63,7 @@ def test_adopted_od_api_files_read_alike_in_every_reader(od_files):
     assert isinstance(schema["image/encoded"], tk.Image)
     assert isinstance(schema["image/object/bbox/xmin"], tk.Sequence)
     numpy = next(iter(tk.load_numpy_dataset(od_files, batch_size=6, shuffle=False,
-                                            padding="ragged")))
+                                            options=tk.DecodeOptions(padding="ragged"))))
     assert numpy["image/height"].tolist() == [10 + i for i in range(6)]
     for i, pixels in enumerate(numpy["image/encoded"]):
         assert pixels.shape == (10 + i, 12, 3) and int(pixels[0, 0, 0]) == 10 * i
@@ -74,7 +74,7 @@ def test_adopted_od_api_files_read_alike_in_every_reader(od_files):
 
     (tf_batch,) = list(load_tf_dataset(od_files, batch_size=6, shuffle=False,
                                        deterministic=True,
-                                       padding="ragged").as_numpy_iterator())
+                                       options=tk.DecodeOptions(padding="ragged")).as_numpy_iterator())
     assert tf_batch["image/height"].tolist() == numpy["image/height"].tolist()
     for i in range(6):
         assert np.array_equal(tf_batch["image/encoded"][i], numpy["image/encoded"][i])

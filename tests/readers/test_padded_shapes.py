@@ -50,6 +50,7 @@ def test_numpy_batches_pad_to_the_given_shapes(tmp_path):
             assert list(v["values"][i, :k]) == list(row["v"]) and set(v["values"][i, k:]) <= {-1}
 
 
+@pytest.mark.integration
 def test_tf_data_pads_the_same_way(tmp_path):
     pytest.importorskip("tensorflow")
     write(tmp_path)
@@ -57,8 +58,7 @@ def test_tf_data_pads_the_same_way(tmp_path):
     want = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
                                       options=options))
     got = list(tk.load_tf_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
-                                  deterministic=True, padded_shapes=SHAPES,
-                                  padding_values=FILLS))
+                                  deterministic=True, options=options))
     assert len(got) == len(want) == 3
     for a, b in zip(got, want, strict=True):
         assert np.array_equal(a["n"].numpy(), b["n"])
@@ -76,11 +76,12 @@ def test_a_value_larger_than_its_shape_is_named(tmp_path):
                                    options=options))
 
 
+@pytest.mark.integration
 def test_a_value_larger_than_its_shape_fails_in_tf_data_naming_the_feature(tmp_path):
     tf = pytest.importorskip("tensorflow")
     write(tmp_path)
     ds = tk.load_tf_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
-                            padded_shapes={"image": (45, None, 3)})
+                            options=tk.DecodeOptions(padded_shapes={"image": (45, None, 3)}))
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"image.*a value is larger than its padded shape"):
         list(ds)

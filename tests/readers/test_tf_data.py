@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.datasets import digits_folder, encode_audio, encode_image, photos, tone
-from tfrecordkit import DatasetError
+from tfrecordkit import DatasetError, DecodeOptions
 from tfrecordkit.convert import convert, write_dataset
 from tfrecordkit.schema import Audio, ClassLabel, Image, Scalar, Schema, Sequence, Tensor, Text
 from tfrecordkit.sources import ImageFolder, Table
@@ -69,7 +69,8 @@ def test_variable_sizes_pad_and_ragged(tmp_path):
     tallest = max(px.shape[0] for px in images.values())
     widest = max(px.shape[1] for px in images.values())
     assert padded["image"].shape[1:3] == (tallest, widest)
-    ragged = next(iter(load_tf_dataset(tmp_path / "ds", batch_size=6, padding="ragged")))
+    ragged = next(iter(load_tf_dataset(tmp_path / "ds", batch_size=6,
+                                       options=DecodeOptions(padding="ragged"))))
     assert isinstance(ragged["image"], tf.RaggedTensor)
     for i in range(6):
         name = ragged["name"][i].numpy().decode()
@@ -116,7 +117,8 @@ def test_tensors_text_sequences_round_trip(tmp_path, padding, compression):
         "tags": list(range(i % 3)), "label": i % 2,
     } for i in range(23)]
     write_dataset(rows, tmp_path / "ds", schema, compression=compression, num_shards=2)
-    ds = load_tf_dataset(tmp_path / "ds", batch_size=5, padding=padding, shuffle=False)
+    ds = load_tf_dataset(tmp_path / "ds", batch_size=5, options=DecodeOptions(padding=padding),
+                         shuffle=False)
     by_text = {}
     for batch in ds:
         for i in range(batch["label"].shape[0]):
@@ -147,7 +149,8 @@ def test_audio_round_trips(tmp_path, encoding):
         values = [encode_audio(c, rate, encoding.upper()) for c in clips]
     schema = Schema({"audio": Audio(encoding, sample_rate=rate), "n": Scalar("int64")})
     write_dataset([{"audio": a, "n": i} for i, a in enumerate(values)], tmp_path / "ds", schema)
-    batch = next(iter(load_tf_dataset(tmp_path / "ds", batch_size=3, padding="ragged",
+    batch = next(iter(load_tf_dataset(tmp_path / "ds", batch_size=3,
+                                      options=DecodeOptions(padding="ragged"),
                                       shuffle=False)))
     for i in range(3):
         n = int(batch["n"][i])
@@ -177,7 +180,8 @@ def test_multimodal_table(tmp_path):
     assert isinstance(schema["caption"], Text) and schema["label"] == ClassLabel(["animal",
                                                                                  "object"])
     convert(source, tmp_path / "ds", workers=2)
-    ds = load_tf_dataset(tmp_path / "ds", batch_size=4, padding="ragged", shuffle=False)
+    ds = load_tf_dataset(tmp_path / "ds", batch_size=4,
+                         options=DecodeOptions(padding="ragged"), shuffle=False)
     batch = next(iter(ds))
     for i in range(4):
         caption = batch["caption"][i].numpy().decode()
@@ -281,7 +285,8 @@ def test_manifest_disagreements_fail_before_training(digits, tmp_path):
 
 
 def test_foreign_files_written_by_tensorflow(golden):
-    ds = load_tf_dataset(str(golden / "examples.tfrecord"), batch_size=5, padding="ragged",
+    ds = load_tf_dataset(str(golden / "examples.tfrecord"), batch_size=5,
+                         options=DecodeOptions(padding="ragged"),
                          shuffle=False, deterministic=True)
     batch = next(iter(ds))
     assert batch["label"].numpy().tolist() == [0, 1, 2, 0, 1]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.datasets import encode_image, photos
-from tfrecordkit import DatasetError
+from tfrecordkit import DatasetError, DecodeOptions
 from tfrecordkit.convert import convert
 from tfrecordkit.format import RecordWriter, encode_example
 from tfrecordkit.schema import Image, Scalar, Schema, Sequence
@@ -62,6 +62,7 @@ CRASHERS = textwrap.dedent("""
     import sys
     import numpy as np
     from tfrecordkit.format import RecordWriter, encode_example
+    from tfrecordkit.readers import DecodeOptions
     from tfrecordkit.readers.tf_data import load_tf_dataset
     path = sys.argv[1]
     with RecordWriter(path) as w:
@@ -71,8 +72,8 @@ CRASHERS = textwrap.dedent("""
     for batch_size in (None, 1, 2, 5):
         for padding in ("pad", "ragged"):
             for decode in (True, False):
-                ds = load_tf_dataset(path, batch_size=batch_size, padding=padding, decode=decode,
-                                     shuffle=False)
+                ds = load_tf_dataset(path, batch_size=batch_size, shuffle=False,
+                                     options=DecodeOptions(padding=padding, decode=decode))
                 n = sum(1 for _ in ds)
                 assert n == (5 if batch_size is None else -(-5 // batch_size)), n
     print("ok")
@@ -141,7 +142,8 @@ def test_open_channel_counts_never_zero_fill_a_padded_batch(tmp_path):
     with pytest.raises(tf.errors.InvalidArgumentError, match="different channel counts"):
         list(ds)
     ragged = next(iter(load_tf_dataset(str(path), schema=schema, batch_size=2, shuffle=False,
-                                       padding="ragged", deterministic=True)))
+                                       options=DecodeOptions(padding="ragged"),
+                                       deterministic=True)))
     shapes = [ragged["image"][i].to_tensor().shape[-1] for i in range(2)]
     assert shapes == [1, 3]
 

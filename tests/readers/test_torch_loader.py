@@ -16,25 +16,15 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
+from tests.datasets import LOADER_RECORDS as RECORDS  # noqa: E402
 from tfrecordkit.convert import write_dataset  # noqa: E402
 from tfrecordkit.readers.numpy_data import load_numpy_dataset  # noqa: E402
 from tfrecordkit.readers.torch_data import load_torch_dataset  # noqa: E402
-from tfrecordkit.schema import ClassLabel, Scalar, Schema, Sequence, Text  # noqa: E402
+from tfrecordkit.schema import ClassLabel, Scalar, Schema  # noqa: E402
 
-N = 203
+N = RECORDS
 B = 16
 
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    out = tmp_path_factory.mktemp("torch") / "ds"
-    schema = Schema({"v": Scalar("int64"), "x": Scalar("float32"),
-                     "seq": Sequence(Scalar("int64")), "text": Text(),
-                     "label": ClassLabel(["a", "b", "c"])})
-    rows = [{"v": i, "x": i / 7, "seq": list(range(i % 4)), "text": f"record {i}",
-             "label": i % 3} for i in range(N)]
-    write_dataset(rows, out, schema, num_shards=5, progress=False)
-    return out
 
 
 def _ids(batches, steps=None):

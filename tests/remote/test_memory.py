@@ -146,6 +146,7 @@ def test_image_folder_to_memory_and_back_pixel_exact(memory_url, tmp_path):
         assert sorted(map(bytes, got[label])) == sorted(map(bytes, images))
 
 
+@pytest.mark.integration
 def test_tf_data_reads_a_memory_dataset(memory_url):
     pytest.importorskip("tensorflow")
     url = f"{memory_url}/ds"

@@ -8,42 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.datasets import encode_audio, encode_image, tone
+from tests.datasets import MIXED_SCHEMA as SCHEMA
+from tests.datasets import mixed_row as _row
 from tfrecordkit import SchemaError, encode_example
 from tfrecordkit.schema import (
-    Audio,
     ClassLabel,
-    Image,
     Scalar,
     Schema,
-    Sequence,
-    Tensor,
-    Text,
 )
-
-SCHEMA = Schema({
-    "i8": Scalar("int8"), "u16": Scalar("uint16"), "b": Scalar("bool"), "f": Scalar("float32"),
-    "d": Scalar("float64", float32_storage=True), "s": Scalar("string"),
-    "label": ClassLabel(["a", "b", "c"]),
-    "text": Text(), "tok": Text(token_ids=True), "seq": Sequence(Scalar("int64")),
-    "words": Sequence(Text()), "t": Tensor((None, 2), "int16"), "fixed": Tensor((3,), "float32"),
-    "png": Image("png"), "raw": Image("raw", channels=3), "pcm": Audio("pcm", sample_rate=8000),
-    "wav": Audio("wav"),
-})
-
-
-def _row(i, rng):
-    pixels = rng.integers(0, 256, (4 + i % 3, 5, 3), dtype=np.uint8)
-    return {
-        "i8": int(rng.integers(-128, 128)), "u16": int(rng.integers(0, 65536)), "b": i % 2 == 0,
-        "f": float(rng.normal()), "d": float(rng.normal()), "s": b"\xff" * (i % 3),
-        "label": i % 3, "text": "héllo " * (i % 4),
-        "tok": {"text": f"t{i}", "ids": np.arange(i % 5)}, "seq": list(range(i % 4)),
-        "words": ["w"] * (i % 3), "t": np.arange(2 * (i % 3), dtype=np.int16).reshape(-1, 2),
-        "fixed": np.full(3, i, np.float32), "png": encode_image(pixels, "PNG"), "raw": pixels,
-        "pcm": tone(0.01 * (1 + i % 2), 8000, 440), "wav": encode_audio(tone(0.01, 8000, 220),
-                                                                        8000, "WAV"),
-    }
 
 
 def _same(a, b):

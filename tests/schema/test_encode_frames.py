@@ -206,6 +206,7 @@ def test_images_and_large_values(tmp_path):
     assert _batched(schema, records) == _reference(schema, records)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not COMPILED, reason=SKIP_REASON)
 def test_tensorflow_reads_the_frames(tmp_path):
     tf = pytest.importorskip("tensorflow")

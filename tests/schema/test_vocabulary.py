@@ -82,6 +82,7 @@ def test_conversion_builds_the_vocabulary_from_the_training_split(tmp_path):
     assert vocabulary.decode(value["ids"]) == ["the", "<unk>", "sat"]
 
 
+@pytest.mark.integration
 def test_plain_tensorflow_reads_the_ids(tmp_path):
     tf = pytest.importorskip("tensorflow")
     write(tmp_path)
@@ -96,6 +97,7 @@ def test_plain_tensorflow_reads_the_ids(tmp_path):
             vocabulary.ids(text))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("text_length", [None, 4])
 def test_readers_give_padded_ids_and_a_mask_and_agree(tmp_path, text_length):
     write(tmp_path)

@@ -34,6 +34,7 @@ def test_other_columns_keep_their_shape():
     assert source.schema()["score"] == tk.Tensor((1,), "int64")
 
 
+@pytest.mark.integration
 def test_as_supervised_without_a_class_label_says_what_to_write(tmp_path):
     pytest.importorskip("tensorflow")
     tk.convert(tk.NumpyArrays({"x": np.zeros((6, 2), np.float32),

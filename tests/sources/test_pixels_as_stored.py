@@ -52,7 +52,8 @@ def _folder(tmp_path, files: dict[str, bytes]):
 
 
 def _pixels(path):
-    (batch,) = list(tk.load_numpy_dataset(path, batch_size=1, padding="ragged"))
+    (batch,) = list(tk.load_numpy_dataset(path, batch_size=1,
+                                          options=tk.DecodeOptions(padding="ragged")))
     image = batch["image"]  # one image: its size is pinned, so a plain array
     return np.asarray(image[0] if isinstance(image, list | np.ndarray) else
                       image["values"][0])

@@ -110,7 +110,8 @@ def test_tf_data_gives_every_record_its_files_class(adopted):
 
     # Shuffled and interleaved: decoded per example (images), batched, unbatched.
     assert sum(check(b) for b in tk.load_tf_dataset(folder, batch_size=8, seed=1,
-                                                     padding="ragged")) == 45
+
+options=tk.DecodeOptions(padding="ragged"))) == 45
     assert sum(check(e) for e in tk.load_tf_dataset(folder, seed=2)) == 45
     # Decoded as whole batches (no images), and raw (decode=False).
     assert sum(check(b) for b in tk.load_tf_dataset(folder, batch_size=8, seed=1,

@@ -44,7 +44,7 @@ def test_every_record_reads_as_written(release, layout):
         _check_row(records.schema.decode(records[i]))
     seen = []
     for batch in tk.load_numpy_dataset(release / layout, batch_size=5, drop_last=False,
-                                       padding="ragged"):
+                                       options=tk.DecodeOptions(padding="ragged")):
         for k in range(len(batch["n"])):
             if batch.get("__valid", np.ones(len(batch["n"]), bool))[k]:
                 _check_row({name: batch[name][k] for name in EXPECTED["0"] if name in batch}

@@ -194,6 +194,8 @@ def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) ->
         bad = next(i for i, a in enumerate(arrays) if a.ndim != ndim)
         raise ValueError(f"value {bad} of the batch has shape {arrays[bad].shape}; the "
                          f"feature's values have {ndim} dimension(s)")
+    if padding == "ragged" and layout.varies:
+        return arrays
     shapes = np.array([a.shape for a in arrays], dtype=np.int64).reshape(len(arrays), ndim)
     for axis in layout.open_axes:
         if len(np.unique(shapes[:, axis])) > 1:
@@ -207,8 +209,6 @@ def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) ->
             raise ValueError(f"values of one batch have different shapes "
                              f"{sorted({a.shape for a in arrays})}")
         return np.stack(arrays)
-    if padding == "ragged":
-        return arrays
     target = shapes.max(axis=0).tolist() if arrays else [0] * ndim
     if layout.padded_shape is not None:
         for axis, size in enumerate(layout.padded_shape):
@@ -402,16 +402,14 @@ class RecordDecoder:
 
 def decode_options(options: DecodeOptions | None, *, decode: bool = True,
                    features: Names[str] | None = None,
-                   image_size: tuple[int, int] | None = None, padding: Padding = "pad",
-                   image_dtype: Literal["uint8", "float32"] = "uint8",
-                   ) -> DecodeOptions:
-    """``options`` if given (then the keywords must be left at their defaults), else one
-    built from the keywords."""
+                   image_size: tuple[int, int] | None = None) -> DecodeOptions:
+    """``options`` if given (then the shortcut keywords must be left at their defaults), else
+    one built from the shortcuts every entry point takes: ``decode``, ``features`` and
+    ``image_size``."""
     if options is None:
         chosen = tuple(features) if features is not None else None
-        return DecodeOptions(decode=decode, features=chosen, image_size=image_size,
-                             padding=padding, image_dtype=image_dtype)
-    if (decode, features, image_size, padding, image_dtype) != (True, None, None, "pad",
-                                                                "uint8"):
-        raise OptionError("give either options= or the decode keywords, not both")
+        return DecodeOptions(decode=decode, features=chosen, image_size=image_size)
+    if (decode, features, image_size) != (True, None, None):
+        raise OptionError("give either options= or the decode, features and image_size "
+                          "keywords, not both")
     return options

@@ -71,7 +71,9 @@ class FeatureLayout:
     @property
     def open_axes(self) -> tuple[int, ...]:
         """Dimensions the schema leaves open that are not lengths (an image's or audio's
-        channels): every record of one batch must agree on them."""
+        channels): every record of one padded batch must agree on them."""
+        if self.kind not in ("image", "audio"):
+            return ()
         return tuple(a for a, d in enumerate(self.shape) if d is None
                      and a not in self.length_axes)
 

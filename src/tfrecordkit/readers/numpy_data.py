@@ -16,7 +16,6 @@ from tfrecordkit.readers import RECORD_ID, VALID
 from tfrecordkit.readers._decoding import (
     _CHUNK,
     DecodeOptions,
-    Padding,
     decode_options,
 )
 from tfrecordkit.readers._metric import (
@@ -259,7 +258,7 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
                        batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
                        drop_last: bool = False, rank: int = 0, world_size: int = 1,
                        features: Sequence[str] | None = None, decode: bool = True,
-                       image_size: tuple[int, int] | None = None, padding: Padding = "pad",
+                       image_size: tuple[int, int] | None = None,
                        num_threads: int | None = None,
                        options: DecodeOptions | None = None,
                        augment: Augment | None = None,
@@ -271,8 +270,8 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
     ``"__id"`` (record positions in the split). Every record is read by default: on one rank
     the last batch is smaller; with several ranks the last step is filled by wrapping around,
     and ``"__valid"`` marks the real records. ``drop_last=True`` drops the last partial step.
-    ``features``, ``decode``, ``image_size`` and ``padding`` (or all of them as one
-    :class:`DecodeOptions`) say how records become values; decoding runs on
+    ``features``, ``decode`` and ``image_size`` (or every decode option as one
+    :class:`DecodeOptions`, ``options=``) say how records become values; decoding runs on
     ``num_threads`` threads. ``augment(values, rng)`` maps each record's decoded values
     (before batching); its ``rng`` is seeded by ``(seed, epoch, record id)``, so
     augmentation repeats exactly on resume and does not depend on threads, workers or ranks.
@@ -281,5 +280,5 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
     return Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
                   drop_last=drop_last, partition=Partition(rank, world_size),
                   options=decode_options(options, decode=decode, features=features,
-                                         image_size=image_size, padding=padding),
+                                         image_size=image_size),
                   num_threads=num_threads, augment=augment, storage_options=storage_options)

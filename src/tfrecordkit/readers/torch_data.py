@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, StateError
-from tfrecordkit.readers._decoding import DecodeOptions, Padding, decode_options
+from tfrecordkit.readers._decoding import DecodeOptions, decode_options
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
 from tfrecordkit.readers.numpy_data import Augment, Loader, PKLoader, TripletLoader
@@ -185,7 +185,7 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
                        drop_last: bool = False, rank: int | None = None,
                        world_size: int | None = None, features: Sequence[str] | None = None,
                        decode: bool = True, image_size: tuple[int, int] | None = None,
-                       padding: Padding = "pad", num_threads: int | None = None,
+                       num_threads: int | None = None,
                        options: DecodeOptions | None = None,
                        augment: Augment | None = None,
                        storage_options: dict[str, Any] | None = None) -> TorchDataset:
@@ -203,7 +203,7 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
     loader = Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
                     drop_last=drop_last, partition=_distributed_partition(rank, world_size),
                     options=decode_options(options, decode=decode, features=features,
-                                           image_size=image_size, padding=padding),
+                                           image_size=image_size),
                     num_threads=num_threads, augment=augment,
                     storage_options=storage_options)
     return TorchDataset(loader, num_threads)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import tensorflow as tf
 
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import RecordReader, Storage
-from tfrecordkit.readers._decoding import DecodeOptions, Padding
+from tfrecordkit.readers._decoding import DecodeOptions, decode_options
 from tfrecordkit.readers._layout import BatchLayout
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
@@ -68,21 +68,16 @@ def load_tf_dataset(
     decode: bool = True,
     features: Sequence[str] | None = None,
     image_size: tuple[int, int] | None = None,
-    keep_aspect_ratio: bool = False,
-    augment: Augment | None = None,
-    padding: Padding = "pad",
-    drop_remainder: bool = False,
-    cache: bool = False,
-    input_context: Any = None,
-    deterministic: bool = False,
-    as_supervised: bool = False,
-    schema: Schema | None = None,
-    shuffle_buffer: int | None = None,
     options: DecodeOptions | None = None,
+    augment: Augment | None = None,
+    drop_last: bool = False,
+    as_supervised: bool = False,
+    input_context: Any = None,
+    schema: Schema | None = None,
+    cache: bool = False,
+    deterministic: bool = False,
+    shuffle_buffer: int | None = None,
     storage_options: dict[str, Any] | None = None,
-    image_dtype: Literal["uint8", "float32"] = "uint8",
-    padded_shapes: Mapping[str, tuple[int | None, ...]] | None = None,
-    padding_values: Mapping[str, float] | None = None,
 ) -> Any:
     """A ``tf.data.Dataset`` of one split of a dataset, parsed and decoded from its manifest.
 
@@ -100,19 +95,16 @@ def load_tf_dataset(
         repeat: repeat forever (cardinality becomes infinite).
         decode: decode images, audio, tensors; False leaves the parsed raw values.
         features: parse only these features (the others are never parsed).
-        image_size: resize images to ``(height, width)``; ``keep_aspect_ratio`` pads instead of
-            stretching.
+        image_size: resize images to ``(height, width)`` (``DecodeOptions(keep_aspect=True)``
+            fits and pads instead of stretching).
+        options: every decode option as one :class:`~tfrecordkit.DecodeOptions` (padding,
+            padded shapes and fills, float32 images, audio rate, text length...), the same
+            object every reader takes; then leave ``decode``, ``features`` and
+            ``image_size`` at their defaults.
         augment: a function (or list) mapping an example dict to an example dict, run per
             example after decoding and resizing, before batching, in the parallel map; see
             :func:`random_flip`, :func:`random_brightness`, :func:`random_crop`.
-        padding: variable-length values in a batch are padded to the longest (``"pad"``) or
-            returned as ``tf.RaggedTensor`` (``"ragged"``).
-        padded_shapes: per feature, the shape to pad to in a batch, ``None`` for a dimension
-            padded to the batch's longest: ``{"image": (256, None, 3)}`` (audio: the samples'
-            ``(frames, channels)``; token ids: ``(length,)``). A larger value fails naming
-            the feature.
-        padding_values: per feature, the value padding fills in (default 0, or "").
-        drop_remainder: drop the last smaller batch (static batch dimension).
+        drop_last: drop the last smaller batch (static batch dimension).
         cache: cache serialized records in memory after the first epoch.
         input_context: a ``tf.distribute.InputContext``: shard by file when there are at least
             as many files as input pipelines, else by record. ``batch_size`` is then per
@@ -122,12 +114,7 @@ def load_tf_dataset(
             remaining feature, or a dict of them.
         schema: the schema for foreign files (default: inferred).
         shuffle_buffer: override the shuffle buffer size (records).
-        options: ``decode``, ``features``, ``image_size``, ``keep_aspect_ratio`` and
-            ``padding`` as one :class:`~tfrecordkit.readers.numpy_data.DecodeOptions` (the
-            TF-free loaders' object; then leave those keywords at their defaults).
         storage_options: options for a URL's filesystem (fsspec).
-        image_dtype: ``"float32"`` scales images to [0, 1] (``options`` adds ``mean``/``std``
-            normalisation); the TF-free loaders give the same values.
 
     Returns:
         The dataset; it carries ``class_names`` and (for tfrecordkit datasets) ``manifest``.
@@ -136,17 +123,7 @@ def load_tf_dataset(
         DatasetError: the manifest disagrees with the files (missing shard, wrong size,
             schema mismatch), before any training starts.
     """
-    if options is not None:
-        if (decode, features, image_size, keep_aspect_ratio, padding, image_dtype,
-                padded_shapes, padding_values) != (True, None, None, False, "pad", "uint8",
-                                                   None, None):
-            raise OptionError("give either options= or the decode keywords, not both")
-    else:
-        options = DecodeOptions(decode=decode, image_size=image_size,
-                                features=None if features is None else tuple(features),
-                                keep_aspect=keep_aspect_ratio, padding=padding,
-                                image_dtype=image_dtype, padded_shapes=padded_shapes,
-                                padding_values=padding_values)  # validates them
+    options = decode_options(options, decode=decode, features=features, image_size=image_size)
     if options.padded_shapes and batch_size is None:
         raise OptionError("padded_shapes pads batches: give batch_size")
     if batch_size is not None and batch_size < 1:
@@ -207,16 +184,16 @@ def load_tf_dataset(
     selected = {n: schema[n] for n in names} if schema is not None else {}
     plan = _DecodePlan(description, selected, layout, options, augment, ordered)
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
-    ds = ds.batch(parse_size, drop_remainder=drop_remainder and not plan.per_example
+    ds = ds.batch(parse_size, drop_remainder=drop_last and not plan.per_example
                   and batch_size is not None)
-    ds = _parse_and_decode(ds, plan, batch_size, drop_remainder)
+    ds = _parse_and_decode(ds, plan, batch_size, drop_last)
 
     if as_supervised:
         ds = _supervised(ds, manifest, schema, ordered)
     if not repeat and records >= 0:
         if batch_size is None:
             cardinality = records
-        elif drop_remainder:
+        elif drop_last:
             cardinality = records // batch_size
         else:
             cardinality = math.ceil(records / batch_size)

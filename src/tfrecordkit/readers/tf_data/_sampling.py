@@ -4,6 +4,7 @@ TF-free loaders (same batches for the same seed), with exact resume."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import operator
 import os
@@ -15,7 +16,7 @@ import tensorflow as tf
 
 from tfrecordkit.errors import DatasetError, StateError
 from tfrecordkit.format import Storage
-from tfrecordkit.readers._decoding import DecodeOptions, Padding
+from tfrecordkit.readers._decoding import DecodeOptions, decode_options
 from tfrecordkit.readers._layout import BatchLayout
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
@@ -67,12 +68,10 @@ def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequen
     return manifest, schema, names, partition.rank, partition.world_size
 
 
-def _sampling_plan(schema: Schema, names: list[str], description: dict[str, Any], *,
-                   decode: bool, image_size: tuple[int, int] | None, keep_aspect: bool,
-                   augment: Augment | None, padding: Padding) -> _DecodePlan:
+def _sampling_plan(schema: Schema, names: list[str], description: dict[str, Any],
+                   options: DecodeOptions, augment: Augment | None) -> _DecodePlan:
     """How P×K and triplet batches decode: in stored order, the one batch layout."""
-    options = DecodeOptions(decode=decode, features=tuple(names), image_size=image_size,
-                            keep_aspect=keep_aspect, padding=padding)
+    options = dataclasses.replace(options, features=tuple(names))
     layout = BatchLayout.of(schema, options)
     return _DecodePlan(description, {n: schema[n] for n in names}, layout, options, augment,
                        True)
@@ -146,9 +145,8 @@ def load_tf_pk_dataset(
     decode: bool = True,
     features: Sequence[str] | None = None,
     image_size: tuple[int, int] | None = None,
-    keep_aspect_ratio: bool = False,
+    options: DecodeOptions | None = None,
     augment: Augment | None = None,
-    padding: Padding = "pad",
     as_supervised: bool = False,
     epoch: Literal["classes", "examples"] = "classes",
     exclude_small: bool = False,
@@ -176,8 +174,9 @@ def load_tf_pk_dataset(
     """
     from tfrecordkit.sampling import ClassIndex, PKSampler, RecordFetcher
 
+    options = decode_options(options, decode=decode, features=features, image_size=image_size)
     storage = Storage.of(path, storage_options)
-    manifest, schema, names, rank, world = _sampling_context(path, split, features,
+    manifest, schema, names, rank, world = _sampling_context(path, split, options.features,
                                                             input_context, storage)
     index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
     sampler = PKSampler(index, classes_per_batch, examples_per_class, seed=seed,
@@ -201,8 +200,7 @@ def load_tf_pk_dataset(
         return np.array(records, dtype=object)
 
     ds = _step_dataset(first, count, fetch, size)
-    plan = _sampling_plan(schema, names, description, decode=decode, image_size=image_size,
-                          keep_aspect=keep_aspect_ratio, augment=augment, padding=padding)
+    plan = _sampling_plan(schema, names, description, options, augment)
     ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
     if as_supervised:
         ds = _supervised(ds, manifest, schema, True)
@@ -220,9 +218,8 @@ def load_tf_triplet_dataset(
     decode: bool = True,
     features: Sequence[str] | None = None,
     image_size: tuple[int, int] | None = None,
-    keep_aspect_ratio: bool = False,
+    options: DecodeOptions | None = None,
     augment: Augment | None = None,
-    padding: Padding = "pad",
     with_labels: bool = True,
     as_supervised: bool = False,
     repeat: bool = False,
@@ -246,8 +243,9 @@ def load_tf_triplet_dataset(
     """
     from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
 
+    options = decode_options(options, decode=decode, features=features, image_size=image_size)
     storage = Storage.of(path, storage_options)
-    manifest, schema, names, rank, world = _sampling_context(path, split, features,
+    manifest, schema, names, rank, world = _sampling_context(path, split, options.features,
                                                             input_context, storage)
     label = manifest.label_feature
     if as_supervised and label is None:
@@ -279,8 +277,7 @@ def load_tf_triplet_dataset(
         return np.array(records, dtype=object)
 
     ds = _step_dataset(first, count, fetch, 3)
-    plan = _sampling_plan(schema, names, description, decode=decode, image_size=image_size,
-                          keep_aspect=keep_aspect_ratio, augment=augment, padding=padding)
+    plan = _sampling_plan(schema, names, description, options, augment)
     ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
     roles = ("anchor", "positive", "negative")
     if as_supervised:
@@ -296,7 +293,7 @@ def load_tf_triplet_dataset(
         ds = ds.map(lambda e: {role: tf.nest.map_structure(lambda t, i=i: t[i], e)
                                for i, role in enumerate(roles)},
                     num_parallel_calls=AUTOTUNE, deterministic=True)
-    ds = ds.ragged_batch(batch_size) if padding == "ragged" else ds.padded_batch(batch_size)
+    ds = ds.ragged_batch(batch_size) if options.padding == "ragged" else ds.padded_batch(batch_size)
     if count is not None:
         ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(count / batch_size)))
     return _attach_state(_finish(ds, manifest, schema, True), sampler, fetcher, anchors, first)

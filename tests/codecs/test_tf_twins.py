@@ -1,4 +1,5 @@
-"""The NumPy (Pillow) and tf.data image decoders return the same pixels for the same bytes."""
+"""The NumPy (codecs) and tf.data (its in-graph twins) image decoders return the same pixels for
+the same bytes."""
 
 from __future__ import annotations
 

@@ -1,0 +1,70 @@
+"""Same-run A/B of a bench script between two source trees (e.g. the previous commit in a git
+worktree and this one): runs ``bench/<script>.py`` alternately under each tree's ``src`` and
+prints, for every throughput figure the script prints, the medians and new/old ratio.
+
+    git worktree add /tmp/base <commit> && (cd /tmp/base && python setup.py build_ext --inplace)
+    python bench/ab.py /tmp/base . codec --rounds 3 -- --records 50000 --runs 3
+
+The script's own data directory is shared (written once, by the warm-up run), so both trees
+read the same files. Figures are the numbers of at least 100 on each output line (rates);
+a line is identified by its text with the numbers taken out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+_NUMBER = re.compile(r"\d[\d,]*\.?\d*")
+
+
+def _figures(output: str) -> dict[tuple[str, int], float]:
+    found = {}
+    for line in output.splitlines():
+        numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(line)]
+        key = _NUMBER.sub("#", line).strip()
+        for i, value in enumerate(numbers):
+            if value >= 100:
+                found[(key, i)] = value
+    return found
+
+
+def _run(tree: Path, script: Path, args: list[str]) -> dict[tuple[str, int], float]:
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run([sys.executable, str(script), *args], capture_output=True,
+                            text=True, env=env, check=True, timeout=3600)
+    return _figures(result.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("old", type=Path, help="the baseline tree (its src/ is imported)")
+    parser.add_argument("new", type=Path, help="the tree under test")
+    parser.add_argument("script", help="a bench script name, e.g. codec")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each tree")
+    parser.add_argument("args", nargs="*", help="arguments for the script (after --)")
+    options = parser.parse_args()
+    script = Path(__file__).resolve().parent / f"{options.script}.py"
+    _run(options.new.resolve(), script, options.args)  # warm-up: writes the shared data
+    runs: dict[str, list[dict[tuple[str, int], float]]] = {"old": [], "new": []}
+    for _ in range(options.rounds):
+        for name in ("old", "new"):
+            tree = getattr(options, name).resolve()
+            runs[name].append(_run(tree, script, options.args))
+    keys = [k for k in runs["new"][0] if all(k in r for rs in runs.values() for r in rs)]
+    print(f"{options.script}: medians of {options.rounds} alternating runs; old = "
+          f"{options.old}, new = {options.new}")
+    for key in keys:
+        old = statistics.median(r[key] for r in runs["old"])
+        new = statistics.median(r[key] for r in runs["new"])
+        label = key[0] if len(key[0]) < 70 else key[0][:67] + "..."
+        print(f"  {label} [#{key[1]}]: old {old:,.0f}  new {new:,.0f}  new/old {new / old:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
