@@ -493,3 +493,14 @@ def test_encoded_image_bytes_give_the_records_schema_encode_gives(tmp_path):
         write_dataset(rows, out, schema, shuffle=False, num_shards=1)
         stored = list(read_records(sorted(str(p) for p in out.glob("*.tfrecord"))))
         assert stored == [schema.encode(row) for row in rows]
+
+
+def test_write_dataset_options_are_converts_keywords():
+    import inspect
+    import typing
+
+    from tfrecordkit.convert import ConvertOptions, convert
+
+    keywords = [name for name, p in inspect.signature(convert).parameters.items()
+                if p.kind is p.KEYWORD_ONLY and name != "schema"]
+    assert list(typing.get_type_hints(ConvertOptions)) == keywords

@@ -35,7 +35,9 @@ def test_satisfies_grains_protocol_and_repr_is_stable(dataset):
 
 def test_map_dataset_shuffles_batches_and_keeps_dtypes(dataset):
     source = load_grain_source(dataset)
-    ds = grain.MapDataset.source(source).shuffle(seed=3).batch(8, drop_remainder=True)
+    # collate pads the variable-length "seq" as every reader does ({"values", "lengths"}).
+    ds = grain.MapDataset.source(source).shuffle(seed=3).batch(8, drop_remainder=True,
+                                                               batch_fn=source.collate)
     batches = list(ds)
     assert len(batches) == N // 8
     ids = np.concatenate([b["__id"] for b in batches])
@@ -45,6 +47,7 @@ def test_map_dataset_shuffles_batches_and_keeps_dtypes(dataset):
         # write_dataset shuffles at write time: the record at position id holds some row v.
         assert np.allclose(b["x"], (b["v"] / 7).astype(np.float32))
         assert np.array_equal(b["label"], b["v"] % 3)
+        assert b["seq"]["lengths"][:, 0].tolist() == (b["v"] % 4).tolist()
     values = np.concatenate([b["v"] for b in batches]).tolist()
     assert len(set(values)) == len(values) and set(values) <= set(range(N))
 

@@ -2,7 +2,13 @@
 job (:mod:`tfrecordkit.job`) and runs it on an engine (:mod:`tfrecordkit.engines`): plan →
 write shards → finalize the manifest. It sits above both, so neither imports it."""
 
-from tfrecordkit.convert._pipeline import ConversionResult, convert, run_conversion, write_dataset
+from tfrecordkit.convert._pipeline import (
+    ConversionResult,
+    ConvertOptions,
+    convert,
+    run_conversion,
+    write_dataset,
+)
 from tfrecordkit.convert._source_choice import SOURCE_KINDS, infer_kind, open_source
 from tfrecordkit.job import (
     SKIP_HINT,
@@ -20,6 +26,7 @@ __all__ = [
     "SOURCE_KINDS",
     "ConversionJob",
     "ConversionResult",
+    "ConvertOptions",
     "EncodeJob",
     "EncodedChunk",
     "SplitAssigner",

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import Storage
@@ -252,11 +252,32 @@ def _progress_reporter(progress: bool | Callable[[int, int], None]) -> Callable[
     return report
 
 
+class ConvertOptions(TypedDict, total=False):
+    """:func:`convert`'s keyword options (what :func:`write_dataset` passes on)."""
+
+    split: SplitSpec
+    layout: Literal["mixed", "per_class"]
+    shard_size: int
+    num_shards: int | None
+    min_shards: int
+    compression: str | None
+    seed: int
+    shuffle: bool
+    workers: int | None
+    on_error: Literal["raise", "skip"]
+    overwrite: bool
+    label_feature: str | None
+    progress: bool | Callable[[int, int], None]
+    storage_options: dict[str, Any] | None
+    engine: Literal["local", "ray"]
+    stratify: bool
+
+
 def write_dataset(
     records: Iterable[Mapping[str, Any]] | Mapping[str, Iterable[Mapping[str, Any]]],
     out_dir: str | os.PathLike[str],
     schema: Schema,
-    **options: Any,
+    **options: Unpack[ConvertOptions],
 ) -> ConversionResult:
     """Write records (``{feature: value}`` dicts) as a dataset; see :func:`convert` for options.
 
