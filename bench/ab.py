@@ -47,8 +47,11 @@ def main() -> None:
     parser.add_argument("new", type=Path, help="the tree under test")
     parser.add_argument("script", help="a bench script name, e.g. codec")
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each tree")
-    parser.add_argument("args", nargs="*", help="arguments for the script (after --)")
-    options = parser.parse_args()
+    argv = sys.argv[1:]
+    script_args = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    options = parser.parse_args(argv)
+    options.args = script_args
     script = Path(__file__).resolve().parent / f"{options.script}.py"
     _run(options.new.resolve(), script, options.args)  # warm-up: writes the shared data
     runs: dict[str, list[dict[tuple[str, int], float]]] = {"old": [], "new": []}

@@ -96,7 +96,7 @@ def test_datasets_are_byte_identical_to_local_ones(memory_url, tmp_path, options
 
 @pytest.mark.parametrize("shuffle", ["block", "global", False])
 def test_loaders_read_the_same_values_as_locally(memory_url, tmp_path, monkeypatch, shuffle):
-    from tfrecordkit.sampling import _fetch
+    from tfrecordkit.store import _fetch
 
     monkeypatch.setattr(_fetch, "_CACHE_BYTES", 5000)  # evictions happen within an epoch
     url = f"{memory_url}/ds"

@@ -1,12 +1,19 @@
-"""Framework-free record access and sampling plans: random access to a split, P×K
-class-balanced batches and triplets."""
+"""Framework-free sampling plans: epoch orders, P×K class-balanced batches and triplets (pure
+functions of seed, epoch and step). Random access to a split lives in :mod:`tfrecordkit.store`
+(re-exported here)."""
 
 from tfrecordkit.sampling._class_index import ClassIndex
-from tfrecordkit.sampling._fetch import RecordFetcher, RecordLocations
 from tfrecordkit.sampling._order import EpochOrder, ShuffleMode, fingerprint
 from tfrecordkit.sampling._plan import EpochUnit, PKSampler, TripletSampler
-from tfrecordkit.sampling._split import SplitLocations, SplitRecords, open_split, split_locations
 from tfrecordkit.sampling._state import MAX_EPOCH, check_state, state_int
+from tfrecordkit.store import (  # random access lives with the dataset store
+    RecordFetcher,
+    RecordLocations,
+    SplitLocations,
+    SplitRecords,
+    open_split,
+    split_locations,
+)
 
 __all__ = [
     "MAX_EPOCH",

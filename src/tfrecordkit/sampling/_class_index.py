@@ -9,8 +9,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Storage
-from tfrecordkit.sampling._split import split_locations
-from tfrecordkit.store import Manifest, load_manifest, scan_labels
+from tfrecordkit.store import Manifest, load_manifest, scan_labels, split_locations
 
 __all__ = ["ClassIndex"]
 

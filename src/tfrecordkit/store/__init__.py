@@ -1,7 +1,9 @@
 """The dataset on disk: manifest (``dataset.json``), shard naming, the engine-neutral write
-plan (``plan_split``, ``write_shard``, ``finalize_manifest``) and the local sharded writer."""
+plan (``plan_split``, ``write_shard``, ``finalize_manifest``), the local sharded writer, and
+random access to a split's records (``open_split``, ``RecordFetcher``)."""
 
 from tfrecordkit.store._adopt import adopt
+from tfrecordkit.store._fetch import RecordFetcher, RecordLocations
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._labels import scan_labels
 from tfrecordkit.store._manifest import (
@@ -23,6 +25,7 @@ from tfrecordkit.store._plan import (
     finalize_manifest,
     plan_split,
 )
+from tfrecordkit.store._split import SplitLocations, SplitRecords, open_split, split_locations
 from tfrecordkit.store._writer import ShardedWriter, write_shard
 
 __all__ = [
@@ -30,11 +33,15 @@ __all__ = [
     "MANIFEST_NAME",
     "SHARD_PATTERN",
     "Manifest",
+    "RecordFetcher",
+    "RecordLocations",
     "ShardInfo",
     "ShardOptions",
     "ShardSpec",
     "ShardedWriter",
     "SplitInfo",
+    "SplitLocations",
+    "SplitRecords",
     "SplitTotals",
     "StreamCut",
     "adopt",
@@ -42,11 +49,13 @@ __all__ = [
     "finalize_manifest",
     "is_dataset_dir",
     "load_manifest",
+    "open_split",
     "plan_split",
     "record_hash",
     "scan_labels",
     "shard_name",
     "shard_paths",
+    "split_locations",
     "text_of_name",
     "write_shard",
 ]

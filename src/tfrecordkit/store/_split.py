@@ -17,9 +17,15 @@ from tfrecordkit.format import (
     parse_index,
     scan_offsets,
 )
-from tfrecordkit.sampling._fetch import RecordFetcher
 from tfrecordkit.schema import Schema
-from tfrecordkit.store import MANIFEST_NAME, Manifest, ShardInfo, load_manifest, shard_paths
+from tfrecordkit.store._fetch import RecordFetcher
+from tfrecordkit.store._manifest import (
+    MANIFEST_NAME,
+    Manifest,
+    ShardInfo,
+    load_manifest,
+    shard_paths,
+)
 
 __all__ = ["SplitLocations", "SplitRecords", "open_split", "split_locations"]
 
