@@ -27,7 +27,7 @@ def _figures(output: str) -> dict[tuple[str, int], float]:
     found = {}
     for line in output.splitlines():
         numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(line)]
-        key = _NUMBER.sub("#", line).strip()
+        key = " ".join(_NUMBER.sub("#", line).split())  # widths vary with the values
         for i, value in enumerate(numbers):
             if value >= 100:
                 found[(key, i)] = value
