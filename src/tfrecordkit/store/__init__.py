@@ -25,8 +25,9 @@ from tfrecordkit.store._plan import (
     finalize_manifest,
     plan_split,
 )
+from tfrecordkit.store._shard import write_shard
 from tfrecordkit.store._split import SplitLocations, SplitRecords, open_split, split_locations
-from tfrecordkit.store._writer import ShardedWriter, write_shard
+from tfrecordkit.store._writer import ShardedWriter
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",

@@ -24,13 +24,11 @@ import os
 import shutil
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import crc32c
 import numpy as np
 
 from tfrecordkit.errors import DatasetError
@@ -38,23 +36,26 @@ from tfrecordkit.format import (
     INDEX_SUFFIX,
     LOCAL,
     EncodedFrames,
-    RecordWriter,
     Storage,
-    file_checksums,
     frame_record,
-    head_crc32c,
 )
 from tfrecordkit.schema import Schema
 from tfrecordkit.store._lock import OutputLock
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo
-from tfrecordkit.store._naming import SHARD_PATTERN, shard_name
+from tfrecordkit.store._naming import SHARD_PATTERN
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
 from tfrecordkit.store._plan import (
     ShardSpec,
     SplitTotals,
-    StreamCut,
     finalize_manifest,
     plan_split,
+)
+from tfrecordkit.store._shard import (
+    _UNLABELLED,
+    _ShardFile,
+    _SplitStream,
+    _SplitTotals,
+    write_shard,
 )
 from tfrecordkit.store._sidecar import is_sidecar_name
 
@@ -72,125 +73,9 @@ STAGING = ".tfrecordkit-staging"
 _BUCKETS = 64
 _BUCKET_SHIFT = 58  # top 6 bits of h pick the bucket, so buckets are in h order
 _ENTRY = np.dtype([("h", "<u8"), ("label", "<i8"), ("length", "<u8")])
-_UNLABELLED = -1
 _MAX_SKIPPED_LISTED = 1000
 _BUCKET_IN_MEMORY = 256 << 20  # larger buckets are read record by record
 _GATHER = 4 << 20  # bytes of frames gathered per write when writing shards
-
-
-class _ShardFile:
-    """One shard being written under a temporary name in the staging folder."""
-
-    def __init__(self, staging: Path, tmp_name: str, *, compression: str | None,
-                 index: bool) -> None:
-        self.tmp = staging / tmp_name
-        self.index_tmp = (staging / (tmp_name + INDEX_SUFFIX)
-                          if index and compression is None else None)
-        self.compression = compression
-        self.writer = RecordWriter(self.tmp, compression, index_path=self.index_tmp)
-        self.counts: Counter[int] = Counter()
-        self.crc = 0
-
-    @property
-    def bytes_written(self) -> int:
-        return self.writer.bytes_written
-
-    def write_frame(self, frame: bytes | memoryview, label: int) -> None:
-        self.writer.write_frame(frame)
-        if self.compression is None:
-            self.crc = crc32c.crc32c(frame, self.crc)
-        self.counts[label] += 1
-
-    def write_frames(self, frames: memoryview, lengths: np.ndarray, labels: np.ndarray) -> None:
-        """Frames lying back to back in ``frames``, with their class ids (or -1)."""
-        self.writer.write_frames(frames, lengths.tolist())
-        if self.compression is None:
-            self.crc = crc32c.crc32c(frames, self.crc)
-        ids, counts = np.unique(labels, return_counts=True)
-        self.counts.update(dict(zip(ids.tolist(), counts.tolist(), strict=True)))
-
-    def finish(self, directory: Path, name: str) -> ShardInfo:
-        """Close the file and rename it (and its index) to ``name`` in ``directory``."""
-        self.writer.close()
-        # The checksum is of the file's bytes: the frames as written, or the compressed stream.
-        if self.compression is None:  # the frames' CRC was kept while writing
-            checksum, head_checksum = f"{self.crc:08x}", head_crc32c(self.tmp)
-        else:
-            checksum, head_checksum = file_checksums(self.tmp)
-        size = self.tmp.stat().st_size
-        if self.index_tmp is not None:
-            os.replace(self.index_tmp, directory / (name + INDEX_SUFFIX))
-        os.replace(self.tmp, directory / name)
-        return ShardInfo(
-            file=name, records=self.writer.records_written, bytes=size, crc32c=checksum,
-            index=name + INDEX_SUFFIX if self.index_tmp is not None else None,
-            class_counts={str(k): v for k, v in sorted(self.counts.items()) if k != _UNLABELLED},
-            head_crc32c=head_checksum,
-        )
-
-
-def write_shard(
-    frames: Iterable[tuple[bytes | memoryview, int]],
-    directory: Path,
-    name: str,
-    *,
-    staging: Path,
-    compression: str | None,
-    index: bool,
-) -> ShardInfo:
-    """Write one whole shard under a temporary name, then rename it into ``directory``.
-
-    ``frames`` are ``(framed record, class id or -1)`` pairs, records already framed by
-    :func:`~tfrecordkit.format.frame_record`. Returns the shard's stats.
-    """
-    shard = _ShardFile(staging, name, compression=compression, index=index)
-    for frame, label in frames:
-        shard.write_frame(frame, label)
-    return shard.finish(directory, name)
-
-
-class _SplitStream:
-    """A split written in input order straight into shards of about ``shard_size`` bytes
-    (one pass; used when there is no write-time shuffle and no fixed shard count)."""
-
-    def __init__(self, staging: Path, split: str, options: ShardOptions) -> None:
-        self.staging = staging
-        self.split = split
-        self.options = options
-        self.done: list[_ShardFile] = []
-        self.current: _ShardFile | None = None
-        self.cut = StreamCut(options.shard_size)
-
-    def _open(self) -> _ShardFile:
-        return _ShardFile(self.staging, f"{self.split}.{len(self.done):06d}.stream",
-                          compression=self.options.compression, index=self.options.index)
-
-    def write(self, frames: memoryview, lengths: np.ndarray, labels: np.ndarray) -> None:
-        offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()
-        for start, stop in self.cut.pieces(lengths):
-            if start == stop:
-                assert self.current is not None
-                self.done.append(self.current)
-                self.current = None
-                continue
-            if self.current is None:
-                self.current = self._open()
-            self.current.write_frames(frames[offsets[start] : offsets[stop]],
-                                      lengths[start:stop], labels[start:stop])
-
-    def finish(self, finish_shard: Callable[[_ShardFile, str], ShardInfo]) -> list[ShardInfo]:
-        files = [*self.done, *([self.current] if self.current is not None else [])]
-        count = len(files)
-        return [finish_shard(shard, shard_name(self.split, i, count, self.options.compression))
-                for i, shard in enumerate(files)]
-
-
-@dataclass
-class _SplitTotals:
-    records: int = 0
-    bytes: int = 0
-    class_records: Counter[int] = field(default_factory=Counter)
-    class_bytes: Counter[int] = field(default_factory=Counter)
 
 
 class ShardedWriter:
