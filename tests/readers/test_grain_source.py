@@ -93,3 +93,20 @@ def test_raw_records_without_decode(dataset):
     split = open_split(dataset)
     assert source[7]["record"] == split[7]
     assert [r["record"] for r in source._getitems([3, 1, 2])] == split.get_many([3, 1, 2])
+
+
+@pytest.mark.parametrize("shuffle", ["block", "global"])
+def test_grain_reads_the_numpy_loaders_shuffled_order(dataset, shuffle):
+    source = load_grain_source(dataset)
+    for epoch in (0, 1):
+        keys = source.order(seed=5, epoch=epoch, shuffle=shuffle)
+        ds = grain.MapDataset.range(len(source)).map(lambda i, k=keys: source[int(k[i])])
+        grain_batches = list(ds.batch(16, batch_fn=source.collate))
+        loader = load_numpy_dataset(dataset, batch_size=16, seed=5, shuffle=shuffle)
+        loader.set_epoch(epoch)
+        numpy_batches = list(loader)
+        assert len(grain_batches) == len(numpy_batches)
+        for a, b in zip(grain_batches, numpy_batches, strict=True):
+            assert a["__id"].tolist() == b["__id"].tolist()
+            assert a["v"].tolist() == b["v"].tolist()
+            assert np.array_equal(a["seq"]["values"], b["seq"]["values"])

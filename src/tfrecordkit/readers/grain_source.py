@@ -14,6 +14,7 @@ import numpy as np
 from tfrecordkit.readers import RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._plan import PathArg, open_records
+from tfrecordkit.sampling import EpochOrder, ShuffleMode
 
 __all__ = ["GrainSource", "load_grain_source"]
 
@@ -57,6 +58,14 @@ class GrainSource:
         ids = [int(k) % len(self) for k in keys]
         return [self._values(r, k) for r, k in zip(self.records.get_many(ids), ids,
                                                    strict=True)]
+
+    def order(self, seed: int = 0, epoch: int = 0, shuffle: ShuffleMode = "block"
+              ) -> np.ndarray:
+        """The record keys of one epoch in the order ``load_numpy_dataset`` and
+        ``load_torch_dataset`` read them with the same ``seed`` and ``shuffle`` (one rank),
+        e.g. ``grain.MapDataset.range(len(src)).map(lambda i: src[int(keys[i])])``, so
+        grain, NumPy and PyTorch see one shuffled order."""
+        return EpochOrder(len(self), seed, epoch, shuffle).ids(np.arange(len(self)))
 
     def collate(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """Records of this source as one batch, structured as every reader's batches
