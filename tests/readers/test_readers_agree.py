@@ -206,3 +206,30 @@ def test_torch_workers_give_the_same_batches():
     assert len(got) == len(want) == 4
     for step, (a, b) in enumerate(zip(want, got, strict=True)):
         assert_same(a, b, f"torch workers step {step}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("padding", ["pad", "ragged"])
+def test_ray_rows_batch_to_the_same_values(padding):
+    ray = pytest.importorskip("ray")
+    from tfrecordkit.ray import read_dataset
+
+    kinds = ["image_var", "audio", "seq_text", "seq_bytes", "tokens", "var", "var2", "label",
+             "float", "small", "flag", "bytes", "text", "fixed"]
+    options = _options(kinds, padding, False, False, True, False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            path = _write(Path(root), kinds, 10, 7)
+            want = _batches(path, options, kinds)["tf.data"]
+            rows = sorted(read_dataset(path, options=options).take_all(),
+                          key=lambda r: r["__id"])
+            source = tk.load_grain_source(path, options=options)
+            got = [{n: plain(b[n]) for n in kinds}
+                   for b in (source.collate(rows[s : s + BATCH])
+                             for s in range(0, len(rows), BATCH))]
+    finally:
+        ray.shutdown()
+    assert len(got) == len(want) == 4
+    for step, (a, b) in enumerate(zip(want, got, strict=True)):
+        assert_same(a, b, f"ray step {step}")

@@ -167,6 +167,9 @@ def read_dataset(path: PathArg, split: str = "train", *,
     """A split of a dataset (a folder or URL with ``dataset.json``, or TFRecord files / globs)
     as a ``ray.data.Dataset``: one row per record with its decoded features and ``"__id"``
     (the record's position in the split); ``decode=False`` gives the serialized ``"record"``.
+    A variable shape is the record's own array (Ray's Arrow blocks would turn a nested
+    ``{"values", "lengths"}`` into lists and lose its dtype); ``load_grain_source(path,
+    options=...).collate(rows)`` batches rows exactly as every other reader batches.
 
     Read tasks are cut along shards and ``.index`` offsets, each range read in one request;
     ``count()`` is exact without reading. CRCs are checked; workers never import TensorFlow.

@@ -6,7 +6,12 @@ framework, each imported only when used.
   too); ``torch_data`` and ``grain_source`` wrap it.
 """
 
-from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder, decode_options
+from tfrecordkit.readers._decoding import (
+    DecodeOptions,
+    RecordDecoder,
+    decode_options,
+    record_values,
+)
 from tfrecordkit.readers._keys import CLASS_POSITION, RECORD_ID, VALID
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, Kind
 from tfrecordkit.readers._plan import PathArg, plan_read
@@ -23,4 +28,5 @@ __all__ = [
     "RecordDecoder",
     "decode_options",
     "plan_read",
+    "record_values",
 ]

@@ -160,9 +160,11 @@ def record_values(layout: FeatureLayout, value: Any, padding: Padding) -> Any:
 
 
 def unbatch_values(layout: FeatureLayout, value: Any) -> Any:
-    """A value from :func:`record_values` back as the record's plain value."""
+    """A value from :func:`record_values` (or a record's plain value, as Ray rows hold it)
+    back as the record's plain value."""
     if layout.kind == "tokens":
-        return {"text": value["text"], "ids": np.asarray(value["ids"])[value["mask"]]}
+        ids = np.asarray(value["ids"])
+        return {"text": value["text"], "ids": ids[value["mask"]] if "mask" in value else ids}
     if layout.kind == "audio":
         samples = value["samples"]
         return {"samples": samples["values"] if isinstance(samples, dict) else samples,
