@@ -15,6 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tfrecordkit as tk
+from tests.datasets import encode_audio, tone
 
 pytestmark = pytest.mark.integration
 tf = pytest.importorskip("tensorflow")
@@ -62,6 +63,8 @@ KINDS = {
     "image": (tk.Image("png", channels=3), lambda r, i: _image(r, (6, 5, 3))),
     "image_var": (tk.Image("png", channels=1),
                   lambda r, i: _image(r, (int(r.integers(3, 9)), int(r.integers(3, 9)), 1))),
+    "wav": (tk.Audio("wav"),
+            lambda r, i: encode_audio(tone(0.01 * (1 + i % 3), 8000, 440), 8000, "WAV")),
     "audio": (tk.Audio("pcm"),
               lambda r, i: {"samples": r.normal(size=(int(r.integers(1, 40)), 1))
                             .astype(np.float32), "sample_rate": 8000}),
