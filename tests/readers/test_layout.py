@@ -89,3 +89,12 @@ def test_sequences_of_strings_pad_into_object_arrays():
     batch = batch_feature(layout, [["a", "b"], []], "pad")
     assert batch["values"].tolist() == [["a", "b"], ["", ""]]
     assert batch["lengths"].tolist() == [[2], [0]]
+
+
+def test_ragged_batches_list_every_feature_with_an_open_dimension():
+    layout = BatchLayout.of(SCHEMA, tk.DecodeOptions(image_size=(8, 8), padding="ragged"))
+    assert layout["open"].ragged and not layout["open"].varies  # channels open, size fixed
+    assert not layout["image"].ragged and layout["audio"].ragged and layout["v"].ragged
+    grey, colour = np.zeros((8, 8, 1), np.uint8), np.zeros((8, 8, 3), np.uint8)
+    listed = batch_feature(layout["open"], [grey, colour], "ragged")
+    assert [a.shape for a in listed] == [(8, 8, 1), (8, 8, 3)]

@@ -236,3 +236,45 @@ def test_ray_rows_batch_to_the_same_values(padding):
     assert len(got) == len(want) == 4
     for step, (a, b) in enumerate(zip(want, got, strict=True)):
         assert_same(a, b, f"ray step {step}")
+
+
+def _foreign_files(root: Path, mixed_channels: bool) -> str:
+    """TFRecord files written by TensorFlow's own writer, as someone else's pipeline writes
+    them: encoded PNGs of several sizes (grey and colour when ``mixed_channels``), a
+    variable-length int list, a float and a bytes value; no manifest."""
+    rng = np.random.default_rng(9)
+    for part in range(2):
+        with tf.io.TFRecordWriter(str(root / f"part-{part}.tfrecord")) as writer:
+            for i in range(5):
+                channels = 1 if mixed_channels and i % 2 else 3
+                pixels = rng.integers(0, 256, (5 + i, 4 + 2 * i, channels), dtype=np.uint8)
+                feature = {
+                    "image": tf.train.Feature(bytes_list=tf.train.BytesList(
+                        value=[tf.io.encode_png(pixels).numpy()])),
+                    "tags": tf.train.Feature(int64_list=tf.train.Int64List(
+                        value=list(range(i % 4)))),
+                    "score": tf.train.Feature(float_list=tf.train.FloatList(value=[i / 3])),
+                    "name": tf.train.Feature(bytes_list=tf.train.BytesList(
+                        value=[f"n{part}{i}".encode()])),
+                }
+                writer.write(tf.train.Example(features=tf.train.Features(
+                    feature=feature)).SerializeToString())
+    return str(root / "part-*.tfrecord")
+
+
+@pytest.mark.parametrize(("padding", "resize", "mixed"), [
+    ("pad", False, False), ("pad", True, False), ("ragged", False, True),
+    ("ragged", True, True)])
+def test_files_someone_else_wrote_read_alike(padding, resize, mixed):
+    """No schema: specs inferred from the records, images found by their bytes, channel
+    counts open (in a ragged batch, grey and colour images each keep their own)."""
+    options = tk.DecodeOptions(padding=padding, image_size=(4, 6) if resize else None)
+    names = ["image", "tags", "score", "name"]
+    with tempfile.TemporaryDirectory() as root:
+        got = _batches(_foreign_files(Path(root), mixed), options, names)
+    want = got.pop("tf.data")
+    assert len(want) == 4  # 10 records, batches of 3: every record, the last batch smaller
+    for reader, batches in got.items():
+        assert len(batches) == len(want), reader
+        for step, (a, b) in enumerate(zip(want, batches, strict=True)):
+            assert_same(a, b, f"{reader} step {step}")

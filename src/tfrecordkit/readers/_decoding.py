@@ -196,7 +196,7 @@ def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) ->
         bad = next(i for i, a in enumerate(arrays) if a.ndim != ndim)
         raise ValueError(f"value {bad} of the batch has shape {arrays[bad].shape}; the "
                          f"feature's values have {ndim} dimension(s)")
-    if padding == "ragged" and layout.varies:
+    if padding == "ragged" and layout.ragged:
         return arrays
     shapes = np.array([a.shape for a in arrays], dtype=np.int64).reshape(len(arrays), ndim)
     for axis in layout.open_axes:
@@ -266,11 +266,6 @@ class RecordDecoder:
         self.shard_label = self.layout.shard_label
         size = options.image_size
         self._min_size = size if size is not None and options.fast_resize else None
-
-    def number_dtype(self, name: str) -> np.dtype[Any] | None:
-        """The NumPy type of feature ``name``'s numbers (None: not numbers)."""
-        layout = self.layout[name]
-        return layout.dtype if layout.kind == "numbers" else None
 
     @property
     def heavy(self) -> bool:

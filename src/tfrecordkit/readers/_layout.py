@@ -77,9 +77,11 @@ class FeatureLayout:
         return tuple(a for a, d in enumerate(self.shape) if d is None
                      and a not in self.length_axes)
 
-    def lengths(self, shape: tuple[int, ...]) -> np.ndarray:
-        """The ``lengths`` row of a value of ``shape``."""
-        return np.array([shape[a] for a in self.length_axes], dtype=np.int64)
+    @property
+    def ragged(self) -> bool:
+        """Whether ``padding="ragged"`` batches list this feature's values (tf.data: a
+        ``tf.RaggedTensor``): it has a dimension the schema leaves open, varying or not."""
+        return self.varies or bool(self.open_axes)
 
 
 @dataclass(frozen=True)

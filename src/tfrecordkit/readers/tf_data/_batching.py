@@ -172,14 +172,11 @@ def _structure(value: Any, layout: FeatureLayout) -> Any:
     "lengths"}`` (the lengths of the varying dimensions, int64)."""
     if not layout.varies:
         return value
-    if layout.kind == "audio":
-        return {**value, "samples": _structure(value["samples"], _SAMPLES)}
-    axes = list(layout.length_axes)
-    return {"values": value,
-            "lengths": tf.cast(tf.gather(tf.shape(value), axes), tf.int64)}
-
-
-_SAMPLES = FeatureLayout("samples", "numbers", np.dtype(np.float32), (None, None), (0,))
+    array = _array(value)  # audio: its samples, which the layout's shape describes
+    padded = {"values": array,
+              "lengths": tf.cast(tf.gather(tf.shape(array), list(layout.length_axes)),
+                                 tf.int64)}
+    return {**value, "samples": padded} if layout.kind == "audio" else padded
 
 
 def _batch_structure(value: Any, layout: FeatureLayout) -> Any:
