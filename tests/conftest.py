@@ -32,7 +32,9 @@ def tf():
 
 @pytest.fixture(autouse=True)
 def _tensorflow_only_in_integration_tests(request):
-    """A test that loads TensorFlow must be marked ``integration`` (the quick run skips those)."""
+    """A test that loads TensorFlow must be marked ``integration`` (the quick run skips those).
+    It can only notice the first load in a process: the quick run, where no marked test runs
+    first, is where it checks every test."""
     import sys
 
     loaded = "tensorflow" in sys.modules
