@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from tfrecordkit import ClassLabel, Scalar, Schema, Text, convert, write_dataset
+from tfrecordkit import ClassLabel, Scalar, Schema, ShardOptions, Text, convert, write_dataset
 from tfrecordkit import Image as ImageFeature
 from tfrecordkit.sources import ImageFolder
 
@@ -121,11 +121,11 @@ TABULAR_SCHEMA = Schema({**{f"f{i}": Scalar("float32") for i in range(10)},
 def ours_images(path: Path, pool: list[bytes], n: int, shuffle: bool = True) -> None:
     rows = ({"image": {"bytes": pool[i % len(pool)], "height": 128, "width": 128,
                        "channels": 3}, "label": i % 10} for i in range(n))
-    write_dataset(rows, path, IMAGE_SCHEMA, overwrite=True, shuffle=shuffle)
+    write_dataset(rows, path, IMAGE_SCHEMA, overwrite=True, shards=ShardOptions(shuffle=shuffle))
 
 
 def ours_tabular(path: Path, rows: list[dict], shuffle: bool = True) -> None:
-    write_dataset(rows, path, TABULAR_SCHEMA, overwrite=True, shuffle=shuffle)
+    write_dataset(rows, path, TABULAR_SCHEMA, overwrite=True, shards=ShardOptions(shuffle=shuffle))
 
 
 def timed(function, *args) -> float:

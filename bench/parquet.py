@@ -50,7 +50,8 @@ def write_both(columns: dict[str, np.ndarray], folder: Path) -> tuple[Path, Path
         lists = {name: columns[name].tolist() for name in names}
         rows = ({name: lists[name][i] for name in names} for i in range(n))
         shutil.rmtree(dataset, ignore_errors=True)
-        tk.write_dataset(rows, dataset, schema, shuffle=False, progress=False)
+        tk.write_dataset(rows, dataset, schema,
+                         shards=tk.ShardOptions(shuffle=False), progress=False)
     return parquet, dataset
 
 

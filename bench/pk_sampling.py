@@ -27,6 +27,7 @@ from tfrecordkit import (
     ClassLabel,
     RecordReader,
     Schema,
+    ShardOptions,
     iter_pk_batches,
     load_manifest,
     write_dataset,
@@ -57,7 +58,7 @@ def make_dataset(path: Path, classes: int, per_class: int) -> None:
                      "label": ClassLabel([str(i) for i in range(classes)])})
     rows = ({"image": {"bytes": pool[i % len(pool)], "height": 128, "width": 128,
                        "channels": 3}, "label": i % classes} for i in range(classes * per_class))
-    write_dataset(rows, path, schema, layout="per_class", overwrite=True)
+    write_dataset(rows, path, schema, shards=ShardOptions(layout="per_class"), overwrite=True)
 
 
 def timed_rate(iterable, records: int) -> float:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import tfrecordkit as tk
+from tfrecordkit import ShardOptions
 
 
 def main() -> None:
@@ -59,12 +60,14 @@ def main() -> None:
             table.write_tfrecords(str(Path(tmp) / "ray_written"))
             writes["ray write_tfrecords"].append(time.perf_counter() - start)
             start = time.perf_counter()
-            write_dataset(table, Path(tmp) / "from_ray", schema, num_shards=8, overwrite=True)
+            write_dataset(table, Path(tmp) / "from_ray", schema,
+                          shards=ShardOptions(num_shards=8), overwrite=True)
             writes["tfrecordkit.ray.write_dataset"].append(time.perf_counter() - start)
             for name, engine in (("tfrecordkit, ray engine", "ray"),
                                  ("tfrecordkit, local engine", "local")):
                 start = time.perf_counter()
-                tk.write_dataset(rows, out, schema, num_shards=8, engine=engine,
+                tk.write_dataset(rows, out, schema,
+                                 shards=tk.ShardOptions(num_shards=8), engine=engine,
                                  overwrite=True)
                 writes[name].append(time.perf_counter() - start)
         files = sorted(str(p) for p in out.glob("*.tfrecord"))

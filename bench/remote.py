@@ -84,8 +84,8 @@ def main() -> None:
     url = "s3://bench/ds"
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(tmp) / "ds"
-        tk.write_dataset(rows, url, schema, num_shards=8)
-        tk.write_dataset(rows, local, schema, num_shards=8)
+        tk.write_dataset(rows, url, schema, shards=tk.ShardOptions(num_shards=8))
+        tk.write_dataset(rows, local, schema, shards=tk.ShardOptions(num_shards=8))
         manifest = tk.load_manifest(url)
         names = [s.file for s in manifest.split("train").shards]
         total = manifest.split("train").bytes
@@ -124,7 +124,7 @@ def main() -> None:
         print(f"NumPy loader (no shuffle): {log.object_gets()} object GETs")
 
         pk_url = "s3://bench/pc"
-        tk.write_dataset(rows, pk_url, schema, layout="per_class")
+        tk.write_dataset(rows, pk_url, schema, shards=tk.ShardOptions(layout="per_class"))
         p, k, steps = 8, 4, 20
         batches = iter(tk.iter_pk_batches(pk_url, classes_per_batch=p, examples_per_class=k,
                                           steps=steps + 1, decode=False))
@@ -135,7 +135,7 @@ def main() -> None:
             next(batches)
         remote_pk = time.perf_counter() - start
         gets = log.object_gets()
-        tk.write_dataset(rows, local / "pc", schema, layout="per_class")
+        tk.write_dataset(rows, local / "pc", schema, shards=tk.ShardOptions(layout="per_class"))
         local_batches = iter(tk.iter_pk_batches(local / "pc", classes_per_batch=p,
                                                 examples_per_class=k, steps=steps + 1,
                                                 decode=False))

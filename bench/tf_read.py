@@ -24,7 +24,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from convert import TABULAR_SCHEMA, jpeg_pool
-from tfrecordkit import ClassLabel, Schema, load_manifest, write_dataset
+from tfrecordkit import ClassLabel, Schema, ShardOptions, load_manifest, write_dataset
 from tfrecordkit import Image as ImageFeature
 
 IMAGE_SCHEMA = Schema({"image": ImageFeature("jpeg", channels=3),
@@ -37,13 +37,15 @@ def make_datasets(folder: Path, images: int, small: int) -> tuple[Path, Path]:
         pool = jpeg_pool()
         rows = ({"image": {"bytes": pool[i % len(pool)], "height": 128, "width": 128,
                            "channels": 3}, "label": i % 10} for i in range(images))
-        write_dataset(rows, image_path, IMAGE_SCHEMA, num_shards=8, overwrite=True)
+        write_dataset(rows, image_path, IMAGE_SCHEMA,
+                      shards=ShardOptions(num_shards=8), overwrite=True)
     if not _holds(small_path, small):
         def rows_small():
             for i in range(small):
                 yield {**{f"f{j}": (i * 31 + j) % 1000 / 7.0 for j in range(10)},
                        **{f"i{j}": i * 7 + j for j in range(5)}, "s": f"category {i % 100}"}
-        write_dataset(rows_small(), small_path, TABULAR_SCHEMA, num_shards=8, overwrite=True)
+        write_dataset(rows_small(), small_path, TABULAR_SCHEMA,
+                      shards=ShardOptions(num_shards=8), overwrite=True)
     return image_path, small_path
 
 

@@ -62,7 +62,8 @@ def keras_pipeline(texts: list[str]) -> int:
 
 def our_pipeline(texts: list[str], folder: Path) -> int:
     schema = tk.Schema({"text": tk.Text(vocabulary=tk.Vocabulary(max_size=20000))})
-    tk.write_dataset([{"text": t} for t in texts], folder / "ds", schema, shuffle=False,
+    tk.write_dataset([{"text": t} for t in texts], folder / "ds", schema,
+                     shards=tk.ShardOptions(shuffle=False),
                      overwrite=True)
     ds = tk.load_tf_dataset(folder / "ds", batch_size=256, shuffle=False,
                             features=["text"])

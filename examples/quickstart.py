@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image
 from sklearn.datasets import load_digits
 
-from tfrecordkit import RecordReader, convert, load_manifest, open_source
+from tfrecordkit import RecordReader, ShardOptions, convert, load_manifest, open_source
 from tfrecordkit.cli import main as cli
 
 
@@ -36,7 +36,8 @@ def main(out_dir: str) -> None:
     pixels = save_digits(out / "digits")
     print(f"saved {len(pixels)} distinct digit images as PNG under {out / 'digits'}\n")
     result = convert(open_source(str(out / "digits")), out / "dataset",
-                     split={"train": 0.9, "val": 0.1}, num_shards=4, overwrite=True)
+                     split={"train": 0.9, "val": 0.1},
+                     shards=ShardOptions(num_shards=4), overwrite=True)
     print(result.summary(), "\n")
     for argv in (["stats", str(out / "dataset")], ["verify", str(out / "dataset")]):
         print(f"$ tfrecordkit {' '.join(argv)}")

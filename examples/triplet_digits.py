@@ -21,7 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 def convert_digits(out: Path) -> Path:
     from sklearn.datasets import load_digits
 
-    from tfrecordkit import ClassLabel, Image, Schema, write_dataset
+    from tfrecordkit import ClassLabel, Image, Schema, ShardOptions, write_dataset
 
     digits = load_digits()
     images = (digits.images * 16).clip(0, 255).astype(np.uint8)[..., None]
@@ -29,7 +29,8 @@ def convert_digits(out: Path) -> Path:
                      "label": ClassLabel([str(i) for i in range(10)])})
     rows = ({"image": image, "label": int(label)}
             for image, label in zip(images, digits.target, strict=True))
-    write_dataset(rows, out, schema, layout="per_class", split={"train": 0.8, "test": 0.2},
+    write_dataset(rows, out, schema,
+                  shards=ShardOptions(layout="per_class"), split={"train": 0.8, "test": 0.2},
                   overwrite=True)
     return out
 

@@ -60,7 +60,8 @@ def main(out: Path, epochs: int = 3) -> list[float]:
 
     schema = tk.Schema({"image": tk.Image("png", channels=1),
                         "label": tk.ClassLabel([f"c{i}" for i in range(CLASSES)])})
-    done = tk.write_dataset(list(records()), out / "many", schema, layout="per_class",
+    done = tk.write_dataset(list(records()), out / "many", schema,
+                            shards=tk.ShardOptions(layout="per_class"),
                             split={"train": 5 / 6, "test": 1 / 6}, overwrite=True)
     shards = sum(len(s.shards) for s in done.manifest.splits.values())
     print(f"{CLASSES:,} classes x {PER_CLASS} images in {shards:,} per-class shards "

@@ -43,10 +43,11 @@ def main(out: Path) -> None:
     rows = crops()
     schema = tk.Schema({"image": tk.Image("png", channels=3),
                         "label": tk.ClassLabel(list(PHOTOS))})
-    tk.write_dataset(rows, out / "crops", schema, shuffle=False, overwrite=True)
+    tk.write_dataset(rows, out / "crops", schema,
+                     shards=tk.ShardOptions(shuffle=False), overwrite=True)
     shapes = {"image": (256, None, 3)}
 
-    ds = tk.load_tf_dataset(out / "crops", batch_size=8, shuffle=False, deterministic=True,
+    ds = tk.load_tf_dataset(out / "crops", batch_size=8, shuffle=False,
                             options=tk.DecodeOptions(padded_shapes=shapes))
     loader = tk.load_numpy_dataset(out / "crops", batch_size=8, shuffle=False,
                                    options=tk.DecodeOptions(padded_shapes=shapes))

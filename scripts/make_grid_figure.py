@@ -28,7 +28,8 @@ def make(out: Path) -> None:
     with tempfile.TemporaryDirectory() as folder:
         rows = ({"image": image, "label": int(target)}
                 for image, target in zip(images, digits.target, strict=True))
-        tk.write_dataset(rows, Path(folder) / "digits", schema, seed=0, progress=False)
+        tk.write_dataset(rows, Path(folder) / "digits", schema, shards=tk.ShardOptions(seed=0),
+                         progress=False)
         grid = tk.show_examples(Path(folder) / "digits", n=16, seed=0)
     grid.save(out, format="PNG", optimize=False)
 

@@ -51,7 +51,7 @@ from tfrecordkit.sources import (
     Table,
     TextLines,
 )
-from tfrecordkit.store import Manifest, adopt, load_manifest
+from tfrecordkit.store import Manifest, ShardOptions, adopt, load_manifest
 
 if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at run time
     from tfrecordkit.readers.grain_source import load_grain_source
@@ -139,6 +139,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "Schema",
     "SchemaError",
     "Sequence",
+    "ShardOptions",
     "SourceError",
     "SplitRecords",
     "StateError",

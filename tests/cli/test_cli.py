@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tfrecordkit import RecordWriter, encode_example
+from tfrecordkit import RecordWriter, ShardOptions, encode_example
 from tfrecordkit.cli import main
 
 
@@ -90,7 +90,8 @@ def test_emitted_reader_decodes_images_to_their_stored_shapes(tf, capsys, golden
 
     schema = tk.Schema({"image": tk.Image("png"), "label": tk.Scalar("int64")})
     tk.write_dataset([{"image": encode_image(np.full((5 + k, 7, 3), k, np.uint8), "PNG"),
-                       "label": k} for k in range(3)], tmp_path / "ds", schema, shuffle=False)
+                       "label": k} for k in range(3)], tmp_path / "ds", schema,
+                       shards=tk.ShardOptions(shuffle=False))
     shards = [str(p) for p in sorted((tmp_path / "ds").glob("*.tfrecord"))]
     _, out, _ = run(capsys, "inspect", "--emit-code", "--json", *shards)
     emitted = json.loads(out)
@@ -182,7 +183,7 @@ def test_verify_reports_each_corruption_once(capsys, tmp_path):
 
     schema = Schema({"x": Scalar("float32"), "label": ClassLabel(["cat", "dog"])})
     write_dataset([{"x": i / 3, "label": i % 2} for i in range(50)], tmp_path / "ds", schema,
-                  num_shards=1)
+                  shards=ShardOptions(num_shards=1))
     shard = next((tmp_path / "ds").glob("*.tfrecord"))
     data = bytearray(shard.read_bytes())
     data[300] ^= 0xFF
@@ -204,7 +205,7 @@ def test_head_names_classes_of_a_dataset(capsys, tmp_path):
 
     schema = Schema({"x": Scalar("int64"), "label": ClassLabel(["cat", "dog"])})
     write_dataset([{"x": i, "label": i % 2} for i in range(4)], tmp_path / "ds", schema,
-                  shuffle=False)
+                  shards=ShardOptions(shuffle=False))
     assert main(["head", str(tmp_path / "ds"), "-n", "2", "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["features"]["label"] for line in lines] == ["0 (cat)", "1 (dog)"]

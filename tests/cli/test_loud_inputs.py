@@ -37,7 +37,7 @@ def test_a_directory_named_like_a_record_file_is_one_line(capsys, tmp_path):
 def test_class_counts_beyond_the_class_list_are_one_line(capsys, tmp_path):
     schema = tk.Schema({"x": tk.Scalar("int64"), "label": tk.ClassLabel(["a", "b"])})
     tk.write_dataset([{"x": i, "label": i % 2} for i in range(10)], tmp_path / "ds", schema,
-                     layout="per_class")
+                     shards=tk.ShardOptions(layout="per_class"))
     manifest = json.loads((tmp_path / "ds" / "dataset.json").read_text())
     manifest["splits"]["train"]["class_counts"] = {"0": 5, "9": 5}
     (tmp_path / "ds" / "dataset.json").write_text(json.dumps(manifest))

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.datasets import digits_folder
-from tfrecordkit import DatasetError, RecordReader, SourceError, decode_example
+from tfrecordkit import DatasetError, RecordReader, ShardOptions, SourceError, decode_example
 from tfrecordkit.convert import convert, open_source, write_dataset
 from tfrecordkit.schema import ClassLabel, Scalar, Schema, Tensor, Text
 from tfrecordkit.sources import ImageFolder
@@ -46,7 +46,7 @@ def shard_bytes(path: Path) -> dict[str, bytes]:
 
 def test_records_round_trip_and_multiset_is_kept(tmp_path):
     data = records(500)
-    result = write_dataset(data, tmp_path / "ds", SCHEMA, num_shards=4)
+    result = write_dataset(data, tmp_path / "ds", SCHEMA, shards=ShardOptions(num_shards=4))
     assert result.records == 500
     back = read_dataset(tmp_path / "ds")
     assert sorted(r["n"] for r in back) == list(range(500))
@@ -67,15 +67,17 @@ def real_workers(monkeypatch):
 
 
 def test_same_inputs_and_seed_give_byte_identical_shards(tmp_path, real_workers):
-    write_dataset(records(300), tmp_path / "a", SCHEMA, num_shards=3, seed=7)
-    write_dataset(records(300), tmp_path / "b", SCHEMA, num_shards=3, seed=7, workers=2)
-    write_dataset(records(300), tmp_path / "c", SCHEMA, num_shards=3, seed=8)
+    write_dataset(records(300), tmp_path / "a", SCHEMA, shards=ShardOptions(num_shards=3, seed=7))
+    write_dataset(records(300), tmp_path / "b", SCHEMA,
+                  shards=ShardOptions(num_shards=3, seed=7), workers=2)
+    write_dataset(records(300), tmp_path / "c", SCHEMA, shards=ShardOptions(num_shards=3, seed=8))
     assert shard_bytes(tmp_path / "a") == shard_bytes(tmp_path / "b")
     assert shard_bytes(tmp_path / "a") != shard_bytes(tmp_path / "c")
 
 
 def test_shard_count_follows_target_size(tmp_path):
-    result = write_dataset(records(1000), tmp_path / "ds", SCHEMA, shard_size=10_000)
+    result = write_dataset(records(1000), tmp_path / "ds", SCHEMA,
+                           shards=ShardOptions(shard_size=10_000))
     split = result.manifest.split("train")
     # Uncompressed, a shard's file bytes are its framed records: the count is exact.
     assert len(split.shards) == -(-split.bytes // 10_000)
@@ -87,7 +89,7 @@ def test_shard_count_follows_target_size(tmp_path):
 
 def test_split_ratios_are_seeded_and_complete(tmp_path):
     result = write_dataset(records(1000), tmp_path / "ds", SCHEMA,
-                           split={"train": 0.8, "val": 0.2}, seed=1)
+                           split={"train": 0.8, "val": 0.2}, shards=ShardOptions(seed=1))
     counts = {k: v.records for k, v in result.manifest.splits.items()}
     assert sum(counts.values()) == 1000
     assert 740 < counts["train"] < 860
@@ -102,7 +104,8 @@ def test_explicit_splits(tmp_path):
 
 
 def test_per_class_layout(tmp_path):
-    result = write_dataset(records(90), tmp_path / "ds", SCHEMA, layout="per_class", seed=3)
+    result = write_dataset(records(90), tmp_path / "ds", SCHEMA,
+                           shards=ShardOptions(layout="per_class", seed=3))
     manifest = result.manifest
     assert manifest.layout == "per_class" and manifest.label_feature == "label"
     split = manifest.split("train")
@@ -116,7 +119,8 @@ def test_per_class_layout(tmp_path):
 
 
 def test_manifest_describes_everything(tmp_path):
-    result = write_dataset(records(50), tmp_path / "ds", SCHEMA, compression="gzip")
+    result = write_dataset(records(50), tmp_path / "ds", SCHEMA,
+                           shards=ShardOptions(compression="gzip"))
     raw = json.loads((tmp_path / "ds" / "dataset.json").read_text())
     assert raw["format"] == "tfrecordkit-dataset" and raw["compression"] == "gzip"
     assert Schema.from_json(raw["schema"]) == SCHEMA
@@ -129,7 +133,7 @@ def test_manifest_describes_everything(tmp_path):
 
 
 def test_uncompressed_shards_carry_an_index(tmp_path):
-    write_dataset(records(40), tmp_path / "ds", SCHEMA, num_shards=2)
+    write_dataset(records(40), tmp_path / "ds", SCHEMA, shards=ShardOptions(num_shards=2))
     manifest = load_manifest(tmp_path / "ds")
     for shard in manifest.split("train").shards:
         with RecordReader(tmp_path / "ds" / shard.file) as reader:
@@ -141,7 +145,8 @@ def test_existing_dataset_needs_overwrite(tmp_path):
     write_dataset(records(10), tmp_path / "ds", SCHEMA)
     with pytest.raises(DatasetError, match="already holds a dataset"):
         write_dataset(records(10), tmp_path / "ds", SCHEMA)
-    write_dataset(records(20), tmp_path / "ds", SCHEMA, overwrite=True, num_shards=2)
+    write_dataset(records(20), tmp_path / "ds", SCHEMA, overwrite=True,
+                  shards=ShardOptions(num_shards=2))
     assert load_manifest(tmp_path / "ds").num_records("train") == 20
     assert len([p for p in (tmp_path / "ds").iterdir() if p.suffix == ".tfrecord"]) == 2
 
@@ -209,7 +214,8 @@ def test_text_source_names_bad_lines(tmp_path):
     path.write_bytes(b"first line\nsecond \xff line\nthird\n")
     with pytest.raises(SourceError, match=r"lines\.txt:2: not valid UTF-8"):
         convert(open_source(str(path)), tmp_path / "ds")
-    result = convert(open_source(str(path)), tmp_path / "ds", on_error="skip", shuffle=False)
+    result = convert(open_source(str(path)), tmp_path / "ds", on_error="skip",
+                     shards=ShardOptions(shuffle=False))
     assert [r["text"] for r in read_dataset(tmp_path / "ds")] == ["first line", "third"]
     assert result.manifest.skipped_count == 1
 
@@ -222,7 +228,7 @@ def test_numpy_source(tmp_path):
     source = open_source(str(path))
     schema = source.schema()
     assert isinstance(schema["label"], ClassLabel) and isinstance(schema["weight"], Scalar)
-    convert(source, tmp_path / "ds", shuffle=False)
+    convert(source, tmp_path / "ds", shards=ShardOptions(shuffle=False))
     back = read_dataset(tmp_path / "ds")
     with np.load(path) as npz:
         assert np.array_equal(np.stack([r["features"] for r in back]), npz["features"])
@@ -246,11 +252,11 @@ def test_a_killed_run_resumes_from_its_completed_spill(tmp_path, monkeypatch):
 
     lines = tmp_path / "lines.txt"
     lines.write_text("\n".join(f"line {i}" for i in range(60)))
-    fresh = convert(TextLines(lines), tmp_path / "fresh", num_shards=2)
+    fresh = convert(TextLines(lines), tmp_path / "fresh", shards=ShardOptions(num_shards=2))
     assert not fresh.resumed
     die_after_spill(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
-        convert(TextLines(lines), tmp_path / "ds", num_shards=2)
+        convert(TextLines(lines), tmp_path / "ds", shards=ShardOptions(num_shards=2))
     assert not (tmp_path / "ds" / "dataset.json").exists()
     assert (tmp_path / "ds" / ".tfrecordkit-staging" / "spill" / "done.json").exists()
     monkeypatch.undo()
@@ -262,7 +268,7 @@ def test_a_killed_run_resumes_from_its_completed_spill(tmp_path, monkeypatch):
         return original_load(self, item)
 
     monkeypatch.setattr(TextLines, "load", counting_load)
-    result = convert(TextLines(lines), tmp_path / "ds", num_shards=2)
+    result = convert(TextLines(lines), tmp_path / "ds", shards=ShardOptions(num_shards=2))
     assert result.resumed and loads["n"] == 0  # the source was not read again
     assert shard_bytes(tmp_path / "ds") == shard_bytes(tmp_path / "fresh")
     assert not (tmp_path / "ds" / ".tfrecordkit-staging").exists()
@@ -286,12 +292,13 @@ import sys
 import numpy as np
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.schema import Schema, Tensor, Scalar
+from tfrecordkit.store import ShardOptions
 schema = Schema({"x": Tensor((256,), "float32"), "n": Scalar("int64")})
 rng = np.random.default_rng(0)
 records = ({"x": rng.normal(size=256).astype(np.float32), "n": i} for i in range(20000))
 layout = {"spill": {"num_shards": 8},  # shuffled through the spill
           "stream": {"shuffle": False, "shard_size": 1 << 20}}[sys.argv[2]]  # one pass
-write_dataset(records, sys.argv[1], schema, overwrite=True, **layout)
+write_dataset(records, sys.argv[1], schema, overwrite=True, shards=ShardOptions(**layout))
 print("done")
 """
 
@@ -389,7 +396,8 @@ def test_without_shuffle_records_stream_into_shards_in_input_order(tmp_path):
     schema = Schema({**SCHEMA, "blob": Scalar("string")})
     for i, row in enumerate(rows):
         row["blob"] = bytes(9000 if i == 1500 else i % 50)  # one record past shard_size
-    result = write_dataset(rows, tmp_path / "ds", schema, shuffle=False, shard_size=8192,
+    result = write_dataset(rows, tmp_path / "ds", schema,
+                           shards=ShardOptions(shuffle=False, shard_size=8192),
                            split={"train": 0.7, "val": 0.3})
     manifest = result.manifest
     for split in ("train", "val"):
@@ -413,10 +421,11 @@ def test_a_failing_streamed_conversion_leaves_no_manifest_and_no_shards(tmp_path
     rows = records(2000)
     rows[1700]["n"] = "not a number"
     with pytest.raises(SourceError, match="'n'"):
-        write_dataset(rows, tmp_path / "ds", SCHEMA, shuffle=False, shard_size=4096)
+        write_dataset(rows, tmp_path / "ds", SCHEMA,
+                      shards=ShardOptions(shuffle=False, shard_size=4096))
     assert sorted(p.name for p in (tmp_path / "ds").iterdir()) == []
-    result = write_dataset(records(2000), tmp_path / "ds", SCHEMA, shuffle=False,
-                           shard_size=4096)
+    result = write_dataset(records(2000), tmp_path / "ds", SCHEMA,
+                           shards=ShardOptions(shuffle=False, shard_size=4096))
     assert [r["n"] for r in read_dataset(tmp_path / "ds")] == list(range(2000))
     assert result.manifest.num_records("train") == 2000
 
@@ -427,7 +436,7 @@ def test_buckets_read_from_disk_or_memory_give_the_same_shards(tmp_path, monkeyp
     gathered in runs of a few MiB; tiny runs must give the same bytes."""
     from tfrecordkit.store import _writer
 
-    options = {"layout": layout, "shard_size": 3000, "workers": 1}
+    options = {"shards": ShardOptions(layout=layout, shard_size=3000), "workers": 1}
     write_dataset(records(1500), tmp_path / "a", SCHEMA, **options)
     monkeypatch.setattr(_writer, "_BUCKET_IN_MEMORY", 0)
     monkeypatch.setattr(_writer, "_GATHER", 100)
@@ -438,10 +447,10 @@ def test_buckets_read_from_disk_or_memory_give_the_same_shards(tmp_path, monkeyp
 
 @pytest.mark.parametrize("layout", ["mixed", "per_class"])
 def test_the_writer_fed_record_by_record_writes_what_convert_writes(tmp_path, layout):
-    from tfrecordkit.store import ShardedWriter, ShardOptions
+    from tfrecordkit.store import ShardedWriter
 
     rows = records(300)
-    write_dataset(rows, tmp_path / "a", SCHEMA, layout=layout, shard_size=3000)
+    write_dataset(rows, tmp_path / "a", SCHEMA, shards=ShardOptions(layout=layout, shard_size=3000))
     options = ShardOptions(layout=layout, shard_size=3000)
     with ShardedWriter(tmp_path / "b", SCHEMA, options, label_feature="label") as writer:
         for i, row in enumerate(rows):
@@ -490,7 +499,7 @@ def test_encoded_image_bytes_give_the_records_schema_encode_gives(tmp_path):
         schema = Schema({"image": Image(dims=dims), "n": Scalar("int64")})
         rows = [{"image": data, "n": i} for i, data in enumerate(images)]
         out = tmp_path / f"ds{dims}"
-        write_dataset(rows, out, schema, shuffle=False, num_shards=1)
+        write_dataset(rows, out, schema, shards=ShardOptions(shuffle=False, num_shards=1))
         stored = list(read_records(sorted(str(p) for p in out.glob("*.tfrecord"))))
         assert stored == [schema.encode(row) for row in rows]
 

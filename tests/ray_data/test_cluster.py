@@ -42,7 +42,7 @@ def test_a_two_node_cluster_started_with_ray_start(tmp_path):
     """A head started by `ray start --head` on 127.0.0.1 and a second node joined to it."""
     if ray.is_initialized():
         ray.shutdown()
-    tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, num_shards=6)
+    tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, shards=tk.ShardOptions(num_shards=6))
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
     port = "6391"
     # Token auth would need the token copied to the joining node; loopback-only here.

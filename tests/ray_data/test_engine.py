@@ -44,18 +44,18 @@ def files(path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if ".tfrecord" in p.name}
 
 
-@pytest.mark.parametrize("options", [
-    {"shard_size": 4000},
-    {"layout": "per_class", "shard_size": 4000},
-    {"split": {"train": 0.7, "val": 0.3}, "num_shards": 3, "seed": 5},
-    {"shuffle": False, "shard_size": 4000},  # cut by size as records come
-    {"shuffle": False, "shard_size": 3000, "split": {"train": 0.6, "val": 0.4}},
-    {"shuffle": False, "layout": "per_class", "num_shards": 2},
+@pytest.mark.parametrize(("split", "shards"), [
+    ("train", tk.ShardOptions(shard_size=4000)),
+    ("train", tk.ShardOptions(layout="per_class", shard_size=4000)),
+    ({"train": 0.7, "val": 0.3}, tk.ShardOptions(num_shards=3, seed=5)),
+    ("train", tk.ShardOptions(shuffle=False, shard_size=4000)),  # cut by size as records come
+    ({"train": 0.6, "val": 0.4}, tk.ShardOptions(shuffle=False, shard_size=3000)),
+    ("train", tk.ShardOptions(shuffle=False, layout="per_class", num_shards=2)),
 ])
-def test_ray_and_local_engines_write_the_same_bytes(cluster, tmp_path, options):
-    local = tk.write_dataset(rows(), tmp_path / "local", SCHEMA, on_error="skip", **options)
-    on_ray = tk.write_dataset(rows(), tmp_path / "ray", SCHEMA, on_error="skip", engine="ray",
-                              **options)
+def test_ray_and_local_engines_write_the_same_bytes(cluster, tmp_path, split, shards):
+    options = {"split": split, "shards": shards, "on_error": "skip"}
+    local = tk.write_dataset(rows(), tmp_path / "local", SCHEMA, **options)
+    on_ray = tk.write_dataset(rows(), tmp_path / "ray", SCHEMA, engine="ray", **options)
     assert files(tmp_path / "ray") == files(tmp_path / "local")
     assert len(files(tmp_path / "local")) > 4
     a, b = local.manifest, on_ray.manifest
@@ -66,8 +66,10 @@ def test_ray_and_local_engines_write_the_same_bytes(cluster, tmp_path, options):
 def test_image_folders_too(cluster, tmp_path):
     digits_folder(tmp_path / "digits", limit_per_class=15)
     source = tk.ImageFolder(tmp_path / "digits")
-    local = tk.convert(source, tmp_path / "local", layout="per_class", workers=1)
-    on_ray = tk.convert(source, tmp_path / "ray", layout="per_class", engine="ray")
+    local = tk.convert(source, tmp_path / "local",
+                       shards=tk.ShardOptions(layout="per_class"), workers=1)
+    on_ray = tk.convert(source, tmp_path / "ray",
+                        shards=tk.ShardOptions(layout="per_class"), engine="ray")
     assert files(tmp_path / "ray") == files(tmp_path / "local")
     assert on_ray.manifest.schema == local.manifest.schema  # image format pinned as locally
     assert on_ray.manifest.schema["image"].size == (8, 8)

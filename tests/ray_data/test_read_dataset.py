@@ -36,7 +36,7 @@ def cluster():
 
 
 def test_rows_equal_the_source_and_counts_are_exact(cluster, tmp_path):
-    tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, num_shards=3,
+    tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, shards=tk.ShardOptions(num_shards=3),
                      split={"train": 0.8, "val": 0.2})
     manifest = tk.load_manifest(tmp_path / "ds")
     seen = []
@@ -55,7 +55,7 @@ def test_rows_equal_the_source_and_counts_are_exact(cluster, tmp_path):
 
 
 def test_two_reads_give_the_same_order_and_match_open_split(cluster, tmp_path):
-    tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, num_shards=4)
+    tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, shards=tk.ShardOptions(num_shards=4))
     ray.data.DataContext.get_current().execution_options.preserve_order = True
     first = [r["__id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
     second = [r["__id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
@@ -85,7 +85,7 @@ def test_images_equal_the_numpy_loader_and_no_tensorflow_in_workers(cluster, tmp
 
 
 def test_a_corrupt_record_fails_naming_the_file(cluster, tmp_path):
-    tk.write_dataset(rows(300), tmp_path / "ds", SCHEMA, num_shards=1)
+    tk.write_dataset(rows(300), tmp_path / "ds", SCHEMA, shards=tk.ShardOptions(num_shards=1))
     shard = next(p for p in (tmp_path / "ds").iterdir() if p.name.endswith(".tfrecord"))
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0x55
@@ -105,7 +105,7 @@ def test_new_feature_kinds_equal_the_numpy_loader(cluster, tmp_path):
                         "text": tk.Text(vocabulary=tk.Vocabulary()), "n": tk.Scalar("int64")})
     rows = [{"image": encode_image(images[i % len(images)][: 20 + i, : 30], "PNG"),
              "text": f"the {i % 3} cat sat {i}", "n": i} for i in range(24)]
-    tk.write_dataset(rows, tmp_path / "ds", schema, shuffle=False)
+    tk.write_dataset(rows, tmp_path / "ds", schema, shards=tk.ShardOptions(shuffle=False))
     want = {}
     for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, shuffle=False,
                                        options=tk.DecodeOptions(padding="ragged")):

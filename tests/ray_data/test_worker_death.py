@@ -48,12 +48,12 @@ def dying_cluster(tmp_path):
 def test_killed_shard_writers_are_retried_without_duplicates(dying_cluster, tmp_path, layout):
     out = tmp_path / "ray"
     out.mkdir()
-    options = {"layout": layout, "num_shards": 6} if layout == "mixed" else {
-        "layout": layout, "shard_size": 3000}
-    done = tk.write_dataset(rows(), f"dying://{out}", SCHEMA, engine="ray", **options)
+    shards = (tk.ShardOptions(layout=layout, num_shards=6) if layout == "mixed"
+              else tk.ShardOptions(layout=layout, shard_size=3000))
+    done = tk.write_dataset(rows(), f"dying://{out}", SCHEMA, engine="ray", shards=shards)
     deaths = sorted(p.name for p in dying_cluster.iterdir())
     assert len(deaths) >= 2, "the test filesystem killed no worker"
-    local = tk.write_dataset(rows(), tmp_path / "local", SCHEMA, **options)
+    local = tk.write_dataset(rows(), tmp_path / "local", SCHEMA, shards=shards)
     shards = {p.name: p.read_bytes() for p in sorted(out.iterdir()) if ".tfrecord" in p.name}
     assert shards == {p.name: p.read_bytes() for p in sorted((tmp_path / "local").iterdir())
                       if ".tfrecord" in p.name}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tfrecordkit as tk
-from tfrecordkit import SourceError
+from tfrecordkit import ShardOptions, SourceError
 
 ray = pytest.importorskip("ray")
 from tfrecordkit.ray import read_dataset, write_dataset  # noqa: E402
@@ -54,9 +54,10 @@ def local_rows(n: int = 2000) -> list[dict]:
 
 
 @pytest.mark.parametrize("options", [
-    {"shard_size": 5000},
-    {"layout": "per_class", "shard_size": 5000, "split": {"train": 0.8, "val": 0.2}},
-    {"shuffle": False, "num_shards": 3},
+    {"shards": ShardOptions(shard_size=5000)},
+    {"shards": ShardOptions(layout="per_class", shard_size=5000),
+     "split": {"train": 0.8, "val": 0.2}},
+    {"shards": ShardOptions(shuffle=False, num_shards=3)},
 ])
 def test_the_same_rows_give_the_same_bytes_as_the_local_writer(ordered, tmp_path, options):
     ds = ray.data.from_items(rows(), override_num_blocks=7)
@@ -73,8 +74,8 @@ def test_a_key_column_makes_the_shards_independent_of_row_order(cluster, tmp_pat
     """Keyed rows shuffle by key: the rows in another order (and blocking) give the same bytes."""
     forward = ray.data.from_items(rows(), override_num_blocks=4)
     backward = ray.data.from_items(rows()[::-1], override_num_blocks=9)
-    write_dataset(forward, tmp_path / "a", SCHEMA, key="path", num_shards=3)
-    write_dataset(backward, tmp_path / "b", SCHEMA, key="path", num_shards=3)
+    write_dataset(forward, tmp_path / "a", SCHEMA, key="path", shards=ShardOptions(num_shards=3))
+    write_dataset(backward, tmp_path / "b", SCHEMA, key="path", shards=ShardOptions(num_shards=3))
     assert files(tmp_path / "a") == files(tmp_path / "b")
     back = read_dataset(tmp_path / "a").take_all()
     assert sorted(r["t"] for r in back) == sorted(r["t"] for r in rows())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.datasets import LOADER_RECORDS as RECORDS
+from tfrecordkit import ShardOptions
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.schema import ClassLabel, Scalar, Schema, Sequence, Text
 
@@ -20,5 +21,5 @@ def dataset(tmp_path_factory):
                      "label": ClassLabel(["a", "b", "c"])})
     rows = [{"v": i, "x": i / 7, "seq": list(range(i % 4)), "text": f"record {i}",
              "label": i % 3} for i in range(RECORDS)]
-    write_dataset(rows, out, schema, num_shards=5, progress=False)
+    write_dataset(rows, out, schema, shards=ShardOptions(num_shards=5), progress=False)
     return out

@@ -35,7 +35,7 @@ def test_open_shapes_are_padded_in_every_batch_even_when_they_agree(tmp_path):
              "audio": encode_audio(tone(0.1 if i < 4 else 0.1 + i / 100, 8000, 440), 8000,
                                    "WAV"),
              "x": i / 2} for i in range(8)]
-    tk.write_dataset(rows, tmp_path / "ds", schema, shuffle=False)
+    tk.write_dataset(rows, tmp_path / "ds", schema, shards=tk.ShardOptions(shuffle=False))
     assert tk.load_manifest(tmp_path / "ds").schema["image"].size is None  # sizes vary
     batches = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, shuffle=False))
     for batch in batches:

@@ -22,7 +22,8 @@ N = 1000
 def numbers(tmp_path_factory):
     path = tmp_path_factory.mktemp("defaults") / "ds"
     schema = tk.Schema({"n": tk.Scalar("int64")})
-    tk.write_dataset([{"n": i} for i in range(N)], path, schema, num_shards=5, seed=3)
+    tk.write_dataset([{"n": i} for i in range(N)], path, schema,
+                     shards=tk.ShardOptions(num_shards=5, seed=3))
     return path
 
 
@@ -56,7 +57,7 @@ def test_jpegs_decode_alike_by_default_with_a_target_size(tmp_path):
     rows = [{"image": encode_image(picture[k * 8 :, k * 8 :], "JPEG"), "label": k % 2}
             for k in range(4)]
     schema = tk.Schema({"image": tk.Image("jpeg"), "label": tk.ClassLabel(["a", "b"])})
-    tk.write_dataset(rows, tmp_path / "ds", schema, shuffle=False)
+    tk.write_dataset(rows, tmp_path / "ds", schema, shards=tk.ShardOptions(shuffle=False))
     ours = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
                                            image_size=(64, 64))))["image"]
     (theirs,) = [b["image"] for b in tf_data.load_tf_dataset(

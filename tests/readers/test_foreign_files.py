@@ -51,7 +51,7 @@ def test_numpy_loader_reads_them_like_tf_data(tutorial_files):
                                 options=DecodeOptions(padding="ragged"))
     assert len(loader) == 1
     (batch,) = list(loader)
-    tf_rows = list(tf_data.load_tf_dataset(pattern, shuffle=False, deterministic=True)
+    tf_rows = list(tf_data.load_tf_dataset(pattern, shuffle=False)
                    .as_numpy_iterator())
     assert len(tf_rows) == N
     # tf.data interleaves the files; the loader goes file by file: match by caption.
@@ -73,7 +73,7 @@ def test_image_size_on_foreign_images_matches_tf_data(tutorial_files):
     # fast_resize=False: full decode, then tf.image.resize's arithmetic (exact agreement).
     options = DecodeOptions(features=("image_raw",), image_size=(20, 24), fast_resize=False)
     (batch,) = list(load_numpy_dataset(pattern, batch_size=N, shuffle=False, options=options))
-    tf_rows = list(tf_data.load_tf_dataset(pattern, shuffle=False, deterministic=True,
+    tf_rows = list(tf_data.load_tf_dataset(pattern, shuffle=False,
                                            features=["image_raw"], image_size=(20, 24))
                    .as_numpy_iterator())
     assert batch["image_raw"].shape == (N, 20, 24, 3)
@@ -113,10 +113,10 @@ def test_load_tf_dataset_takes_the_same_options_object(tutorial_files):
 
     pattern = str(tutorial_files / "*.tfrecord")
     options = DecodeOptions(features=("label", "image_raw"), image_size=(8, 8))
-    by_object = list(tf_data.load_tf_dataset(pattern, shuffle=False, deterministic=True,
+    by_object = list(tf_data.load_tf_dataset(pattern, shuffle=False,
                                              options=options).as_numpy_iterator())
     by_keywords = list(tf_data.load_tf_dataset(
-        pattern, shuffle=False, deterministic=True, features=["label", "image_raw"],
+        pattern, shuffle=False, features=["label", "image_raw"],
         image_size=(8, 8)).as_numpy_iterator())
     assert set(by_object[0]) == {"label", "image_raw"}
     for a, b in zip(by_object, by_keywords, strict=True):

@@ -30,7 +30,7 @@ def blocks(tmp_path_factory):
              "label": k % 2, "caption": f"block {k}"} for k in range(8)]
     schema = tk.Schema({"image": tk.Image("png"), "label": tk.ClassLabel(["even", "odd"]),
                         "caption": tk.Text()})
-    tk.write_dataset(rows, path, schema, shuffle=False)
+    tk.write_dataset(rows, path, schema, shards=tk.ShardOptions(shuffle=False))
     return path
 
 
@@ -55,7 +55,7 @@ def test_images_of_several_sizes_keep_their_aspect(tmp_path):
     tall = np.full((300, 60, 3), 50, np.uint8)
     schema = tk.Schema({"image": tk.Image("png")})
     tk.write_dataset([{"image": encode_image(wide, "PNG")}, {"image": encode_image(tall, "PNG")}],
-                     tmp_path / "ds", schema, shuffle=False)
+                     tmp_path / "ds", schema, shards=tk.ShardOptions(shuffle=False))
     grid = tk.show_examples(tmp_path / "ds", n=2)
     wide_tile = _tile(grid, 0, 2)
     filled_rows = np.flatnonzero((wide_tile != 255).any(axis=(1, 2)))

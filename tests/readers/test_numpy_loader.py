@@ -13,6 +13,7 @@ import pytest
 import tfrecordkit as tk
 from tests.datasets import digits_folder
 from tests.readers.conftest import RECORDS
+from tfrecordkit import ShardOptions
 from tfrecordkit.convert import convert, write_dataset
 from tfrecordkit.readers.numpy_data import load_numpy_dataset
 from tfrecordkit.sampling._order import EpochOrder
@@ -183,7 +184,8 @@ def test_a_bad_record_in_a_prefetched_step_names_itself_and_stopping_early_is_cl
     schema = Schema({"image": Image("jpeg"), "n": Scalar("int64")})
     rows = [{"image": {"bytes": good if i != 77 else good[:300], "height": 1, "width": 1,
                        "channels": 3}, "n": i} for i in range(100)]
-    write_dataset(rows, tmp_path / "ds", schema, num_shards=2, shuffle=False, progress=False)
+    write_dataset(rows, tmp_path / "ds", schema,
+                  shards=ShardOptions(num_shards=2, shuffle=False), progress=False)
     loader = load_numpy_dataset(tmp_path / "ds", batch_size=10, shuffle=False)
     first = next(iter(loader))  # abandoning the iteration with steps in flight is fine
     assert first["n"].tolist() == list(range(10))
@@ -202,7 +204,8 @@ def test_columnar_and_per_record_batches_are_identical(tmp_path, padding):
     from tests.datasets import mixed_row as _row
 
     rng = np.random.default_rng(5)
-    write_dataset((_row(i, rng) for i in range(40)), tmp_path / "ds", SCHEMA, num_shards=2,
+    write_dataset((_row(i, rng) for i in range(40)), tmp_path / "ds", SCHEMA,
+                  shards=ShardOptions(num_shards=2),
                   progress=False)
     options = tk.DecodeOptions(padding=padding)
     columnar = list(load_numpy_dataset(tmp_path / "ds", batch_size=16, options=options,

@@ -23,7 +23,8 @@ def with_ids(tmp_path_factory):
                         "label": tk.ClassLabel(["a", "b"])})
     rows = [{"id": 1000 + i, "valid": i % 3 == 0, "class_position": -i, "label": i % 2}
             for i in range(N)]
-    tk.write_dataset(rows, path, schema, seed=5, layout="per_class")  # shuffled at write
+    tk.write_dataset(rows, path, schema,
+                     shards=tk.ShardOptions(seed=5, layout="per_class"))  # shuffled at write
     return path
 
 

@@ -20,7 +20,7 @@ def dataset(tmp_path_factory):
     path = tmp_path_factory.mktemp("states") / "ds"
     schema = tk.Schema({"x": tk.Scalar("int64"), "label": tk.ClassLabel(["a", "b", "c"])})
     tk.write_dataset([{"x": i, "label": i % 3} for i in range(60)], path, schema,
-                     layout="per_class")
+                     shards=tk.ShardOptions(layout="per_class"))
     return path
 
 

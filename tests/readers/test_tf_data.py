@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.datasets import digits_folder, encode_audio, encode_image, photos, tone
-from tfrecordkit import DatasetError, DecodeOptions
+from tfrecordkit import DatasetError, DecodeOptions, ShardOptions
 from tfrecordkit.convert import convert, write_dataset
 from tfrecordkit.schema import Audio, ClassLabel, Image, Scalar, Schema, Sequence, Tensor, Text
 from tfrecordkit.sources import ImageFolder, Table
@@ -27,7 +27,7 @@ def digits(tmp_path_factory):
     """Digits as PNG class folders, converted (4 shards); returns (dataset path, pixels)."""
     root = tmp_path_factory.mktemp("digits")
     pixels = digits_folder(root / "src", limit_per_class=30)
-    convert(ImageFolder(root / "src"), root / "ds", num_shards=4, workers=1)
+    convert(ImageFolder(root / "src"), root / "ds", shards=ShardOptions(num_shards=4), workers=1)
     return root / "ds", pixels
 
 
@@ -58,7 +58,8 @@ def test_variable_sizes_pad_and_ragged(tmp_path):
     images = photos()
     schema = Schema({"image": Image("auto"), "name": Text(), "label": ClassLabel(list(images))})
     rows = [{"image": encode_image(px, "PNG"), "name": n, "label": n} for n, px in images.items()]
-    manifest = write_dataset(rows, tmp_path / "ds", schema, compression="gzip").manifest
+    manifest = write_dataset(rows, tmp_path / "ds", schema,
+                             shards=ShardOptions(compression="gzip")).manifest
     # Grey and colour images mixed: the conversion pins 3 channels, grey is replicated.
     assert manifest.schema["image"].channels == 3
     padded = next(iter(load_tf_dataset(tmp_path / "ds", batch_size=6, shuffle=False)))
@@ -116,7 +117,8 @@ def test_tensors_text_sequences_round_trip(tmp_path, padding, compression):
         "text": {"text": f"t{i}", "ids": list(range(i % 5))},
         "tags": list(range(i % 3)), "label": i % 2,
     } for i in range(23)]
-    write_dataset(rows, tmp_path / "ds", schema, compression=compression, num_shards=2)
+    write_dataset(rows, tmp_path / "ds", schema,
+                  shards=ShardOptions(compression=compression, num_shards=2))
     ds = load_tf_dataset(tmp_path / "ds", batch_size=5, options=DecodeOptions(padding=padding),
                          shuffle=False)
     by_text = {}
@@ -217,7 +219,7 @@ def test_keras_trains_and_loss_decreases(digits):
 def test_two_workers_see_every_record_once(tmp_path, num_shards):
     schema = Schema({"n": Scalar("int64")})
     write_dataset([{"n": i} for i in range(101)], tmp_path / "ds", schema,
-                  num_shards=num_shards)
+                  shards=ShardOptions(num_shards=num_shards))
     seen = []
     for worker in range(2):
         context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker,
@@ -246,7 +248,7 @@ def test_seeded_shuffle_is_reproducible(digits):
     path, _ = digits
 
     def order(seed):
-        ds = load_tf_dataset(path, batch_size=50, seed=seed, deterministic=True)
+        ds = load_tf_dataset(path, batch_size=50, seed=seed)
         return [int(v) for b in ds for v in b["label"].numpy()]
 
     assert order(3) == order(3)
@@ -288,7 +290,7 @@ def test_manifest_disagreements_fail_before_training(digits, tmp_path):
 def test_foreign_files_written_by_tensorflow(golden):
     ds = load_tf_dataset(str(golden / "examples.tfrecord"), batch_size=5,
                          options=DecodeOptions(padding="ragged"),
-                         shuffle=False, deterministic=True)
+                         shuffle=False)
     batch = next(iter(ds))
     assert batch["label"].numpy().tolist() == [0, 1, 2, 0, 1]
     assert batch["image"][0].to_tensor().shape == (8, 12, 3)

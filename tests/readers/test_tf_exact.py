@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.datasets import encode_image, photos
-from tfrecordkit import DatasetError, DecodeOptions
+from tfrecordkit import DatasetError, DecodeOptions, ShardOptions
 from tfrecordkit.convert import convert
 from tfrecordkit.format import RecordWriter, encode_example
 from tfrecordkit.schema import Image, Scalar, Schema, Sequence
@@ -40,7 +40,7 @@ def test_unbatched_examples_keep_their_own_lengths(tmp_path):
     schema = Schema({"x": Sequence(Scalar("int64")), "f": Sequence(Scalar("float32")),
                      "s": Sequence(Scalar("string"))})
     for source in ({"schema": schema}, {}):  # declared, and inferred from the records
-        got = list(load_tf_dataset(str(path), shuffle=False, deterministic=True, **source))
+        got = list(load_tf_dataset(str(path), shuffle=False, **source))
         assert len(got) == 3
         for row, example in zip(ROWS, got, strict=True):
             for key in ("x", "f", "s"):  # the batch structure without its batch dimension
@@ -50,10 +50,9 @@ def test_unbatched_examples_keep_their_own_lengths(tmp_path):
 
 def test_padding_stays_inside_the_users_batch(tmp_path):
     path = _write(tmp_path / "v.tfrecord", ROWS)
-    batches = list(load_tf_dataset(str(path), shuffle=False, batch_size=1, deterministic=True))
+    batches = list(load_tf_dataset(str(path), shuffle=False, batch_size=1))
     assert [b["x"]["values"].shape[1] for b in batches] == [0, 2, 1]
-    batch = next(iter(load_tf_dataset(str(path), shuffle=False, batch_size=3,
-                                      deterministic=True)))
+    batch = next(iter(load_tf_dataset(str(path), shuffle=False, batch_size=3)))
     assert batch["x"]["values"].numpy().tolist() == [[0, 0], [9, 2], [7, 0]]
     assert batch["x"]["lengths"].numpy().tolist() == [[0], [2], [1]]
 
@@ -142,8 +141,7 @@ def test_open_channel_counts_never_zero_fill_a_padded_batch(tmp_path):
     with pytest.raises(tf.errors.InvalidArgumentError, match="different channel counts"):
         list(ds)
     ragged = next(iter(load_tf_dataset(str(path), schema=schema, batch_size=2, shuffle=False,
-                                       options=DecodeOptions(padding="ragged"),
-                                       deterministic=True)))
+                                       options=DecodeOptions(padding="ragged"))))
     shapes = [ragged["image"][i].to_tensor().shape[-1] for i in range(2)]
     assert shapes == [1, 3]
 
@@ -156,7 +154,8 @@ def test_raw_pixel_images_of_mixed_channels_read_back_alike_in_both_readers(tmp_
     from tfrecordkit.schema import Text
 
     schema = Schema({"image": Image("raw"), "name": Text()})
-    result = write_dataset(rows, tmp_path / "ds", schema, shuffle=False, progress=False)
+    result = write_dataset(rows, tmp_path / "ds", schema,
+                           shards=ShardOptions(shuffle=False), progress=False)
     assert result.manifest.schema["image"].channels == 3
     from tfrecordkit import open_split
 

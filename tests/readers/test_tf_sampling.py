@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tfrecordkit import ShardOptions
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.schema import ClassLabel, Scalar, Schema
 
@@ -21,7 +22,7 @@ def dataset(tmp_path_factory):
     path = tmp_path_factory.mktemp("tfpk") / "ds"
     schema = Schema({"x": Scalar("int64"), "label": ClassLabel([f"c{i}" for i in range(16)])})
     write_dataset([{"x": i, "label": i % 16} for i in range(16 * 5)], path, schema,
-                  layout="per_class")
+                  shards=ShardOptions(layout="per_class"))
     return path
 
 

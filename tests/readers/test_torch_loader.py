@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
 from tests.datasets import LOADER_RECORDS as RECORDS  # noqa: E402
+from tfrecordkit import ShardOptions  # noqa: E402
 from tfrecordkit.convert import write_dataset  # noqa: E402
 from tfrecordkit.readers.numpy_data import load_numpy_dataset  # noqa: E402
 from tfrecordkit.readers.torch_data import load_torch_dataset  # noqa: E402
@@ -210,7 +211,7 @@ def class_dataset(tmp_path_factory):
     schema = Schema({"x": Scalar("int64"), "label": ClassLabel([str(i) for i in range(12)])})
     counts = [3, 5, 8, 2, 9, 6, 4, 7, 5, 6, 3, 10]
     rows = [{"x": 12 * j + c, "label": c} for c, n in enumerate(counts) for j in range(n)]
-    write_dataset(rows, out, schema, layout="per_class", progress=False)
+    write_dataset(rows, out, schema, shards=ShardOptions(layout="per_class"), progress=False)
     return out
 
 

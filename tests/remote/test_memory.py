@@ -18,6 +18,7 @@ from tfrecordkit import (
     RecordWriter,
     Scalar,
     Schema,
+    ShardOptions,
     StorageError,
     Tensor,
     Text,
@@ -75,9 +76,9 @@ def test_record_files_and_indexes_round_trip(memory_url, tmp_path):
 
 @pytest.mark.parametrize("options", [
     {},  # shuffled, through the spill
-    {"layout": "per_class", "shard_size": 3000},
-    {"shuffle": False, "shard_size": 3000},  # one pass
-    {"split": {"train": 0.8, "val": 0.2}, "compression": "gzip"},
+    {"shards": tk.ShardOptions(layout="per_class", shard_size=3000)},
+    {"shards": tk.ShardOptions(shuffle=False, shard_size=3000)},  # one pass
+    {"split": {"train": 0.8, "val": 0.2}, "shards": tk.ShardOptions(compression="gzip")},
 ])
 def test_datasets_are_byte_identical_to_local_ones(memory_url, tmp_path, options):
     url = f"{memory_url}/ds"
@@ -100,8 +101,9 @@ def test_loaders_read_the_same_values_as_locally(memory_url, tmp_path, monkeypat
 
     monkeypatch.setattr(_fetch, "_CACHE_BYTES", 5000)  # evictions happen within an epoch
     url = f"{memory_url}/ds"
-    write_dataset(rows(), url, SCHEMA, layout="per_class", shard_size=3000)
-    write_dataset(rows(), tmp_path / "ds", SCHEMA, layout="per_class", shard_size=3000)
+    write_dataset(rows(), url, SCHEMA, shards=ShardOptions(layout="per_class", shard_size=3000))
+    write_dataset(rows(), tmp_path / "ds", SCHEMA,
+                  shards=ShardOptions(layout="per_class", shard_size=3000))
     kwargs = {"batch_size": 50, "seed": 3, "shuffle": shuffle}
     for a, b in zip(tk.load_numpy_dataset(url, **kwargs),
                     tk.load_numpy_dataset(tmp_path / "ds", **kwargs), strict=True):
@@ -150,15 +152,15 @@ def test_image_folder_to_memory_and_back_pixel_exact(memory_url, tmp_path):
 def test_tf_data_reads_a_memory_dataset(memory_url):
     pytest.importorskip("tensorflow")
     url = f"{memory_url}/ds"
-    write_dataset(rows(), url, SCHEMA, shard_size=3000)
-    ds = tk.load_tf_dataset(url, batch_size=100, shuffle=False, deterministic=True)
+    write_dataset(rows(), url, SCHEMA, shards=ShardOptions(shard_size=3000))
+    ds = tk.load_tf_dataset(url, batch_size=100, shuffle=False)
     xs = sorted(float(x) for batch in ds for x in batch["x"].numpy())
     assert xs == sorted(float(np.float32(i / 7)) for i in range(600))
 
 
 def test_cli_on_a_url(memory_url, capsys):
     url = f"{memory_url}/ds"
-    write_dataset(rows(), url, SCHEMA, shard_size=3000)
+    write_dataset(rows(), url, SCHEMA, shards=ShardOptions(shard_size=3000))
     assert main(["stats", url, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["splits"]["train"]["records"] == 600
     assert main(["verify", url, "-q"]) == 0
@@ -182,7 +184,7 @@ def test_overwrite_and_existing_datasets(memory_url):
     write_dataset(rows(100), url, SCHEMA)
     with pytest.raises(DatasetError, match="already holds a dataset"):
         write_dataset(rows(100), url, SCHEMA)
-    write_dataset(rows(50), url, SCHEMA, overwrite=True, num_shards=3)
+    write_dataset(rows(50), url, SCHEMA, overwrite=True, shards=ShardOptions(num_shards=3))
     names = files_of(url)
     assert sum(n.endswith(".tfrecord") for n in names) == 3
     assert tk.load_manifest(url).num_records("train") == 50

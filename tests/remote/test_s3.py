@@ -43,10 +43,10 @@ def by_label(batches) -> dict[int, list[bytes]]:
 def test_convert_into_s3_then_cli_and_loaders_pixel_exact(s3_server, s3_url, digits, tmp_path,
                                                          capsys):
     folder, pixels = digits
-    result = tk.convert(ImageFolder(folder), s3_url, layout="per_class", workers=1,
-                        shard_size=4096)
-    local = tk.convert(ImageFolder(folder), tmp_path / "ds", layout="per_class", workers=1,
-                       shard_size=4096)
+    result = tk.convert(ImageFolder(folder), s3_url,
+                        shards=tk.ShardOptions(layout="per_class", shard_size=4096), workers=1)
+    local = tk.convert(ImageFolder(folder), tmp_path / "ds",
+                       shards=tk.ShardOptions(layout="per_class", shard_size=4096), workers=1)
     assert result.path == s3_url and result.records == 400
     assert result.manifest.splits == local.manifest.splits  # same shards, sizes, checksums
 
@@ -83,7 +83,7 @@ def test_torch_loader_reads_s3(s3_server, s3_url, digits):
 def test_sequential_reads_make_no_request_per_record(s3_server, s3_url):
     schema = tk.Schema({"x": tk.Tensor((64,), "float32"), "n": tk.Scalar("int64")})
     rows = ({"x": np.full(64, i, np.float32), "n": i} for i in range(20000))
-    tk.write_dataset(rows, s3_url, schema, num_shards=4)  # ~5.5 MB
+    tk.write_dataset(rows, s3_url, schema, shards=tk.ShardOptions(num_shards=4))  # ~5.5 MB
     shards = [f"{s3_url}/{s.file}" for s in tk.load_manifest(s3_url).split("train").shards]
     s3_server.log.clear()
     count = sum(1 for _ in tk.read_records(shards))
@@ -94,7 +94,7 @@ def test_sequential_reads_make_no_request_per_record(s3_server, s3_url):
 
 def test_pk_batches_make_at_most_one_request_per_class(s3_server, s3_url, digits):
     folder, _ = digits
-    tk.convert(ImageFolder(folder), s3_url, layout="per_class", workers=1)
+    tk.convert(ImageFolder(folder), s3_url, shards=tk.ShardOptions(layout="per_class"), workers=1)
     batches = tk.iter_pk_batches(s3_url, classes_per_batch=4, examples_per_class=6, seed=5,
                                  steps=8)
     iterator = iter(batches)

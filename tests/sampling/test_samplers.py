@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from tfrecordkit import DatasetError
+from tfrecordkit import DatasetError, ShardOptions
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.readers.numpy_data import iter_pk_batches, iter_triplets
 from tfrecordkit.sampling import ClassIndex, PKSampler, TripletSampler
@@ -160,9 +160,9 @@ def class_dataset(tmp_path_factory):
     path = tmp_path_factory.mktemp("pk") / "ds"
     schema = Schema({"x": Scalar("int64"), "label": ClassLabel([f"c{i}" for i in range(12)])})
     rows = [{"x": i, "label": i % 12} for i in range(12 * 6)]
-    write_dataset(rows, path, schema, layout="per_class")
+    write_dataset(rows, path, schema, shards=ShardOptions(layout="per_class"))
     mixed = path.parent / "mixed"
-    write_dataset(rows, mixed, schema, num_shards=3)
+    write_dataset(rows, mixed, schema, shards=ShardOptions(num_shards=3))
     return path, mixed
 
 
@@ -201,7 +201,7 @@ def test_numpy_triplets(class_dataset):
 def test_ten_thousand_classes_with_bounded_open_files(tmp_path):
     schema = Schema({"x": Scalar("int64"), "label": ClassLabel([str(i) for i in range(10_000)])})
     rows = ({"x": i, "label": i % 10_000} for i in range(50_000))
-    write_dataset(rows, tmp_path / "ds", schema, layout="per_class")
+    write_dataset(rows, tmp_path / "ds", schema, shards=ShardOptions(layout="per_class"))
     batches = iter_pk_batches(tmp_path / "ds", classes_per_batch=32, examples_per_class=4,
                               seed=0, steps=400, max_open_files=16)
     classes = Counter()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tfrecordkit import DatasetError, SchemaError
+from tfrecordkit import DatasetError, SchemaError, ShardOptions
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.format import RecordReader, RecordWriter, encode_example, head_crc32c
 from tfrecordkit.readers.numpy_data import iter_pk_batches
@@ -18,7 +18,8 @@ def _dataset(tmp_path, layout):
     schema = Schema({"v": Scalar("int64"), "label": ClassLabel(["a", "b", "c", "d"])})
     rows = [{"v": i, "label": i % 4} for i in range(40)]
     out = tmp_path / layout
-    write_dataset(rows, out, schema, layout=layout, num_shards=2, progress=False)
+    write_dataset(rows, out, schema,
+                  shards=ShardOptions(layout=layout, num_shards=2), progress=False)
     return out
 
 

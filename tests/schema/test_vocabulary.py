@@ -68,7 +68,7 @@ def write(tmp_path, **vocabulary):
                "val": [{"text": t, "label": 0} for t in VAL]}
     schema = tk.Schema({"text": tk.Text(vocabulary=tk.Vocabulary(**vocabulary)),
                         "label": tk.ClassLabel(["a", "b"])})
-    return tk.write_dataset(records, tmp_path / "ds", schema, shuffle=False)
+    return tk.write_dataset(records, tmp_path / "ds", schema, shards=tk.ShardOptions(shuffle=False))
 
 
 def test_conversion_builds_the_vocabulary_from_the_training_split(tmp_path):
@@ -114,7 +114,7 @@ def test_readers_give_padded_ids_and_a_mask_and_agree(tmp_path, text_length):
     pytest.importorskip("tensorflow")
     for per_example in (False, True):  # the batched parse, and the per-example map
         got = next(iter(tk.load_tf_dataset(
-            tmp_path / "ds", batch_size=4, shuffle=False, deterministic=True,
+            tmp_path / "ds", batch_size=4, shuffle=False,
             options=dataclasses.replace(options, padded_shapes={"label": ()})
             if per_example else options)))
         assert np.array_equal(got["text"]["ids"].numpy(), ids)

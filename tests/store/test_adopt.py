@@ -280,7 +280,7 @@ def test_a_split_of_another_image_format_reads_alike_in_tf_data_and_numpy(tmp_pa
         numpy_pixels = next(iter(tk.load_numpy_dataset(
             tmp_path / "ds", split, batch_size=4, shuffle=False)))["image"]
         tf_pixels = next(iter(tk.load_tf_dataset(tmp_path / "ds", split, batch_size=4,
-                                                 shuffle=False, deterministic=True))
+                                                 shuffle=False))
                          )["image"].numpy()
         assert np.array_equal(numpy_pixels, tf_pixels)
 

@@ -87,5 +87,5 @@ def test_a_manifest_too_large_for_readers_is_never_written(tmp_path, monkeypatch
     schema = tk.Schema({"x": tk.Scalar("int64"), "label": tk.ClassLabel(["a", "b"])})
     with pytest.raises(DatasetError, match="more than readers accept"):
         tk.write_dataset([{"x": i, "label": i % 2} for i in range(40)], tmp_path / "ds",
-                         schema, layout="per_class", num_shards=8)
+                         schema, shards=tk.ShardOptions(layout="per_class", num_shards=8))
     assert not (tmp_path / "ds" / "dataset.json").exists()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfrecordkit import DatasetError
+from tfrecordkit import DatasetError, ShardOptions
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.schema import ClassLabel, Scalar, Schema
 from tfrecordkit.store import MANIFEST_NAME, Manifest, load_manifest
@@ -20,7 +20,8 @@ from tfrecordkit.store import MANIFEST_NAME, Manifest, load_manifest
 def dataset(tmp_path):
     schema = Schema({"v": Scalar("int64"), "label": ClassLabel(["a", "b"])})
     out = tmp_path / "ds"
-    write_dataset([{"v": i, "label": i % 2} for i in range(20)], out, schema, num_shards=2,
+    write_dataset([{"v": i, "label": i % 2} for i in range(20)], out, schema,
+                  shards=ShardOptions(num_shards=2),
                   progress=False)
     return out
 
@@ -140,8 +141,8 @@ def test_random_values_at_every_key_are_dataset_errors(dataset_json, data):
 def dataset_json(tmp_path_factory):
     schema = Schema({"v": Scalar("int64"), "label": ClassLabel(["a", "b"])})
     out = tmp_path_factory.mktemp("m") / "ds"
-    write_dataset([{"v": i, "label": i % 2} for i in range(20)], out, schema, num_shards=2,
-                  layout="per_class", progress=False)
+    write_dataset([{"v": i, "label": i % 2} for i in range(20)], out, schema,
+                  shards=ShardOptions(num_shards=2, layout="per_class"), progress=False)
     return json.loads((out / MANIFEST_NAME).read_text())
 
 

@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfrecordkit import ClassLabel, DatasetError, Scalar, Schema, write_dataset
+from tfrecordkit import ClassLabel, DatasetError, Scalar, Schema, ShardOptions, write_dataset
 from tfrecordkit.store import (
-    ShardOptions,
     SplitTotals,
     StreamCut,
     finalize_manifest,
@@ -69,22 +68,23 @@ def test_the_stream_cut_is_the_record_by_record_cut_however_records_are_batched(
 ])
 def test_the_plan_names_and_counts_what_the_local_writer_wrote(tmp_path, options):
     rows = [{"n": i, "label": (i * 7) % 4} for i in range(400)]
-    layout = {k: v for k, v in options.items() if k != "split"}
-    result = write_dataset(rows, tmp_path / "ds", SCHEMA, **options)
+    layout = ShardOptions(**{k: v for k, v in options.items() if k != "split"})
+    ratios = options.get("split", "train")
+    result = write_dataset(rows, tmp_path / "ds", SCHEMA, split=ratios, shards=layout)
     manifest = result.manifest
     for name, split in manifest.splits.items():
         class_records = {int(k): v for k, v in split.class_counts.items()}
         per_class_bytes = {int(c): sum(s.bytes for s in split.shards if s.class_id == int(c))
                            for c in split.class_counts}
         totals = SplitTotals(split.records, split.bytes, class_records, per_class_bytes)
-        specs = plan_split(name, totals, ShardOptions(**layout))
+        specs = plan_split(name, totals, layout)
         assert [s.name for s in specs] == [s.file for s in split.shards]
         assert [s.stop - s.start for s in specs] == [s.records for s in split.shards]
 
 
 def test_finalize_writes_the_manifest_only_when_counts_add_up(tmp_path):
     write_dataset([{"n": i, "label": i % 4} for i in range(100)], tmp_path / "ds", SCHEMA,
-                  num_shards=2)
+                  shards=ShardOptions(num_shards=2))
     manifest = load_manifest(tmp_path / "ds")
     (tmp_path / "ds" / "dataset.json").unlink()
     shards = {"train": list(manifest.split("train").shards)}

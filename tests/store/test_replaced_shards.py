@@ -55,7 +55,7 @@ def test_a_rewritten_adopted_shard_is_refused_by_every_reader(tmp_path):
 def test_a_rewritten_converted_shard_is_refused(tmp_path):
     schema = tk.Schema({"x": tk.Scalar("int64"), "label": tk.ClassLabel(["a", "b"])})
     tk.write_dataset([{"x": i, "label": i % 2} for i in range(12)], tmp_path / "ds", schema,
-                     layout="per_class", seed=1)
+                     shards=tk.ShardOptions(layout="per_class", seed=1))
     manifest = tk.load_manifest(tmp_path / "ds")
     shard = tmp_path / "ds" / manifest.splits["train"].shards[0].file
     data = bytearray(shard.read_bytes())

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tfrecordkit as tk
-from tfrecordkit import CorruptRecordError, DatasetError, IndexUnavailableError
+from tfrecordkit import CorruptRecordError, DatasetError, IndexUnavailableError, ShardOptions
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.format import RecordReader
 from tfrecordkit.schema import ClassLabel, Scalar, Schema
@@ -21,8 +21,8 @@ SCHEMA = Schema({"v": Scalar("int64"), "label": ClassLabel([str(i) for i in rang
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     out = tmp_path_factory.mktemp("split") / "ds"
-    write_dataset([{"v": i, "label": i % 5} for i in range(300)], out, SCHEMA, num_shards=7,
-                  layout="per_class", progress=False)
+    write_dataset([{"v": i, "label": i % 5} for i in range(300)], out, SCHEMA,
+                  shards=ShardOptions(num_shards=7, layout="per_class"), progress=False)
     return out
 
 
@@ -81,7 +81,8 @@ def test_it_pickles_and_reopens_its_files(dataset):
 
 def test_corruption_and_disagreements_are_loud(tmp_path):
     out = tmp_path / "ds"
-    write_dataset([{"v": i, "label": i % 5} for i in range(50)], out, SCHEMA, num_shards=1,
+    write_dataset([{"v": i, "label": i % 5} for i in range(50)], out, SCHEMA,
+                  shards=ShardOptions(num_shards=1),
                   progress=False)
     manifest = json.loads((out / "dataset.json").read_text())
     shard = out / manifest["splits"]["train"]["shards"][0]["file"]
@@ -98,7 +99,8 @@ def test_corruption_and_disagreements_are_loud(tmp_path):
 
 
 def test_compressed_datasets_have_no_random_access(tmp_path):
-    write_dataset([{"v": 1, "label": 0}], tmp_path / "gz", SCHEMA, compression="gzip",
+    write_dataset([{"v": 1, "label": 0}], tmp_path / "gz", SCHEMA,
+                  shards=ShardOptions(compression="gzip"),
                   progress=False)
     with pytest.raises(IndexUnavailableError, match="compressed"):
         tk.open_split(tmp_path / "gz")

@@ -8,6 +8,7 @@ import os
 import re
 
 from tfrecordkit.convert import SOURCE_KINDS, convert, infer_kind, open_source
+from tfrecordkit.store import ShardOptions
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "B": 1, "K": 1e3, "KB": 1e3, "KIB": 2**10, "M": 1e6, "MB": 1e6, "MIB": 2**20,
@@ -104,15 +105,15 @@ def run(args: argparse.Namespace) -> int:
 
         ray.init(address=args.ray_address, log_to_driver=False, ignore_reinit_error=True)
     extra = {"shard_size": args.shard_size} if args.shard_size else {}
-    result = convert(
-        source, args.out, split=args.split,
+    shards = ShardOptions(
         layout="per_class" if args.layout == "per-class" else "mixed",
         num_shards=args.num_shards, min_shards=args.min_shards,
         compression=None if args.compression == "none" else args.compression,
-        workers=args.workers, seed=args.seed, shuffle=not args.no_shuffle,
-        stratify=not args.no_stratify,
-        on_error=args.on_error, overwrite=args.overwrite, progress=not args.quiet,
-        storage_options=args.storage_options, engine=args.engine, **extra,
+        seed=args.seed, shuffle=not args.no_shuffle, **extra)
+    result = convert(
+        source, args.out, split=args.split, shards=shards, stratify=not args.no_stratify,
+        workers=args.workers, on_error=args.on_error, overwrite=args.overwrite,
+        progress=not args.quiet, storage_options=args.storage_options, engine=args.engine,
     )
     print(json.dumps(result.to_json(), indent=2) if args.json else result.summary())
     return 0

@@ -20,7 +20,7 @@ from tfrecordkit.format import Storage
 from tfrecordkit.job import ConversionJob, SplitSpec
 from tfrecordkit.schema import Schema
 from tfrecordkit.sources import Records, Source
-from tfrecordkit.store import DEFAULT_SHARD_SIZE, Manifest, ShardOptions
+from tfrecordkit.store import Manifest, ShardOptions
 
 __all__ = ["ConversionResult", "convert", "run_conversion", "write_dataset"]
 
@@ -128,21 +128,15 @@ def convert(
     *,
     schema: Schema | None = None,
     split: SplitSpec = "train",
-    layout: Literal["mixed", "per_class"] = "mixed",
-    shard_size: int = DEFAULT_SHARD_SIZE,
-    num_shards: int | None = None,
-    min_shards: int = 1,
-    compression: str | None = None,
-    seed: int = 0,
-    shuffle: bool = True,
+    shards: ShardOptions | None = None,
+    label_feature: str | None = None,
+    stratify: bool = True,
     workers: int | None = None,
+    engine: Literal["local", "ray"] = "local",
     on_error: Literal["raise", "skip"] = "raise",
     overwrite: bool = False,
-    label_feature: str | None = None,
     progress: bool | Callable[[int, int], None] = False,
     storage_options: dict[str, Any] | None = None,
-    engine: Literal["local", "ray"] = "local",
-    stratify: bool = True,
 ) -> ConversionResult:
     """Convert ``source`` into a dataset directory of TFRecord shards plus ``dataset.json``.
 
@@ -154,34 +148,31 @@ def convert(
         split: a split name, or ratios such as ``{"train": 0.9, "val": 0.1}`` (seeded, by key;
             stratified by class, see ``stratify``). Inputs that name their split (folders
             ``train/``, ``val/``; a mapping of records) keep it.
-        layout: ``"mixed"`` shards, or ``"per_class"`` (each class in its own shards).
-        shard_size: target bytes per shard; ``num_shards`` fixes the count instead.
-        min_shards: at least this many shards per split (mixed layout).
-        compression: None, ``"gzip"`` or ``"zlib"``.
-        seed: seeds the write-time shuffle and the split assignment.
-        shuffle: shuffle records at write time; else keep input order.
+        shards: how records are laid out into shards (:class:`~tfrecordkit.ShardOptions`:
+            size or count, ``layout="per_class"``, compression, and the ``seed`` and
+            ``shuffle`` of the write-time shuffle and split assignment); default
+            ``ShardOptions()``.
+        label_feature: the class-label feature (default: the schema's first ClassLabel).
+        stratify: with split ratios and a class label, keep every class's proportions (each
+            class's split counts within one record of the ratios); False assigns each input
+            by its hash alone.
         workers: encoding processes (default: all cores; 0 or 1 encodes in this process).
         on_error: ``"raise"`` on the first bad input, or ``"skip"`` it (listed in the manifest).
         overwrite: replace an existing dataset in ``out_dir``.
-        label_feature: the class-label feature (default: the schema's first ClassLabel).
         progress: show a progress bar on stderr, or a ``callback(records, bytes)``.
         storage_options: options for the URL's filesystem (fsspec), e.g. credentials or
             ``{"client_kwargs": {"endpoint_url": ...}}``.
         engine: ``"local"`` (processes on this machine) or ``"ray"`` (the connected Ray
             cluster, extra ``ray``): the same shards with the write-time shuffle.
-        stratify: with split ratios and a class label, keep every class's proportions (each
-            class's split counts within one record of the ratios); False assigns each input
-            by its hash alone.
 
     Raises:
         SourceError: an input is unreadable (with ``on_error="raise"``); names the input.
         DatasetError: ``out_dir`` holds a dataset and ``overwrite`` is False.
     """
     job = ConversionJob.build(
-        source, out_dir, schema=schema, split=split, layout=layout, shard_size=shard_size,
-        num_shards=num_shards, min_shards=min_shards, compression=compression, seed=seed,
-        shuffle=shuffle, on_error=on_error, overwrite=overwrite, label_feature=label_feature,
-        storage_options=storage_options, stratify=stratify).with_vocabularies()
+        source, out_dir, schema=schema, split=split, shards=shards, on_error=on_error,
+        overwrite=overwrite, label_feature=label_feature, storage_options=storage_options,
+        stratify=stratify).with_vocabularies()
     if workers is None:
         workers = 1 if source.in_process else (os.cpu_count() or 1)
     # Engines sit above convert (they run its jobs); each is imported only when chosen.
@@ -256,21 +247,15 @@ class ConvertOptions(TypedDict, total=False):
     """:func:`convert`'s keyword options (what :func:`write_dataset` passes on)."""
 
     split: SplitSpec
-    layout: Literal["mixed", "per_class"]
-    shard_size: int
-    num_shards: int | None
-    min_shards: int
-    compression: str | None
-    seed: int
-    shuffle: bool
+    shards: ShardOptions | None
+    label_feature: str | None
+    stratify: bool
     workers: int | None
+    engine: Literal["local", "ray"]
     on_error: Literal["raise", "skip"]
     overwrite: bool
-    label_feature: str | None
     progress: bool | Callable[[int, int], None]
     storage_options: dict[str, Any] | None
-    engine: Literal["local", "ray"]
-    stratify: bool
 
 
 def write_dataset(

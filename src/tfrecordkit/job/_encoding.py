@@ -58,9 +58,8 @@ class ConversionJob:
 
     @classmethod
     def build(cls, source: Source, out_dir: str | os.PathLike[str], *, schema: Schema | None,
-              split: SplitSpec, layout: str, shard_size: int, num_shards: int | None,
-              min_shards: int, compression: str | None, seed: int, shuffle: bool,
-              on_error: str, overwrite: bool, label_feature: str | None,
+              split: SplitSpec, shards: ShardOptions | None, on_error: str,
+              overwrite: bool, label_feature: str | None,
               storage_options: dict[str, Any] | None, stratify: bool = True
               ) -> ConversionJob:
         """The job for :func:`~tfrecordkit.convert.convert`'s arguments, checked."""
@@ -75,10 +74,10 @@ class ConversionJob:
                                                   "ClassLabel(names)")
         if label_feature is None and (found := schema.class_label()) is not None:
             label_feature = found[0]
-        options = ShardOptions(shard_size=shard_size, num_shards=num_shards,
-                               min_shards=min_shards, compression=compression,
-                               layout=layout, seed=seed, shuffle=shuffle)  # type: ignore[arg-type]
-        SplitAssigner(split, seed)  # checks the ratios before any work
+        options = shards if shards is not None else ShardOptions()
+        if not isinstance(options, ShardOptions):
+            raise OptionError(f"shards must be a ShardOptions; got {type(options).__name__}")
+        SplitAssigner(split, options.seed)  # checks the ratios before any work
         from tfrecordkit._version import __version__
 
         created_by: dict[str, Any] = {"tool": "tfrecordkit", "version": __version__,

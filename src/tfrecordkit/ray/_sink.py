@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tfrecordkit.convert import ConversionJob, ConversionResult, SplitSpec, run_conversion
 from tfrecordkit.schema import Schema
 from tfrecordkit.sources import Records
-from tfrecordkit.store import DEFAULT_SHARD_SIZE
+from tfrecordkit.store import ShardOptions
 
 if TYPE_CHECKING:
     import ray.data
@@ -25,13 +25,7 @@ def write_dataset(
     *,
     key: str | None = None,
     split: SplitSpec = "train",
-    layout: Literal["mixed", "per_class"] = "mixed",
-    shard_size: int = DEFAULT_SHARD_SIZE,
-    num_shards: int | None = None,
-    min_shards: int = 1,
-    compression: str | None = None,
-    seed: int = 0,
-    shuffle: bool = True,
+    shards: ShardOptions | None = None,
     on_error: Literal["raise", "skip"] = "raise",
     overwrite: bool = False,
     label_feature: str | None = None,
@@ -42,8 +36,7 @@ def write_dataset(
     """Write the rows of a Ray Dataset (one column per feature of ``schema``) as a dataset.
 
     Shards are written by Ray tasks (one per shard, retried if a worker dies) and
-    ``dataset.json`` last, so a failed job leaves no manifest. ``split``, ``layout``,
-    ``shard_size``, ``num_shards``, ``min_shards``, ``compression``, ``seed``, ``shuffle``,
+    ``dataset.json`` last, so a failed job leaves no manifest. ``split``, ``shards``,
     ``on_error``, ``overwrite``, ``label_feature``, ``progress``, ``storage_options`` and
     ``stratify`` are :func:`tfrecordkit.convert`'s.
 
@@ -63,9 +56,8 @@ def write_dataset(
     from tfrecordkit.engines.ray_data import write_ray_dataset
 
     job = ConversionJob.build(
-        Records([], schema, "Ray Dataset"), out_dir, schema=schema, split=split, layout=layout,
-        shard_size=shard_size, num_shards=num_shards, min_shards=min_shards,
-        compression=compression, seed=seed, shuffle=shuffle, on_error=on_error,
+        Records([], schema, "Ray Dataset"), out_dir, schema=schema, split=split, shards=shards,
+        on_error=on_error,
         overwrite=overwrite, label_feature=label_feature, storage_options=storage_options,
         stratify=stratify)
     return run_conversion(

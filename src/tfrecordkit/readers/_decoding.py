@@ -232,11 +232,11 @@ def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) ->
 def _batch_tokens(layout: FeatureLayout, values: list[dict[str, Any]], padding: Padding
                   ) -> dict[str, Any]:
     """Texts with token ids: ``{"text", "ids", "mask"}``, ids cut to the padded length (the
-    options' ``text_length``) and padded with the fill; ragged: lists."""
-    fixed = layout.padded_shape[0] if layout.padded_shape is not None else layout.cut_to
+    options' ``text_length``) and padded with the fill; ragged without a fixed width: lists."""
+    fixed = layout.token_width
     ids = [np.asarray(v["ids"], np.int64)[: layout.cut_to] for v in values]
     texts = [v["text"] for v in values]
-    if padding == "ragged":
+    if padding == "ragged" and layout.ragged:
         return {"text": texts, "ids": ids, "mask": [np.ones(len(i), bool) for i in ids]}
     width = fixed if fixed is not None else max((len(i) for i in ids), default=0)
     too_long = [k for k, i in enumerate(ids) if len(i) > width]

@@ -78,9 +78,20 @@ class FeatureLayout:
                      and a not in self.length_axes)
 
     @property
+    def token_width(self) -> int | None:
+        """How many token ids every record has in a batch (the padded shape, else
+        ``cut_to``); ``None``: as many as the batch's longest (tokens only)."""
+        if self.padded_shape is not None:
+            return self.padded_shape[0]
+        return self.cut_to
+
+    @property
     def ragged(self) -> bool:
         """Whether ``padding="ragged"`` batches list this feature's values (tf.data: a
-        ``tf.RaggedTensor``): it has a dimension the schema leaves open, varying or not."""
+        ``tf.RaggedTensor``): it has a dimension the schema leaves open, varying or not.
+        Token ids with a fixed width (``text_length``, a padded shape) never are."""
+        if self.kind == "tokens":
+            return self.token_width is None
         return self.varies or bool(self.open_axes)
 
 

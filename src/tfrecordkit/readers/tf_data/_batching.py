@@ -107,6 +107,8 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             if not plan.decode:
                 return out
             out = _check_padded_shapes(out, layout)
+            out = {n: _fixed_tokens(v, layout[n]) if _fixed_width(layout, n) else v
+                   for n, v in out.items()}
             sizes = ({_OPEN + n: tf.gather(tf.shape(_array(out[n])), list(axes))
                       for n, axes in open_axes.items()} if checked else {})
             if plan.structured:
@@ -187,6 +189,24 @@ def _batch_structure(value: Any, layout: FeatureLayout) -> Any:
         return {"values": value.to_tensor(default_value=tf.cast(fill, value.dtype)),
                 "lengths": tf.cast(value.row_lengths(), tf.int64)[:, None]}
     return _to_dense(value)
+
+
+def _fixed_width(layout: BatchLayout, name: str) -> bool:
+    feature = layout.features.get(name)
+    return feature is not None and feature.kind == "tokens" and feature.token_width is not None
+
+
+def _fixed_tokens(value: dict[str, Any], feature: FeatureLayout) -> dict[str, Any]:
+    """One example's token ids (and mask) padded to the layout's fixed width, as every
+    reader gives them, batched or not, padded or ragged."""
+    width = feature.token_width
+    ids, mask = value["ids"], value["mask"]
+    pad = [[0, width - tf.shape(ids)[0]]]
+    ids = tf.pad(ids, pad, constant_values=tf.cast(feature.fill, ids.dtype))
+    mask = tf.pad(mask, pad)
+    ids.set_shape([width])
+    mask.set_shape([width])
+    return {**value, "ids": ids, "mask": mask}
 
 
 def _check_padded_shapes(example: Example, layout: BatchLayout) -> Example:

@@ -62,7 +62,7 @@ def load_tf_dataset(
     split: str = "train",
     *,
     batch_size: int | None = None,
-    shuffle: bool = True,
+    shuffle: bool | int = True,
     seed: int | None = None,
     repeat: bool = False,
     decode: bool = True,
@@ -75,8 +75,6 @@ def load_tf_dataset(
     input_context: Any = None,
     schema: Schema | None = None,
     cache: bool = False,
-    deterministic: bool = False,
-    shuffle_buffer: int | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> Any:
     """A ``tf.data.Dataset`` of one split of a dataset, parsed and decoded from its manifest.
@@ -90,8 +88,11 @@ def load_tf_dataset(
         split: which split.
         batch_size: records per batch (None: unbatched examples).
         shuffle: shuffle files every epoch and records through a buffer sized from the record
-            size (see :func:`shuffle_buffer_size`) or ``shuffle_buffer``.
-        seed: seeds the shuffles; with ``deterministic=True`` the same seed gives the same order.
+            size (see :func:`shuffle_buffer_size`); a number sets the buffer (records).
+            False reads the split's stored order.
+        seed: seeds the shuffles and makes the order reproducible: the same seed gives the same
+            order every run (parallel steps then keep their order, a little slower). Without a
+            seed, parallel steps may reorder records for speed.
         repeat: repeat forever (cardinality becomes infinite).
         decode: decode images, audio, tensors; False leaves the parsed raw values.
         features: parse only these features (the others are never parsed).
@@ -109,11 +110,9 @@ def load_tf_dataset(
         input_context: a ``tf.distribute.InputContext``: shard by file when there are at least
             as many files as input pipelines, else by record. ``batch_size`` is then per
             replica (``input_context.get_per_replica_batch_size(global_batch)``).
-        deterministic: fixed element order (slower); needed for reproducible runs.
         as_supervised: yield ``(inputs, label)`` for ``model.fit``; ``inputs`` is the one
             remaining feature, or a dict of them.
         schema: the schema for foreign files (default: inferred).
-        shuffle_buffer: override the shuffle buffer size (records).
         storage_options: options for a URL's filesystem (fsspec).
 
     Returns:
@@ -128,6 +127,9 @@ def load_tf_dataset(
         raise OptionError("padded_shapes pads batches: give batch_size")
     if batch_size is not None and batch_size < 1:
         raise OptionError(f"batch_size must be positive; got {batch_size}")
+    if not isinstance(shuffle, bool) and shuffle < 1:
+        raise OptionError(f"shuffle must be True, False or a buffer size of at least 1 "
+                          f"record; got {shuffle}")
     read = plan_read(path, split, schema=schema, storage_options=storage_options)
     manifest, schema = read.manifest, read.schema
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
@@ -151,7 +153,8 @@ def load_tf_dataset(
     # Record-level sharding needs every worker to see one and the same record order.
     file_seed = seed if seed is not None else (0 if by_record else None)
     # shuffle=False is the split's stored order, as in every reader: files one after another.
-    ordered = deterministic or by_record or not shuffle
+    # A seed makes the order reproducible; without one, parallel steps may reorder.
+    ordered = seed is not None or by_record or not shuffle
     # A label taken from the shard: each file's records get it appended (_with_shard_label).
     shard_label = _shard_label(schema, names, description)
     files_ds = tf.data.Dataset.from_tensor_slices(
@@ -175,8 +178,8 @@ def load_tf_dataset(
     if cache:
         ds = ds.cache()
     if shuffle:
-        buffer = shuffle_buffer or shuffle_buffer_size(read.bytes_per_record,
-                                                       max(records, 1_000))
+        buffer = (shuffle if not isinstance(shuffle, bool)
+                  else shuffle_buffer_size(read.bytes_per_record, max(records, 1_000)))
         ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
     if repeat:
         ds = ds.repeat()
