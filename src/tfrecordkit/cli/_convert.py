@@ -24,6 +24,9 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[unit])
 
 
+_WITH_PROVENANCE = ("image-folder", "audio-folder", "table")
+
+
 def parse_split(text: str) -> str | dict[str, float]:
     """``"train"`` or ``"train=0.9,val=0.1"``."""
     if "=" not in text:
@@ -80,6 +83,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--exif-transpose", action="store_true",
                         help="apply JPEGs' EXIF orientation to the pixels (default: keep as "
                              "stored, as TensorFlow decodes them)")
+    parser.add_argument("--no-provenance", action="store_true",
+                        help="don't store each record's input (its path under a folder, or "
+                             "table:row) as __source")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(func=run)
 
@@ -99,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
             options["max_image_pixels"] = args.max_image_pixels
         options["reduce_16bit"] = args.reduce_16bit
         options["exif_transpose"] = args.exif_transpose
+    if args.no_provenance and (kind or infer_kind(args.src)) in _WITH_PROVENANCE:
+        options["provenance"] = False
     source = open_source(args.src, kind, **options)
     if args.engine == "ray":
         import ray

@@ -23,7 +23,10 @@ __all__ = ["SOURCE_KINDS", "open_source"]
 SOURCE_KINDS = ("image-folder", "audio-folder", "text", "table", "numpy")
 
 
-def infer_kind(path: str) -> str:
+def infer_kind(path: str | os.PathLike[str]) -> str:
+    """Which source kind ``path`` holds (see :data:`SOURCE_KINDS`), from its files or its
+    extension."""
+    path = os.fspath(path)
     if os.path.isdir(path):
         classes = class_dirs(path)
         folder = os.path.join(path, classes[0])
@@ -45,8 +48,12 @@ def infer_kind(path: str) -> str:
                             f"({', '.join(SOURCE_KINDS)})")
 
 
-def open_source(path: str, kind: str | None = None, **options: object) -> Source:
-    """The source for ``path``: ``kind`` is one of :data:`SOURCE_KINDS`, or None to infer."""
+def open_source(path: str | os.PathLike[str], kind: str | None = None,
+                **options: object) -> Source:
+    """The source for ``path``: ``kind`` is one of :data:`SOURCE_KINDS`, or None to infer.
+    ``options`` go to the source's class (e.g. ``provenance=False``, ``ImageFolder``'s
+    ``channels=``)."""
+    path = os.fspath(path)
     if not os.path.exists(path):
         raise SourceError(path, "no such file or directory")
     kind = kind or infer_kind(path)

@@ -18,6 +18,7 @@ import numpy as np
 from tfrecordkit.errors import OptionError, SchemaError, SourceError
 from tfrecordkit.format import EncodedFrames
 from tfrecordkit.schema import (
+    SOURCE_FEATURE,
     ClassLabel,
     Image,
     ImageObservations,
@@ -72,6 +73,8 @@ class ConversionJob:
                                                   "(tfrecordkit adopt --class-pattern); "
                                                   "convert stores labels: use "
                                                   "ClassLabel(names)")
+        if getattr(source, "provenance", False) and callable(getattr(source, "origin", None)):
+            schema = schema.with_source()  # each record's input, for provenance
         if label_feature is None and (found := schema.class_label()) is not None:
             label_feature = found[0]
         options = shards if shards is not None else ShardOptions()
@@ -206,9 +209,12 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
     failures: list[tuple[int, str]] = []
     encoded_images = tuple(n for n in job.images
                            if isinstance(f := job.schema[n], Image) and f.encoding != "raw")
+    with_source = SOURCE_FEATURE in job.schema
     for position, item in enumerate(chunk):
         try:
             record = job.source.load(item.item)
+            if with_source:
+                record = {**record, SOURCE_FEATURE: job.source.origin(item)}  # type: ignore[attr-defined]
             records.append(_with_image_dims(encoded_images, record) if encoded_images
                            else record)
             kept.append(position)

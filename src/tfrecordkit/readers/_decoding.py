@@ -54,6 +54,8 @@ class DecodeOptions:
         text_length: texts with token ids: cut the ids to at most this many, and pad every
             batch to exactly this many (else to the batch's longest). Batches give
             ``{"text", "ids", "mask"}``; ``mask`` is False on padding.
+        provenance: also return ``"__source"``: each record's input (its path relative to
+            the folder converted, or ``table.csv:row``), as conversion stored it.
     """
 
     decode: bool = True
@@ -69,6 +71,7 @@ class DecodeOptions:
     padded_shapes: Mapping[str, tuple[int | None, ...]] | None = None
     padding_values: Mapping[str, float] | None = None
     text_length: int | None = None
+    provenance: bool = False
 
     def __post_init__(self) -> None:
         if self.text_length is not None and (

@@ -7,7 +7,9 @@ back as stored).
 
 from __future__ import annotations
 
-__all__ = ["CLASS_POSITION", "RECORD_ID", "VALID"]
+from tfrecordkit.schema import SOURCE_FEATURE
+
+__all__ = ["CLASS_POSITION", "RECORD_ID", "SOURCE", "VALID"]
 
 #: The record's position in its split (or, for PxK and triplets, in the class index).
 RECORD_ID = "__id"
@@ -15,3 +17,5 @@ RECORD_ID = "__id"
 VALID = "__valid"
 #: PxK batches: which of the P classes of the batch the record belongs to (0..P-1).
 CLASS_POSITION = "__class_position"
+#: With ``DecodeOptions(provenance=True)``: each record's input, as conversion stored it.
+SOURCE = SOURCE_FEATURE

@@ -14,6 +14,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.schema import (
+    SOURCE_FEATURE,
     Audio,
     ClassLabel,
     Feature,
@@ -136,7 +137,14 @@ class BatchLayout:
                 images that aren't read.
         """
         known = list(schema) if schema is not None else [s.key for s in specs]
-        names = list(options.features) if options.features is not None else known
+        names = (list(options.features) if options.features is not None
+                 else schema.user_features if schema is not None else known)
+        if getattr(options, "provenance", False):
+            if schema is None or SOURCE_FEATURE not in schema:
+                raise DatasetError(f"provenance=True, but these records carry no "
+                                   f"{SOURCE_FEATURE!r}: only conversions of folders and "
+                                   "tables store each record's input (unless turned off)")
+            names = [*names, SOURCE_FEATURE] if SOURCE_FEATURE not in names else names
         unknown = [f for f in names if f not in known]
         if unknown:
             what = "the schema has" if schema is not None else "the records hold"

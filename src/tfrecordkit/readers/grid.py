@@ -1,5 +1,6 @@
 """Look at a dataset: a grid of its records' images (audio as waveforms), each tile captioned
-with its label name and a short text, or a table of its first records when it holds no media.
+with its label name, a short text and its input file, or a table of its first records when
+it holds no media.
 
 Needs Pillow (the ``image`` extra); imports no framework.
 """
@@ -12,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError
-from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._plan import PathArg, open_records
-from tfrecordkit.schema import Audio, ClassLabel, Image, Scalar, Text
+from tfrecordkit.schema import SOURCE_FEATURE, Audio, ClassLabel, Image, Scalar, Text
 
 __all__ = ["show_examples"]
 
@@ -41,7 +42,8 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
     """A ``PIL.Image.Image`` grid of ``n`` records' ``image`` feature (default: the first image
     feature; audio is drawn as waveforms): the first ``n`` records of the split, or a uniform
     sample of it seeded by ``seed``. Each tile is captioned with the label's class name and a
-    short text feature when there are any; images of any size are fitted into the tiles
+    short text feature when there are any, and the input it was converted from (its file,
+    when the records carry it); images of any size are fitted into the tiles
     keeping their aspect. A dataset without images or audio gives a table of its records.
     Works on dataset directories (adopted ones too), TFRecord files / globs, and URLs.
 
@@ -53,6 +55,9 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
         raise OptionError(f"n must be a positive number of records; got {n!r}")
     read, records, decoder = open_records(path, split, DecodeOptions(padding="ragged"),
                                           storage_options=storage_options)
+    origin = read.schema is not None and SOURCE_FEATURE in read.schema
+    if origin:  # each tile also says which input it came from
+        decoder = RecordDecoder(read.schema, DecodeOptions(padding="ragged", provenance=True))
     total = len(records)
     if not total:
         raise DatasetError(f"{read.path}: split {split!r} has no records")
@@ -63,12 +68,15 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
     rows = decoder.decode_rows(records.get_many(ids), lambda i: records.where(int(ids[i])),
                                classes)
     schema = read.schema
-    media = _media_feature(schema, read.images, decoder.features, image)
+    features = [n for n in decoder.features if n != SOURCE_FEATURE]
+    media = _media_feature(schema, read.images, features, image)
     if media is None:
         return _table(rows, decoder.features)
-    label, names = _label_of(schema, decoder.features)
-    text = _text_of(schema, decoder.features, exclude={media, label})
-    captions = [_caption(row, label, names, text) for row in rows]
+    label, names = _label_of(schema, features)
+    text = _text_of(schema, features, exclude={media, label})
+    captions = [_caption(row, label, names, text) + ([_tail(row[SOURCE_FEATURE], 22)]
+                                                     if origin else [])
+                for row in rows]
     is_audio = schema is not None and isinstance(schema[media], Audio)
     tiles = [_waveform(row[media]) if is_audio else _picture(row[media]) for row in rows]
     return _grid(tiles, captions)
@@ -126,6 +134,11 @@ def _caption(row: dict[str, Any], label: str | None, names: tuple[str, ...],
     return [_clip(line, 22) for line in lines[:2]]
 
 
+def _tail(text: str, width: int) -> str:
+    """``text``'s end, which names the file, when it is too long."""
+    return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
 def _clip(text: str, width: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -172,7 +185,8 @@ def _grid(tiles: list[Any], captions: list[list[str]]) -> Any:
     pil, draw_module = _pil()
     columns = math.ceil(math.sqrt(len(tiles)))
     rows = math.ceil(len(tiles) / columns)
-    cell_w, cell_h = TILE + 8, TILE + _CAPTION + 8
+    lines = max((len(caption) for caption in captions), default=0)
+    cell_w, cell_h = TILE + 8, TILE + max(_CAPTION, 2 + 12 * lines) + 8
     canvas = pil.new("RGB", (columns * cell_w, rows * cell_h), _BACKGROUND)
     draw = draw_module.Draw(canvas)
     for k, (tile, caption) in enumerate(zip(tiles, captions, strict=True)):

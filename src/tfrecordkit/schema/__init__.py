@@ -23,10 +23,12 @@ from tfrecordkit.schema._features import (
 )
 from tfrecordkit.schema._observations import ImageObservations, Observed, observe_image
 from tfrecordkit.schema._profile import FeatureProfile, ListKind, RecordProfile, profile_records
-from tfrecordkit.schema._schema import Schema
+from tfrecordkit.schema._schema import RESERVED_PREFIX, SOURCE_FEATURE, Schema
 from tfrecordkit.schema._vocab import Vocabulary
 
 __all__ = [
+    "RESERVED_PREFIX",
+    "SOURCE_FEATURE",
     "Audio",
     "ClassLabel",
     "ContentType",

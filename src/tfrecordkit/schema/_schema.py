@@ -22,14 +22,18 @@ from tfrecordkit.schema._features import (
     ClassLabel,
     Image,
     KeySpec,
+    Text,
     check_key,
     feature_from_json,
 )
 
-__all__ = ["RESERVED_PREFIX", "Schema"]
+__all__ = ["RESERVED_PREFIX", "SOURCE_FEATURE", "Schema"]
 
 #: Feature names starting with it are refused: readers add their own keys under it.
 RESERVED_PREFIX = "__"
+#: The one reserved feature a schema may hold: each record's input (a path relative to the
+#: source's root, or ``file:row``), written by conversion for provenance (a :class:`Text`).
+SOURCE_FEATURE = "__source"
 
 
 class Schema(Mapping[str, Feature]):
@@ -46,7 +50,9 @@ class Schema(Mapping[str, Feature]):
         for name, feature in self._features.items():
             if not isinstance(name, str) or not name:
                 raise SchemaError(str(name), "feature names must be non-empty strings")
-            if name.startswith(RESERVED_PREFIX):
+            if name == SOURCE_FEATURE and isinstance(feature, Text) and not feature.has_ids:
+                pass  # provenance: see with_source
+            elif name.startswith(RESERVED_PREFIX):
                 raise SchemaError(name, f"names starting with {RESERVED_PREFIX!r} are kept for "
                                         "what readers add beside the features (__id, __valid)")
             if not isinstance(feature, Feature):
@@ -78,6 +84,19 @@ class Schema(Mapping[str, Feature]):
     def __reduce__(self) -> tuple[type, tuple[dict[str, Feature]]]:
         # The compiled encoders are closures; rebuild them from the features on unpickling.
         return (Schema, (self._features,))
+
+    def with_source(self) -> Schema:
+        """This schema with :data:`SOURCE_FEATURE`: each record's input, as conversion
+        stores it for provenance (readers return it only when asked)."""
+        if SOURCE_FEATURE in self._features:
+            return self
+        return Schema({**self._features, SOURCE_FEATURE: Text()})
+
+    @property
+    def user_features(self) -> list[str]:
+        """The feature names, without :data:`SOURCE_FEATURE` (what readers give by
+        default)."""
+        return [n for n in self._features if n != SOURCE_FEATURE]
 
     def __getitem__(self, name: str) -> Feature:
         return self._features[name]

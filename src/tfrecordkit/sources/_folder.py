@@ -54,8 +54,9 @@ class _ClassFolder:
     kind = ""
     in_process = False
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], provenance: bool = True) -> None:
         self.root = os.fspath(root)
+        self.provenance = provenance
         self.ignored_count = 0  # files passed over by the last listing (not media)
         self.ignored: list[str] = []
         self.classes = class_dirs(self.root)
@@ -83,6 +84,10 @@ class _ClassFolder:
     def describe(self, item: SourceItem) -> str:
         return str(item.item[0])
 
+    def origin(self, item: SourceItem) -> str:
+        """Where the record came from, as stored with it: the file's path under the root."""
+        return text_of_name(item.key.replace(os.sep, "/"))
+
 
 class ImageFolder(_ClassFolder):
     """Images under ``root/<class>/``; JPEG/PNG bytes kept as they are.
@@ -99,6 +104,8 @@ class ImageFolder(_ClassFolder):
             them (readers give 8-bit pixels).
         exif_transpose: apply each JPEG's EXIF orientation to its pixels (stored as PNG);
             by default it is kept as stored and not applied, as TensorFlow's decoders do.
+        provenance: store each image's path under ``root`` with its record
+            (``"__source"``; readers return it with ``DecodeOptions(provenance=True)``).
 
     CMYK (and YCCK) JPEGs are stored as PNG after Pillow's CMYK->RGB conversion, so every
     reader gives the same pixels. The manifest records these rules under
@@ -119,8 +126,9 @@ class ImageFolder(_ClassFolder):
         max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
         reduce_16bit: bool = False,
         exif_transpose: bool = False,
+        provenance: bool = True,
     ) -> None:
-        super().__init__(root)
+        super().__init__(root, provenance)
         self.reduce_16bit, self.exif_transpose = reduce_16bit, exif_transpose
         if max_image_pixels < 1:
             raise OptionError(f"max_image_pixels must be positive; got {max_image_pixels}")
@@ -158,13 +166,16 @@ class ImageFolder(_ClassFolder):
 
 
 class AudioFolder(_ClassFolder):
-    """Audio files under ``root/<class>/``; WAV/FLAC kept, other formats re-encoded to FLAC."""
+    """Audio files under ``root/<class>/``; WAV/FLAC kept, other formats re-encoded to FLAC.
+    ``provenance`` stores each file's path under ``root`` with its record, as
+    :class:`ImageFolder` does."""
 
     extensions = AUDIO_EXTENSIONS
     kind = "audio"
 
-    def __init__(self, root: str | os.PathLike[str], *, encoding: str | None = None) -> None:
-        super().__init__(root)
+    def __init__(self, root: str | os.PathLike[str], *, encoding: str | None = None,
+                 provenance: bool = True) -> None:
+        super().__init__(root, provenance)
         self.encoding = encoding
         self._detected: str | None = None
 

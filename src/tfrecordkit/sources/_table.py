@@ -28,6 +28,7 @@ from tfrecordkit.schema import (
 from tfrecordkit.sources._media import load_audio, load_image, media_kind
 from tfrecordkit.sources._protocol import SourceItem
 from tfrecordkit.sources._records import LABEL_NAMES
+from tfrecordkit.store import text_of_name
 
 __all__ = ["Table"]
 
@@ -77,6 +78,8 @@ class Table:
         label_column: the class-label column (default: one named label/labels/y/class/target).
         path_columns: columns holding file paths (default: names ending in path/file/filename
             whose values name image or audio files).
+        provenance: store each row's origin (``table.csv:row``, rows counted from 1) with its
+            record (``"__source"``; readers return it with ``DecodeOptions(provenance=True)``).
     """
 
     in_process = False
@@ -88,8 +91,10 @@ class Table:
         features: Mapping[str, Feature] | None = None,
         label_column: str | None = None,
         path_columns: list[str] | None = None,
+        provenance: bool = True,
     ) -> None:
         self.path = os.fspath(path)
+        self.provenance = provenance
         self.base = os.path.dirname(os.path.abspath(self.path))
         self.description = f"table:{os.path.abspath(self.path)}"
         if not os.path.isfile(self.path):
@@ -170,6 +175,10 @@ class Table:
 
     def describe(self, item: SourceItem) -> str:
         return f"{self.path}:{item.key}"
+
+    def origin(self, item: SourceItem) -> str:
+        """Where the record came from, as stored with it: ``file name:row``."""
+        return f"{text_of_name(os.path.basename(self.path))}:{item.key}"
 
     def load(self, item: Any) -> Mapping[str, Any]:
         number, row = item

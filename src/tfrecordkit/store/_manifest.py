@@ -21,7 +21,7 @@ from tfrecordkit.format import (
     crc32c_hex,
     masked_crc32c,
 )
-from tfrecordkit.schema import ClassLabel, Schema
+from tfrecordkit.schema import SOURCE_FEATURE, ClassLabel, Schema
 from tfrecordkit.store._sidecar import externalize_lists, internalize_lists
 
 __all__ = ["MANIFEST_NAME", "Manifest", "ShardInfo", "SplitInfo", "load_manifest",
@@ -33,8 +33,9 @@ FORMAT_NAME = "tfrecordkit-dataset"
 # as version 1 read unchanged. 3: a class label may be the shard's class (from_shard), which
 # version-2 readers would not give; written only by datasets that have one. 4: long lists
 # (a vocabulary's tokens, class names) may live in sidecar files (see _sidecar.py); written
-# only by datasets that have one.
-FORMAT_VERSION = 4
+# only by datasets that have one. 5: records may carry their input ("__source", a reserved
+# text feature in the schema; provenance); written only by datasets whose records do.
+FORMAT_VERSION = 5
 Layout = Literal["mixed", "per_class"]
 
 
@@ -136,7 +137,8 @@ class Manifest:
         """The JSON object written to ``dataset.json``."""
         return {
             "format": FORMAT_NAME,
-            "format_version": 3 if self.schema.shard_label else 2,
+            "format_version": (5 if SOURCE_FEATURE in self.schema
+                               else 3 if self.schema.shard_label else 2),
             "schema": self.schema.to_json(),
             "layout": self.layout,
             "compression": self.compression,
@@ -188,7 +190,7 @@ class Manifest:
         content = _json_safe(self.to_json())
         sidecars = externalize_lists(content)
         if sidecars:
-            content["format_version"] = FORMAT_VERSION
+            content["format_version"] = max(content["format_version"], 4)
         data = json.dumps(content, indent=1).encode("utf-8")
         if len(data) > MAX_MANIFEST_BYTES:
             raise DatasetError(f"{target}: the manifest would be {len(data) >> 20} MiB, more "
@@ -407,6 +409,8 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
                                         "a per_class dataset")
         if spec.format_version < 3:
             raise fail("format_version", "a label taken from the shard needs version 3")
+    if SOURCE_FEATURE in schema and spec.format_version < 5:
+        raise fail("format_version", f"records that carry {SOURCE_FEATURE!r} need version 5")
     seen: set[str] = set()
     splits = {}
     for name, split in spec.splits.items():

@@ -60,7 +60,7 @@ def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequen
     read = plan_read(path, split, storage=storage)
     manifest, schema = read.manifest, read.schema
     assert manifest is not None and schema is not None  # a dataset directory has both
-    names = list(features) if features is not None else list(schema)
+    names = list(features) if features is not None else schema.user_features
     if manifest.label_feature is not None and manifest.label_feature not in names:
         names.append(manifest.label_feature)  # batches always carry their labels
     partition = (Partition.from_input_context(input_context) if input_context is not None
