@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at
         iter_triplets,
         load_numpy_dataset,
     )
+    from tfrecordkit.readers.report import dataset_report
     from tfrecordkit.readers.tf_data import (
         batch_hard_triplet_loss,
         feature_description,
@@ -99,6 +100,7 @@ _LAZY = {
     "load_torch_triplet_dataset": "tfrecordkit.readers.torch_data",
     "load_grain_source": "tfrecordkit.readers.grain_source",
     "show_examples": "tfrecordkit.readers.grid",
+    "dataset_report": "tfrecordkit.readers.report",
 }
 
 
@@ -155,6 +157,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "batch_hard_triplet_loss",
     "build_index",
     "convert",
+    "dataset_report",
     "decode_example",
     "decode_sequence_example",
     "encode_example",

@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         _head,
         _index,
         _inspect,
+        _report,
         _show,
         _stats,
         _verify,
@@ -65,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
              "parses (true, 3), and a dotted KEY nests (client_kwargs.endpoint_url=...)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Each subcommand module adds its parser; they all share --quiet.
-    for module in (_convert, _adopt, _stats, _inspect, _verify, _index, _head, _show):
+    for module in (_convert, _adopt, _stats, _inspect, _verify, _index, _head, _show,
+                   _report):
         module.register(_SharedOptions(subparsers, common))
     return parser
 

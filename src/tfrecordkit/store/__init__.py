@@ -27,6 +27,7 @@ from tfrecordkit.store._plan import (
 )
 from tfrecordkit.store._shard import write_shard
 from tfrecordkit.store._split import SplitLocations, SplitRecords, open_split, split_locations
+from tfrecordkit.store._verify import Verification, verify_file, verify_paths
 from tfrecordkit.store._writer import ShardedWriter
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "SplitRecords",
     "SplitTotals",
     "StreamCut",
+    "Verification",
     "adopt",
     "expand_record_paths",
     "finalize_manifest",
@@ -58,5 +60,7 @@ __all__ = [
     "shard_paths",
     "split_locations",
     "text_of_name",
+    "verify_file",
+    "verify_paths",
     "write_shard",
 ]

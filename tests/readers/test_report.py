@@ -1,0 +1,153 @@
+"""tfrecordkit report / tk.dataset_report: one self-contained HTML page, checked as a reader
+would see it (in headless Chromium) and as data: escaped, inline, counts from the manifest."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import tfrecordkit as tk
+from tests.datasets import digits_folder, encode_audio, encode_image, tone
+from tfrecordkit.cli import main
+
+pytest.importorskip("matplotlib")
+
+HOSTILE = "<script>"  # a class name that must show as text
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    digits_folder(root / "src", 6)
+    (root / "src" / "3").rename(root / "src" / HOSTILE)  # one class named <script>
+    tk.convert(tk.open_source(root / "src"), root / "ds", split={"train": 0.75, "val": 0.25})
+    return root / "ds"
+
+
+def test_the_page_holds_every_section_and_counts_from_the_manifest(dataset):
+    page = tk.dataset_report(dataset)
+    manifest = tk.load_manifest(dataset)
+    for section in ("summary", "schema", "splits", "classes", "distributions", "examples"):
+        assert f'<section id="{section}">' in page
+    assert 'id="verify"' not in page  # only when asked
+    total = sum(s.records for s in manifest.splits.values())
+    assert f"<td>{total:,}</td>" in page
+    for name, split in manifest.splits.items():
+        bars = re.findall(rf'<g id="class-{name}-(\d+)"', page)
+        assert sorted(map(int, bars)) == list(range(len(manifest.class_names)))
+        assert f'<td class="n">{split.records:,}</td>' in page
+
+
+def test_strings_from_the_data_are_escaped_and_nothing_is_fetched(dataset):
+    page = tk.dataset_report(dataset)
+    assert "<script" not in page.lower()  # no script at all: the class name is text
+    assert "&lt;script&gt;" in page
+    # Images inline, no links out (the charts' href="#..." point inside the page).
+    assert re.findall(r'(?:src|href)="(?!data:|#)', page) == []
+    assert "<!--" not in page  # matplotlib's comments repeat the texts: dropped
+
+
+def test_tiles_name_their_input_and_are_real_pngs(dataset):
+    page = tk.dataset_report(dataset, classes=2, per_class=3)
+    tiles = re.findall(r'<img src="data:image/png;base64,([^"]+)"[^>]*alt="([^"]*)"', page)
+    assert len(tiles) == 6
+    import base64
+    import io
+
+    from PIL import Image
+
+    for data, alt in tiles:
+        picture = Image.open(io.BytesIO(base64.b64decode(data)))
+        assert picture.format == "PNG" and picture.width > 0
+        assert alt.endswith(".png") and "/" in alt  # the file it came from
+
+
+def test_verify_reports_a_corrupt_shard(dataset, tmp_path):
+    assert 'class="ok"' in tk.dataset_report(dataset, verify=True)
+    broken = tmp_path / "broken"
+    shutil.copytree(dataset, broken)
+    shard = next(broken.glob("train-*.tfrecord"))
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    page = tk.dataset_report(broken, verify=True)
+    assert 'id="verify"><h2>Verify</h2><p class="bad">' in page
+    assert "data crc failed" in page and shard.name in page
+    assert "The sampled records could not be read" in page  # said at the top, not skipped
+
+
+def test_files_without_a_manifest_audio_and_tables_report_too(tmp_path):
+    from tfrecordkit.format import RecordWriter, encode_example
+
+    with RecordWriter(tmp_path / "a.tfrecord") as writer:
+        for i in range(20):
+            pixels = np.full((6 + i % 3, 5, 3), i * 10, np.uint8)
+            writer.write(encode_example({"image": encode_image(pixels, "PNG"), "label": i % 4,
+                                         "tokens": list(range(i % 5))}))
+    page = tk.dataset_report(tmp_path / "a.tfrecord")
+    assert "From the 20 sampled records" in page and page.count("<img") > 0
+    schema = tk.Schema({"clip": tk.Audio(), "label": tk.ClassLabel(["lo", "hi"])})
+    rows = [{"clip": encode_audio(tone(0.05 * (1 + i % 3), 8000, 200 + 300 * (i % 2)), 8000,
+                                  "WAV"), "label": i % 2} for i in range(12)]
+    tk.write_dataset(rows, tmp_path / "audio", schema)
+    page = tk.dataset_report(tmp_path / "audio")
+    assert "Example audio" in page and "clip: duration" in page
+    tk.write_dataset([{"x": i, "s": f"row {i}"} for i in range(30)], tmp_path / "table",
+                     tk.Schema({"x": tk.Scalar("int64"), "s": tk.Text()}))
+    page = tk.dataset_report(tmp_path / "table")
+    assert 'id="examples"' not in page and 'id="classes"' not in page
+
+
+def test_the_command_writes_it(dataset, tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", str(dataset), "--out", str(out), "--json"]) == 0
+    assert '"bytes"' in capsys.readouterr().out
+    assert out.read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+def test_bad_counts_are_refused(dataset):
+    with pytest.raises(tk.OptionError, match="sample"):
+        tk.dataset_report(dataset, sample=0)
+
+
+@pytest.mark.integration
+def test_it_renders_in_a_real_browser(dataset, tmp_path):
+    """Headless Chromium (Debian's; scripts/test installs it): every tile decodes, each chart
+    has one mark per class, the class named <script> is text, and nothing is logged or
+    fetched."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium")
+    assert chromium, "Chromium is missing: scripts/test installs it (apt-get install chromium)"
+    page_file = tmp_path / "report.html"
+    page_file.write_text(tk.dataset_report(dataset), encoding="utf-8")
+    manifest = tk.load_manifest(dataset)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update",
+            "--disable-sync"])
+        try:
+            page = browser.new_page()
+            problems: list[str] = []
+            fetched: list[str] = []
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on("request", lambda r: fetched.append(r.url))
+            page.goto(page_file.as_uri())
+            page.wait_for_load_state("load")
+            widths = page.eval_on_selector_all(
+                "img", "images => images.map(i => i.complete ? i.naturalWidth : 0)")
+            marks = {name: page.locator(f'svg g[id^="class-{name}-"]').count()
+                     for name in manifest.splits}
+            scripts = page.locator("script").count()
+            headings = page.eval_on_selector_all("h3", "hs => hs.map(h => h.textContent)")
+        finally:
+            browser.close()
+    assert widths and all(w > 0 for w in widths)
+    assert marks == {name: len(manifest.class_names) for name in manifest.splits}
+    assert scripts == 0 and HOSTILE in headings
+    assert problems == []
+    assert all(url.startswith(("file:", "data:")) for url in fetched), fetched
