@@ -31,7 +31,7 @@ from tfrecordkit.sources import ImageFolder
 
 RSS_PROBE = """
 import sys, numpy as np
-from tfrecordkit import Scalar, Schema, Text, write_dataset
+from tfrecordkit import Scalar, Schema, ShardOptions, Text, write_dataset
 n = int(sys.argv[2])
 schema = Schema({**{f"f{i}": Scalar("float32") for i in range(10)},
                  **{f"i{i}": Scalar("int64") for i in range(5)}, "s": Text()})
@@ -41,7 +41,8 @@ def rows():
         v = rng.random(10)
         yield {**{f"f{j}": float(v[j]) for j in range(10)},
                **{f"i{j}": i * 7 + j for j in range(5)}, "s": f"category {i % 100}"}
-write_dataset(rows(), sys.argv[1], schema, overwrite=True, shard_size=32 << 20)
+write_dataset(rows(), sys.argv[1], schema, overwrite=True,
+              shards=ShardOptions(shard_size=32 << 20))
 hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM"))
 print(int(hwm.split()[1]) // 1024)
 """

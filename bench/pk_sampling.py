@@ -37,11 +37,11 @@ from tfrecordkit import Image as ImageFeature
 P, K = 32, 8
 RSS_PROBE = """
 import sys
-from tfrecordkit import ClassLabel, Scalar, Schema, iter_pk_batches, write_dataset
+from tfrecordkit import ClassLabel, Scalar, Schema, ShardOptions, iter_pk_batches, write_dataset
 path = sys.argv[1]
 schema = Schema({"x": Scalar("int64"), "label": ClassLabel([str(i) for i in range(10000)])})
 write_dataset(({"x": i, "label": i % 10000} for i in range(50000)), path, schema,
-              layout="per_class", overwrite=True)
+              shards=ShardOptions(layout="per_class"), overwrite=True)
 batches = iter_pk_batches(path, classes_per_batch=32, examples_per_class=4, steps=1000,
                           max_open_files=64)
 n = sum(len(b["label"]) for b in batches)

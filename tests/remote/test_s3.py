@@ -109,10 +109,10 @@ def test_pk_batches_make_at_most_one_request_per_class(s3_server, s3_url, digits
 KILL_SCRIPT = """
 import sys
 import numpy as np
-from tfrecordkit import Scalar, Schema, Tensor, write_dataset
+from tfrecordkit import Scalar, Schema, ShardOptions, Tensor, write_dataset
 schema = Schema({"x": Tensor((256,), "float32"), "n": Scalar("int64")})
 rows = ({"x": np.full(256, i, np.float32), "n": i} for i in range(20000))
-write_dataset(rows, sys.argv[1], schema, num_shards=12, overwrite=True)
+write_dataset(rows, sys.argv[1], schema, shards=ShardOptions(num_shards=12), overwrite=True)
 print("done")
 """
 
