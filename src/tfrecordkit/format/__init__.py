@@ -41,6 +41,7 @@ from tfrecordkit.format._framing import (
     RecordWriter,
     check_frame,
     frame_record,
+    split_frames,
 )
 from tfrecordkit.format._index import (
     INDEX_SUFFIX,
@@ -107,6 +108,7 @@ __all__ = [
     "raw_column",
     "read_records",
     "scan_offsets",
+    "split_frames",
     "varint",
     "write_index",
 ]

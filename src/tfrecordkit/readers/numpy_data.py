@@ -179,7 +179,7 @@ class Loader:
         if decoder.options.decode:
             # Images and audio: small chunks, so threads share a batch; light records: one
             # chunk per thread, so the columnar codec sees large batches.
-            size = _CHUNK if decoder.heavy else max(_CHUNK, -(-len(ids) // self.num_threads))
+            size = _CHUNK if decoder.heavy else max(len(ids), 1)
             parts = [pool.submit(part, ids[i : i + size]) for i in range(0, len(ids), size)]
         else:  # a few reads: faster here than handed to a thread and back
             parts = [_Done(part(ids))]

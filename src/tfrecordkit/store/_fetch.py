@@ -10,7 +10,17 @@ from typing import Protocol
 import numpy as np
 
 from tfrecordkit.errors import OptionError
-from tfrecordkit.format import LOCAL, MERGE_GAP, READ_BLOCK, Storage, check_frame
+from tfrecordkit.format import (
+    LOCAL,
+    MERGE_GAP,
+    READ_BLOCK,
+    Storage,
+    check_frame,
+    split_frames,
+)
+
+#: Local reads: records this close (bytes between them) are read together, in one span.
+LOCAL_MERGE_GAP = 16 << 10
 
 __all__ = ["RecordFetcher", "RecordLocations"]
 
@@ -83,20 +93,29 @@ class RecordFetcher:
         if not self.storage.local:
             return self._fetch_remote(shards, offsets, lengths)
         order = np.lexsort((offsets, shards))
+        shards, offsets, lengths = shards[order], offsets[order], lengths[order]
+        # Records close together in one file (a shuffled block's): one read each span,
+        # every frame checked in one call.
+        gaps = offsets - np.concatenate([[0], offsets[:-1] + lengths[:-1]])
+        starts = np.flatnonzero((np.diff(shards, prepend=-1) != 0)
+                                | (gaps > LOCAL_MERGE_GAP)).tolist()
         out: list[bytes] = [b""] * len(positions)
-        rows = zip(order.tolist(), shards[order].tolist(), offsets[order].tolist(),
-                   lengths[order].tolist(), strict=True)
+        targets = order.tolist()
         current = -1
         fd = -1
         try:
-            for i, shard, offset, length in rows:
+            for first, stop in zip(starts, [*starts[1:], len(targets)], strict=True):
+                shard, begin = int(shards[first]), int(offsets[first])
                 if shard != current:
                     if current >= 0:
                         self._release(current)
                         current = -1
                     fd, current = self._acquire(shard), shard
-                out[i] = check_frame(os.pread(fd, length, offset), path=index.files[shard],
-                                     offset=offset)
+                at, sizes = offsets[first:stop] - begin, lengths[first:stop]
+                span = os.pread(fd, int((at + sizes).max()), begin)
+                records = split_frames(span, at, sizes, path=index.files[shard], offset=begin)
+                for target, record in zip(targets[first:stop], records, strict=True):
+                    out[target] = record
         finally:
             if current >= 0:
                 self._release(current)
