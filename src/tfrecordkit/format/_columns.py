@@ -111,6 +111,22 @@ class Column:
 
 
 def _spec_args(specs: Sequence[KeySpec]) -> list[tuple[bytes, int, int, bool]]:
+    key = tuple(specs)
+    try:
+        found = _SPEC_ARGS.get(key)
+    except TypeError:  # a default that can't be hashed (a list): not kept
+        return _make_spec_args(key)
+    if found is None:
+        found = _SPEC_ARGS[key] = _make_spec_args(key)
+        if len(_SPEC_ARGS) > 256:  # bounded: a long-lived process may see many schemas
+            del _SPEC_ARGS[next(iter(_SPEC_ARGS))]
+    return found
+
+
+_SPEC_ARGS: dict[tuple[KeySpec, ...], list[tuple[bytes, int, int, bool]]] = {}
+
+
+def _make_spec_args(specs: Sequence[KeySpec]) -> list[tuple[bytes, int, int, bool]]:
     out = []
     for spec in specs:
         count = -1 if spec.shape is None else int(np.prod(spec.shape, dtype=np.int64))
@@ -164,17 +180,22 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
     except _PartError as err:
         _raise(err.error, specs, where, err.first)
     outs, views = [], []
+    whole = len(parts) == 1
     for k, spec in enumerate(specs):
         counts = [t[k][0] for t in totals]
         sizes = [t[k][1] for t in totals]
-        values = (np.empty(sum(sizes), np.uint8) if spec.dtype == "string"
+        strings = spec.dtype == "string"
+        values = (np.empty(sum(sizes), np.uint8) if strings
                   else np.empty(sum(counts), _DTYPE[spec.dtype]))
-        lens = np.empty(sum(counts), np.int64) if spec.dtype == "string" else None
+        lens = np.empty(sum(counts), np.int64) if strings else None
         row_counts, missing = np.empty(n, np.int64), np.zeros(n, np.uint8)
         outs.append((values, row_counts, lens, missing))
+        if whole:  # one part writes the whole arrays
+            views.append([(values, row_counts, lens, missing)])
+            continue
         # Each part writes its own slice of the same arrays.
-        value_at = np.cumsum([0, *(sizes if spec.dtype == "string" else counts)]).tolist()
-        count_at = np.cumsum([0, *counts]).tolist()
+        value_at = list(itertools.accumulate(sizes if strings else counts, initial=0))
+        count_at = list(itertools.accumulate(counts, initial=0))
         views.append([(values[value_at[j] : value_at[j + 1]],
                        row_counts[first : first + size],
                        None if lens is None else lens[count_at[j] : count_at[j + 1]],

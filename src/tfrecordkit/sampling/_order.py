@@ -144,15 +144,30 @@ class EpochOrder:
             return feistel_permute(positions, n, self._key(0))
         # Block mode: the permuted blocks laid end to end (the last block may be short);
         # each window of `window` of them is shuffled within itself.
-        starts, ids_of = self._windows
+        starts, _ = self._windows
         out = np.empty_like(positions)
         window_of = np.searchsorted(starts, positions, side="right") - 1
         for w in np.unique(window_of).tolist():
             mask = window_of == w
-            ids = ids_of(w)
-            slots = feistel_permute(positions[mask] - starts[w], len(ids), self._key(2, w))
-            out[mask] = ids[slots]
+            out[mask] = self._window(w)[positions[mask] - starts[w]]
         return out
+
+    def _window(self, w: int) -> np.ndarray:
+        """Window ``w``'s record ids in their shuffled order (the few latest kept: steps
+        walk through a window's records one batch after another)."""
+        kept = self._kept
+        found = kept.get(w)
+        if found is None:
+            ids = self._windows[1](w)
+            found = ids[feistel_permute(np.arange(len(ids)), len(ids), self._key(2, w))]
+            if len(kept) >= 4:
+                kept.pop(next(iter(kept)))
+            kept[w] = found
+        return found
+
+    @cached_property
+    def _kept(self) -> dict[int, np.ndarray]:
+        return {}
 
     @cached_property
     def _windows(self) -> tuple[np.ndarray, Any]:
@@ -166,8 +181,8 @@ class EpochOrder:
             : -(-blocks // self.window)]
 
         def ids_of(w: int) -> np.ndarray:
-            chosen = order[w * self.window : (w + 1) * self.window].tolist()
-            return np.concatenate([np.arange(b * size, min((b + 1) * size, n))
-                                   for b in chosen])
+            chosen = order[w * self.window : (w + 1) * self.window]
+            ids = (chosen[:, None] * size + np.arange(size)).ravel()
+            return ids[ids < n] if chosen.max(initial=-1) == blocks - 1 else ids
 
         return starts.astype(np.int64), ids_of
