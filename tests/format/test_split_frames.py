@@ -37,7 +37,8 @@ def _one_by_one(buffer: bytes, starts, lengths, offset: int) -> list[bytes] | tu
 
 def _at_once(buffer: bytes, starts, lengths, offset: int) -> list[bytes] | tuple[str, int]:
     try:
-        return split_frames(buffer, starts, lengths, path="f", offset=offset)
+        return split_frames(buffer, starts, lengths,
+                            where=lambda k: ("f", offset + int(starts[k])))
     except CorruptRecordError as err:
         return (err.check, err.offset)
 
@@ -70,5 +71,6 @@ def test_a_damaged_frame_is_named_by_its_offset_in_the_file():
     broken[int(starts[2]) + 14] ^= 1  # the third record's data
     where = 500 + int(starts[2])
     with pytest.raises(CorruptRecordError, match=f"shard: record at byte offset {where}") as err:
-        split_frames(bytes(broken), starts, lengths, path="shard", offset=500)
+        split_frames(bytes(broken), starts, lengths,
+                     where=lambda k: ("shard", 500 + int(starts[k])))
     assert err.value.check == "data crc" and err.value.offset == where

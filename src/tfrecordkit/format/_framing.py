@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Literal
 
@@ -229,26 +229,39 @@ def check_frame(frame: bytes, *, path: str, offset: int, index: int = -1,
     return record
 
 
-def split_frames(buffer: bytes, starts: np.ndarray, lengths: np.ndarray, *, path: str,
-                 offset: int) -> list[bytes]:
+def split_frames(buffer: bytes, starts: np.ndarray, lengths: np.ndarray, *,
+                 where: Callable[[int], tuple[str, int]]) -> list[bytes]:
     """The records of the frames at ``starts`` (each ``lengths`` bytes, as indexed) in
-    ``buffer``, one read at byte ``offset`` of ``path`` that spans them. Every frame is checked
-    as :func:`check_frame` does (by the compiled codec, when built, all in one call).
+    ``buffer`` (what reads of nearby records gave); ``where(k)`` is frame ``k``'s file and
+    byte offset there. Every frame is checked as :func:`check_frame` does (by the compiled
+    codec when it is built, all in one call).
 
     Raises:
         CorruptRecordError: a frame is short, its header disagrees with the index, or a CRC
-            fails; it names that frame's offset in ``path``.
+            fails; it names that frame's file and offset.
     """
     from tfrecordkit.format._columns import _CODEC
 
     starts = np.ascontiguousarray(starts, dtype="<i8")
     lengths = np.ascontiguousarray(lengths, dtype="<i8")
-    bad = _CODEC.check_frames(buffer, starts, lengths) if _CODEC is not None else 0
-    pairs = zip(starts.tolist(), lengths.tolist(), strict=True)
-    if bad < 0:
-        return [buffer[at + HEADER_SIZE : at + n - FOOTER_SIZE] for at, n in pairs]
-    # Say exactly what is wrong, and where: the checks of one frame raise on it.
-    return [check_frame(buffer[at : at + n], path=path, offset=offset + at) for at, n in pairs]
+    whole = not len(starts) or int((starts + lengths).max()) <= len(buffer)
+    if _CODEC is not None and whole:
+        bad = _CODEC.check_frames(buffer, starts, lengths)
+        if bad < 0:
+            return [buffer[at + HEADER_SIZE : at + n - FOOTER_SIZE]
+                    for at, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
+        frames: Iterable[int] = [bad]
+    else:
+        frames = range(len(starts))
+    out = []
+    for k in frames:  # say exactly what is wrong, and where
+        path, offset = where(k)
+        at, n = int(starts[k]), int(lengths[k])
+        out.append(check_frame(buffer[at : at + n], path=path, offset=offset))
+    if _CODEC is not None and whole:  # the codec and check_frame disagree: never pass over
+        path, offset = where(bad)
+        raise CorruptRecordError(path, offset, -1, "data crc", "the frame failed its checks")
+    return out
 
 
 def _check_policy(on_error: str) -> None:

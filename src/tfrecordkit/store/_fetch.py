@@ -94,31 +94,38 @@ class RecordFetcher:
             return self._fetch_remote(shards, offsets, lengths)
         order = np.lexsort((offsets, shards))
         shards, offsets, lengths = shards[order], offsets[order], lengths[order]
-        # Records close together in one file (a shuffled block's): one read each span,
-        # every frame checked in one call.
+        # Records close together in one file (a shuffled block's): one read a span, every
+        # frame of the batch then checked in one call over the spans read.
         gaps = offsets - np.concatenate([[0], offsets[:-1] + lengths[:-1]])
-        starts = np.flatnonzero((np.diff(shards, prepend=-1) != 0)
-                                | (gaps > LOCAL_MERGE_GAP)).tolist()
-        out: list[bytes] = [b""] * len(positions)
-        targets = order.tolist()
+        firsts = np.flatnonzero((np.diff(shards, prepend=-1) != 0) | (gaps > LOCAL_MERGE_GAP))
+        begins = offsets[firsts]
+        ends = np.maximum.reduceat(offsets + lengths, firsts)
+        members = np.diff(firsts, append=len(offsets))
+        chunks: list[bytes] = []
         current = -1
         fd = -1
         try:
-            for first, stop in zip(starts, [*starts[1:], len(targets)], strict=True):
-                shard, begin = int(shards[first]), int(offsets[first])
+            for shard, begin, end in zip(shards[firsts].tolist(), begins.tolist(),
+                                         ends.tolist(), strict=True):
                 if shard != current:
                     if current >= 0:
                         self._release(current)
                         current = -1
                     fd, current = self._acquire(shard), shard
-                at, sizes = offsets[first:stop] - begin, lengths[first:stop]
-                span = os.pread(fd, int((at + sizes).max()), begin)
-                records = split_frames(span, at, sizes, path=index.files[shard], offset=begin)
-                for target, record in zip(targets[first:stop], records, strict=True):
-                    out[target] = record
+                chunk = os.pread(fd, end - begin, begin)
+                if len(chunk) != end - begin:  # the file is shorter than its index says
+                    chunk += bytes(end - begin - len(chunk))  # checks then fail on it
+                chunks.append(chunk)
         finally:
             if current >= 0:
                 self._release(current)
+        bases = np.concatenate([[0], np.cumsum(ends - begins)[:-1]])
+        at = offsets - np.repeat(begins - bases, members)
+        records = split_frames(b"".join(chunks), at, lengths, where=lambda k: (
+            index.files[int(shards[k])], int(offsets[k])))
+        out: list[bytes] = [b""] * len(positions)
+        for target, record in zip(order.tolist(), records, strict=True):
+            out[target] = record
         return out
 
     def _fetch_remote(self, shards: np.ndarray, offsets: np.ndarray, lengths: np.ndarray
