@@ -74,8 +74,9 @@ class RecordFetcher:
                 self._open[shard] = fd
             self._open.move_to_end(shard)
             self._users[shard] = self._users.get(shard, 0) + 1
-            for old in [s for s in self._open if not self._users.get(s)]:
-                if len(self._open) <= self.max_open_files:
+            while len(self._open) > self.max_open_files:  # close the idlest idle file
+                old = next((s for s in self._open if not self._users.get(s)), None)
+                if old is None:  # every open file is being read: over the limit a while
                     break
                 os.close(self._open.pop(old))
             self.peak_open_files = max(self.peak_open_files, len(self._open))
