@@ -86,13 +86,26 @@ def test_values_equal_the_numpy_loaders(tmp_path):
             assert record["label"] == batch["label"][k]
 
 
-def test_raw_records_without_decode(dataset):
+def test_records_parsed_but_not_decoded_without_decode(dataset):
     source = load_grain_source(dataset, decode=False)
-    from tfrecordkit import open_split
+    from tfrecordkit import decode_example, open_split
 
     split = open_split(dataset)
-    assert source[7]["record"] == split[7]
-    assert [r["record"] for r in source._getitems([3, 1, 2])] == split.get_many([3, 1, 2])
+    for key in (7, 3, 1):
+        stored = decode_example(split[key])  # every stored key, as the file holds it
+        row = source[key]
+        assert row.keys() - {"__id"} == stored.keys()
+        for name, value in stored.items():
+            got = row[name]
+            if isinstance(got, dict):  # variable length: padded values and their length
+                got = got["values"][: int(got["lengths"][0])]
+                got = list(got) if isinstance(value, list) else got
+            if isinstance(value, list):  # bytes
+                assert (got if isinstance(got, list) else [got]) == value
+            else:
+                assert np.array_equal(np.asarray(got).reshape(-1), value)
+    batch = source.collate(source._getitems([3, 1, 2]))
+    assert list(batch["__id"]) == [3, 1, 2]
 
 
 @pytest.mark.parametrize("shuffle", ["block", "global"])

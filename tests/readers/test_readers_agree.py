@@ -181,6 +181,41 @@ def test_each_option_reads_alike(option, kinds, padding):
     check_readers_agree(kinds, 7, 1, padding, **{option: True})
 
 
+@pytest.mark.parametrize("padding", ["pad", "ragged"])
+@pytest.mark.parametrize("kinds", [ALL[: len(ALL) // 2], ALL[len(ALL) // 2 :]])
+def test_undecoded_records_read_alike(kinds, padding):
+    """decode=False: every reader gives the stored Example keys parsed, not decoded, as
+    tf.io.parse_example does with feature_description's specs."""
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    options = tk.DecodeOptions(decode=False, padding=padding)
+    with tempfile.TemporaryDirectory() as root:
+        path = _write(Path(root), kinds, 7, 3)
+        schema = tk.load_manifest(path).schema
+        tf_rows = list(tk.load_tf_dataset(path, shuffle=False, options=options))
+        got = {
+            "tf.data": list(tk.load_tf_dataset(path, batch_size=BATCH, shuffle=False,
+                                               options=options)),
+            "numpy": list(tk.load_numpy_dataset(path, batch_size=BATCH, shuffle=False,
+                                                options=options)),
+            "torch": list(load_torch_dataset(path, batch_size=BATCH, shuffle=False,
+                                             options=options)),
+        }
+        source = tk.load_grain_source(path, options=options)
+        rows = [source[i] for i in range(7)]
+        got["grain"] = [source.collate(rows[s : s + BATCH]) for s in range(0, 7, BATCH)]
+    keys = [spec.key for spec in schema.key_specs()]
+    for k, (a, b) in enumerate(zip(tf_rows, rows, strict=True)):  # one record at a time
+        assert_same({n: plain(a[n]) for n in keys}, {n: plain(b[n]) for n in keys},
+                    f"grain row {k}")
+    want = [{k: plain(b[k]) for k in keys} for b in got.pop("tf.data")]
+    assert len(want) == 3 and all(set(b) == set(keys) for b in want)
+    for reader, batches in got.items():
+        assert len(batches) == len(want), reader
+        for step, (a, b) in enumerate(zip(want, batches, strict=True)):
+            assert_same(a, {k: plain(b[k]) for k in keys}, f"{reader} step {step}")
+
+
 @settings(max_examples=30, deadline=None)
 @given(kinds=st.lists(st.sampled_from(ALL), min_size=1, max_size=5, unique=True),
        records=st.integers(1, 8), seed=st.integers(0, 2**32 - 1),

@@ -63,16 +63,15 @@ def test_numpy_torch_and_grain_give_every_record_its_files_class(adopted):
     assert len(seen) == 45
     for caption, (_, row) in rows.items():
         assert np.array_equal(seen[caption], _pixels(row["image"]))
-    # Per-record rows (augment) and serialized records (decode=False) carry it too.
+    # Per-record rows (augment) and undecoded records (decode=False) carry it too.
     def augment(values, rng):
         return values
 
     for batch in tk.load_numpy_dataset(folder, batch_size=9, augment=augment, options=ragged):
         assert [int(v) for v in batch["label"]] == [class_of(c) for c in batch["caption"]]
     for batch in tk.load_numpy_dataset(folder, batch_size=9, decode=False):
-        for record, label in zip(batch["record"], batch["label"], strict=True):
-            caption = tf.train.Example.FromString(record).features.feature["caption"]
-            assert int(label) == class_of(caption.bytes_list.value[0])
+        for caption, label in zip(batch["caption"], batch["label"], strict=True):
+            assert int(label) == class_of(caption)
     source = GrainSource(folder, options=ragged)
     for i in range(len(source)):
         assert int(source[i]["label"]) == class_of(source[i]["caption"])

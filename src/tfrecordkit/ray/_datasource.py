@@ -132,14 +132,11 @@ def _batch(decoder: RecordDecoder, records: list[bytes], first: int, part: _Rang
     """Decoded columns as NumPy arrays Ray turns into Arrow (ragged values as tensors)."""
     ids = np.arange(first, first + len(records), dtype=np.int64)
     classes = np.full(len(records), part.shard_class, np.int64)
-    if not decoder.options.decode:
-        label = decoder.shard_label  # the records alone don't hold a label from the shard
-        return {"record": np.array(records, dtype=object),
-                **({label: classes} if label else {}), RECORD_ID: ids}
-    columns = decoder.decode_columns(records, lambda i: f"{first + i} ({part.file})",
-                                     classes)
+    where = lambda i: f"{first + i} ({part.file})"  # noqa: E731
+    columns = (decoder.decode_columns(records, where, classes) if decoder.options.decode
+               else decoder.raw_columns(records, where, classes))
     out: dict[str, np.ndarray] = {}
-    for name in decoder.features:
+    for name in columns:
         values = columns[name]
         if isinstance(values, np.ndarray):
             out[name] = values
@@ -166,7 +163,8 @@ def read_dataset(path: PathArg, split: str = "train", *,
                  ray_remote_args: dict[str, Any] | None = None) -> Any:
     """A split of a dataset (a folder or URL with ``dataset.json``, or TFRecord files / globs)
     as a ``ray.data.Dataset``: one row per record with its decoded features and ``"__id"``
-    (the record's position in the split); ``decode=False`` gives the serialized ``"record"``.
+    (the record's position in the split); ``decode=False`` gives each feature's stored keys
+    parsed but not decoded, as every reader does.
     A variable shape is the record's own array (Ray's Arrow blocks would turn a nested
     ``{"values", "lengths"}`` into lists and lose its dtype); ``load_grain_source(path,
     options=...).collate(rows)`` batches rows exactly as every other reader batches.

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Names
 from concurrent.futures import Executor
@@ -13,7 +14,7 @@ import numpy as np
 
 from tfrecordkit.codecs import resize_image, resize_image_with_pad, scale_pixels
 from tfrecordkit.errors import OptionError, SchemaError
-from tfrecordkit.format import parse_examples
+from tfrecordkit.format import Column, parse_examples
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
 from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
 
@@ -29,7 +30,8 @@ class DecodeOptions:
     """How records become values.
 
     Attributes:
-        decode: False returns the serialized records (``"record"``) instead of values.
+        decode: False returns each feature's stored Example keys parsed but not decoded (images
+            and audio still encoded), as ``load_tf_dataset(decode=False)`` does.
         features: the features to return (default: all of the schema's).
         image_size: resize every image to ``(height, width)`` with ``tf.image.resize``'s
             arithmetic (bilinear, half-pixel centres); ``keep_aspect`` fits and pads instead.
@@ -265,6 +267,9 @@ class RecordDecoder:
         self.layout = BatchLayout.of(schema, options, specs, images)
         self.schema, self.options, self.features = schema, options, self.layout.names
         self._specs = {s.key: s for s in specs if s.key in self.features}
+        # decode=False: the Example keys the features are stored under, parsed, not decoded.
+        self._raw_specs = (schema.key_specs(self.features) if schema is not None
+                           else list(self._specs.values()))
         self._images = set(self.layout.images)
         self.shard_label = self.layout.shard_label
         size = options.image_size
@@ -274,6 +279,46 @@ class RecordDecoder:
     def heavy(self) -> bool:
         """Whether records take long to decode (images, audio): worth splitting finely."""
         return any(f.kind in ("image", "audio") for f in self.layout.features.values())
+
+    def raw_columns(self, records: Names[bytes], where: Callable[[int], Any],
+                    classes: np.ndarray | None = None) -> dict[str, Any]:
+        """``decode=False``: each stored Example key of the features, parsed but not decoded
+        (``feature_description``'s keys): fixed-length keys as ``(B, *shape)`` arrays (bytes
+        in object arrays; images and audio still encoded), variable-length ones as
+        ``{"values", "lengths"}`` (``padding="ragged"``: one array or list per record)."""
+        columns = parse_examples(records, self._raw_specs, where=where)
+        padding = self.options.padding
+        out = {key: _raw_values(column, len(records), padding)
+               for key, column in columns.items()}
+        if self.shard_label is not None and classes is not None:
+            out[self.shard_label] = np.asarray(classes, np.int64)
+        return out
+
+    def raw_one(self, record: bytes, source: str | int | None = None,
+                shard_class: int | None = None) -> dict[str, Any]:
+        """One record's :meth:`raw_columns`, without the batch dimension."""
+        classes = None if shard_class is None else np.array([shard_class])
+        return {key: _first(value) for key, value in
+                self.raw_columns([record], lambda _: source, classes).items()}
+
+    def collate_raw(self, rows: Names[dict[str, Any]]) -> dict[str, Any]:
+        """Rows of :meth:`raw_one` as one :meth:`raw_columns` batch (other keys stacked)."""
+        ragged = {s.key: s for s in self._raw_specs if s.shape is None}
+        out: dict[str, Any] = {}
+        for key in rows[0]:
+            values = [r[key] for r in rows]
+            if key in ragged:
+                if self.options.padding == "pad":  # back to each record's own values
+                    values = [v["values"][: int(v["lengths"][0])] for v in values]
+                out[key] = _varlen(values, self.options.padding,
+                                   b"" if ragged[key].dtype == "string" else 0)
+            elif isinstance(values[0], bytes):
+                column = np.empty(len(values), dtype=object)
+                column[:] = values
+                out[key] = column
+            else:
+                out[key] = np.stack([np.asarray(v) for v in values])
+        return out
 
     def decode_columns(self, records: list[bytes], where: Callable[[int], Any],
                        classes: np.ndarray | None = None) -> dict[str, Any]:
@@ -378,9 +423,7 @@ class RecordDecoder:
         return batch
 
     def assemble(self, rows: list[Any]) -> dict[str, Any]:
-        """Rows from :meth:`decode_rows` (or serialized records, without decoding) as a batch."""
-        if not self.options.decode:
-            return {"record": np.array(rows, dtype=object)}
+        """Rows from :meth:`decode_rows` as a batch."""
         return {name: self._batch(name, [r[name] for r in rows]) for name in self.features}
 
     def decode_batch(self, records: list[bytes], where: Callable[[int], Any],
@@ -390,7 +433,7 @@ class RecordDecoder:
         :meth:`decode_columns` takes them. With ``pool``, heavy records (images, audio)
         decode in chunks on its threads."""
         if not self.options.decode:
-            return self.assemble(records)
+            return self.raw_columns(records, where, classes)
         if pool is None or not self.heavy or len(records) <= _CHUNK:
             return self.assemble_columns([self.decode_columns(records, where, classes)])
         starts = range(0, len(records), _CHUNK)
@@ -398,6 +441,41 @@ class RecordDecoder:
             records[s : s + _CHUNK], lambda i: where(s + i),
             None if classes is None else classes[s : s + _CHUNK]), starts)
         return self.assemble_columns(list(parts))
+
+
+def _raw_values(column: Column, n: int, padding: Padding) -> Any:
+    """A parsed key's batch (see ``RecordDecoder.raw_columns``)."""
+    spec = column.spec
+    if spec.shape is not None:
+        if column.offsets is None:
+            return column.values
+        out = np.empty(len(column.offsets) - 1, dtype=object)
+        out[:] = column.to_bytes()
+        return out.reshape((n, *spec.shape))
+    splits = column.row_splits.tolist()
+    if column.offsets is not None:
+        values = column.to_bytes()
+        return _varlen([values[a:b] for a, b in itertools.pairwise(splits)], padding, b"")
+    return _varlen([column.values[a:b] for a, b in itertools.pairwise(splits)], padding, 0)
+
+
+def _varlen(rows: list[Any], padding: Padding, fill: Any) -> Any:
+    """Variable-length values of a batch: ``{"values", "lengths"}`` padded with ``fill``, or
+    the rows themselves (``"ragged"``)."""
+    if padding == "ragged":
+        return rows
+    lengths = np.array([len(r) for r in rows], np.int64).reshape(len(rows), 1)
+    width = int(lengths.max(initial=0))
+    if isinstance(fill, bytes):
+        values = np.full((len(rows), width), fill, dtype=object)
+        for i, row in enumerate(rows):
+            values[i, : len(row)] = row
+    else:
+        dtype = rows[0].dtype if rows else np.int64
+        values = np.full((len(rows), width), fill, dtype=dtype)
+        for i, row in enumerate(rows):
+            values[i, : len(row)] = row
+    return {"values": values, "lengths": lengths}
 
 
 def decode_options(options: DecodeOptions | None, *, decode: bool = True,

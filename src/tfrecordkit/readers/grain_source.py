@@ -21,10 +21,11 @@ __all__ = ["GrainSource", "load_grain_source"]
 
 class GrainSource:
     """Record ``i`` of a split as a dict of NumPy values in the batch structure without its
-    batch dimension (variable shapes as ``{"values", "lengths"}``), or ``{"record": bytes}``
-    with ``decode=False``, plus its ``"__id"``. Thread-safe and picklable (files reopen
-    after unpickling); numbers carry their schema dtype. Grain's default batching stacks
-    fixed shapes; :meth:`collate` batches any record as the other readers do."""
+    batch dimension (variable shapes as ``{"values", "lengths"}``), or with ``decode=False``
+    its stored keys parsed but not decoded, plus its ``"__id"``. Thread-safe and picklable
+    (files reopen after unpickling); numbers carry their schema dtype. Grain's default
+    batching stacks fixed shapes; :meth:`collate` batches any record as the other readers
+    do."""
 
     def __init__(self, path: PathArg, split: str = "train", *,
                  options: DecodeOptions | None = None, max_open_files: int = 64,
@@ -41,10 +42,10 @@ class GrainSource:
     def _values(self, record: bytes, key: int) -> dict[str, Any]:
         label = self.decoder.shard_label
         shard_class = int(self.records.shard_classes([key])[0]) if label else None
-        if not self.options.decode:
-            # The record alone doesn't hold a label taken from its shard.
-            extra = {label: np.int64(shard_class)} if label and shard_class is not None else {}
-            return {"record": record, **extra, RECORD_ID: np.int64(key)}
+        if not self.options.decode:  # parsed, not decoded
+            values = self.decoder.raw_one(record, self.records.where(key), shard_class)
+            values[RECORD_ID] = np.int64(key)
+            return values
         values = self.decoder.decode_one(record, self.records.where(key), shard_class)
         values[RECORD_ID] = np.int64(key)
         return values
@@ -72,8 +73,7 @@ class GrainSource:
         (variable shapes padded with their ``lengths``): grain's ``batch_fn``, e.g.
         ``MapDataset.source(src).batch(32, batch_fn=src.collate)``."""
         if not self.options.decode:
-            return {k: np.array([r[k] for r in records], dtype=object if k == "record"
-                                else None) for k in records[0]}
+            return self.decoder.collate_raw(records)
         return self.decoder.collate(list(records))
 
     def __repr__(self) -> str:

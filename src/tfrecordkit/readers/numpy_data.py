@@ -163,9 +163,10 @@ class Loader:
 
         def part(chunk: np.ndarray) -> Any:
             raw = records.get_many(chunk)
-            if not decoder.options.decode:
-                return raw
             classes = records.shard_classes(chunk) if decoder.shard_label else None
+            if not decoder.options.decode:
+                return decoder.raw_columns(raw, lambda i: records.where(int(chunk[i])),
+                                           classes)
             if augment is None:  # feature by feature: no per-record rows at all
                 return decoder.decode_columns(raw, lambda i: records.where(int(chunk[i])),
                                               classes)
@@ -190,13 +191,12 @@ class Loader:
                     p.cancel()
                 return {}
             results = [p.result() for p in parts]
-            if decoder.options.decode and augment is None:
+            if not decoder.options.decode:
+                batch = dict(results[0])  # one part: parsed, not decoded
+            elif augment is None:
                 batch = decoder.assemble_columns(results)
             else:
                 batch = decoder.assemble([row for rows in results for row in rows])
-            if not decoder.options.decode and decoder.shard_label:
-                # The records alone don't hold a label taken from their shard.
-                batch[decoder.shard_label] = records.shard_classes(ids)
             batch[RECORD_ID] = ids
             if not self.drop_last:
                 batch[VALID] = valid
