@@ -282,3 +282,29 @@ def test_triplets_in_torch_equal_the_numpy_ones(class_dataset):
     for b in got:
         assert torch.equal(b["anchor"]["label"], b["positive"]["label"])
         assert not (b["anchor"]["label"] == b["negative"]["label"]).any()
+
+
+@pytest.mark.slow
+def test_batches_from_workers_hold_the_same_values_packed(tmp_path):
+    """A worker's batch crosses to the main process as one shared buffer (tensors and lists
+    of bytes alike); it arrives as the same dict of tensors and bytes as in-process."""
+    schema = Schema({"v": Scalar("int64"), "f": Scalar("float32"), "s": Scalar("string"),
+                     "label": ClassLabel(["a", "b"])})
+    rows = [{"v": i, "f": i / 4, "s": bytes(range(i % 7)) * 3, "label": i % 2}
+            for i in range(90)]
+    write_dataset(rows, tmp_path / "ds", schema, shards=ShardOptions(num_shards=3))
+    for decode in (True, False):
+        in_process = list(_loader(load_torch_dataset(tmp_path / "ds", batch_size=8, seed=4,
+                                                     decode=decode), 0))
+        workers = list(_loader(load_torch_dataset(tmp_path / "ds", batch_size=8, seed=4,
+                                                  decode=decode), 2))
+        assert len(workers) == len(in_process)
+        by_first = {int(b["__id"][0]): b for b in in_process}
+        for batch in workers:
+            want = by_first[int(batch["__id"][0])]
+            assert batch.keys() == want.keys() and type(batch) is dict
+            for key, value in want.items():
+                if isinstance(value, torch.Tensor):
+                    assert batch[key].dtype == value.dtype and torch.equal(batch[key], value)
+                else:
+                    assert batch[key] == value

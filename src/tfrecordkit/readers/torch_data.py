@@ -48,6 +48,85 @@ def to_tensors(value: Any) -> Any:
     return value
 
 
+_ALIGN = 64  # bytes: every tensor of a packed batch starts at a multiple of it
+
+
+class _Slot(int):
+    """Where a tensor stood in a packed batch (its index among the batch's tensors)."""
+
+
+class _Packed(dict):  # type: ignore[type-arg]
+    """A batch built in a DataLoader worker. Pickled to the main process, all its tensors
+    travel in one buffer (one shared-memory segment, not one per tensor: with 16 features
+    that was most of the time); it arrives as a plain dict of tensors viewing that buffer."""
+
+    def __copy__(self) -> _Packed:  # torch's default_convert copies it: stay packed
+        return _Packed(self)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        tensors: list[Any] = []
+        skeleton = _strip(dict(self), tensors)
+        meta, total = [], 0
+        for t in tensors:  # a list of bytes travels as its joined bytes (uint8)
+            nbytes = (sum(map(len, t)) if isinstance(t, list)
+                      else t.numel() * t.element_size())
+            meta.append((total, None if isinstance(t, list) else t.dtype,
+                         [len(b) for b in t] if isinstance(t, list) else tuple(t.shape),
+                         nbytes))
+            total += -(-nbytes // _ALIGN) * _ALIGN
+        buffer = torch.empty(max(total, 1), dtype=torch.uint8)
+        for (offset, _, _, nbytes), t in zip(meta, tensors, strict=True):
+            if not nbytes:
+                continue
+            part = (torch.frombuffer(bytearray(b"".join(t)), dtype=torch.uint8)
+                    if isinstance(t, list) else t.contiguous().reshape(-1).view(torch.uint8))
+            buffer[offset : offset + nbytes].copy_(part)
+        return _unpack, (buffer, meta, skeleton)
+
+
+def _strip(value: Any, tensors: list[Any]) -> Any:
+    """``value`` with each tensor replaced by its :class:`_Slot` (tensors appended)."""
+    if isinstance(value, torch.Tensor):
+        tensors.append(value)
+        return _Slot(len(tensors) - 1)
+    if isinstance(value, dict):
+        return {k: _strip(v, tensors) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(isinstance(v, bytes) for v in value):  # e.g. encoded images
+            tensors.append(value)
+            return _Slot(len(tensors) - 1)
+        return [_strip(v, tensors) for v in value]
+    return value
+
+
+def _unpack(buffer: Any, meta: list[tuple[int, Any, tuple[int, ...], int]],
+            skeleton: Any) -> Any:
+    """A packed batch back as a dict of tensors (views of ``buffer``)."""
+    views = [_bytes_list(buffer[offset : offset + nbytes], shape) if dtype is None
+             else buffer[offset : offset + nbytes].view(dtype).reshape(shape)
+             for offset, dtype, shape, nbytes in meta]
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, _Slot):
+            return views[value]
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        return value
+
+    return fill(skeleton)
+
+
+def _bytes_list(data: Any, lengths: Sequence[int]) -> list[bytes]:
+    joined = data.numpy().tobytes()
+    out, at = [], 0
+    for n in lengths:
+        out.append(joined[at : at + n])
+        at += n
+    return out
+
+
 def _distributed_partition(rank: int | None, world_size: int | None) -> Partition:
     """The given rank/world size, else torch.distributed's when it is initialised."""
     if rank is None and world_size is None:
@@ -103,6 +182,8 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
         with ThreadPoolExecutor(self.threads_per_worker or threads) as pool:
             for step, batch in loader.iter_steps(epoch, range(first, steps, workers), pool):
                 tensors = to_tensors(batch)
+                if info is not None:  # crosses to the main process: one buffer, not many
+                    tensors = _Packed(tensors)
                 self._record(epoch, step + 1, worker, workers)
                 yield tensors
         self._record(epoch + 1, 0, worker, workers)
