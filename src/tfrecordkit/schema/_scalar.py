@@ -150,13 +150,15 @@ class Scalar(Feature):
             return column.to_bytes()
         values = column.values.reshape(n)
         if self.list_kind == "int64":
+            if self.dtype == "int64":  # every stored value fits
+                return values
             low, high = self._int_range
             bad = np.flatnonzero((values < low) | (values > high))
             if bad.size:
                 raise SchemaError(name, f"{int(values[bad[0]])} does not fit {self.dtype}",
                                   record=where(int(bad[0])))
             return values != 0 if self.dtype == "bool" else values.astype(self.dtype)
-        return values.astype(self.dtype)
+        return values.astype(self.dtype, copy=False)
 
 
 @dataclass(frozen=True)

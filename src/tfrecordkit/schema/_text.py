@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -113,8 +114,13 @@ class Text(Feature):
                       where: Callable[[int], Any], **options: Any) -> Any:
         if self.has_ids:
             return super().decode_column(name, columns, n, where, **options)
+        column = columns[name]
+        joined = column.values.tobytes()
+        if column.offsets is not None and joined.isascii():  # byte offsets are characters
+            text, bounds = joined.decode("ascii"), column.offsets.tolist()
+            return [text[a:b] for a, b in itertools.pairwise(bounds)]
         out = []
-        for i, data in enumerate(columns[name].to_bytes()):
+        for i, data in enumerate(column.to_bytes()):
             try:
                 out.append(data.decode("utf-8"))
             except UnicodeDecodeError as err:
