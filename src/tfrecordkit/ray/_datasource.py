@@ -57,7 +57,7 @@ class TFRecordKitDatasource(Datasource):
         self.plan = plan_read(path, split, storage_options=storage_options)
         self.options = options or DecodeOptions()
         self.decoder = RecordDecoder(self.plan.schema, self.options, self.plan.specs,
-                                     self.plan.images)
+                                     self.plan.images, self.plan.tensors)
         self.locations = self.plan.locations()
 
     def get_name(self) -> str:

@@ -12,7 +12,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tfrecordkit.codecs import resize_image, resize_image_with_pad, scale_pixels
+from tfrecordkit.codecs import (
+    decode_tensor_proto,
+    resize_image,
+    resize_image_with_pad,
+    scale_pixels,
+)
 from tfrecordkit.errors import OptionError, SchemaError
 from tfrecordkit.format import Column, parse_examples
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
@@ -263,8 +268,9 @@ class RecordDecoder:
     with parsing specs (plus the keys holding images)."""
 
     def __init__(self, schema: Schema | None, options: DecodeOptions,
-                 specs: Names[KeySpec] = (), images: Names[str] = ()) -> None:
-        self.layout = BatchLayout.of(schema, options, specs, images)
+                 specs: Names[KeySpec] = (), images: Names[str] = (),
+                 tensors: Names[tuple[str, str, tuple[int | None, ...]]] = ()) -> None:
+        self.layout = BatchLayout.of(schema, options, specs, images, tensors)
         self.schema, self.options, self.features = schema, options, self.layout.names
         self._specs = {s.key: s for s in specs if s.key in self.features}
         # decode=False: the Example keys the features are stored under, parsed, not decoded.
@@ -364,6 +370,8 @@ class RecordDecoder:
                         raise SchemaError(name, f"cannot decode: {err}",
                                           record=where(i)) from None
                 out[name] = images
+            elif name in self.layout.tensors:  # serialized tensors: their arrays
+                out[name] = self._tensors(name, column.to_bytes(), where)
             elif spec.dtype == "string":
                 out[name] = (column.to_bytes() if spec.shape == ()
                              else [column.row(i) for i in range(n)])
@@ -371,6 +379,25 @@ class RecordDecoder:
                 out[name] = [column.row(i) for i in range(n)]
             else:
                 out[name] = column.values
+        return out
+
+    def _tensors(self, name: str, values: list[bytes], where: Callable[[int], Any]
+                 ) -> list[np.ndarray]:
+        """A key's serialized tensors, each checked against the dtype and rank the sampled
+        records showed."""
+        layout, out = self.layout[name], []
+        for i, data in enumerate(values):
+            try:
+                array = decode_tensor_proto(data)
+            except ValueError as err:
+                raise SchemaError(name, f"not a serialized tensor: {err}",
+                                  record=where(i)) from None
+            if array.dtype != layout.dtype or array.ndim != len(layout.shape):
+                raise SchemaError(name, f"a serialized {array.dtype} tensor of shape "
+                                        f"{array.shape}; the sampled records held "
+                                        f"{layout.dtype} of shape {layout.shape}",
+                                  record=where(i))
+            out.append(array)
         return out
 
     def decode_rows(self, records: list[bytes], where: Callable[[int], Any],

@@ -106,11 +106,14 @@ class BatchLayout:
             ``"ragged"`` (lists of arrays; tf.data: ``tf.RaggedTensor``).
         shard_label: the feature whose values come from each record's shard (per-class
             datasets), if it is read.
+        tensors: keys of files without a schema whose one value is a serialized tensor
+            (``tf.io.serialize_tensor``), read as its array.
     """
 
     features: Mapping[str, FeatureLayout]
     padding: Literal["pad", "ragged"] = "pad"
     shard_label: str | None = None
+    tensors: tuple[str, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -127,7 +130,8 @@ class BatchLayout:
 
     @classmethod
     def of(cls, schema: Schema | None, options: Any, specs: Names[KeySpec] = (),
-           images: Names[str] = ()) -> BatchLayout:
+           images: Names[str] = (),
+           tensors: Names[tuple[str, str, tuple[int | None, ...]]] = ()) -> BatchLayout:
         """The layout of reading ``schema`` (or, for files without one, the parsing
         ``specs`` with ``images`` the keys holding one encoded image) with ``options`` (a
         :class:`~tfrecordkit.readers.DecodeOptions`).
@@ -156,9 +160,13 @@ class BatchLayout:
             raise DatasetError(f"padded_shapes/padding_values name {unknown}, which are not "
                                f"among the features read: {names}")
         by_key = {s.key: s for s in specs}
+        by_tensor = {key: (dtype, shape) for key, dtype, shape in tensors}
         layouts = {}
         for name in names:
+            held = by_tensor.get(name)
             base = (_of_feature(name, schema[name], options) if schema is not None
+                    else FeatureLayout(name, "numbers", np.dtype(held[0]), held[1],
+                                       _axes(held[1])) if held is not None
                     else _of_spec(by_key[name], name in images, options))
             layouts[name] = _with_padding(base, padded.get(name), fills.get(name),
                                           options.text_length)
@@ -167,7 +175,8 @@ class BatchLayout:
             raise DatasetError(f"image_size={options.image_size} given, but none of {names} "
                                "is an image")
         label = schema.shard_label if schema is not None else None
-        return cls(layouts, options.padding, label if label in names else None)
+        return cls(layouts, options.padding, label if label in names else None,
+                   tuple(n for n in names if n in by_tensor and schema is None))
 
 
 def _image_shape(size: tuple[int, int] | None, channels: int | None,

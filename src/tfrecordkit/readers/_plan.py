@@ -5,6 +5,7 @@ or parsing specs inferred from a sample), checked against the disk before traini
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.codecs import decode_tensor_proto
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
 from tfrecordkit.format import (
     FRAME_OVERHEAD,
@@ -23,6 +25,7 @@ from tfrecordkit.format import (
     decode_example,
     index_path_for,
     load_index,
+    parse_examples,
     scan_offsets,
 )
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
@@ -50,7 +53,9 @@ class ReadPlan:
     ``counts`` are records per file (-1: unknown until scanned, for foreign files), and
     ``classes`` each file's class (per-class layout; -1 for none).
     ``schema`` is the manifest's (or the caller's); for foreign files without one, ``specs``
-    are parsing specs inferred from a sample and ``images`` the keys holding one JPEG/PNG.
+    are parsing specs inferred from a sample, ``images`` the keys holding one JPEG/PNG and
+    ``tensors`` the keys holding one ``tf.io.serialize_tensor`` value: ``(key, dtype,
+    shape)``, ``None`` for a dimension that differs between the sampled records.
     """
 
     path: str
@@ -62,6 +67,7 @@ class ReadPlan:
     schema: Schema | None
     specs: tuple[KeySpec, ...] = ()
     images: tuple[str, ...] = ()
+    tensors: tuple[tuple[str, str, tuple[int | None, ...]], ...] = ()
     bytes_per_record: float = 1024.0
     storage: Storage = LOCAL
     classes: tuple[int, ...] = ()
@@ -152,9 +158,9 @@ def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = No
                                "the files (tfrecordkit adopt --class-pattern)")
         return ReadPlan(given, split, tuple(files), (-1,) * len(files), compression,
                         None, schema, storage=storage)
-    specs, images = _inferred_specs(files, sample, storage)
+    specs, images, tensors = _inferred_specs(files, sample, storage)
     return ReadPlan(given, split, tuple(files), (-1,) * len(files), compression,
-                    None, None, specs, images, storage=storage)
+                    None, None, specs, images, tensors, storage=storage)
 
 
 def _check_first_record(manifest: Manifest, shards: list[tuple[str, int]],
@@ -195,8 +201,9 @@ def _foreign_files(path: PathArg, storage: Storage) -> list[str]:
 
 
 def _inferred_specs(files: list[str], sample: int, storage: Storage
-                    ) -> tuple[tuple[KeySpec, ...], tuple[str, ...]]:
-    """Parsing specs inferred from a sample, and the keys that hold single JPEG/PNG images."""
+                    ) -> tuple[tuple[KeySpec, ...], tuple[str, ...], Any]:
+    """Parsing specs inferred from a sample, the keys that hold single JPEG/PNG images, and
+    those that hold one serialized tensor (with the dtype and shape the sample shows)."""
     def records() -> Any:
         for file in files:
             yield from RecordReader(file, storage=storage)
@@ -209,7 +216,34 @@ def _inferred_specs(files: list[str], sample: int, storage: Storage
     images = tuple(name for name, f in profile.features.items()
                    if f.content in ("jpeg", "png") and f.is_fixed_length(profile.records)
                    and f.max_count == 1)
-    return specs, images
+    held = [spec for spec, (name, f) in zip(specs, profile.features.items(), strict=True)
+            if f.content == "tensor" and f.is_fixed_length(profile.records)
+            and f.max_count == 1]
+    return specs, images, _tensor_keys(itertools.islice(records(), sample), held)
+
+
+def _tensor_keys(sample: Any, specs: list[KeySpec]
+                 ) -> tuple[tuple[str, str, tuple[int | None, ...]], ...]:
+    """Keys whose sampled values all decode as serialized tensors of one dtype and rank:
+    ``(key, dtype, shape)``, a dimension ``None`` where the sample's values differ."""
+    if not specs:
+        return ()
+    columns = parse_examples(list(sample), specs)
+    found = []
+    for spec in specs:
+        try:
+            arrays = [decode_tensor_proto(b) for b in columns[spec.key].to_bytes()]
+        except ValueError:
+            continue  # not every value is one: left as bytes
+        dtypes = {a.dtype for a in arrays}
+        ranks = {a.ndim for a in arrays}
+        if len(dtypes) != 1 or len(ranks) != 1 or arrays[0].dtype == object:
+            continue
+        shape = tuple(sizes.pop() if len(sizes) == 1 else None
+                      for sizes in (set(d) for d in zip(*(a.shape for a in arrays),
+                                                        strict=True)))
+        found.append((spec.key, str(arrays[0].dtype), shape))
+    return tuple(found)
 
 
 def open_records(path: PathArg, split: str, options: DecodeOptions, *,
@@ -221,4 +255,5 @@ def open_records(path: PathArg, split: str, options: DecodeOptions, *,
     locations = None if read.manifest is not None else read.locations()
     records = SplitRecords(read.path, split, max_open_files=max_open_files,
                            manifest=read.manifest, locations=locations, storage=read.storage)
-    return read, records, RecordDecoder(read.schema, options, read.specs, read.images)
+    return read, records, RecordDecoder(read.schema, options, read.specs, read.images,
+                                        read.tensors)

@@ -60,6 +60,11 @@ class _DecodePlan:
         return self.layout.images if not self.selected else []
 
     @property
+    def foreign_tensors(self) -> list[str]:
+        """Keys of files without a schema holding one serialized tensor (parsed to arrays)."""
+        return list(self.layout.tensors) if not self.selected else []
+
+    @property
     def structured(self) -> bool:
         """Whether values take the layout's structure (decoded, padded)."""
         return self.decode and self.options.padding == "pad"
@@ -70,7 +75,7 @@ class _DecodePlan:
         fixed padded shapes)."""
         return self.augment is not None or bool(self.options.padded_shapes) or (
             self.decode and (any(_needs_per_example_decode(f) for f in self.selected.values())
-                             or bool(self.foreign_images)))
+                             or bool(self.foreign_images) or bool(self.foreign_tensors)))
 
 
 def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
@@ -97,6 +102,10 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
                 for key in plan.foreign_images if plan.decode else ():
                     out[key] = _resize(decode_image_tensor(out[key]), options.image_size,
                                        options.keep_aspect)
+                for key in plan.foreign_tensors if plan.decode else ():
+                    held = layout[key]
+                    out[key] = tf.ensure_shape(
+                        tf.io.parse_tensor(out[key], tf.as_dtype(held.dtype)), held.shape)
             else:
                 out = {n: _decode_one(f, parsed, n, options) for n, f in plan.selected.items()}
             if plan.decode and options.image_dtype != "uint8":

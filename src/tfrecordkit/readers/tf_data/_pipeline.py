@@ -134,7 +134,7 @@ def load_tf_dataset(
     manifest, schema = read.manifest, read.schema
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
     open_file = _file_reader(read.storage, compression, storage_options)
-    layout = BatchLayout.of(schema, options, read.specs, read.images)
+    layout = BatchLayout.of(schema, options, read.specs, read.images, read.tensors)
     names = layout.names
     if schema is not None:
         description = feature_description(schema, names)

@@ -1,0 +1,160 @@
+"""``tf.io.serialize_tensor`` bytes (a ``TensorProto``) decoded without TensorFlow, as
+``tf.io.parse_tensor`` decodes them: dtype and shape from the proto, values from its
+``tensor_content`` or its typed value lists (the last value repeated to fill the shape, zeros
+when there are none). Untrusted input: every length is checked, and a shape is refused when it
+claims far more values than the bytes could describe."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+__all__ = ["decode_tensor_proto", "tensor_proto_dtype"]
+
+# TensorFlow's DataType numbers for the dtypes we decode, and the typed field holding them.
+_DTYPES: dict[int, tuple[str, int]] = {
+    1: ("float32", 5), 2: ("float64", 6), 3: ("int32", 7), 4: ("uint8", 7), 5: ("int16", 7),
+    6: ("int8", 7), 7: ("object", 8), 9: ("int64", 10), 10: ("bool", 11), 17: ("uint16", 7),
+    19: ("float16", 13), 22: ("uint32", 16), 23: ("uint64", 17),
+}
+# Values a typed list may be broadcast to, per byte of the proto (a guard against bombs).
+_FILL_LIMIT = 1 << 26
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("a truncated or overlong varint")
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields(data: bytes) -> list[tuple[int, int, object]]:
+    """``(field, wire type, value)``: varints as ints, fixed ones and lengths as bytes."""
+    out: list[tuple[int, int, object]] = []
+    pos = 0
+    while pos < len(data):
+        key, pos = _varint(data, pos)
+        field, wire = key >> 3, key & 7
+        if field == 0:
+            raise ValueError("field number 0")
+        if wire == 0:
+            value, pos = _varint(data, pos)
+            out.append((field, wire, value))
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            if pos + size > len(data):
+                raise ValueError("a truncated fixed-width field")
+            out.append((field, wire, data[pos : pos + size]))
+            pos += size
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            if pos + size > len(data):
+                raise ValueError("a length beyond the end of the tensor bytes")
+            out.append((field, wire, data[pos : pos + size]))
+            pos += size
+        else:
+            raise ValueError(f"wire type {wire}")
+    return out
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _shape(data: bytes) -> tuple[int, ...]:
+    dims = []
+    for field, wire, value in _fields(data):
+        if field == 3 and wire == 0 and value:
+            raise ValueError("a tensor of unknown rank")
+        if field == 2 and wire == 2:
+            size = 0
+            for dim_field, dim_wire, dim_value in _fields(value):  # type: ignore[arg-type]
+                if dim_field == 1 and dim_wire == 0:
+                    size = _signed(dim_value)  # type: ignore[arg-type]
+            if size < 0:
+                raise ValueError(f"a dimension of size {size}")
+            dims.append(size)
+    return tuple(dims)
+
+
+def tensor_proto_dtype(data: bytes) -> str | None:
+    """The NumPy dtype name of a serialized tensor (``"object"`` for strings), from its first
+    field; None when it is not one this module decodes."""
+    if len(data) < 2 or data[0] != 0x08:
+        return None
+    found = _DTYPES.get(data[1]) if data[1] < 0x80 else None
+    return found[0] if found else None
+
+
+def _typed(values: list[tuple[int, object]], dtype: str) -> list[object]:
+    """A typed list's values, packed or not."""
+    out: list[object] = []
+    for wire, value in values:
+        if dtype == "object":
+            if not isinstance(value, bytes):
+                raise ValueError("a string value that is not length-delimited")
+            out.append(value)
+        elif dtype in ("float32", "float64"):
+            fmt = "<f" if dtype == "float32" else "<d"
+            if wire == 0 or len(value) % struct.calcsize(fmt):  # type: ignore[arg-type]
+                raise ValueError(f"{dtype} values of the wrong width")
+            out.extend(x[0] for x in struct.iter_unpack(fmt, value))  # type: ignore[arg-type]
+        elif wire == 0:
+            out.append(value)
+        elif wire == 2:
+            pos, raw = 0, value
+            while pos < len(raw):  # type: ignore[arg-type]
+                item, pos = _varint(raw, pos)  # type: ignore[arg-type]
+                out.append(item)
+        else:
+            raise ValueError(f"{dtype} values of wire type {wire}")
+    return out
+
+
+def decode_tensor_proto(data: bytes) -> np.ndarray:
+    """The array ``tf.io.parse_tensor`` gives for ``data`` (strings as an object array of
+    bytes).
+
+    Raises:
+        ValueError: the bytes are not a TensorProto of a supported dtype, or their values
+            disagree with their shape.
+    """
+    fields = _fields(bytes(data))
+    code = next((v for f, w, v in fields if f == 1 and w == 0), None)
+    if code not in _DTYPES:
+        raise ValueError(f"not a serialized tensor of a supported dtype (DataType {code})")
+    dtype, typed_field = _DTYPES[code]
+    shape_bytes = next((v for f, w, v in fields if f == 2 and w == 2), b"")
+    shape = _shape(shape_bytes)  # type: ignore[arg-type]
+    count = math.prod(shape)
+    content = [v for f, w, v in fields if f == 4 and w == 2]
+    if content and dtype != "object":
+        raw = b"".join(content)  # type: ignore[arg-type]
+        itemsize = np.dtype(dtype).itemsize
+        if len(raw) != count * itemsize:
+            raise ValueError(f"tensor_content holds {len(raw)} bytes; shape {shape} of "
+                             f"{dtype} needs {count * itemsize}")
+        return np.frombuffer(raw, np.dtype(dtype).newbyteorder("<")).astype(dtype).reshape(shape)
+    values = _typed([(w, v) for f, w, v in fields if f == typed_field], dtype)
+    if len(values) > count:
+        raise ValueError(f"{len(values)} values for shape {shape}")
+    if count > len(values) and count > _FILL_LIMIT:
+        raise ValueError(f"shape {shape} claims {count} values")
+    if dtype not in ("object", "float32", "float64", "float16", "uint64"):
+        values = [_signed(v) for v in values]  # type: ignore[arg-type]
+    if dtype == "float16":
+        values = [np.uint16(v).view(np.float16) for v in values]  # type: ignore[arg-type]
+    out = np.empty(count, dtype=object if dtype == "object" else dtype)
+    if count:
+        fill = values[-1] if values else (b"" if dtype == "object" else 0)
+        out[: len(values)] = values
+        out[len(values) :] = fill
+    return out.reshape(shape)
