@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrecordkit as tk
-from tfrecordkit.codecs import decode_tensor_proto
+from tfrecordkit.format import decode_tensor_proto
 
 pytestmark = pytest.mark.integration
 tf = pytest.importorskip("tensorflow")

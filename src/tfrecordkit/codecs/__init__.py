@@ -13,14 +13,12 @@ from tfrecordkit.codecs._image import (
 )
 from tfrecordkit.codecs._resize import resize_image, resize_image_with_pad
 from tfrecordkit.codecs._sniff import ContentType, image_header, png_bit_depth, sniff_bytes
-from tfrecordkit.codecs._tensor import decode_tensor_proto, tensor_proto_dtype
 
 __all__ = [
     "PIL_MODE_CHANNELS",
     "ContentType",
     "convert_channels",
     "decode_image_bytes",
-    "decode_tensor_proto",
     "image_header",
     "load_pillow",
     "load_soundfile",
@@ -30,5 +28,4 @@ __all__ = [
     "resize_image_with_pad",
     "scale_pixels",
     "sniff_bytes",
-    "tensor_proto_dtype",
 ]

@@ -53,6 +53,7 @@ from tfrecordkit.format._index import (
 )
 from tfrecordkit.format._reader import RecordReader, build_index, read_records, scan_offsets
 from tfrecordkit.format._spec import KeySpec, SpecDtype, check_key
+from tfrecordkit.format._tensor import decode_tensor_proto
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
 
 __all__ = [
@@ -85,6 +86,7 @@ __all__ = [
     "decode_example",
     "decode_example_keys",
     "decode_sequence_example",
+    "decode_tensor_proto",
     "encode_example",
     "encode_frames",
     "encode_sequence_example",

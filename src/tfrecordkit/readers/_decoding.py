@@ -13,13 +13,12 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.codecs import (
-    decode_tensor_proto,
     resize_image,
     resize_image_with_pad,
     scale_pixels,
 )
 from tfrecordkit.errors import OptionError, SchemaError
-from tfrecordkit.format import Column, parse_examples
+from tfrecordkit.format import Column, decode_tensor_proto, parse_examples
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
 from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
 

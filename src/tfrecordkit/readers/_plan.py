@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.codecs import decode_tensor_proto
 from tfrecordkit.errors import DatasetError, IndexUnavailableError
 from tfrecordkit.format import (
     FRAME_OVERHEAD,
@@ -23,6 +22,7 @@ from tfrecordkit.format import (
     Storage,
     check_frame,
     decode_example,
+    decode_tensor_proto,
     index_path_for,
     load_index,
     parse_examples,

@@ -11,7 +11,9 @@ import struct
 
 import numpy as np
 
-__all__ = ["decode_tensor_proto", "tensor_proto_dtype"]
+from tfrecordkit.format._example import _read_varint
+
+__all__ = ["decode_tensor_proto"]
 
 # TensorFlow's DataType numbers for the dtypes we decode, and the typed field holding them.
 _DTYPES: dict[int, tuple[str, int]] = {
@@ -23,30 +25,17 @@ _DTYPES: dict[int, tuple[str, int]] = {
 _FILL_LIMIT = 1 << 26
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise ValueError("a truncated or overlong varint")
-        byte = data[pos]
-        value |= (byte & 0x7F) << shift
-        pos += 1
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
 def _fields(data: bytes) -> list[tuple[int, int, object]]:
     """``(field, wire type, value)``: varints as ints, fixed ones and lengths as bytes."""
     out: list[tuple[int, int, object]] = []
     pos = 0
     while pos < len(data):
-        key, pos = _varint(data, pos)
+        key, pos = _read_varint(data, pos)
         field, wire = key >> 3, key & 7
         if field == 0:
             raise ValueError("field number 0")
         if wire == 0:
-            value, pos = _varint(data, pos)
+            value, pos = _read_varint(data, pos)
             out.append((field, wire, value))
         elif wire in (1, 5):
             size = 8 if wire == 1 else 4
@@ -55,7 +44,7 @@ def _fields(data: bytes) -> list[tuple[int, int, object]]:
             out.append((field, wire, data[pos : pos + size]))
             pos += size
         elif wire == 2:
-            size, pos = _varint(data, pos)
+            size, pos = _read_varint(data, pos)
             if pos + size > len(data):
                 raise ValueError("a length beyond the end of the tensor bytes")
             out.append((field, wire, data[pos : pos + size]))
@@ -85,15 +74,6 @@ def _shape(data: bytes) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def tensor_proto_dtype(data: bytes) -> str | None:
-    """The NumPy dtype name of a serialized tensor (``"object"`` for strings), from its first
-    field; None when it is not one this module decodes."""
-    if len(data) < 2 or data[0] != 0x08:
-        return None
-    found = _DTYPES.get(data[1]) if data[1] < 0x80 else None
-    return found[0] if found else None
-
-
 def _typed(values: list[tuple[int, object]], dtype: str) -> list[object]:
     """A typed list's values, packed or not."""
     out: list[object] = []
@@ -112,7 +92,7 @@ def _typed(values: list[tuple[int, object]], dtype: str) -> list[object]:
         elif wire == 2:
             pos, raw = 0, value
             while pos < len(raw):  # type: ignore[arg-type]
-                item, pos = _varint(raw, pos)  # type: ignore[arg-type]
+                item, pos = _read_varint(raw, pos)  # type: ignore[arg-type]
                 out.append(item)
         else:
             raise ValueError(f"{dtype} values of wire type {wire}")
