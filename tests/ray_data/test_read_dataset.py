@@ -67,6 +67,25 @@ def test_two_reads_give_the_same_order_and_match_open_split(cluster, tmp_path):
         assert row.keys() - {"__id"} == stored.keys()
 
 
+def test_undecoded_rows_hold_each_records_stored_values(cluster, tmp_path):
+    """decode=False: each row's stored keys equal what the record holds, variable-length
+    ones (a sequence, token ids) as the record's own values."""
+    schema = tk.Schema({"seq": tk.Sequence(tk.Scalar("int64")), "words": tk.Sequence(
+        tk.Scalar("string")), "label": tk.ClassLabel(["a", "b"])})
+    tk.write_dataset([{"seq": list(range(i % 5)), "words": [b"w%d" % j for j in range(i % 3)],
+                       "label": i % 2} for i in range(40)], tmp_path / "ds", schema,
+                     shards=tk.ShardOptions(shuffle=False))
+    ray.data.DataContext.get_current().execution_options.preserve_order = True
+    rows_ = read_dataset(tmp_path / "ds", decode=False).take_all()
+    records = tk.open_split(tmp_path / "ds")
+    assert len(rows_) == 40
+    for row in rows_:
+        stored = tk.decode_example(records[int(row["__id"])])
+        assert list(np.asarray(row["seq"]).reshape(-1)) == list(stored["seq"])
+        assert [bytes(w) for w in row["words"]] == list(stored["words"])
+        assert int(row["label"]) == int(stored["label"][0])
+
+
 def test_images_equal_the_numpy_loader_and_no_tensorflow_in_workers(cluster, tmp_path):
     digits_folder(tmp_path / "digits", limit_per_class=20)
     tk.convert(ImageFolder(tmp_path / "digits"), tmp_path / "ds", workers=1)

@@ -134,7 +134,7 @@ def _batch(decoder: RecordDecoder, records: list[bytes], first: int, part: _Rang
     classes = np.full(len(records), part.shard_class, np.int64)
     where = lambda i: f"{first + i} ({part.file})"  # noqa: E731
     columns = (decoder.decode_columns(records, where, classes) if decoder.options.decode
-               else decoder.raw_columns(records, where, classes))
+               else decoder.raw_columns(records, where, classes, padding="ragged"))
     out: dict[str, np.ndarray] = {}
     for name in columns:
         values = columns[name]

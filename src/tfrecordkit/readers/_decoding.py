@@ -19,7 +19,7 @@ from tfrecordkit.codecs import (
 )
 from tfrecordkit.errors import OptionError, SchemaError
 from tfrecordkit.format import Column, decode_tensor_proto, parse_examples
-from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
+from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, stored_layout, stored_specs
 from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
 
 __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_feature", "decode_options",
@@ -273,8 +273,8 @@ class RecordDecoder:
         self.schema, self.options, self.features = schema, options, self.layout.names
         self._specs = {s.key: s for s in specs if s.key in self.features}
         # decode=False: the Example keys the features are stored under, parsed, not decoded.
-        self._raw_specs = (schema.key_specs(self.features) if schema is not None
-                           else list(self._specs.values()))
+        self._raw_specs = stored_specs(schema, self.features, specs)
+        self.stored = stored_layout(self._raw_specs, options.padding)
         self._images = set(self.layout.images)
         self.shard_label = self.layout.shard_label
         size = options.image_size
@@ -286,15 +286,21 @@ class RecordDecoder:
         return any(f.kind in ("image", "audio") for f in self.layout.features.values())
 
     def raw_columns(self, records: Names[bytes], where: Callable[[int], Any],
-                    classes: np.ndarray | None = None) -> dict[str, Any]:
+                    classes: np.ndarray | None = None, *, padding: Padding | None = None
+                    ) -> dict[str, Any]:
         """``decode=False``: each stored Example key of the features, parsed but not decoded
         (``feature_description``'s keys): fixed-length keys as ``(B, *shape)`` arrays (bytes
         in object arrays; images and audio still encoded), variable-length ones as
-        ``{"values", "lengths"}`` (``padding="ragged"``: one array or list per record)."""
+        ``{"values", "lengths"}`` (``padding="ragged"``: one array or list per record), as
+        :attr:`stored` lays them out. ``padding`` overrides the options' (Ray rows keep each
+        record's own values)."""
         columns = parse_examples(records, self._raw_specs, where=where)
-        padding = self.options.padding
-        out = {key: _raw_values(column, len(records), padding)
-               for key, column in columns.items()}
+        padding = padding or self.options.padding
+        out = {}
+        for key, column in columns.items():
+            layout = self.stored[key]
+            out[key] = (batch_feature(layout, _rows(column), padding) if layout.varies
+                        else _fixed(column, len(records)))
         if self.shard_label is not None and classes is not None:
             out[self.shard_label] = np.asarray(classes, np.int64)
         return out
@@ -308,15 +314,13 @@ class RecordDecoder:
 
     def collate_raw(self, rows: Names[dict[str, Any]]) -> dict[str, Any]:
         """Rows of :meth:`raw_one` as one :meth:`raw_columns` batch (other keys stacked)."""
-        ragged = {s.key: s for s in self._raw_specs if s.shape is None}
         out: dict[str, Any] = {}
         for key in rows[0]:
             values = [r[key] for r in rows]
-            if key in ragged:
-                if self.options.padding == "pad":  # back to each record's own values
-                    values = [v["values"][: int(v["lengths"][0])] for v in values]
-                out[key] = _varlen(values, self.options.padding,
-                                   b"" if ragged[key].dtype == "string" else 0)
+            layout = self.stored.features.get(key)
+            if layout is not None and layout.varies:
+                out[key] = batch_feature(layout, [unbatch_values(layout, v) for v in values],
+                                         self.options.padding)
             elif isinstance(values[0], bytes):
                 column = np.empty(len(values), dtype=object)
                 column[:] = values
@@ -469,39 +473,20 @@ class RecordDecoder:
         return self.assemble_columns(list(parts))
 
 
-def _raw_values(column: Column, n: int, padding: Padding) -> Any:
-    """A parsed key's batch (see ``RecordDecoder.raw_columns``)."""
-    spec = column.spec
-    if spec.shape is not None:
-        if column.offsets is None:
-            return column.values
-        out = np.empty(len(column.offsets) - 1, dtype=object)
-        out[:] = column.to_bytes()
-        return out.reshape((n, *spec.shape))
+def _rows(column: Column) -> list[Any]:
+    """A variable-length key's values, one array (or list of bytes) per record."""
     splits = column.row_splits.tolist()
-    if column.offsets is not None:
-        values = column.to_bytes()
-        return _varlen([values[a:b] for a, b in itertools.pairwise(splits)], padding, b"")
-    return _varlen([column.values[a:b] for a, b in itertools.pairwise(splits)], padding, 0)
+    values = column.to_bytes() if column.offsets is not None else column.values
+    return [values[a:b] for a, b in itertools.pairwise(splits)]
 
 
-def _varlen(rows: list[Any], padding: Padding, fill: Any) -> Any:
-    """Variable-length values of a batch: ``{"values", "lengths"}`` padded with ``fill``, or
-    the rows themselves (``"ragged"``)."""
-    if padding == "ragged":
-        return rows
-    lengths = np.array([len(r) for r in rows], np.int64).reshape(len(rows), 1)
-    width = int(lengths.max(initial=0))
-    if isinstance(fill, bytes):
-        values = np.full((len(rows), width), fill, dtype=object)
-        for i, row in enumerate(rows):
-            values[i, : len(row)] = row
-    else:
-        dtype = rows[0].dtype if rows else np.int64
-        values = np.full((len(rows), width), fill, dtype=dtype)
-        for i, row in enumerate(rows):
-            values[i, : len(row)] = row
-    return {"values": values, "lengths": lengths}
+def _fixed(column: Column, n: int) -> Any:
+    """A fixed-length key's batch: ``(n, *shape)`` numbers, or bytes in an object array."""
+    if column.offsets is None:
+        return column.values
+    out = np.empty(len(column.offsets) - 1, dtype=object)
+    out[:] = column.to_bytes()
+    return out.reshape((n, *(column.spec.shape or ())))
 
 
 def decode_options(options: DecodeOptions | None, *, decode: bool = True,

@@ -179,6 +179,21 @@ class BatchLayout:
                    tuple(n for n in names if n in by_tensor and schema is None))
 
 
+def stored_specs(schema: Schema | None, names: Names[str], specs: Names[KeySpec] = ()
+                 ) -> list[KeySpec]:
+    """The Example keys the features ``names`` are stored under (``feature_description``'s):
+    the schema's, or for files without one, their inferred ``specs``."""
+    if schema is not None:
+        return schema.key_specs(list(names))
+    return [s for s in specs if s.key in names]
+
+
+def stored_layout(specs: Names[KeySpec], padding: Literal["pad", "ragged"]) -> BatchLayout:
+    """The layout of ``decode=False``: each stored key parsed but not decoded (numbers, or
+    bytes: images and audio still encoded), batched by the same rules as decoded values."""
+    return BatchLayout({s.key: _of_spec(s, False, None) for s in specs}, padding)
+
+
 def _image_shape(size: tuple[int, int] | None, channels: int | None,
                  options: Any) -> tuple[int | None, ...]:
     height, width = options.image_size or size or (None, None)

@@ -49,6 +49,13 @@ class _DecodePlan:
     options: DecodeOptions
     augment: Any
     ordered: bool
+    stored: BatchLayout  # decode=False: the stored keys (see readers' stored_layout)
+
+    @property
+    def shaping(self) -> BatchLayout:
+        """The layout whole batches take their structure from: the decoded features', or
+        with ``decode=False`` the stored keys'."""
+        return self.layout if self.decode else self.stored
 
     @property
     def decode(self) -> bool:
@@ -150,9 +157,8 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
                    for n, f in plan.selected.items()}
         if batch_size is None or options.padding != "pad":
             return out  # single examples: structured one by one after unbatching
-        if not plan.structured:  # decode=False: variable-length keys with their lengths
-            return {n: _with_lengths(v) for n, v in out.items()}
-        return {n: _batch_structure(v, layout[n]) if n in layout.features else _to_dense(v)
+        shaping = plan.shaping
+        return {n: _batch_structure(v, shaping[n]) if n in shaping.features else _to_dense(v)
                 for n, v in out.items()}
 
     ds = ds.map(parse_and_decode, num_parallel_calls=AUTOTUNE, deterministic=ordered)
@@ -160,16 +166,12 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
         return ds
     # Unbatching ragged values (never a dense [n, 0] tensor: TensorFlow 2.21 segfaults
     # unbatching one), then a map that turns the rank-0 ragged rows into plain tensors.
-    varlen = {k for k, v in plan.description.items() if isinstance(v, tf.io.RaggedFeature)}
-
     def row(example: Any) -> Any:
         example = _rows_as_tensors(example)
-        if not plan.structured:  # decode=False
-            if options.padding != "pad":
-                return example
-            return {n: {"values": v, "lengths": tf.shape(v, out_type=tf.int64)[:1]}
-                    if n in varlen else v for n, v in example.items()}
-        return {n: _structure(v, layout[n]) if n in layout.features else v
+        if options.padding != "pad":
+            return example
+        shaping = plan.shaping
+        return {n: _structure(v, shaping[n]) if n in shaping.features else v
                 for n, v in example.items()}
 
     return ds.unbatch().map(row, num_parallel_calls=AUTOTUNE, deterministic=ordered)
@@ -344,14 +346,6 @@ def _finish(ds: Any, manifest: Manifest | None, schema: Schema | None, ordered: 
     ds.class_names = list(class_feature.names) if isinstance(class_feature, ClassLabel) else []
     ds.manifest = manifest
     return ds
-
-
-def _with_lengths(value: Any) -> Any:
-    """A batch of variable-length values as ``{"values", "lengths"}`` (zeros / empty
-    strings padding); other values as they are."""
-    if not isinstance(value, tf.RaggedTensor):
-        return value
-    return {"values": value.to_tensor(), "lengths": value.row_lengths()[:, None]}
 
 
 def _to_dense(example: Any) -> Any:

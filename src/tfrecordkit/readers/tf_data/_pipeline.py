@@ -13,7 +13,7 @@ import tensorflow as tf
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.readers._decoding import DecodeOptions, decode_options
-from tfrecordkit.readers._layout import BatchLayout
+from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
 from tfrecordkit.readers.tf_data._augment import (
@@ -185,7 +185,8 @@ def load_tf_dataset(
         ds = ds.repeat()
 
     selected = {n: schema[n] for n in names} if schema is not None else {}
-    plan = _DecodePlan(description, selected, layout, options, augment, ordered)
+    stored = stored_layout(stored_specs(schema, names, read.specs), options.padding)
+    plan = _DecodePlan(description, selected, layout, options, augment, ordered, stored)
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
     ds = ds.batch(parse_size, drop_remainder=drop_last and not plan.per_example
                   and batch_size is not None)

@@ -17,7 +17,7 @@ import tensorflow as tf
 from tfrecordkit.errors import DatasetError, StateError
 from tfrecordkit.format import Storage
 from tfrecordkit.readers._decoding import DecodeOptions, decode_options
-from tfrecordkit.readers._layout import BatchLayout
+from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
 from tfrecordkit.readers.tf_data._augment import (
@@ -73,8 +73,9 @@ def _sampling_plan(schema: Schema, names: list[str], description: dict[str, Any]
     """How P×K and triplet batches decode: in stored order, the one batch layout."""
     options = dataclasses.replace(options, features=tuple(names))
     layout = BatchLayout.of(schema, options)
+    stored = stored_layout(stored_specs(schema, names), options.padding)
     return _DecodePlan(description, {n: schema[n] for n in names}, layout, options, augment,
-                       True)
+                       True, stored)
 
 
 def _step_number(start: Any) -> int:
