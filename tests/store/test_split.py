@@ -98,6 +98,23 @@ def test_corruption_and_disagreements_are_loud(tmp_path):
         tk.open_split(out)
 
 
+def test_a_shard_cut_short_after_opening_names_the_frame(tmp_path):
+    """Another process truncates a shard while it is read: the frame that no longer fits is
+    reported as truncated, with its offset (nearby records are read in one span)."""
+    out = tmp_path / "ds"
+    write_dataset([{"v": i, "label": i % 5} for i in range(50)], out, SCHEMA,
+                  shards=ShardOptions(num_shards=1, shuffle=False), progress=False)
+    split = tk.open_split(out)
+    shard = out / tk.load_manifest(out).split("train").shards[0].file
+    data = shard.read_bytes()
+    shard.write_bytes(data[:-10])  # the last record loses its tail
+    assert split.get_many([0, 1, 2])  # whole records still read
+    with pytest.raises(CorruptRecordError, match="truncated") as err:
+        split.get_many([46, 47, 48, 49])
+    assert str(shard) in str(err.value)
+    assert err.value.offset == int(split.offset[49])  # the record cut short
+
+
 def test_compressed_datasets_have_no_random_access(tmp_path):
     write_dataset([{"v": 1, "label": 0}], tmp_path / "gz", SCHEMA,
                   shards=ShardOptions(compression="gzip"),

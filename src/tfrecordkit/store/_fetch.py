@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -38,6 +39,11 @@ class RecordLocations(Protocol):
     def offset(self) -> np.ndarray: ...
     @property
     def length(self) -> np.ndarray: ...
+
+
+def _where(path: str, offsets: np.ndarray) -> Callable[[int], tuple[str, int]]:
+    """Names frame ``k`` of a span starting at ``offsets[0]`` for ``split_frames``."""
+    return lambda k: (path, int(offsets[k]))
 
 
 class RecordFetcher:
@@ -106,16 +112,19 @@ class RecordFetcher:
         current = -1
         fd = -1
         try:
-            for shard, begin, end in zip(shards[firsts].tolist(), begins.tolist(),
-                                         ends.tolist(), strict=True):
+            for first, count, shard, begin, end in zip(
+                    firsts.tolist(), members.tolist(), shards[firsts].tolist(), begins.tolist(),
+                    ends.tolist(), strict=True):
                 if shard != current:
                     if current >= 0:
                         self._release(current)
                         current = -1
                     fd, current = self._acquire(shard), shard
                 chunk = os.pread(fd, end - begin, begin)
-                if len(chunk) != end - begin:  # the file is shorter than its index says
-                    chunk += bytes(end - begin - len(chunk))  # checks then fail on it
+                if len(chunk) != end - begin:  # shorter than its index says: name the frame
+                    split_frames(chunk, offsets[first : first + count] - begin,
+                                 lengths[first : first + count],
+                                 where=_where(index.files[shard], offsets[first:]))
                 chunks.append(chunk)
         finally:
             if current >= 0:
