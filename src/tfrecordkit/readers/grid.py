@@ -14,7 +14,8 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
-from tfrecordkit.readers._plan import PathArg, open_records
+from tfrecordkit.readers._plan import PathArg, ReadPlan, open_records
+from tfrecordkit.sampling import SplitRecords
 from tfrecordkit.schema import SOURCE_FEATURE, Audio, ClassLabel, Image, Scalar, Text
 
 __all__ = ["show_examples"]
@@ -53,11 +54,8 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise OptionError(f"n must be a positive number of records; got {n!r}")
-    read, records, decoder = open_records(path, split, DecodeOptions(padding="ragged"),
-                                          storage_options=storage_options)
-    origin = read.schema is not None and SOURCE_FEATURE in read.schema
-    if origin:  # each tile also says which input it came from
-        decoder = RecordDecoder(read.schema, DecodeOptions(padding="ragged", provenance=True))
+    read, records, decoder = open_to_look(path, split, storage_options)
+    origin = SOURCE_FEATURE in decoder.features
     total = len(records)
     if not total:
         raise DatasetError(f"{read.path}: split {split!r} has no records")
@@ -80,6 +78,17 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
     is_audio = schema is not None and isinstance(schema[media], Audio)
     tiles = [_waveform(row[media]) if is_audio else _picture(row[media]) for row in rows]
     return _grid(tiles, captions)
+
+
+def open_to_look(path: PathArg, split: str, storage_options: dict[str, Any] | None
+                 ) -> tuple[ReadPlan, SplitRecords, RecordDecoder]:
+    """A split opened to be looked at: its records as they are (ragged), each with the input
+    it came from when the records carry one."""
+    read, records, decoder = open_records(path, split, DecodeOptions(padding="ragged"),
+                                          storage_options=storage_options)
+    if read.schema is not None and SOURCE_FEATURE in read.schema:
+        decoder = RecordDecoder(read.schema, DecodeOptions(padding="ragged", provenance=True))
+    return read, records, decoder
 
 
 def _media_feature(schema: Any, images: tuple[str, ...], names: list[str],

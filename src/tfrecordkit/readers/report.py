@@ -24,9 +24,15 @@ import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, OptionError, TFRecordKitError
 from tfrecordkit.format import Storage
-from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
-from tfrecordkit.readers._plan import PathArg, ReadPlan, open_records
-from tfrecordkit.readers.grid import _label_of, _media_feature, _picture, _waveform
+from tfrecordkit.readers._decoding import RecordDecoder
+from tfrecordkit.readers._plan import PathArg, ReadPlan
+from tfrecordkit.readers.grid import (
+    _label_of,
+    _media_feature,
+    _picture,
+    _waveform,
+    open_to_look,
+)
 from tfrecordkit.schema import SOURCE_FEATURE, Audio
 from tfrecordkit.store import Manifest, is_dataset_dir, load_manifest, verify_paths
 
@@ -82,11 +88,8 @@ def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256
     if split is None:
         split = ("train" if manifest is None or "train" in manifest.splits
                  else sorted(manifest.splits)[0])
-    read, records, decoder = open_records(path, split, DecodeOptions(padding="ragged"),
-                                          storage_options=storage_options)
+    read, records, decoder = open_to_look(path, split, storage_options)
     schema = read.schema
-    if schema is not None and SOURCE_FEATURE in schema:
-        decoder = RecordDecoder(schema, DecodeOptions(padding="ragged", provenance=True))
     total = len(records)
     ids = (np.sort(np.random.default_rng(seed).choice(total, min(sample, total),
                                                       replace=False))
@@ -115,7 +118,7 @@ def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256
         _schema_section(read),
         _splits_section(manifest, read),
         _classes_section(manifest, split, rows, label, names),
-        _distributions_section(rows, read, decoder, features),
+        _distributions_section(rows, decoder, features),
         _examples_section(rows, read, features, label, names, classes=classes,
                           per_class=per_class),
     ]
@@ -284,7 +287,7 @@ def _histogram(values: Sequence[float], title: str, xlabel: str) -> str:
             "</figcaption></figure>")
 
 
-def _distributions_section(rows: list[dict[str, Any]], read: ReadPlan, decoder: RecordDecoder,
+def _distributions_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
                            features: list[str]) -> str:
     charts = []
     layout = decoder.layout
