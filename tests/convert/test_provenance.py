@@ -145,3 +145,9 @@ def test_tf_data_gives_the_same_sources(dataset):
     assert [s.decode() for s in tf_batch[SOURCE].numpy()] == list(numpy_batch[SOURCE])
     plain = next(iter(tk.load_tf_dataset(dataset, batch_size=6, shuffle=False)))
     assert SOURCE not in plain
+    # PxK batches too: each record's input beside its pixels, in tf.data as in NumPy.
+    pk = next(iter(tk.load_tf_pk_dataset(dataset, classes_per_batch=2, examples_per_class=2,
+                                         options=PROVENANCE)))
+    sources = [s.decode() for s in pk[SOURCE].numpy()]
+    assert len(sources) == 4
+    assert [s.split("/")[0] for s in sources] == [str(int(v)) for v in pk["label"].numpy()]

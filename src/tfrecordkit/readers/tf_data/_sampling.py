@@ -51,7 +51,7 @@ __all__ = ["load_tf_pk_dataset", "load_tf_triplet_dataset"]
 # -- metric learning -------------------------------------------------------------------------
 
 
-def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequence[str] | None,
+def _sampling_context(path: str | os.PathLike[str], split: str, options: DecodeOptions,
                       input_context: Any, storage: Storage
                       ) -> tuple[Manifest, Schema, list[str], int, int]:
     if not is_dataset_dir(path, storage):
@@ -60,9 +60,11 @@ def _sampling_context(path: str | os.PathLike[str], split: str, features: Sequen
     read = plan_read(path, split, storage=storage)
     manifest, schema = read.manifest, read.schema
     assert manifest is not None and schema is not None  # a dataset directory has both
-    names = list(features) if features is not None else schema.user_features
+    names = list(options.features) if options.features is not None else schema.user_features
     if manifest.label_feature is not None and manifest.label_feature not in names:
         names.append(manifest.label_feature)  # batches always carry their labels
+    # The names every reader gives for these options (provenance adds each record's input).
+    names = BatchLayout.of(schema, dataclasses.replace(options, features=tuple(names))).names
     partition = (Partition.from_input_context(input_context) if input_context is not None
                  else Partition())
     return manifest, schema, names, partition.rank, partition.world_size
@@ -177,7 +179,7 @@ def load_tf_pk_dataset(
 
     options = decode_options(options, decode=decode, features=features, image_size=image_size)
     storage = Storage.of(path, storage_options)
-    manifest, schema, names, rank, world = _sampling_context(path, split, options.features,
+    manifest, schema, names, rank, world = _sampling_context(path, split, options,
                                                             input_context, storage)
     index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
     sampler = PKSampler(index, classes_per_batch, examples_per_class, seed=seed,
@@ -246,7 +248,7 @@ def load_tf_triplet_dataset(
 
     options = decode_options(options, decode=decode, features=features, image_size=image_size)
     storage = Storage.of(path, storage_options)
-    manifest, schema, names, rank, world = _sampling_context(path, split, options.features,
+    manifest, schema, names, rank, world = _sampling_context(path, split, options,
                                                             input_context, storage)
     label = manifest.label_feature
     if as_supervised and label is None:
