@@ -118,8 +118,10 @@ def test_bad_arguments_are_rejected_with_the_value(tmp_path):
         RecordWriter(tmp_path / "x", "lz4")
     with pytest.raises(ValueError, match="'ignore'"):
         RecordReader(tmp_path / "x", on_error="ignore")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="index"):
-        RecordWriter(tmp_path / "x", "gzip", index_path=tmp_path / "x.index")
+    with pytest.raises(ValueError, match="restart points are for compressed"):
+        RecordWriter(tmp_path / "x", None, restarts_path=tmp_path / "x.restarts")
+    with pytest.raises(ValueError, match="restart_every"):
+        RecordWriter(tmp_path / "x", "gzip", restart_every=0)
 
 
 def test_write_after_close_fails(tmp_path):

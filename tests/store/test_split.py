@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tfrecordkit as tk
-from tfrecordkit import CorruptRecordError, DatasetError, IndexUnavailableError, ShardOptions
+from tfrecordkit import CorruptRecordError, DatasetError, ShardOptions
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.format import RecordReader
 from tfrecordkit.schema import ClassLabel, Scalar, Schema
@@ -115,9 +115,41 @@ def test_a_shard_cut_short_after_opening_names_the_frame(tmp_path):
     assert err.value.offset == int(split.offset[49])  # the record cut short
 
 
-def test_compressed_datasets_have_no_random_access(tmp_path):
+@pytest.mark.parametrize("compression", ["gzip", "zlib"])
+def test_compressed_datasets_have_random_access(tmp_path, compression):
+    rows = [{"v": i, "label": i % 5} for i in range(3000)]
+    out = tmp_path / compression
+    write_dataset(rows, out, SCHEMA, shards=ShardOptions(compression=compression,
+                                                         num_shards=3), progress=False)
+    manifest = json.loads((out / "dataset.json").read_text())
+    assert manifest["format_version"] == 6
+    shard = manifest["splits"]["train"]["shards"][0]
+    assert (out / shard["index"]).exists() and (out / shard["restarts"]).exists()
+    split = tk.open_split(out)
+    expected = _sequential(out)
+    ids = np.random.default_rng(1).permutation(3000)
+    assert split.get_many(ids) == [expected[i] for i in ids]
+    assert [split[i] for i in (2999, 0, 1500)] == [expected[i] for i in (2999, 0, 1500)]
+    assert pickle.loads(pickle.dumps(split)).get_many([7, 2998]) == [expected[7],
+                                                                      expected[2998]]
+
+
+def test_compressed_datasets_without_sidecars_read_by_one_inflate_pass(tmp_path):
+    """What format 5 wrote for compressed datasets: no index, no restart points."""
+    rows = [{"v": i, "label": i % 5} for i in range(500)]
+    write_dataset(rows, tmp_path / "old", SCHEMA,
+                  shards=ShardOptions(compression="gzip", index=False), progress=False)
+    manifest = json.loads((tmp_path / "old" / "dataset.json").read_text())
+    assert "restarts" not in manifest["splits"]["train"]["shards"][0]
+    split = tk.open_split(tmp_path / "old")
+    expected = _sequential(tmp_path / "old")
+    assert split.get_many([499, 3, 250]) == [expected[499], expected[3], expected[250]]
+
+
+def test_a_missing_restart_sidecar_is_one_clear_error(tmp_path):
     write_dataset([{"v": 1, "label": 0}], tmp_path / "gz", SCHEMA,
-                  shards=ShardOptions(compression="gzip"),
-                  progress=False)
-    with pytest.raises(IndexUnavailableError, match="compressed"):
+                  shards=ShardOptions(compression="gzip"), progress=False)
+    (sidecar,) = (tmp_path / "gz").glob("*.restarts")
+    sidecar.unlink()
+    with pytest.raises(DatasetError, match=r"\.restarts: missing"):
         tk.open_split(tmp_path / "gz")

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, SourceError
-from tfrecordkit.format import INDEX_SUFFIX, Storage
+from tfrecordkit.format import Storage
 from tfrecordkit.job import (
     SKIP_HINT,
     ConversionJob,
@@ -35,7 +35,6 @@ from tfrecordkit.schema import ImageObservations
 from tfrecordkit.sources import Records, SourceItem
 from tfrecordkit.store import (
     MANIFEST_NAME,
-    SHARD_PATTERN,
     Manifest,
     ShardInfo,
     ShardOptions,
@@ -43,6 +42,7 @@ from tfrecordkit.store import (
     SplitTotals,
     StreamCut,
     finalize_manifest,
+    is_shard_file,
     plan_split,
     shard_name,
     write_shard,
@@ -153,8 +153,9 @@ def _write_one(slices: list[tuple[Any, int, int]], spec: Any, target: str, stora
         ready.mkdir()
         info = write_shard(frames, ready, spec.name, staging=staging,
                            compression=options.compression, index=options.index)
-        if info.index:
-            storage.put_file(ready / info.index, storage.join(target, info.index))
+        for sidecar in (info.index, info.restarts):
+            if sidecar:
+                storage.put_file(ready / sidecar, storage.join(target, sidecar))
         storage.put_file(ready / spec.name, storage.join(target, spec.name))
     return dataclasses.replace(info, class_id=spec.class_id)
 
@@ -171,7 +172,7 @@ def _prepare_output(target: str, storage: Storage, overwrite: bool) -> None:
                                "(--overwrite) to replace it")
         storage.remove(manifest)  # first: no reader sees it pointing at missing shards
     for name in storage.listdir(target):
-        if SHARD_PATTERN.match(name.removesuffix(INDEX_SUFFIX)):
+        if is_shard_file(name):
             storage.remove(storage.join(target, name))
 
 

@@ -36,6 +36,7 @@ from tfrecordkit.format._example import (
 from tfrecordkit.format._filesystem import LOCAL, MERGE_GAP, READ_BLOCK, Storage
 from tfrecordkit.format._framing import (
     FRAME_OVERHEAD,
+    RESTART_EVERY,
     ErrorPolicy,
     ReadStats,
     RecordWriter,
@@ -52,6 +53,14 @@ from tfrecordkit.format._index import (
     write_index,
 )
 from tfrecordkit.format._reader import RecordReader, build_index, read_records, scan_offsets
+from tfrecordkit.format._restarts import (
+    RESTARTS_SUFFIX,
+    Inflater,
+    Restarts,
+    load_restarts,
+    parse_restarts,
+    restarts_path_for,
+)
 from tfrecordkit.format._spec import KeySpec, SpecDtype, check_key
 from tfrecordkit.format._tensor import decode_tensor_proto
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
@@ -63,17 +72,21 @@ __all__ = [
     "LOCAL",
     "MERGE_GAP",
     "READ_BLOCK",
+    "RESTARTS_SUFFIX",
+    "RESTART_EVERY",
     "Column",
     "DecodedValue",
     "EncColumn",
     "EncodedFrames",
     "ErrorPolicy",
     "FeatureValue",
+    "Inflater",
     "KeySpec",
     "ReadStats",
     "RecordReader",
     "RecordSlices",
     "RecordWriter",
+    "Restarts",
     "SpecDtype",
     "Storage",
     "build_index",
@@ -100,15 +113,18 @@ __all__ = [
     "index_path_for",
     "int64_column",
     "load_index",
+    "load_restarts",
     "map_entry_prefix",
     "masked_crc32c",
     "messages",
     "normalize_compression",
     "parse_examples",
     "parse_index",
+    "parse_restarts",
     "ragged_column",
     "raw_column",
     "read_records",
+    "restarts_path_for",
     "scan_offsets",
     "split_frames",
     "varint",

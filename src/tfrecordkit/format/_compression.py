@@ -120,26 +120,37 @@ class DeflatingWriter(io.RawIOBase):
         # gzip via wbits=31 writes a header with mtime 0 and no name: same bytes every run.
         self._deflater = zlib.compressobj(level, zlib.DEFLATED, _WBITS[compression])
         self._finished = False
+        self.compressed_bytes = 0  # written to ``raw`` so far
+
+    def _put(self, data: bytes) -> None:
+        if data:
+            self._raw.write(data)
+            self.compressed_bytes += len(data)
 
     def writable(self) -> bool:
         return True
 
     def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
-        out = self._deflater.compress(data)
-        if out:
-            self._raw.write(out)
+        self._put(self._deflater.compress(data))
         return len(data)
 
     def flush(self) -> None:
         """Push everything written so far through the compressor (a sync flush), so a reader
         can decompress every record written up to now."""
         if not self._finished:
-            self._raw.write(self._deflater.flush(zlib.Z_SYNC_FLUSH))
+            self._put(self._deflater.flush(zlib.Z_SYNC_FLUSH))
             self._raw.flush()
+
+    def restart(self) -> int:
+        """End the deflate data written so far with a full flush, so that inflating can
+        begin afresh (raw deflate, no history) at the returned compressed offset. The stream
+        stays one valid gzip or zlib stream."""
+        self._put(self._deflater.flush(zlib.Z_FULL_FLUSH))
+        return self.compressed_bytes
 
     def close(self) -> None:
         if not self._finished:
             self._finished = True
-            self._raw.write(self._deflater.flush())
+            self._put(self._deflater.flush())
             self._raw.close()
         super().close()

@@ -48,6 +48,12 @@ FRAME_OVERHEAD = HEADER_SIZE + FOOTER_SIZE
 # make us allocate far more than the file holds.
 _MAX_READ = 64 << 20
 
+#: Compressed files: a restart point (a full flush, where inflating can begin afresh) at
+#: least every RESTART_EVERY records and before a record that would take the bytes since
+#: the last one past RESTART_BYTES, so a random read inflates at most that much.
+RESTART_EVERY = 256
+RESTART_BYTES = 1 << 20
+
 
 def _frame_header(length: int) -> bytes:
     length_bytes = _LENGTH.pack(length)
@@ -64,7 +70,11 @@ class RecordWriter:
 
     Uncompressed output is byte-identical to ``tf.io.TFRecordWriter`` for the same records.
     With ``index_path`` the offset index (one ``offset length`` line per record) is written
-    alongside, as records are written, so memory stays flat however many records there are.
+    alongside, as records are written, so memory stays flat however many records there are;
+    offsets of a compressed file are positions in its decompressed stream. With
+    ``restarts_path`` (compressed files) a full flush is made every ``restart_every`` records
+    (and every ``RESTART_BYTES``) and listed there, so that any record can be read by
+    inflating at most that much; the file stays one valid stream for TensorFlow and gzip.
 
     Example:
         >>> with RecordWriter("data.tfrecord") as writer:  # doctest: +SKIP
@@ -78,6 +88,8 @@ class RecordWriter:
         *,
         compression_level: int = 6,
         index_path: PathLike | None = None,
+        restarts_path: PathLike | None = None,
+        restart_every: int = RESTART_EVERY,
         buffer_size: int = 1 << 20,
         storage: Storage | None = None,
         storage_options: dict[str, Any] | None = None,
@@ -87,11 +99,10 @@ class RecordWriter:
         self.compression: Compression = normalize_compression(compression)  # type: ignore[assignment]
         if not 0 <= compression_level <= 9:
             raise OptionError(f"compression_level must be in 0..9; got {compression_level}")
-        if index_path is not None and self.compression is not None:
-            raise OptionError(
-                f"cannot write an offset index for {self.path}: offsets into a "
-                f"{self.compression} stream cannot be seeked to"
-            )
+        if restarts_path is not None and self.compression is None:
+            raise OptionError(f"{self.path}: restart points are for compressed files only")
+        if not isinstance(restart_every, int) or restart_every < 1:
+            raise OptionError(f"restart_every must be a positive int; got {restart_every!r}")
         if not isinstance(buffer_size, int) or buffer_size < 0:
             raise OptionError(f"buffer_size must be a non-negative int; got {buffer_size!r}")
         self.records_written = 0
@@ -108,7 +119,24 @@ class RecordWriter:
             if index_path is not None
             else None
         )
+        self._restarts = (
+            open(os.fspath(restarts_path), "w", encoding="ascii")  # noqa: SIM115
+            if restarts_path is not None
+            else None
+        )
+        self.restart_every = restart_every
+        self._since_restart = (0, 0)  # records, bytes
         self._closed = False
+
+    def _restart_if_due(self, length: int) -> None:
+        """Before a record of ``length`` bytes: a restart point if the last one is
+        ``restart_every`` records or ``RESTART_BYTES`` behind."""
+        records, size = self._since_restart
+        if records and (records >= self.restart_every or size + length > RESTART_BYTES):
+            offset = self._stream.restart()  # type: ignore[attr-defined]
+            self._restarts.write(f"{offset} {self.bytes_written}\n")  # type: ignore[union-attr]
+            records, size = 0, 0
+        self._since_restart = (records + 1, size + length)
 
     def write(self, record: bytes | bytearray | memoryview) -> None:
         """Append one record."""
@@ -116,6 +144,8 @@ class RecordWriter:
             raise OptionError(f"write to closed RecordWriter for {self.path}")
         length = len(record)
         stream = self._stream
+        if self._restarts is not None:
+            self._restart_if_due(length + FRAME_OVERHEAD)
         stream.write(_frame_header(length))
         stream.write(record)
         stream.write(_CRC.pack(masked_crc32c(record)))
@@ -128,6 +158,8 @@ class RecordWriter:
         """Append a record already framed by :func:`frame_record` (copied as is)."""
         if self._closed:
             raise OptionError(f"write to closed RecordWriter for {self.path}")
+        if self._restarts is not None:
+            self._restart_if_due(len(frame))
         self._stream.write(frame)
         if self._index is not None:
             self._index.write(f"{self.bytes_written} {len(frame)}\n")
@@ -139,6 +171,12 @@ class RecordWriter:
         lengths are ``lengths`` (as :meth:`Schema.encode_frames` gives them)."""
         if self._closed:
             raise OptionError(f"write to closed RecordWriter for {self.path}")
+        if self._restarts is not None:  # record by record: restart points between them
+            view, at = memoryview(frames), 0
+            for length in lengths:
+                self.write_frame(view[at : at + length])
+                at += length
+            return
         self._stream.write(frames)
         start = self.bytes_written
         if self._index is not None:
@@ -167,6 +205,8 @@ class RecordWriter:
         self._stream.flush()
         if self._index is not None:
             self._index.flush()
+        if self._restarts is not None:
+            self._restarts.flush()
 
     def close(self) -> None:
         """Finish the file (and the compressed stream); idempotent."""
@@ -178,6 +218,8 @@ class RecordWriter:
         finally:
             if self._index is not None:
                 self._index.close()
+            if self._restarts is not None:
+                self._restarts.close()
 
     def __enter__(self) -> RecordWriter:
         return self

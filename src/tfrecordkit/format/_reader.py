@@ -416,16 +416,10 @@ def read_records(
 
 def scan_offsets(path: PathLike, *, verify: bool = True,
                  storage: Storage | None = None) -> np.ndarray:
-    """Return an ``(n, 2)`` int64 array of each record's frame offset and frame length."""
+    """Return an ``(n, 2)`` int64 array of each record's frame offset and frame length
+    (in the decompressed stream, for a compressed file: one inflate pass)."""
     require_regular_file(path)
-
     reader = RecordReader(path, compression="auto", verify=verify, storage=storage)
-    if reader.compression is not None:
-        raise IndexUnavailableError(
-            f"{os.fspath(path)}: cannot index a {reader.compression}-compressed file: "
-            "record offsets inside a compressed stream cannot be seeked to "
-            "(rewrite it uncompressed to get random access)"
-        )
     rows = [
         (offset, len(record) + FRAME_OVERHEAD) for offset, record in reader.iter_with_offsets()
     ]
@@ -442,6 +436,13 @@ def build_index(path: PathLike, index_path: PathLike | None = None, *, verify: b
         CorruptRecordError: a record fails its checks (no index is written).
     """
     storage = storage or Storage.of(path, storage_options)
+    compression = RecordReader(path, storage=storage).compression
+    if compression is not None:
+        raise IndexUnavailableError(
+            f"{os.fspath(path)}: cannot index a {compression}-compressed file: record "
+            "offsets inside a compressed stream cannot be seeked to by other readers "
+            "(rewrite it uncompressed, or convert it with tfrecordkit, whose compressed "
+            "shards carry restart points)")
     offsets = scan_offsets(path, verify=verify, storage=storage)
     write_index(offsets, index_path if index_path is not None else index_path_for(path),
                 storage)

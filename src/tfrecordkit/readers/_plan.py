@@ -14,17 +14,19 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, IndexUnavailableError
+from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import (
     FRAME_OVERHEAD,
     LOCAL,
     RecordReader,
+    Restarts,
     Storage,
     check_frame,
     decode_example,
     decode_tensor_proto,
     index_path_for,
     load_index,
+    load_restarts,
     parse_examples,
     scan_offsets,
 )
@@ -99,28 +101,39 @@ class ReadPlan:
         return self.files, self.counts, classes, world > 1
 
     def locations(self) -> SplitLocations:
-        """Every record's file, offset and length (from ``.index`` files, or one scan).
+        """Every record's file, offset and length (from ``.index`` files, or one scan; one
+        inflate pass for compressed files, whose offsets are in the decompressed streams).
 
         Raises:
-            IndexUnavailableError: the files are compressed (no random access).
-            DatasetError: a dataset's shards disagree with its manifest.
+            DatasetError: a dataset's shards disagree with its manifest, or the files mix
+                compressions.
         """
         if self.manifest is not None:
             return split_locations(self.path, self.manifest, self.split, storage=self.storage)
-        if self.compression is not None:
-            raise IndexUnavailableError(f"{self.files[0]}: random access needs uncompressed "
-                                        f"files; this one is {self.compression}-compressed")
-        shard_ids, offsets, lengths = [], [], []
+        shard_ids, offsets, lengths, points = [], [], [], []
         for number, file in enumerate(self.files):
-            index_file = index_path_for(file)
-            table = (load_index(index_file, record_path=file, storage=self.storage)
-                     if self.storage.exists(index_file)
-                     else scan_offsets(file, storage=self.storage))
+            if self.compression is not None:
+                # One inflate pass finds the records (an index beside a compressed file
+                # someone else wrote may count other offsets); restart points if listed.
+                found = RecordReader(file, storage=self.storage).compression
+                if found != self.compression:
+                    raise DatasetError(f"{file}: {found or 'not'} compressed, unlike "
+                                       f"{self.files[0]} ({self.compression}); read them apart")
+                table = scan_offsets(file, storage=self.storage)
+                listed = load_restarts(file, self.storage)
+                points.append(np.zeros((1, 2), np.int64) if listed is None else listed)
+            else:
+                index_file = index_path_for(file)
+                table = (load_index(index_file, record_path=file, storage=self.storage)
+                         if self.storage.exists(index_file)
+                         else scan_offsets(file, storage=self.storage))
             shard_ids.append(np.full(len(table), number, dtype=np.int32))
             offsets.append(table[:, 0])
             lengths.append(table[:, 1])
         return SplitLocations(self.files, np.concatenate(shard_ids), np.concatenate(offsets),
-                              np.concatenate(lengths), ())
+                              np.concatenate(lengths), (),
+                              Restarts(self.compression, tuple(points))
+                              if self.compression is not None else None)
 
 
 def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = None,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tfrecordkit.errors import DatasetError
-from tfrecordkit.format import Storage
+from tfrecordkit.format import Restarts, Storage
 from tfrecordkit.store import Manifest, load_manifest, scan_labels, split_locations
 
 __all__ = ["ClassIndex"]
@@ -25,6 +25,7 @@ class ClassIndex:
     shard: np.ndarray  # int32 per record
     offset: np.ndarray  # int64 per record
     length: np.ndarray  # int64 per record
+    restarts: Restarts | None = None  # compressed shards: where inflating can begin
 
     @property
     def counts(self) -> np.ndarray:
@@ -43,7 +44,6 @@ class ClassIndex:
         Raises:
             DatasetError: no label feature, or shards, indexes and labels that disagree with
                 the manifest (see :func:`~tfrecordkit.sampling.split_locations`).
-            IndexUnavailableError: the shards are compressed.
         """
         storage = storage or Storage.of(path)
         # Validated: class ids are in range.
@@ -70,4 +70,5 @@ class ClassIndex:
             files=where.files, classes=classes,
             starts=np.append(starts, len(label)).astype(np.int64),
             shard=where.shard[order], offset=where.offset[order], length=where.length[order],
+            restarts=where.restarts,
         )

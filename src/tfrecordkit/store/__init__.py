@@ -16,7 +16,7 @@ from tfrecordkit.store._manifest import (
     shard_paths,
     text_of_name,
 )
-from tfrecordkit.store._naming import SHARD_PATTERN, shard_name
+from tfrecordkit.store._naming import SHARD_PATTERN, is_shard_file, shard_name
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
 from tfrecordkit.store._plan import (
     ShardSpec,
@@ -51,6 +51,7 @@ __all__ = [
     "expand_record_paths",
     "finalize_manifest",
     "is_dataset_dir",
+    "is_shard_file",
     "load_manifest",
     "open_split",
     "plan_split",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -15,6 +16,7 @@ from tfrecordkit.format import (
     LOCAL,
     MERGE_GAP,
     READ_BLOCK,
+    Inflater,
     Storage,
     check_frame,
     split_frames,
@@ -26,6 +28,7 @@ LOCAL_MERGE_GAP = 16 << 10
 __all__ = ["RecordFetcher", "RecordLocations"]
 
 _CACHE_BYTES = 64 << 20  # remote spans kept per fetcher
+_INFLATE_CHUNK = {True: 256 << 10, False: 4 << 20}  # compressed bytes read a step: local, remote
 
 
 class RecordLocations(Protocol):
@@ -39,6 +42,14 @@ class RecordLocations(Protocol):
     def offset(self) -> np.ndarray: ...
     @property
     def length(self) -> np.ndarray: ...
+
+
+def _pread(fd: int, at: int, size: int) -> bytes:
+    return os.pread(fd, size, at)
+
+
+def _read_remote(storage: Storage, path: str, at: int, size: int) -> bytes:
+    return storage.read_spans([(path, at, at + size)])[0]
 
 
 def _where(path: str, offsets: np.ndarray) -> Callable[[int], tuple[str, int]]:
@@ -71,6 +82,9 @@ class RecordFetcher:
         self._order: list[tuple[int, int, int]] = []
         self._cached_bytes = 0
         self._ends: np.ndarray | None = None
+        # Compressed files: offsets are in the decompressed streams, read by inflating.
+        # Made on the first read (an index being unpickled has no attributes yet).
+        self._inflater: Inflater | None | bool = False
 
     def _acquire(self, shard: int) -> int:
         with self._lock:
@@ -97,6 +111,15 @@ class RecordFetcher:
         index = self.index
         shards, offsets = index.shard[positions], index.offset[positions]
         lengths = index.length[positions]
+        if self._inflater is False:
+            with self._lock:
+                if self._inflater is False:
+                    restarts = getattr(index, "restarts", None)
+                    self._inflater = (Inflater(restarts, index.files) if restarts is not None
+                                      else None)
+        if self._inflater is not None:
+            return self._fetch_inflated(self._inflater, shards, offsets,  # type: ignore[arg-type]
+                                        lengths)
         if not self.storage.local:
             return self._fetch_remote(shards, offsets, lengths)
         order = np.lexsort((offsets, shards))
@@ -136,6 +159,31 @@ class RecordFetcher:
         out: list[bytes] = [b""] * len(positions)
         for target, record in zip(order.tolist(), records, strict=True):
             out[target] = record
+        return out
+
+    def _fetch_inflated(self, inflater: Inflater, shards: np.ndarray, offsets: np.ndarray,
+                        lengths: np.ndarray) -> list[bytes]:
+        """Records of compressed files: each file's ranges inflated from the nearest restart
+        point (or a kept state), in one pass per file and call."""
+        files = self.index.files
+        out: list[bytes] = [b""] * len(shards)
+        local = self.storage.local
+        for shard in np.unique(shards).tolist():
+            members = np.flatnonzero(shards == shard)
+            ranges = [(int(o), int(o + n)) for o, n in
+                      zip(offsets[members].tolist(), lengths[members].tolist(), strict=True)]
+            if local:
+                fd = self._acquire(shard)
+                try:
+                    blobs = inflater.read(shard, ranges, functools.partial(_pread, fd),
+                                          _INFLATE_CHUNK[True])
+                finally:
+                    self._release(shard)
+            else:
+                blobs = inflater.read(shard, ranges, functools.partial(
+                    _read_remote, self.storage, files[shard]), _INFLATE_CHUNK[False])
+            for i, blob, (start, _) in zip(members.tolist(), blobs, ranges, strict=True):
+                out[i] = check_frame(blob, path=files[shard], offset=start)
         return out
 
     def _fetch_remote(self, shards: np.ndarray, offsets: np.ndarray, lengths: np.ndarray

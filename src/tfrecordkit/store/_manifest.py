@@ -35,7 +35,9 @@ FORMAT_NAME = "tfrecordkit-dataset"
 # (a vocabulary's tokens, class names) may live in sidecar files (see _sidecar.py); written
 # only by datasets that have one. 5: records may carry their input ("__source", a reserved
 # text feature in the schema; provenance); written only by datasets whose records do.
-FORMAT_VERSION = 5
+# 6: compressed shards may list a restart-point sidecar ("restarts") and an index of
+# decompressed offsets; written only by compressed datasets that have one.
+FORMAT_VERSION = 6
 Layout = Literal["mixed", "per_class"]
 
 
@@ -52,6 +54,7 @@ class ShardInfo:
         class_id: the one class of its records (per-class layout), else None.
         class_counts: records per class id (as a string).
         head_crc32c: the CRC32C of its first 4 KiB (see below).
+        restarts: the name of its restart-point sidecar (compressed shards), if written.
     """
 
     file: str
@@ -64,6 +67,7 @@ class ShardInfo:
     #: CRC32C of the file's first 4 KiB, checked when a reader opens the shard locally
     #: (None in datasets written before it was recorded).
     head_crc32c: str | None = None
+    restarts: str | None = None
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,9 @@ class Manifest:
         """The JSON object written to ``dataset.json``."""
         return {
             "format": FORMAT_NAME,
-            "format_version": (5 if SOURCE_FEATURE in self.schema
+            "format_version": (6 if any(shard.restarts for split in self.splits.values()
+                                        for shard in split.shards)
+                               else 5 if SOURCE_FEATURE in self.schema
                                else 3 if self.schema.shard_label else 2),
             "schema": self.schema.to_json(),
             "layout": self.layout,
@@ -348,6 +354,7 @@ class _ShardSpec(msgspec.Struct, frozen=True):
     class_id: Annotated[int, msgspec.Meta(ge=0, le=10**9)] | None = None
     class_counts: dict[_CLASS_ID, _COUNT] = {}
     head_crc32c: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{8}$")] | None = None
+    restarts: _FILE_NAME | None = None
 
 
 class _SplitSpec(msgspec.Struct, frozen=True):
@@ -380,7 +387,7 @@ def _explain(err: msgspec.ValidationError) -> str:
     text = _one_line(err)
     message, _, where = text.rpartition(" - at ")
     if ("regex" in message or "length" in message) and where.rstrip("`").endswith(
-            (".file", ".index")):
+            (".file", ".index", ".restarts")):
         return ("not a plain file name inside the dataset (no '/', '\\', '.', '..' or NUL)"
                 f" - at {where}")
     return text
@@ -416,11 +423,15 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
     for name, split in spec.splits.items():
         for i, shard in enumerate(split.shards):
             key = f"splits.{name}.shards[{i}]"
-            for file in (shard.file, shard.index):
+            for file in (shard.file, shard.index, shard.restarts):
                 if file is not None and file in seen:
                     raise fail(key, f"file {file!r} is listed twice")
                 if file is not None:
                     seen.add(file)
+            if shard.restarts is not None and (spec.compression is None
+                                               or spec.format_version < 6):
+                raise fail(key, "restart points belong to compressed shards, and need "
+                                "version 6")
             if schema.shard_label is not None and shard.class_id is None:
                 raise fail(key, f"no class_id, which {schema.shard_label!r} (from_shard) "
                                 "takes its value from")
@@ -438,7 +449,7 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
         splits[name] = SplitInfo(
             shards=tuple(ShardInfo(file=s.file, records=s.records, bytes=s.bytes,
                                    crc32c=s.crc32c, index=s.index, class_id=s.class_id,
-                                   head_crc32c=s.head_crc32c,
+                                   head_crc32c=s.head_crc32c, restarts=s.restarts,
                                    class_counts=dict(s.class_counts)) for s in split.shards),
             records=split.records, bytes=split.bytes, class_counts=dict(split.class_counts))
     return cls(schema=schema, splits=splits, layout=spec.layout, compression=spec.compression,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["SHARD_PATTERN", "compression_suffix", "shard_name"]
+__all__ = ["SHARD_PATTERN", "compression_suffix", "is_shard_file", "shard_name"]
 
 _SUFFIX = {None: "", "gzip": ".gz", "zlib": ".zz"}
 SHARD_PATTERN = re.compile(
@@ -25,3 +25,8 @@ def shard_name(
     """The file name of shard ``index`` of ``count`` in ``split`` (of one class if given)."""
     klass = f"c{class_id:05d}-" if class_id is not None else ""
     return f"{split}-{klass}{index:05d}-of-{count:05d}.tfrecord{_SUFFIX[compression]}"
+
+
+def is_shard_file(name: str) -> bool:
+    """Whether ``name`` is a shard or one of a shard's sidecars (index, restart points)."""
+    return bool(SHARD_PATTERN.match(name.removesuffix(".index").removesuffix(".restarts")))

@@ -14,6 +14,7 @@ import numpy as np
 
 from tfrecordkit.format import (
     INDEX_SUFFIX,
+    RESTARTS_SUFFIX,
     RecordWriter,
     file_checksums,
     head_crc32c,
@@ -36,10 +37,14 @@ class _ShardFile:
     def __init__(self, staging: Path, tmp_name: str, *, compression: str | None,
                  index: bool) -> None:
         self.tmp = staging / tmp_name
-        self.index_tmp = (staging / (tmp_name + INDEX_SUFFIX)
-                          if index and compression is None else None)
+        self.index_tmp = staging / (tmp_name + INDEX_SUFFIX) if index else None
+        # Compressed shards: restart points, so that readers can start anywhere (with the
+        # index of decompressed offsets, random access).
+        self.restarts_tmp = (staging / (tmp_name + RESTARTS_SUFFIX)
+                             if index and compression is not None else None)
         self.compression = compression
-        self.writer = RecordWriter(self.tmp, compression, index_path=self.index_tmp)
+        self.writer = RecordWriter(self.tmp, compression, index_path=self.index_tmp,
+                                   restarts_path=self.restarts_tmp)
         self.counts: Counter[int] = Counter()
         self.crc = 0
 
@@ -70,12 +75,15 @@ class _ShardFile:
         else:
             checksum, head_checksum = file_checksums(self.tmp)
         size = self.tmp.stat().st_size
+        if self.restarts_tmp is not None:
+            os.replace(self.restarts_tmp, directory / (name + RESTARTS_SUFFIX))
         if self.index_tmp is not None:
             os.replace(self.index_tmp, directory / (name + INDEX_SUFFIX))
         os.replace(self.tmp, directory / name)
         return ShardInfo(
             file=name, records=self.writer.records_written, bytes=size, crc32c=checksum,
             index=name + INDEX_SUFFIX if self.index_tmp is not None else None,
+            restarts=name + RESTARTS_SUFFIX if self.restarts_tmp is not None else None,
             class_counts={str(k): v for k, v in sorted(self.counts.items()) if k != _UNLABELLED},
             head_crc32c=head_checksum,
         )

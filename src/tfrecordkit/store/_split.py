@@ -9,12 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, IndexUnavailableError, OutOfRangeError
+from tfrecordkit.errors import DatasetError, OutOfRangeError
 from tfrecordkit.format import (
+    Restarts,
     Storage,
     check_index_frames,
     index_path_for,
     parse_index,
+    parse_restarts,
+    restarts_path_for,
     scan_offsets,
 )
 from tfrecordkit.schema import Schema
@@ -37,13 +40,16 @@ _INDEXES_AT_ONCE = 64
 class SplitLocations:
     """Where every record of a split is: ``files``, and per record (in shard order) its
     file's number, frame offset and frame length; plus each shard's manifest entry and
-    ``shard_class``, each file's class (per-class layout; -1 for none)."""
+    ``shard_class``, each file's class (per-class layout; -1 for none). For compressed
+    files, offsets are in the decompressed stream and ``restarts`` says where inflating
+    can begin."""
 
     files: tuple[str, ...]
     shard: np.ndarray  # int32
     offset: np.ndarray  # int64
     length: np.ndarray  # int64
     shards: tuple[ShardInfo, ...]
+    restarts: Restarts | None = None
     shard_class: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -56,17 +62,16 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
                     split: str, *, storage: Storage | None = None) -> SplitLocations:
     """The record locations of a split, from each shard's ``.index`` (or one scan), after
     checking the shards against the manifest: present, the right size, the right count.
+    Compressed shards also get their restart points (``.restarts``; else only the start:
+    reads then inflate from the start, or from a state kept by an earlier read).
 
     Raises:
         DatasetError: a shard is missing, resized, or holds another number of records.
-        IndexUnavailableError: the shards are compressed (no random access).
     """
-    if manifest.compression is not None:
-        raise IndexUnavailableError(
-            f"{os.fspath(path)}: random access needs uncompressed shards; this dataset is "
-            f"{manifest.compression}-compressed")
     storage = storage or Storage.of(path)
+    compressed = manifest.compression is not None
     files, infos, shard_ids, offsets, lengths = [], [], [], [], []
+    points: list[np.ndarray] = []
     shards = shard_paths(path, manifest, split, storage=storage)
     indexes: dict[str, bytes | None] = {}
     for number, (file, info) in enumerate(shards):
@@ -76,11 +81,15 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
             group = 1 if storage.local else _INDEXES_AT_ONCE
             indexes = storage.read_many([index_path_for(f) for f, _ in
                                          shards[number : number + group]])
-        text = indexes[index_file]
+        text = indexes[index_file] if info.index or not compressed else None
         has_index = text is not None
-        table = (parse_index(text, index_file, record_path=file, record_size=info.bytes)
+        # A compressed shard's index holds decompressed offsets: no file size to check.
+        table = (parse_index(text, index_file, record_path=file,
+                             record_size=None if compressed else info.bytes)
                  if text is not None else scan_offsets(file, storage=storage))
-        if text is not None and storage.local:  # remotely, reads check each frame anyway
+        if compressed:
+            points.append(_restart_points(file, info, storage))
+        elif text is not None and storage.local:  # remotely, reads check each frame anyway
             check_index_frames(table, index_file, file, storage)
         if len(table) != info.records:
             raise DatasetError(f"{file}: {len(table)} records on disk (by "
@@ -94,7 +103,20 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
     if not files:
         raise DatasetError(f"{os.fspath(path)}: split {split!r} has no shards")
     return SplitLocations(tuple(files), np.concatenate(shard_ids), np.concatenate(offsets),
-                          np.concatenate(lengths), tuple(infos))
+                          np.concatenate(lengths), tuple(infos),
+                          Restarts(manifest.compression, tuple(points))
+                          if manifest.compression is not None else None)
+
+
+def _restart_points(file: str, info: ShardInfo, storage: Storage) -> np.ndarray:
+    """A compressed shard's restart points (only its start when it lists none)."""
+    if info.restarts is None:
+        return np.zeros((1, 2), dtype=np.int64)
+    sidecar = restarts_path_for(file)
+    text = storage.read_many([sidecar])[sidecar]
+    if text is None:
+        raise DatasetError(f"{sidecar}: missing ({MANIFEST_NAME} lists it)")
+    return parse_restarts(text, sidecar, compressed_size=info.bytes)
 
 
 class SplitRecords(Sequence[bytes]):
@@ -122,6 +144,7 @@ class SplitRecords(Sequence[bytes]):
             self.manifest, where = manifest, locations
         self.files: tuple[str, ...] = where.files
         self.shard, self.offset, self.length = where.shard, where.offset, where.length
+        self.restarts = where.restarts
         self._shard_class = where.shard_class
         self.max_open_files = max_open_files
         self._fetcher = RecordFetcher(self, max_open_files, storage=self.storage)
@@ -190,7 +213,6 @@ def open_split(path: str | os.PathLike[str], split: str = "train", *,
 
     Raises:
         DatasetError: the manifest disagrees with the files (missing, resized, wrong count).
-        IndexUnavailableError: the shards are compressed.
     """
     return SplitRecords(path, split, max_open_files=max_open_files,
                         storage_options=storage_options)

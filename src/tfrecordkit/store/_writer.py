@@ -33,7 +33,6 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import (
-    INDEX_SUFFIX,
     LOCAL,
     EncodedFrames,
     Storage,
@@ -42,7 +41,7 @@ from tfrecordkit.format import (
 from tfrecordkit.schema import Schema
 from tfrecordkit.store._lock import OutputLock
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo
-from tfrecordkit.store._naming import SHARD_PATTERN
+from tfrecordkit.store._naming import is_shard_file
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
 from tfrecordkit.store._plan import (
     ShardSpec,
@@ -379,8 +378,8 @@ class ShardedWriter:
         """Close a shard into the output folder (and start its upload, for a URL)."""
         info = shard.finish(self.out_dir, name)
         if self._uploader is not None:
-            files = [name, *([info.index] if info.index else [])]
-            for file in reversed(files):  # the index first: a shard is never without it
+            files = [name, *(f for f in (info.index, info.restarts) if f)]
+            for file in reversed(files):  # sidecars first: a shard is never without them
                 self._uploads.append(self._uploader.submit(
                     self.storage.put_file, self.out_dir / file,
                     self.storage.join(self.target, file)))
@@ -516,7 +515,7 @@ class ShardedWriter:
             folders.append((self.storage, self.target))
         for storage, folder in folders:
             for name in storage.listdir(folder):
-                if SHARD_PATTERN.match(name.removesuffix(INDEX_SUFFIX)) or is_sidecar_name(name):
+                if is_shard_file(name) or is_sidecar_name(name):
                     storage.remove(storage.join(folder, name))
 
 

@@ -1,0 +1,279 @@
+"""Random reads inside GZIP/ZLIB record files: restart points (where inflating can begin
+afresh, written as full flushes and listed in a ``.restarts`` sidecar), and an inflater that
+serves byte ranges of a file's decompressed stream from the nearest one.
+
+A file without restart points (any gzip file TensorFlow or TFX wrote) can still be read at
+any position: inflating starts at the file's beginning, and the decompressor's state is kept
+every few MiB on the way (in memory, never on disk), so later reads start close by.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tfrecordkit.errors import CorruptRecordError, DatasetError
+from tfrecordkit.format._compression import _WBITS
+from tfrecordkit.format._filesystem import PathLike, Storage
+
+__all__ = ["RESTARTS_SUFFIX", "Inflater", "Restarts", "load_restarts", "parse_restarts",
+           "restarts_path_for"]
+
+RESTARTS_SUFFIX = ".restarts"
+
+_TRAILER = {"gzip": 8, "zlib": 4}  # bytes after the deflate data of one member
+_OUT_PIECE = 1 << 20  # decompressed bytes produced per step
+_SNAPSHOT_EVERY = 4 << 20  # decompressed bytes between kept states (files without points)
+_SNAPSHOTS_PER_FILE = 64
+_KEEP_BYTES = 128 << 20  # decompressed bytes kept for later reads, per Inflater
+
+ReadAt = Callable[[int, int], bytes]
+"""``read_at(offset, size)``: up to ``size`` bytes of the compressed file from ``offset``."""
+
+
+def restarts_path_for(path: PathLike) -> str:
+    """The restart-point sidecar of a compressed record file: ``<path>.restarts``."""
+    return os.fspath(path) + RESTARTS_SUFFIX
+
+
+def parse_restarts(text: bytes, path: PathLike, *, compressed_size: int | None = None
+                   ) -> np.ndarray:
+    """A ``.restarts`` file's bytes (``compressed_offset decompressed_offset`` lines) as an
+    ``(k, 2)`` int64 array starting with the stream's own start ``(0, 0)``.
+
+    Raises:
+        DatasetError: not such a file, offsets out of order or past the file's end.
+    """
+    path = os.fspath(path)
+    try:
+        values = np.array(text.split(), dtype=np.int64)
+    except (ValueError, OverflowError) as err:
+        raise DatasetError(f"{path}: not a restart-point file ({err})") from None
+    if values.size % 2:
+        raise DatasetError(f"{path}: odd number of values; expected 'compressed decompressed' "
+                           "offset lines")
+    points = np.concatenate([np.zeros((1, 2), dtype=np.int64), values.reshape(-1, 2)])
+    if (np.diff(points, axis=0) <= 0).any():
+        raise DatasetError(f"{path}: restart points must increase in both offsets")
+    if compressed_size is not None and int(points[-1, 0]) >= max(compressed_size, 1):
+        raise DatasetError(f"{path}: a restart point lies past the end of its file "
+                           f"({int(points[-1, 0])} >= {compressed_size} bytes)")
+    return points
+
+
+def load_restarts(record_path: PathLike, storage: Storage) -> np.ndarray | None:
+    """The restart points of a compressed record file from its sidecar (None if it has none)."""
+    sidecar = restarts_path_for(record_path)
+    text = storage.read_many([sidecar])[sidecar]
+    if text is None:
+        return None
+    return parse_restarts(text, sidecar, compressed_size=storage.size(os.fspath(record_path)))
+
+
+@dataclass(frozen=True)
+class Restarts:
+    """How a set of compressed files is read at random positions: their ``compression`` and,
+    per file, its restart points (``(k, 2)``: compressed offset, decompressed offset; the
+    first row ``(0, 0)`` is the stream's start)."""
+
+    compression: str
+    points: tuple[np.ndarray, ...]
+
+
+class _Cursor:
+    """An inflater part way through one file: ``u`` is the decompressed offset of its next
+    byte, ``c`` the compressed offset of the next byte to read, ``kept`` the decompressed
+    bytes ``[kept_from, u)`` held for reads that come back to them."""
+
+    __slots__ = ("c", "done", "inflater", "kept", "kept_from", "pending", "raw", "u")
+
+    def __init__(self, compression: str, c: int, u: int, *, raw: bool) -> None:
+        self.inflater = zlib.decompressobj(-15 if raw else _WBITS[compression])
+        self.c, self.u, self.raw = c, u, raw
+        self.pending = b""  # compressed input read but not yet consumed
+        self.done = False
+        self.kept = bytearray()
+        self.kept_from = u
+
+    def copy(self) -> _Cursor:
+        """The same inflating state, holding no bytes."""
+        twin = _Cursor.__new__(_Cursor)
+        twin.inflater = self.inflater.copy()
+        twin.c, twin.u, twin.raw, twin.pending, twin.done = (self.c, self.u, self.raw,
+                                                             self.pending, self.done)
+        twin.kept, twin.kept_from = bytearray(), self.u
+        return twin
+
+    def step(self, compression: str, read_at: ReadAt, chunk: int, limit: int) -> bytes:
+        """Up to ``limit`` next decompressed bytes (empty at the end of the file)."""
+        while not self.done:
+            inflater = self.inflater
+            if inflater.eof:  # a member ended: skip its trailer; another may follow
+                rest = inflater.unused_data + self.pending
+                trailer = _TRAILER[compression] if self.raw else 0
+                while len(rest) < trailer + 1:
+                    more = read_at(self.c, chunk)
+                    self.c += len(more)
+                    if not more:
+                        self.done = True
+                        return b""
+                    rest += more
+                self.inflater = zlib.decompressobj(_WBITS[compression])
+                self.raw, self.pending = False, rest[trailer:]
+                continue
+            data = self.pending
+            if not data:
+                data = read_at(self.c, chunk)
+                self.c += len(data)
+                if not data:  # no end marker: a stream cut at a flush point
+                    self.done = True
+                    return inflater.flush()
+            out = inflater.decompress(data, limit)
+            self.pending = inflater.unconsumed_tail
+            if out:
+                return out
+        return b""
+
+
+class Inflater:
+    """Byte ranges of compressed files' decompressed streams, read from the nearest restart
+    point (or from a state kept in memory by an earlier read), with the bytes of recent
+    reads kept so that reads moving through a window of the stream inflate it once.
+
+    ``inflated`` counts the decompressed bytes produced. Safe to share between threads
+    (one file is inflated by one thread at a time).
+    """
+
+    def __init__(self, restarts: Restarts, paths: Sequence[str], *,
+                 keep_bytes: int = _KEEP_BYTES) -> None:
+        self.restarts = restarts
+        self.paths = tuple(paths)
+        self.keep_bytes = keep_bytes
+        self.inflated = 0
+        self._locks = [threading.Lock() for _ in self.paths]
+        self._cursors: list[list[_Cursor]] = [[] for _ in self.paths]
+        self._snapshots: list[list[_Cursor]] = [[] for _ in self.paths]
+        self._snapshot_every = [_SNAPSHOT_EVERY] * len(self.paths)
+        self._lru: list[tuple[int, _Cursor]] = []
+        self._lru_lock = threading.Lock()
+
+    def read(self, file: int, ranges: Sequence[tuple[int, int]], read_at: ReadAt,
+             chunk: int = 1 << 18) -> list[bytes]:
+        """The decompressed bytes ``[start, end)`` of file number ``file`` for each range
+        (shorter where the stream ends first).
+
+        Raises:
+            CorruptRecordError: the compressed stream is damaged.
+        """
+        out: list[bytes] = [b""] * len(ranges)
+        with self._locks[file]:
+            for k in sorted(range(len(ranges)), key=lambda k: ranges[k][0]):
+                start, end = ranges[k]
+                cursor = self._cursor_for(file, start)
+                try:
+                    self._advance(file, cursor, start, end, read_at=read_at, chunk=chunk)
+                except zlib.error as err:
+                    self._drop(file, cursor)
+                    raise CorruptRecordError(
+                        self.paths[file], start, -1, "bad compressed stream",
+                        f"{self.restarts.compression} data near compressed byte {cursor.c}: "
+                        f"{err}") from None
+                at = start - cursor.kept_from
+                out[k] = bytes(cursor.kept[at : at + end - start])
+        return out
+
+    def _cursor_for(self, file: int, start: int) -> _Cursor:
+        """A cursor at or before ``start`` holding it or able to reach it the soonest."""
+        cursors = self._cursors[file]
+        for cursor in cursors:
+            if cursor.kept_from <= start <= cursor.u:
+                return cursor
+        points = self.restarts.points[file]
+        row = int(np.searchsorted(points[:, 1], start, side="right")) - 1
+        best_u = int(points[row, 1])
+        snapshot = None
+        for kept in self._snapshots[file]:  # sorted by u
+            if kept.u > start:
+                break
+            if kept.u > best_u:
+                snapshot, best_u = kept, kept.u
+        ahead = [c for c in cursors if best_u <= c.u <= start]
+        if ahead:
+            return max(ahead, key=lambda c: c.u)
+        if snapshot is not None:
+            cursor = snapshot.copy()
+        else:
+            c = int(points[row, 0])
+            cursor = _Cursor(self.restarts.compression, c, best_u, raw=c > 0)
+        cursors.append(cursor)
+        if len(cursors) > 4:
+            self._drop(file, cursors[0])
+        with self._lru_lock:
+            self._lru.append((file, cursor))
+        return cursor
+
+    def _advance(self, file: int, cursor: _Cursor, start: int, end: int, *,
+                 read_at: ReadAt, chunk: int) -> None:
+        """Inflate until ``end``; the bytes from ``start`` on stay kept, and as many before
+        it as the per-file share of ``keep_bytes`` allows."""
+        compression = self.restarts.compression
+        cap = self.keep_bytes // 4
+        while cursor.u < end:
+            out = cursor.step(compression, read_at, chunk, min(_OUT_PIECE, end - cursor.u))
+            if not out:
+                break
+            self.inflated += len(out)
+            cursor.u += len(out)
+            cursor.kept += out
+            excess = min(len(cursor.kept) - cap, start - cursor.kept_from)
+            if excess > 0:
+                del cursor.kept[:excess]
+                cursor.kept_from += excess
+            self._maybe_snapshot(file, cursor)
+        self._trim(file, cursor)
+
+    def _maybe_snapshot(self, file: int, cursor: _Cursor) -> None:
+        """Keep the inflating state every few MiB where no restart point is near."""
+        points = self.restarts.points[file]
+        row = int(np.searchsorted(points[:, 1], cursor.u, side="right")) - 1
+        last = int(points[row, 1])
+        snapshots = self._snapshots[file]
+        earlier = [s.u for s in snapshots if s.u <= cursor.u]
+        last = max([last, *earlier])
+        if cursor.u - last < self._snapshot_every[file] or cursor.done:
+            return
+        snapshots.append(cursor.copy())
+        snapshots.sort(key=lambda s: s.u)
+        if len(snapshots) > _SNAPSHOTS_PER_FILE:  # thin them out: memory stays bounded
+            self._snapshots[file] = snapshots[1::2]
+            self._snapshot_every[file] *= 2
+
+    def _drop(self, file: int, cursor: _Cursor) -> None:
+        cursors = self._cursors[file]
+        if cursor in cursors:
+            cursors.remove(cursor)
+
+    def _trim(self, file: int, using: _Cursor) -> None:
+        """Forget the bytes of the least recently made cursors while more than
+        ``keep_bytes`` are kept (those of files another thread is reading are left)."""
+        with self._lru_lock:
+            self._lru = [(f, c) for f, c in self._lru if c in self._cursors[f]]
+            total = sum(len(c.kept) for _, c in self._lru)
+            for other, cursor in list(self._lru):
+                if total <= self.keep_bytes:
+                    break
+                if cursor is using:
+                    continue
+                if other != file and not self._locks[other].acquire(blocking=False):
+                    continue
+                try:
+                    total -= len(cursor.kept)
+                    cursor.kept, cursor.kept_from = bytearray(), cursor.u
+                finally:
+                    if other != file:
+                        self._locks[other].release()
