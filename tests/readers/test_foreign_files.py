@@ -125,16 +125,10 @@ def test_load_tf_dataset_takes_the_same_options_object(tutorial_files):
         tf_data.load_tf_dataset(pattern, options=options, decode=False)
 
 
-def test_compressed_or_truncated_foreign_files_are_one_clear_error(tutorial_files, tmp_path):
-    from tfrecordkit import CorruptRecordError, IndexUnavailableError
+def test_truncated_foreign_files_are_one_clear_error(tutorial_files, tmp_path):
+    from tfrecordkit import CorruptRecordError
 
     source = tutorial_files / "part-0.tfrecord"
-    gz = tmp_path / "data.tfrecord.gz"
-    with tf.io.TFRecordWriter(str(gz), options="GZIP") as writer:
-        for record in tf.data.TFRecordDataset(str(source)).as_numpy_iterator():
-            writer.write(record)
-    with pytest.raises(IndexUnavailableError, match="gzip-compressed"):
-        load_numpy_dataset(str(gz), batch_size=2)
     cut = tmp_path / "cut.tfrecord"
     data = source.read_bytes()
     cut.write_bytes(data[: len(data) - 7])  # the last record loses its tail

@@ -56,7 +56,6 @@ logger = logging.getLogger(__name__)
 LABEL_NAMES = ("label", "labels", "class", "target", "y")
 _SAMPLE_PER_FILE = 200
 _SAMPLE_FILES = 8
-_COMPRESSION = {".gz": "gzip", ".gzip": "gzip", ".zz": "zlib", ".zlib": "zlib"}
 
 
 def adopt(
@@ -115,7 +114,7 @@ def adopt(
         raise DatasetError(f"no TFRecord files in {inputs}")
     storage = Storage.of(files[0], storage_options)
     target = os.fspath(out_dir) if out_dir is not None else _common_folder(files)
-    compression = _compression_of(files)
+    compression = _compression_of(files, storage)
     existing = None
     if storage.exists(storage.join(target, MANIFEST_NAME)) and not overwrite:
         existing = load_manifest(target, storage=storage)
@@ -160,8 +159,7 @@ def adopt(
         observations = ImageObservations()
         shards, top = [], -1
         for number, file in enumerate(placed):
-            if compression is None:
-                undo.new(file + INDEX_SUFFIX)
+            undo.new(file + INDEX_SUFFIX)
             records, labels = _scan(file, storage, compression, label=parsed_label,
                                     images=images, observations=observations)
             counts: dict[str, int] = {}
@@ -180,7 +178,7 @@ def adopt(
             shards.append(ShardInfo(
                 file=os.path.basename(file), records=records, bytes=storage.size(file),
                 crc32c=checksum, head_crc32c=head_checksum,
-                index=(os.path.basename(file) + INDEX_SUFFIX) if compression is None else None,
+                index=os.path.basename(file) + INDEX_SUFFIX,
                 class_id=class_id, class_counts=counts))
         per_class = label_feature is not None and all(s.class_id is not None for s in shards)
         if parsed_label is not None:
@@ -205,7 +203,7 @@ def adopt(
             shards = [dataclasses.replace(s, class_id=None) for s in shards]
         options = ShardOptions(layout="per_class" if per_class else "mixed",
                                compression=compression, shuffle=False,
-                               index=compression is None)
+                               index=True)
         from tfrecordkit._version import __version__
 
         sources = ", ".join(inputs)
@@ -280,8 +278,9 @@ def _joined_schema(schema: Schema, observations: ImageObservations) -> Schema:
 def _scan(file: str, storage: Storage, compression: str | None, *, label: str | None,
           images: tuple[str, ...], observations: ImageObservations
           ) -> tuple[int, np.ndarray | None]:
-    """One CRC-checked pass over a file: its ``.index`` (uncompressed files), its record
-    count, its labels, and what its images are (their headers, without decoding)."""
+    """One CRC-checked pass over a file: its ``.index`` (of decompressed offsets, for a
+    compressed file), its record count, its labels, and what its images are (their headers,
+    without decoding)."""
     offsets: list[tuple[int, int]] = []
 
     def records() -> Iterator[bytes]:
@@ -304,8 +303,7 @@ def _scan(file: str, storage: Storage, compression: str | None, *, label: str | 
     # Without keys to read, every record is still read (and checked).
     count = (scan_columns(records(), specs, file, on_batch) if specs
              else sum(1 for _ in records()))
-    if compression is None:
-        write_index(np.array(offsets, np.int64).reshape(-1, 2), file + INDEX_SUFFIX, storage)
+    write_index(np.array(offsets, np.int64).reshape(-1, 2), file + INDEX_SUFFIX, storage)
     if label is None:
         return count, None
     return count, np.concatenate(labels) if labels else np.zeros(0, np.int64)
@@ -375,8 +373,10 @@ def _common_folder(files: list[str]) -> str:
     return folders.pop() or "."
 
 
-def _compression_of(files: list[str]) -> str | None:
-    found = {_COMPRESSION.get(os.path.splitext(f)[1]) for f in files}
+def _compression_of(files: list[str], storage: Storage) -> str | None:
+    """The files' one compression, from their first bytes (a name can say otherwise: TFX
+    names ZLIB shards ``.gz`` too)."""
+    found = {RecordReader(f, storage=storage).compression for f in files}
     if len(found) != 1:
         raise DatasetError(f"the files mix compressions ({sorted(map(str, found))}); adopt "
                            "them as separate datasets")

@@ -84,7 +84,7 @@ class RecordFetcher:
         self._ends: np.ndarray | None = None
         # Compressed files: offsets are in the decompressed streams, read by inflating.
         # Made on the first read (an index being unpickled has no attributes yet).
-        self._inflater: Inflater | None | bool = False
+        self._inflater: Inflater | bool | None = False
 
     def _acquire(self, shard: int) -> int:
         with self._lock:

@@ -36,7 +36,7 @@ FORMAT_NAME = "tfrecordkit-dataset"
 # only by datasets that have one. 5: records may carry their input ("__source", a reserved
 # text feature in the schema; provenance); written only by datasets whose records do.
 # 6: compressed shards may list a restart-point sidecar ("restarts") and an index of
-# decompressed offsets; written only by compressed datasets that have one.
+# decompressed offsets; written only by compressed datasets that have either.
 FORMAT_VERSION = 6
 Layout = Literal["mixed", "per_class"]
 
@@ -141,8 +141,9 @@ class Manifest:
         """The JSON object written to ``dataset.json``."""
         return {
             "format": FORMAT_NAME,
-            "format_version": (6 if any(shard.restarts for split in self.splits.values()
-                                        for shard in split.shards)
+            "format_version": (6 if self.compression and any(
+                                   shard.restarts or shard.index
+                                   for split in self.splits.values() for shard in split.shards)
                                else 5 if SOURCE_FEATURE in self.schema
                                else 3 if self.schema.shard_label else 2),
             "schema": self.schema.to_json(),
