@@ -146,7 +146,8 @@ def test_bad_input_writes_nothing(tmp_path):
     tk.adopt(tmp_path / "ok")
     with pytest.raises(DatasetError, match="already holds a dataset with split 'train'"):
         tk.adopt(tmp_path / "ok")
-    (tmp_path / "ok" / "more.tfrecord.gz").write_bytes(b"")
+    with tk.RecordWriter(tmp_path / "ok" / "more.tfrecord", "gzip") as writer:
+        writer.write(b"compressed, unlike the others")  # the bytes say so, not the name
     with pytest.raises(DatasetError, match="mix compressions"):
         tk.adopt(tmp_path / "ok", overwrite=True)
 
@@ -160,7 +161,7 @@ def test_a_truncated_file_is_named_and_nothing_is_written(tmp_path):
     assert not (tmp_path / "raw" / "dataset.json").exists()
 
 
-def test_gzip_files_are_adopted_without_indexes_and_read_by_tf_data(tmp_path):
+def test_gzip_files_are_adopted_with_indexes_and_read_by_every_reader(tmp_path):
     (tmp_path / "gz").mkdir()
     options = tf.io.TFRecordOptions(compression_type="GZIP")
     for part in range(2):
@@ -172,12 +173,16 @@ def test_gzip_files_are_adopted_without_indexes_and_read_by_tf_data(tmp_path):
                 writer.write(example.SerializeToString())
     manifest = tk.adopt(tmp_path / "gz")
     assert manifest.compression == "gzip" and manifest.layout == "mixed"
-    assert all(s.index is None for s in manifest.splits["train"].shards)
-    assert not list((tmp_path / "gz").glob("*.index"))
+    # Indexes of decompressed offsets (no restart points: their files are not rewritten).
+    assert all(s.index and not s.restarts for s in manifest.splits["train"].shards)
+    assert json.loads((tmp_path / "gz" / "dataset.json").read_text())["format_version"] == 6
     assert manifest.splits["train"].class_counts == {str(c): 10 for c in range(5)}
+    expected = sorted((float(i + 100 * p), i % 5) for p in range(2) for i in range(25))
     got = sorted((float(e["x"]), int(e["label"]))
                  for e in tk.load_tf_dataset(tmp_path / "gz", shuffle=False))
-    assert got == sorted((float(i + 100 * p), i % 5) for p in range(2) for i in range(25))
+    assert got == expected
+    batch = next(iter(tk.load_numpy_dataset(tmp_path / "gz", batch_size=50)))
+    assert sorted(zip(batch["x"].tolist(), batch["label"].tolist(), strict=True)) == expected
 
 
 def test_the_command_line(tmp_path, capsys):

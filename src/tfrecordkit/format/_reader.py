@@ -436,6 +436,7 @@ def build_index(path: PathLike, index_path: PathLike | None = None, *, verify: b
         CorruptRecordError: a record fails its checks (no index is written).
     """
     storage = storage or Storage.of(path, storage_options)
+    require_regular_file(path)  # before sniffing: opening a FIFO would wait for a writer
     compression = RecordReader(path, storage=storage).compression
     if compression is not None:
         raise IndexUnavailableError(

@@ -28,6 +28,7 @@ RESTARTS_SUFFIX = ".restarts"
 
 _TRAILER = {"gzip": 8, "zlib": 4}  # bytes after the deflate data of one member
 _OUT_PIECE = 1 << 20  # decompressed bytes produced per step
+_AHEAD = 64 << 10  # decompressed bytes inflated ahead of a read (up to the next restart point)
 _SNAPSHOT_EVERY = 4 << 20  # decompressed bytes between kept states (files without points)
 _SNAPSHOTS_PER_FILE = 64
 _KEEP_BYTES = 128 << 20  # decompressed bytes kept for later reads, per Inflater
@@ -114,7 +115,9 @@ class _Cursor:
         while not self.done:
             inflater = self.inflater
             if inflater.eof:  # a member ended: skip its trailer; another may follow
-                rest = inflater.unused_data + self.pending
+                # Every byte fed past the end is in unused_data (zlib may leave a copy of
+                # them in unconsumed_tail too).
+                rest = inflater.unused_data
                 trailer = _TRAILER[compression] if self.raw else 0
                 while len(rest) < trailer + 1:
                     more = read_at(self.c, chunk)
@@ -159,7 +162,7 @@ class Inflater:
         self._cursors: list[list[_Cursor]] = [[] for _ in self.paths]
         self._snapshots: list[list[_Cursor]] = [[] for _ in self.paths]
         self._snapshot_every = [_SNAPSHOT_EVERY] * len(self.paths)
-        self._lru: list[tuple[int, _Cursor]] = []
+        self._lru: dict[int, tuple[int, _Cursor]] = {}  # id -> (file, cursor), oldest first
         self._lru_lock = threading.Lock()
 
     def read(self, file: int, ranges: Sequence[tuple[int, int]], read_at: ReadAt,
@@ -172,19 +175,30 @@ class Inflater:
         """
         out: list[bytes] = [b""] * len(ranges)
         with self._locks[file]:
+            cursor: _Cursor | None = None
             for k in sorted(range(len(ranges)), key=lambda k: ranges[k][0]):
                 start, end = ranges[k]
-                cursor = self._cursor_for(file, start)
-                try:
-                    self._advance(file, cursor, start, end, read_at=read_at, chunk=chunk)
-                except zlib.error as err:
-                    self._drop(file, cursor)
-                    raise CorruptRecordError(
-                        self.paths[file], start, -1, "bad compressed stream",
-                        f"{self.restarts.compression} data near compressed byte {cursor.c}: "
-                        f"{err}") from None
+                if cursor is None or not cursor.kept_from <= start <= cursor.u:
+                    cursor = self._cursor_for(file, start)
+                if cursor.u < end:
+                    # Inflate a little ahead (not past the next restart point): the next
+                    # records are likely wanted next, and zlib costs per call.
+                    points = self.restarts.points[file][:, 1]
+                    after = int(np.searchsorted(points, start, side="right"))
+                    limit = int(points[after]) if after < len(points) else end + _AHEAD
+                    target = max(end, min(cursor.u + _AHEAD, limit))
+                    try:
+                        self._advance(file, cursor, start, target, read_at=read_at,
+                                      chunk=chunk)
+                    except zlib.error as err:
+                        self._drop(file, cursor)
+                        raise CorruptRecordError(
+                            self.paths[file], start, -1, "bad compressed stream",
+                            f"{self.restarts.compression} data near compressed byte "
+                            f"{cursor.c}: {err}") from None
                 at = start - cursor.kept_from
                 out[k] = bytes(cursor.kept[at : at + end - start])
+            self._trim(file, cursor)
         return out
 
     def _cursor_for(self, file: int, start: int) -> _Cursor:
@@ -214,13 +228,13 @@ class Inflater:
         if len(cursors) > 4:
             self._drop(file, cursors[0])
         with self._lru_lock:
-            self._lru.append((file, cursor))
+            self._lru[id(cursor)] = (file, cursor)
         return cursor
 
     def _advance(self, file: int, cursor: _Cursor, start: int, end: int, *,
                  read_at: ReadAt, chunk: int) -> None:
-        """Inflate until ``end``; the bytes from ``start`` on stay kept, and as many before
-        it as the per-file share of ``keep_bytes`` allows."""
+        """Inflate until ``end`` (or the stream's end); the bytes from ``start`` on stay
+        kept, and as many before it as the per-file share of ``keep_bytes`` allows."""
         compression = self.restarts.compression
         cap = self.keep_bytes // 4
         while cursor.u < end:
@@ -235,7 +249,6 @@ class Inflater:
                 del cursor.kept[:excess]
                 cursor.kept_from += excess
             self._maybe_snapshot(file, cursor)
-        self._trim(file, cursor)
 
     def _maybe_snapshot(self, file: int, cursor: _Cursor) -> None:
         """Keep the inflating state every few MiB where no restart point is near."""
@@ -257,19 +270,19 @@ class Inflater:
         cursors = self._cursors[file]
         if cursor in cursors:
             cursors.remove(cursor)
+        with self._lru_lock:
+            self._lru.pop(id(cursor), None)
 
-    def _trim(self, file: int, using: _Cursor) -> None:
+    def _trim(self, file: int, using: _Cursor | None) -> None:
         """Forget the bytes of the least recently made cursors while more than
         ``keep_bytes`` are kept (those of files another thread is reading are left)."""
         with self._lru_lock:
-            self._lru = [(f, c) for f, c in self._lru if c in self._cursors[f]]
-            total = sum(len(c.kept) for _, c in self._lru)
-            for other, cursor in list(self._lru):
+            total = sum(len(c.kept) for _, c in self._lru.values())
+            for other, cursor in list(self._lru.values()):
                 if total <= self.keep_bytes:
                     break
-                if cursor is using:
-                    continue
-                if other != file and not self._locks[other].acquire(blocking=False):
+                if cursor is using or (other != file
+                                       and not self._locks[other].acquire(blocking=False)):
                     continue
                 try:
                     total -= len(cursor.kept)

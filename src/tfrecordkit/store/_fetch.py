@@ -182,8 +182,11 @@ class RecordFetcher:
             else:
                 blobs = inflater.read(shard, ranges, functools.partial(
                     _read_remote, self.storage, files[shard]), _INFLATE_CHUNK[False])
-            for i, blob, (start, _) in zip(members.tolist(), blobs, ranges, strict=True):
-                out[i] = check_frame(blob, path=files[shard], offset=start)
+            starts = np.concatenate([[0], np.cumsum([len(b) for b in blobs[:-1]])])
+            found = split_frames(b"".join(blobs), starts, lengths[members],
+                                 where=_where(files[shard], offsets[members]))
+            for i, record in zip(members.tolist(), found, strict=True):
+                out[i] = record
         return out
 
     def _fetch_remote(self, shards: np.ndarray, offsets: np.ndarray, lengths: np.ndarray
