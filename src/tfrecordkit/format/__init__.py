@@ -55,6 +55,7 @@ from tfrecordkit.format._index import (
 from tfrecordkit.format._reader import RecordReader, build_index, read_records, scan_offsets
 from tfrecordkit.format._restarts import (
     RESTARTS_SUFFIX,
+    SNAPSHOT_EVERY,
     Inflater,
     Restarts,
     load_restarts,
@@ -74,6 +75,7 @@ __all__ = [
     "READ_BLOCK",
     "RESTARTS_SUFFIX",
     "RESTART_EVERY",
+    "SNAPSHOT_EVERY",
     "Column",
     "DecodedValue",
     "EncColumn",

@@ -21,16 +21,17 @@ from tfrecordkit.errors import CorruptRecordError, DatasetError
 from tfrecordkit.format._compression import _WBITS
 from tfrecordkit.format._filesystem import PathLike, Storage
 
-__all__ = ["RESTARTS_SUFFIX", "Inflater", "Restarts", "load_restarts", "parse_restarts",
-           "restarts_path_for"]
+__all__ = ["RESTARTS_SUFFIX", "SNAPSHOT_EVERY", "Inflater", "Restarts", "load_restarts",
+           "parse_restarts", "restarts_path_for"]
 
 RESTARTS_SUFFIX = ".restarts"
 
 _TRAILER = {"gzip": 8, "zlib": 4}  # bytes after the deflate data of one member
 _OUT_PIECE = 1 << 20  # decompressed bytes produced per step
 _AHEAD = 64 << 10  # decompressed bytes inflated ahead of a read (up to the next restart point)
-_SNAPSHOT_EVERY = 4 << 20  # decompressed bytes between kept states (files without points)
+SNAPSHOT_EVERY = 4 << 20  # decompressed bytes between kept states (files without points)
 _SNAPSHOTS_PER_FILE = 64
+_CURSORS_PER_FILE = 16
 _KEEP_BYTES = 128 << 20  # decompressed bytes kept for later reads, per Inflater
 
 ReadAt = Callable[[int, int], bytes]
@@ -161,7 +162,7 @@ class Inflater:
         self._locks = [threading.Lock() for _ in self.paths]
         self._cursors: list[list[_Cursor]] = [[] for _ in self.paths]
         self._snapshots: list[list[_Cursor]] = [[] for _ in self.paths]
-        self._snapshot_every = [_SNAPSHOT_EVERY] * len(self.paths)
+        self._snapshot_every = [SNAPSHOT_EVERY] * len(self.paths)
         self._lru: dict[int, tuple[int, _Cursor]] = {}  # id -> (file, cursor), oldest first
         self._lru_lock = threading.Lock()
 
@@ -225,7 +226,7 @@ class Inflater:
             c = int(points[row, 0])
             cursor = _Cursor(self.restarts.compression, c, best_u, raw=c > 0)
         cursors.append(cursor)
-        if len(cursors) > 4:
+        if len(cursors) > _CURSORS_PER_FILE:
             self._drop(file, cursors[0])
         with self._lru_lock:
             self._lru[id(cursor)] = (file, cursor)

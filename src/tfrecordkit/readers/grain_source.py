@@ -66,7 +66,8 @@ class GrainSource:
         ``load_torch_dataset`` read them with the same ``seed`` and ``shuffle`` (one rank),
         e.g. ``grain.MapDataset.range(len(src)).map(lambda i: src[int(keys[i])])``, so
         grain, NumPy and PyTorch see one shuffled order."""
-        return EpochOrder(len(self), seed, epoch, shuffle).ids(np.arange(len(self)))
+        return EpochOrder(len(self), seed, epoch, shuffle,
+                          block=self.records.read_block).ids(np.arange(len(self)))
 
     def collate(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """Records of this source as one batch, structured as every reader's batches

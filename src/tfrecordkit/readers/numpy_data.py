@@ -139,7 +139,8 @@ class Loader:
         valid = positions < n
         if self._order is None or self._order.epoch != epoch:
             # One per epoch: block mode lays out the epoch's block order once, not per step.
-            self._order = EpochOrder(n, self.seed, epoch, self.shuffle)
+            self._order = EpochOrder(n, self.seed, epoch, self.shuffle,
+                                     block=self.records.read_block)
         return self._order.ids(positions % n), valid
 
     def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:

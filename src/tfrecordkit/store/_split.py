@@ -11,6 +11,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError, OutOfRangeError
 from tfrecordkit.format import (
+    SNAPSHOT_EVERY,
     Restarts,
     Storage,
     check_index_frames,
@@ -34,6 +35,7 @@ __all__ = ["SplitLocations", "SplitRecords", "open_split", "split_locations"]
 
 
 _INDEXES_AT_ONCE = 64
+_BLOCK = 64  # EpochOrder's default block
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,21 @@ class SplitRecords(Sequence[bytes]):
             bad = positions[(positions < -n) | (positions >= n)][0]
             raise OutOfRangeError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
         return self._fetcher.fetch(positions % n if n else positions)
+
+    @property
+    def read_block(self) -> int:
+        """How many consecutive records are best read together: the block a block shuffle
+        moves (64); for compressed shards, about the records between two restart points
+        (or between the inflater states kept every few MiB), so that a shuffled epoch
+        inflates each part of a file about once."""
+        if self.restarts is None or not len(self):
+            return _BLOCK
+        intervals = 0
+        ends = np.zeros(len(self.files), dtype=np.int64)
+        np.maximum.at(ends, self.shard, self.offset + self.length)
+        for points, end in zip(self.restarts.points, ends.tolist(), strict=True):
+            intervals += len(points) if len(points) > 1 else -(-end // SNAPSHOT_EVERY)
+        return int(np.clip(len(self) // max(1, intervals), _BLOCK, 1 << 16))
 
     def shard_classes(self, ids: Iterable[int] | np.ndarray) -> np.ndarray:
         """The class of the shard holding each record at positions ``ids`` (per-class
