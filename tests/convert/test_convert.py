@@ -125,7 +125,11 @@ def test_manifest_describes_everything(tmp_path):
     assert raw["format"] == "tfrecordkit-dataset" and raw["compression"] == "gzip"
     assert Schema.from_json(raw["schema"]) == SCHEMA
     shard = raw["splits"]["train"]["shards"][0]
-    assert shard["file"].endswith(".tfrecord.gz") and "index" not in shard
+    assert shard["file"].endswith(".tfrecord.gz")
+    # Compressed shards: an index of decompressed offsets and restart points (version 6).
+    assert shard["index"] == shard["file"] + ".index"
+    assert shard["restarts"] == shard["file"] + ".restarts"
+    assert raw["format_version"] == 6
     assert shard["records"] == 50 and shard["bytes"] == (tmp_path / "ds" / shard["file"]).stat(
     ).st_size
     assert raw["created_by"]["tool"] == "tfrecordkit" and raw["created_by"]["seed"] == 0

@@ -95,15 +95,19 @@ def test_datasets_are_byte_identical_to_local_ones(memory_url, tmp_path, options
             assert got[name] == want[name], name
 
 
-@pytest.mark.parametrize("shuffle", ["block", "global", False])
-def test_loaders_read_the_same_values_as_locally(memory_url, tmp_path, monkeypatch, shuffle):
+@pytest.mark.parametrize(("shuffle", "compression"), [
+    ("block", None), ("global", None), (False, None),
+    ("global", "gzip"),  # read by inflating ranged reads from restart points
+])
+def test_loaders_read_the_same_values_as_locally(memory_url, tmp_path, monkeypatch, shuffle,
+                                                 compression):
     from tfrecordkit.store import _fetch
 
     monkeypatch.setattr(_fetch, "_CACHE_BYTES", 5000)  # evictions happen within an epoch
     url = f"{memory_url}/ds"
-    write_dataset(rows(), url, SCHEMA, shards=ShardOptions(layout="per_class", shard_size=3000))
-    write_dataset(rows(), tmp_path / "ds", SCHEMA,
-                  shards=ShardOptions(layout="per_class", shard_size=3000))
+    shards = ShardOptions(layout="per_class", shard_size=3000, compression=compression)
+    write_dataset(rows(), url, SCHEMA, shards=shards)
+    write_dataset(rows(), tmp_path / "ds", SCHEMA, shards=shards)
     kwargs = {"batch_size": 50, "seed": 3, "shuffle": shuffle}
     for a, b in zip(tk.load_numpy_dataset(url, **kwargs),
                     tk.load_numpy_dataset(tmp_path / "ds", **kwargs), strict=True):

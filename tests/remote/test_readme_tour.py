@@ -30,9 +30,9 @@ def test_every_public_name_is_in_the_readme():
 
 
 def make_inputs(root: Path) -> list[dict]:
-    """photos/<class>/ (20 classes of small real-photo crops), their_data/ and their_classes/
-    (one class per file, no label) written by plain TensorFlow, and the records the schema
-    example writes."""
+    """photos/<class>/ (20 classes of small real-photo crops), their_data/, tfx_output/ (GZIP)
+    and their_classes/ (one class per file, no label) written by plain TensorFlow, and the
+    records the schema example writes."""
     tf = pytest.importorskip("tensorflow")
     rng = np.random.default_rng(0)
     sources = [p if p.ndim == 3 else np.repeat(p[:, :, None], 3, axis=2)
@@ -50,6 +50,14 @@ def make_inputs(root: Path) -> list[dict]:
             example = tf.train.Example(features=tf.train.Features(feature={
                 "x": tf.train.Feature(float_list=tf.train.FloatList(value=[i / 2]))}))
             writer.write(example.SerializeToString())
+    (root / "tfx_output").mkdir()  # ExampleGen's GZIP shards
+    for part in range(2):
+        name = root / "tfx_output" / f"data_tfrecord-{part:05d}-of-00002.gz"
+        with tf.io.TFRecordWriter(str(name), "GZIP") as writer:
+            for i in range(50):
+                example = tf.train.Example(features=tf.train.Features(feature={
+                    "x": tf.train.Feature(float_list=tf.train.FloatList(value=[part + i]))}))
+                writer.write(example.SerializeToString())
     for folder in ("their_classes", "their_val"):
         (root / folder).mkdir()
         for k in range(5):  # no label in the records: the class is in the file name
