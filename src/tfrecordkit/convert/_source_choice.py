@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from tfrecordkit.errors import SourceError
 from tfrecordkit.sources import (
     AUDIO_EXTENSIONS,
     IMAGE_EXTENSIONS,
     AudioFolder,
+    HuggingFace,
     ImageFolder,
     NumpyArrays,
     Source,
     Table,
     TextLines,
     class_dirs,
+    is_huggingface,
     walk_files,
 )
 
@@ -48,11 +51,15 @@ def infer_kind(path: str | os.PathLike[str]) -> str:
                             f"({', '.join(SOURCE_KINDS)})")
 
 
-def open_source(path: str | os.PathLike[str], kind: str | None = None,
+def open_source(path: str | os.PathLike[str] | Any, kind: str | None = None,
                 **options: object) -> Source:
     """The source for ``path``: ``kind`` is one of :data:`SOURCE_KINDS`, or None to infer.
     ``options`` go to the source's class (e.g. ``provenance=False``, ``ImageFolder``'s
-    ``channels=``)."""
+    ``channels=``). ``path`` may also be a Hugging Face ``datasets`` object (a ``Dataset``,
+    ``IterableDataset`` or a dict of them by split; see
+    :class:`~tfrecordkit.sources.HuggingFace`)."""
+    if is_huggingface(path):
+        return HuggingFace(path, **options)  # type: ignore[arg-type]
     path = os.fspath(path)
     if not os.path.exists(path):
         raise SourceError(path, "no such file or directory")

@@ -1,10 +1,12 @@
-"""Where records come from: image/audio class folders, text, tables, NumPy arrays, iterables.
+"""Where records come from: image/audio class folders, text, tables, NumPy arrays, iterables,
+Hugging Face datasets.
 
 Every source streams: listing items is cheap and loading happens one item at a time, in
 worker processes.
 """
 
 from tfrecordkit.sources._folder import AudioFolder, ImageFolder, class_dirs, walk_files
+from tfrecordkit.sources._huggingface import HuggingFace, is_huggingface
 from tfrecordkit.sources._media import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS, load_audio, load_image
 from tfrecordkit.sources._protocol import Source, SourceItem
 from tfrecordkit.sources._records import NumpyArrays, Records, TextLines
@@ -14,6 +16,7 @@ __all__ = [
     "AUDIO_EXTENSIONS",
     "IMAGE_EXTENSIONS",
     "AudioFolder",
+    "HuggingFace",
     "ImageFolder",
     "NumpyArrays",
     "Records",
@@ -22,6 +25,7 @@ __all__ = [
     "Table",
     "TextLines",
     "class_dirs",
+    "is_huggingface",
     "load_audio",
     "load_image",
     "walk_files",

@@ -106,7 +106,24 @@ def load_image(
     Raises:
         SourceError: the file is unreadable, too large, empty or corrupt (names the file).
     """
-    data = _read(path)
+    return image_from_bytes(_read(path), path, encoding=encoding, channels=channels,
+                            resize=resize, verify=verify, max_pixels=max_pixels,
+                            reduce_16bit=reduce_16bit, exif_transpose=exif_transpose)
+
+
+def image_from_bytes(
+    data: bytes,
+    path: str,
+    *,
+    encoding: str | None = None,
+    channels: int | None = None,
+    resize: tuple[int, int] | int | None = None,
+    verify: bool = True,
+    max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+    reduce_16bit: bool = False,
+    exif_transpose: bool = False,
+) -> dict[str, Any]:
+    """An encoded image (``path`` names it in errors) as :func:`load_image` gives it."""
     kind = sniff_bytes(data)
     deep = kind == "png" and png_bit_depth(data) == 16
     if deep and not reduce_16bit:
@@ -211,11 +228,16 @@ def load_audio(path: str, *, encoding: str | None = None) -> dict[str, Any]:
     WAV and FLAC bytes are kept; other formats (or a different ``encoding``) are re-encoded to
     FLAC. The file is decoded once to prove it is readable.
     """
+    return audio_from_bytes(_read(path), path, encoding=encoding)
+
+
+def audio_from_bytes(data: bytes, path: str, *, encoding: str | None = None
+                     ) -> dict[str, Any]:
+    """Encoded audio (``path`` names it in errors) as :func:`load_audio` gives it."""
     try:
         import soundfile
     except ImportError as err:
         raise MissingDependencyError("soundfile", "audio", "reading audio") from err
-    data = _read(path)
     kind = sniff_bytes(data)
     try:
         samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
