@@ -147,3 +147,29 @@ def test_our_compressed_datasets_with_restart_points_are_read_by_tensorflow(tmp_
                tf_data.load_tf_dataset(tmp_path / "packed").as_numpy_iterator()}
     assert numpy_rows == tf_rows
     assert len(numpy_rows) == 2500
+
+
+def test_torch_workers_grain_and_pk_on_our_compressed_per_class_dataset(tmp_path):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    schema = Schema({"n": Scalar("int64"), "label": ClassLabel([f"c{i}" for i in range(5)])})
+    rows = [{"n": i, "label": i % 5} for i in range(3000)]
+    tk.write_dataset(rows, tmp_path / "gz", schema, progress=False,
+                     shards=tk.ShardOptions(layout="per_class", compression="gzip",
+                                            num_shards=2))
+    reference = [b["n"].tolist() for b in load_numpy_dataset(tmp_path / "gz", batch_size=100,
+                                                             seed=5)]
+    ds = tk.load_torch_dataset(tmp_path / "gz", batch_size=100, seed=5)
+    got = [b["n"].tolist() for b in DataLoader(ds, batch_size=None, num_workers=2)]
+    assert got == reference
+    assert isinstance(got[0][0], int) and torch.is_tensor(next(iter(ds))["n"])
+    source = load_grain_source(tmp_path / "gz")
+    keys = source.order(seed=1)
+    assert sorted(int(source[int(k)]["n"]) for k in keys[:50]) == sorted(
+        int(tk.open_split(tmp_path / "gz").schema.decode(r)["n"])
+        for r in tk.open_split(tmp_path / "gz").get_many(keys[:50]))
+    for batch in itertools.islice(iter_pk_batches(tmp_path / "gz", classes_per_batch=3,
+                                                  examples_per_class=4, seed=2), 20):
+        assert (batch["n"] % 5 == batch["label"]).all()
+        assert len(set(batch["label"].tolist())) == 3
