@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrecordkit as tk
-from tfrecordkit.format import decode_tensor_proto
+from tfrecordkit.format import decode_tensor_proto, encode_tensor_proto
 
 pytestmark = pytest.mark.integration
 tf = pytest.importorskip("tensorflow")
@@ -94,6 +94,53 @@ def test_the_decoder_agrees_with_tensorflow(dtype, shape, seed):
     want = tf.io.parse_tensor(data, tf.as_dtype(dtype)).numpy()
     assert got.dtype == want.dtype and got.shape == want.shape
     assert got.tobytes() == want.tobytes()
+
+
+@settings(max_examples=120, deadline=None)
+@given(dtype=st.sampled_from(DTYPES),
+       shape=st.lists(st.integers(0, 4), max_size=3).map(tuple), seed=st.integers(0, 99))
+def test_the_encoder_writes_what_tensorflow_writes(dtype, shape, seed):
+    values = (np.random.default_rng(seed).normal(size=shape) * 100).astype(dtype)
+    ours = encode_tensor_proto(values)
+    assert ours == tf.io.serialize_tensor(tf.constant(values)).numpy()  # byte for byte
+    assert decode_tensor_proto(ours).tobytes() == values.tobytes()
+
+
+def test_adopted_files_and_our_tensor_feature_read_them_in_every_reader(files, tmp_path):
+    pattern, want = files
+    import shutil
+
+    shutil.copy(pattern.replace("*.tfrecord", "a.tfrecord"), tmp_path / "a.tfrecord")
+    manifest = tk.adopt(tmp_path, label_feature="label")
+    schema = manifest.schema
+    assert schema["image"] == tk.Tensor((4, 5, 3), "float32", encoding="proto")
+    assert schema["vector"] == tk.Tensor((None,), "int64", encoding="proto")
+    numpy_batch = next(iter(tk.load_numpy_dataset(tmp_path, batch_size=N, shuffle=False)))
+    tf_batch = next(iter(tk.load_tf_dataset(tmp_path, batch_size=N, shuffle=False)))
+    images = np.stack([w["image"] for w in want])
+    assert np.array_equal(numpy_batch["image"], images)
+    assert np.array_equal(tf_batch["image"].numpy(), images)
+    for k, w in enumerate(want):
+        n = len(w["vector"])
+        assert np.array_equal(numpy_batch["vector"]["values"][k][:n], w["vector"])
+        assert np.array_equal(tf_batch["vector"]["values"].numpy()[k][:n], w["vector"])
+    pk = next(iter(tk.iter_pk_batches(tmp_path, classes_per_batch=2, examples_per_class=2)))
+    assert pk["image"].shape == (4, 4, 5, 3)
+    # Our own feature writes what tf.io.serialize_tensor writes, and TF parses it back.
+    own = tk.Schema({"image": tk.Tensor((4, 5, 3), "float32", encoding="proto"),
+                     "label": tk.ClassLabel(["a", "b", "c"])})
+    tk.write_dataset([{"image": w["image"], "label": w["label"]} for w in want],
+                     tmp_path / "own", own, shards=tk.ShardOptions(shuffle=False),
+                     progress=False)
+    assert tk.load_manifest(tmp_path / "own").schema == own
+    for record, w in zip(tk.open_split(tmp_path / "own"), want, strict=True):
+        data = tk.format.decode_example(record)["image"][0]
+        assert data == tf.io.serialize_tensor(w["image"]).numpy()
+        assert np.array_equal(tf.io.parse_tensor(data, tf.float32).numpy(), w["image"])
+    wrong = tk.Schema({"image": tk.Tensor((4, 5, 3), "float64", encoding="proto"),
+                       "label": tk.ClassLabel(["a", "b", "c"])})
+    with pytest.raises(tk.SchemaError, match="'image'.*float32.*does not fit float64"):
+        wrong.decode(next(iter(tk.open_split(tmp_path / "own"))))
 
 
 def test_typed_value_lists_and_strings_as_tensorflow_reads_them():

@@ -63,7 +63,7 @@ from tfrecordkit.format._restarts import (
     restarts_path_for,
 )
 from tfrecordkit.format._spec import KeySpec, SpecDtype, check_key
-from tfrecordkit.format._tensor import decode_tensor_proto
+from tfrecordkit.format._tensor import decode_tensor_proto, encode_tensor_proto
 from tfrecordkit.format._wire import feature_wire, frame_entry, map_entry_prefix, varint
 
 __all__ = [
@@ -105,6 +105,7 @@ __all__ = [
     "encode_example",
     "encode_frames",
     "encode_sequence_example",
+    "encode_tensor_proto",
     "feature_wire",
     "file_checksums",
     "file_crc32c",

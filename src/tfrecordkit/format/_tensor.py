@@ -12,8 +12,9 @@ import struct
 import numpy as np
 
 from tfrecordkit.format._example import _read_varint
+from tfrecordkit.format._wire import varint
 
-__all__ = ["decode_tensor_proto"]
+__all__ = ["decode_tensor_proto", "encode_tensor_proto"]
 
 # TensorFlow's DataType numbers for the dtypes we decode, and the typed field holding them.
 _DTYPES: dict[int, tuple[str, int]] = {
@@ -138,3 +139,27 @@ def decode_tensor_proto(data: bytes) -> np.ndarray:
         out[: len(values)] = values
         out[len(values) :] = fill
     return out.reshape(shape)
+
+
+_CODES = {dtype: code for code, (dtype, _) in _DTYPES.items() if dtype != "object"}
+
+
+def _message(field: int, payload: bytes) -> bytes:
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
+def encode_tensor_proto(array: np.ndarray) -> bytes:
+    """The bytes ``tf.io.serialize_tensor`` gives for a numeric or boolean ``array``: its
+    dtype, shape and little-endian ``tensor_content``.
+
+    Raises:
+        ValueError: a dtype a TensorProto cannot hold (strings, complex, ...).
+    """
+    array = np.asarray(array)
+    code = _CODES.get(array.dtype.name)
+    if code is None:
+        raise ValueError(f"a {array.dtype} array cannot be a serialized tensor")
+    shape = b"".join(_message(2, varint(8) + varint(d) if d else b"") for d in array.shape)
+    content = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+    return (varint(8) + varint(code) + _message(2, shape)
+            + (_message(4, content) if content else b""))

@@ -23,7 +23,6 @@ from tfrecordkit.format import (
     Storage,
     check_frame,
     decode_example,
-    decode_tensor_proto,
     index_path_for,
     load_index,
     load_restarts,
@@ -33,7 +32,7 @@ from tfrecordkit.format import (
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.sampling import SplitLocations, SplitRecords, fingerprint, split_locations
-from tfrecordkit.schema import KeySpec, Schema, profile_records
+from tfrecordkit.schema import KeySpec, Schema, profile_records, serialized_tensor_feature
 from tfrecordkit.store import (
     MANIFEST_NAME,
     Manifest,
@@ -244,18 +243,9 @@ def _tensor_keys(sample: Any, specs: list[KeySpec]
     columns = parse_examples(list(sample), specs)
     found = []
     for spec in specs:
-        try:
-            arrays = [decode_tensor_proto(b) for b in columns[spec.key].to_bytes()]
-        except ValueError:
-            continue  # not every value is one: left as bytes
-        dtypes = {a.dtype for a in arrays}
-        ranks = {a.ndim for a in arrays}
-        if len(dtypes) != 1 or len(ranks) != 1 or arrays[0].dtype == object:
-            continue
-        shape = tuple(sizes.pop() if len(sizes) == 1 else None
-                      for sizes in (set(d) for d in zip(*(a.shape for a in arrays),
-                                                        strict=True)))
-        found.append((spec.key, str(arrays[0].dtype), shape))
+        feature = serialized_tensor_feature(columns[spec.key].to_bytes())
+        if feature is not None:
+            found.append((spec.key, feature.dtype, feature.shape))
     return tuple(found)
 
 

@@ -24,6 +24,7 @@ from tfrecordkit.schema._features import (
 from tfrecordkit.schema._observations import ImageObservations, Observed, observe_image
 from tfrecordkit.schema._profile import FeatureProfile, ListKind, RecordProfile, profile_records
 from tfrecordkit.schema._schema import RESERVED_PREFIX, SOURCE_FEATURE, Schema
+from tfrecordkit.schema._tensor import serialized_tensor_feature
 from tfrecordkit.schema._vocab import Vocabulary
 
 __all__ = [
@@ -54,5 +55,6 @@ __all__ = [
     "observe_image",
     "profile_records",
     "resample_audio",
+    "serialized_tensor_feature",
     "sniff_bytes",
 ]

@@ -1,4 +1,5 @@
-"""N-d arrays stored as raw little-endian bytes, with their shape when it varies."""
+"""N-d arrays stored as raw little-endian bytes (with their shape when it varies), or as
+``tf.io.serialize_tensor`` bytes (a TensorProto, which holds its dtype and shape)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format import KeySpec
+from tfrecordkit.format import KeySpec, decode_tensor_proto, encode_tensor_proto
 from tfrecordkit.schema._base import (
     Entries,
     EntryEncoder,
@@ -20,16 +21,22 @@ from tfrecordkit.schema._base import (
     _scalar,
 )
 
-__all__ = ["Tensor"]
+__all__ = ["Tensor", "serialized_tensor_feature"]
 
 
 @dataclass(frozen=True)
 class Tensor(Feature):
-    """An n-d array stored as raw little-endian bytes; ``None`` dims vary per record."""
+    """An n-d array; ``None`` dims vary per record. ``encoding="raw"`` stores its
+    little-endian bytes (and its shape when it varies); ``"proto"`` stores what
+    ``tf.io.serialize_tensor`` writes (the per-class triplet tutorial's float images),
+    read back as ``tf.io.parse_tensor`` reads it, dtype and shape checked."""
 
     shape: tuple[int | None, ...] = ()
     dtype: str = "float32"
+    encoding: str = "raw"
     kind: ClassVar[str] = "tensor"
+
+    _ENCODINGS: ClassVar[tuple[str, ...]] = ("raw", "proto")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(self.shape))
@@ -42,6 +49,15 @@ class Tensor(Feature):
         object.__setattr__(self, "dtype", dtype.name)
         if any(d is not None and (not isinstance(d, int) or d < 0) for d in self.shape):
             raise SchemaError("<tensor>", f"shape dims must be ints >= 0 or None; got {self.shape}")
+        if self.encoding not in self._ENCODINGS:
+            raise SchemaError("<tensor>", f"encoding must be one of {self._ENCODINGS}; "
+                                          f"got {self.encoding!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        if self.encoding == "raw":
+            del out["encoding"]  # as datasets written before there was a choice
+        return out
 
     @property
     def variable(self) -> bool:
@@ -49,7 +65,7 @@ class Tensor(Feature):
 
     def key_specs(self, name: str) -> list[KeySpec]:
         specs = [KeySpec(name, "string", ())]
-        if self.variable:
+        if self.variable and self.encoding == "raw":
             specs.append(KeySpec(f"{name}/shape", "int64", (len(self.shape),)))
         return specs
 
@@ -75,6 +91,8 @@ class Tensor(Feature):
                 raise SchemaError(name, f"dtype {array.dtype} does not fit {self.dtype}")
             if not np.can_cast(array.dtype, self.dtype, casting="safe"):
                 _check_narrowing(name, array, self.dtype)
+            if self.encoding == "proto":
+                return [*encode_bytes(encode_tensor_proto(array.astype(self.dtype)))]
             entries = [*encode_bytes(np.ascontiguousarray(array, dtype=little).tobytes())]
             if self.variable:
                 entries.append(_entry(shape_key, "int64", list(array.shape)))
@@ -83,6 +101,8 @@ class Tensor(Feature):
         return encode
 
     def decode(self, name: str, features: Mapping[str, Any]) -> np.ndarray:
+        if self.encoding == "proto":
+            return self._decode_proto(name, _scalar(features, name))
         shape: tuple[int, ...] = (
             tuple(features[f"{name}/shape"].tolist()) if self.variable
             else tuple(int(d) for d in self.shape)  # type: ignore[arg-type]  # fixed: no None
@@ -97,3 +117,33 @@ class Tensor(Feature):
                                     f"{self.dtype} {self.shape}")
         return np.frombuffer(data, dtype=np.dtype(self.dtype).newbyteorder("<")).astype(
             self.dtype).reshape(shape)
+
+    def _decode_proto(self, name: str, data: bytes) -> np.ndarray:
+        try:
+            array = decode_tensor_proto(data)
+        except ValueError as err:
+            raise SchemaError(name, f"not a serialized tensor: {err}") from None
+        if array.dtype != np.dtype(self.dtype) or array.ndim != len(self.shape) or any(
+                want is not None and want != got
+                for want, got in zip(self.shape, array.shape, strict=True)):
+            raise SchemaError(name, f"a serialized {array.dtype} tensor of shape "
+                                    f"{array.shape} does not fit {self.dtype} {self.shape}")
+        return array
+
+
+def serialized_tensor_feature(values: list[bytes]) -> Tensor | None:
+    """The ``Tensor(encoding="proto")`` that reads every one of ``values`` (a sample of one
+    key's ``tf.io.serialize_tensor`` bytes): their one dtype and rank, a dimension ``None``
+    where they differ; None if some value is not a numeric serialized tensor, or they
+    disagree on dtype or rank."""
+    try:
+        arrays = [decode_tensor_proto(v) for v in values]
+    except ValueError:
+        return None
+    if not arrays or len({a.dtype for a in arrays}) != 1 or len({a.ndim for a in arrays}) != 1:
+        return None
+    if arrays[0].dtype == object:
+        return None
+    shape = tuple(sizes.pop() if len(sizes) == 1 else None
+                  for sizes in (set(d) for d in zip(*(a.shape for a in arrays), strict=True)))
+    return Tensor(shape, arrays[0].dtype.name, encoding="proto")

@@ -26,6 +26,7 @@ from tfrecordkit.format import (
     RecordReader,
     Storage,
     file_checksums,
+    parse_examples,
     write_index,
 )
 from tfrecordkit.schema import (
@@ -36,9 +37,11 @@ from tfrecordkit.schema import (
     ImageObservations,
     Scalar,
     Schema,
+    Tensor,
     Text,
     observe_image,
     profile_records,
+    serialized_tensor_feature,
 )
 from tfrecordkit.schema import (
     Sequence as SequenceFeature,
@@ -128,7 +131,8 @@ def adopt(
                            f"{clashes or [MANIFEST_NAME]}")
     # Joining a dataset: its schema must read the same sample the profile sees.
     check = _readable_by(existing.schema) if existing is not None else None
-    profile = profile_records(_sample(files, storage, check), limit=None)
+    sampled = list(_sample(files, storage, check))
+    profile = profile_records(sampled, limit=None)
     if profile.message_type != "Example":
         raise DatasetError(f"{files[0]}: SequenceExample records; adopt describes Examples")
     if profile.unparsable:
@@ -194,7 +198,8 @@ def adopt(
             per_class = existing.layout == "per_class"
             schema = _joined_schema(existing.schema, observations)
         else:
-            schema = observations.refine(_schema_of(profile, parsed_label, class_names))
+            schema = observations.refine(_schema_of(profile, parsed_label, class_names,
+                                                    _tensors(profile, sampled)))
             if file_classes is not None:
                 assert label_feature is not None and class_names is not None
                 schema = Schema({**schema, label_feature: ClassLabel(class_names,
@@ -418,10 +423,22 @@ def _single(p: FeatureProfile, records: int) -> bool:
     return p.present == records and p.min_count == p.max_count == 1
 
 
+def _tensors(profile: Any, sampled: list[bytes]) -> dict[str, Tensor]:
+    """Keys whose one value per record is a ``tf.io.serialize_tensor`` tensor in every sampled
+    record, as the features that read them."""
+    names = [name for name, p in profile.features.items()
+             if p.content == "tensor" and _single(p, profile.records)]
+    if not names:
+        return {}
+    columns = parse_examples(sampled, [KeySpec(name, "string", ()) for name in names])
+    found = {name: serialized_tensor_feature(columns[name].to_bytes()) for name in names}
+    return {name: feature for name, feature in found.items() if feature is not None}
+
+
 def _schema_of(profile: Any, label_feature: str | None,
-               class_names: Sequence[str] | None) -> Schema:
-    """Typed features for the sampled records: one value per record → a scalar (an image or
-    text when the bytes say so); anything else → a sequence."""
+               class_names: Sequence[str] | None, tensors: dict[str, Tensor]) -> Schema:
+    """Typed features for the sampled records: one value per record → a scalar (an image,
+    text or serialized tensor when the bytes say so); anything else → a sequence."""
     features: dict[str, Feature] = {}
     kinds = {"bytes": "string", "float": "float32", "int64": "int64", "empty": "string"}
     images = _image_names(profile)
@@ -432,6 +449,8 @@ def _schema_of(profile: Any, label_feature: str | None,
         single = _single(p, profile.records)
         if name in images:
             features[name] = Image(p.content, dims=False)
+        elif name in tensors:
+            features[name] = tensors[name]
         elif single and p.kind == "bytes" and p.content == "text":
             features[name] = Text()
         elif single:

@@ -21,7 +21,7 @@ from tfrecordkit.format import (
     crc32c_hex,
     masked_crc32c,
 )
-from tfrecordkit.schema import SOURCE_FEATURE, ClassLabel, Schema
+from tfrecordkit.schema import SOURCE_FEATURE, ClassLabel, Schema, Tensor
 from tfrecordkit.store._sidecar import externalize_lists, internalize_lists
 
 __all__ = ["MANIFEST_NAME", "Manifest", "ShardInfo", "SplitInfo", "load_manifest",
@@ -36,8 +36,9 @@ FORMAT_NAME = "tfrecordkit-dataset"
 # only by datasets that have one. 5: records may carry their input ("__source", a reserved
 # text feature in the schema; provenance); written only by datasets whose records do.
 # 6: compressed shards may list a restart-point sidecar ("restarts") and an index of
-# decompressed offsets; written only by compressed datasets that have either.
-FORMAT_VERSION = 6
+# decompressed offsets; written only by compressed datasets that have either. 7: a Tensor may
+# be stored as a serialized TensorProto (encoding "proto"); written only by schemas with one.
+FORMAT_VERSION = 7
 Layout = Literal["mixed", "per_class"]
 
 
@@ -141,7 +142,8 @@ class Manifest:
         """The JSON object written to ``dataset.json``."""
         return {
             "format": FORMAT_NAME,
-            "format_version": (6 if self.compression and any(
+            "format_version": (7 if _has_proto_tensor(self.schema)
+                               else 6 if self.compression and any(
                                    shard.restarts or shard.index
                                    for split in self.splits.values() for shard in split.shards)
                                else 5 if SOURCE_FEATURE in self.schema
@@ -378,6 +380,10 @@ class _ManifestSpec(msgspec.Struct, frozen=True):
     created_by: dict[str, Any] = {}
 
 
+def _has_proto_tensor(schema: Schema) -> bool:
+    return any(isinstance(f, Tensor) and f.encoding == "proto" for f in schema.values())
+
+
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return text if len(text) <= 300 else text[:297] + "..."
@@ -417,6 +423,9 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
                                         "a per_class dataset")
         if spec.format_version < 3:
             raise fail("format_version", "a label taken from the shard needs version 3")
+    if _has_proto_tensor(schema) and spec.format_version < 7:
+        raise fail("format_version", "a Tensor stored as a serialized TensorProto needs "
+                                     "version 7")
     if SOURCE_FEATURE in schema and spec.format_version < 5:
         raise fail("format_version", f"records that carry {SOURCE_FEATURE!r} need version 5")
     seen: set[str] = set()

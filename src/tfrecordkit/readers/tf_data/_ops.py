@@ -53,7 +53,7 @@ def _tf_spec(spec: KeySpec) -> Any:
 
 def _needs_per_example_decode(feature: Feature) -> bool:
     return isinstance(feature, Image | Audio) or (
-        isinstance(feature, Tensor) and feature.variable
+        isinstance(feature, Tensor) and (feature.variable or feature.encoding == "proto")
     )
 
 
@@ -201,6 +201,9 @@ def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool,
             return {"text": parsed[name],
                     **_token_ids(parsed[f"{name}/ids"], text_length, batched)}
         return parsed[name]
+    if isinstance(feature, Tensor) and feature.encoding == "proto":  # one example at a time
+        return tf.ensure_shape(tf.io.parse_tensor(parsed[name], tf.as_dtype(feature.dtype)),
+                               feature.shape)
     if isinstance(feature, Tensor):
         shape = parsed[f"{name}/shape"] if feature.variable else list(feature.shape)
         return _decode_tensor(feature, parsed[name], shape, batched)
