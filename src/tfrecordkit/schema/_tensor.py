@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -29,14 +30,16 @@ class Tensor(Feature):
     """An n-d array; ``None`` dims vary per record. ``encoding="raw"`` stores its
     little-endian bytes (and its shape when it varies); ``"proto"`` stores what
     ``tf.io.serialize_tensor`` writes (the per-class triplet tutorial's float images),
-    read back as ``tf.io.parse_tensor`` reads it, dtype and shape checked."""
+    read back as ``tf.io.parse_tensor`` reads it, dtype and shape checked; ``"list"`` stores
+    its values flat in an int64 or float list (as TFDS and the TFRecord tutorial store
+    fixed-size vectors; only the first dimension may vary)."""
 
     shape: tuple[int | None, ...] = ()
     dtype: str = "float32"
     encoding: str = "raw"
     kind: ClassVar[str] = "tensor"
 
-    _ENCODINGS: ClassVar[tuple[str, ...]] = ("raw", "proto")
+    _ENCODINGS: ClassVar[tuple[str, ...]] = ("raw", "proto", "list")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(self.shape))
@@ -52,6 +55,14 @@ class Tensor(Feature):
         if self.encoding not in self._ENCODINGS:
             raise SchemaError("<tensor>", f"encoding must be one of {self._ENCODINGS}; "
                                           f"got {self.encoding!r}")
+        if self.encoding == "list" and None in self.shape[1:]:
+            raise SchemaError("<tensor>", f"a list-encoded tensor may leave only its first "
+                                          f"dimension open; got {self.shape}")
+
+    @property
+    def list_kind(self) -> Literal["float", "int64"]:
+        """The Example list a list-encoded tensor's values are stored in."""
+        return "float" if np.dtype(self.dtype).kind == "f" else "int64"
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
@@ -64,6 +75,10 @@ class Tensor(Feature):
         return any(d is None for d in self.shape)
 
     def key_specs(self, name: str) -> list[KeySpec]:
+        if self.encoding == "list":
+            size = None if self.variable else math.prod(self.shape)  # type: ignore[arg-type]
+            return [KeySpec(name, "float32" if self.list_kind == "float" else "int64",
+                            None if size is None else (size,))]
         specs = [KeySpec(name, "string", ())]
         if self.variable and self.encoding == "raw":
             specs.append(KeySpec(f"{name}/shape", "int64", (len(self.shape),)))
@@ -93,6 +108,10 @@ class Tensor(Feature):
                 _check_narrowing(name, array, self.dtype)
             if self.encoding == "proto":
                 return [*encode_bytes(encode_tensor_proto(array.astype(self.dtype)))]
+            if self.encoding == "list":
+                flat = array.astype(self.dtype).reshape(-1)
+                return [_entry(name, self.list_kind, flat.astype(
+                    np.float32 if self.list_kind == "float" else np.int64).tolist())]
             entries = [*encode_bytes(np.ascontiguousarray(array, dtype=little).tobytes())]
             if self.variable:
                 entries.append(_entry(shape_key, "int64", list(array.shape)))
@@ -103,6 +122,8 @@ class Tensor(Feature):
     def decode(self, name: str, features: Mapping[str, Any]) -> np.ndarray:
         if self.encoding == "proto":
             return self._decode_proto(name, _scalar(features, name))
+        if self.encoding == "list":
+            return self._decode_list(name, features.get(name))
         shape: tuple[int, ...] = (
             tuple(features[f"{name}/shape"].tolist()) if self.variable
             else tuple(int(d) for d in self.shape)  # type: ignore[arg-type]  # fixed: no None
@@ -129,6 +150,19 @@ class Tensor(Feature):
             raise SchemaError(name, f"a serialized {array.dtype} tensor of shape "
                                     f"{array.shape} does not fit {self.dtype} {self.shape}")
         return array
+
+
+    def _decode_list(self, name: str, values: Any) -> np.ndarray:
+        flat = np.asarray(values if values is not None else [], dtype=(
+            np.float32 if self.list_kind == "float" else np.int64)).reshape(-1)
+        rest = math.prod(self.shape[1:])  # type: ignore[arg-type]
+        if (not self.shape and flat.size != 1) or (self.shape and (
+                (rest == 0 and flat.size) or (rest and flat.size % rest) or (
+                    self.shape[0] is not None and flat.size != self.shape[0] * rest))):
+            raise SchemaError(name, f"{flat.size} values do not fit {self.shape}")
+        shape = (-1, *self.shape[1:]) if self.shape and rest else tuple(
+            d or 0 for d in self.shape)
+        return flat.astype(self.dtype).reshape(shape)
 
 
 def serialized_tensor_feature(values: list[bytes]) -> Tensor | None:

@@ -37,7 +37,8 @@ FORMAT_NAME = "tfrecordkit-dataset"
 # text feature in the schema; provenance); written only by datasets whose records do.
 # 6: compressed shards may list a restart-point sidecar ("restarts") and an index of
 # decompressed offsets; written only by compressed datasets that have either. 7: a Tensor may
-# be stored as a serialized TensorProto (encoding "proto"); written only by schemas with one.
+# be stored as a serialized TensorProto or a flat list (encoding "proto", "list"); written
+# only by schemas with one.
 FORMAT_VERSION = 7
 Layout = Literal["mixed", "per_class"]
 
@@ -142,7 +143,7 @@ class Manifest:
         """The JSON object written to ``dataset.json``."""
         return {
             "format": FORMAT_NAME,
-            "format_version": (7 if _has_proto_tensor(self.schema)
+            "format_version": (7 if _has_encoded_tensor(self.schema)
                                else 6 if self.compression and any(
                                    shard.restarts or shard.index
                                    for split in self.splits.values() for shard in split.shards)
@@ -286,20 +287,23 @@ def _json_safe(value: Any) -> Any:
 
 def is_dataset_dir(path: Any, storage: Storage | None = None) -> bool:
     """Whether ``path`` is a dataset directory: a folder (local, or a URL prefix) holding
-    ``dataset.json``."""
+    ``dataset.json``, or a TFDS-prepared version directory (``dataset_info.json``)."""
+    from tfrecordkit.store._tfds import is_tfds_dir
+
     if not isinstance(path, str | os.PathLike):
         return False
     storage = storage or Storage.of(path)
     text = os.fspath(path)
     if storage.local and not os.path.isdir(text):
         return False
-    return storage.exists(storage.join(text, MANIFEST_NAME))
+    return storage.exists(storage.join(text, MANIFEST_NAME)) or is_tfds_dir(text, storage)
 
 
 def load_manifest(directory: str | os.PathLike[str], *,
                   storage_options: dict[str, Any] | None = None,
                   storage: Storage | None = None) -> Manifest:
-    """Read and validate the manifest of a dataset directory (a path or a URL).
+    """Read and validate the manifest of a dataset directory (a path or a URL); for a
+    TFDS-prepared version directory, the manifest its metadata implies (in memory).
 
     Raises:
         DatasetError: there is none, it is larger than 64 MiB, or it is not valid JSON
@@ -320,6 +324,10 @@ def load_manifest(directory: str | os.PathLike[str], *,
     except (FileNotFoundError, StorageError) as err:
         if isinstance(err, StorageError) and not err.reason.startswith("not found"):
             raise
+        from tfrecordkit.store._tfds import is_tfds_dir, tfds_manifest
+
+        if is_tfds_dir(directory, storage):  # a TFDS-prepared dataset, read as it is
+            return tfds_manifest(directory, storage)
         if not storage.local:
             storage.check_writable_root(os.fspath(directory))  # a missing bucket, said so
         raise DatasetError(
@@ -380,8 +388,8 @@ class _ManifestSpec(msgspec.Struct, frozen=True):
     created_by: dict[str, Any] = {}
 
 
-def _has_proto_tensor(schema: Schema) -> bool:
-    return any(isinstance(f, Tensor) and f.encoding == "proto" for f in schema.values())
+def _has_encoded_tensor(schema: Schema) -> bool:
+    return any(isinstance(f, Tensor) and f.encoding != "raw" for f in schema.values())
 
 
 def _one_line(err: BaseException) -> str:
@@ -423,8 +431,8 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
                                         "a per_class dataset")
         if spec.format_version < 3:
             raise fail("format_version", "a label taken from the shard needs version 3")
-    if _has_proto_tensor(schema) and spec.format_version < 7:
-        raise fail("format_version", "a Tensor stored as a serialized TensorProto needs "
+    if _has_encoded_tensor(schema) and spec.format_version < 7:
+        raise fail("format_version", "a Tensor stored as a TensorProto or a list needs "
                                      "version 7")
     if SOURCE_FEATURE in schema and spec.format_version < 5:
         raise fail("format_version", f"records that carry {SOURCE_FEATURE!r} need version 5")

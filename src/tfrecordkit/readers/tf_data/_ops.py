@@ -201,6 +201,15 @@ def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool,
             return {"text": parsed[name],
                     **_token_ids(parsed[f"{name}/ids"], text_length, batched)}
         return parsed[name]
+    if isinstance(feature, Tensor) and feature.encoding == "list":
+        values = parsed[name]
+        if isinstance(values, tf.RaggedTensor):
+            values = values.flat_values
+        values = tf.reshape(values, [-1, *feature.shape] if batched and not feature.variable
+                            else [-1, *feature.shape[1:]] if feature.shape else [])
+        if not batched:
+            values.set_shape(feature.shape)
+        return tf.cast(values, tf.as_dtype(feature.dtype))
     if isinstance(feature, Tensor) and feature.encoding == "proto":  # one example at a time
         return tf.ensure_shape(tf.io.parse_tensor(parsed[name], tf.as_dtype(feature.dtype)),
                                feature.shape)

@@ -1,0 +1,191 @@
+"""TFDS-prepared datasets read as they are: a version directory's ``features.json`` becomes the
+schema and its ``dataset_info.json`` the splits and shard lengths, as a manifest held in memory
+(nothing is written into their folder; TensorFlow and TFDS are not needed).
+
+TFDS flattens nested features into ``outer/inner`` keys, stores images as their encoded bytes,
+class labels as int64, text as bytes, tensors as flat int64 / float lists, and a ``Sequence``
+of features as one list per key (of the concatenated elements); the schema says the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from tfrecordkit.errors import DatasetError, SchemaError
+from tfrecordkit.format import Storage
+from tfrecordkit.schema import (
+    ClassLabel,
+    Feature,
+    Image,
+    Scalar,
+    Schema,
+    Sequence,
+    Tensor,
+    Text,
+)
+from tfrecordkit.store._manifest import Manifest, ShardInfo, SplitInfo
+
+__all__ = ["TFDS_INFO", "is_tfds_dir", "tfds_manifest"]
+
+TFDS_INFO = "dataset_info.json"
+TFDS_FEATURES = "features.json"
+_MAX_JSON = 64 << 20
+_SCALARS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "bool",
+            "float16", "float32")
+
+
+def is_tfds_dir(path: Any, storage: Storage) -> bool:
+    """Whether ``path`` is a TFDS version directory (``dataset_info.json`` and
+    ``features.json``)."""
+    if not isinstance(path, str | os.PathLike):
+        return False
+    text = os.fspath(path)
+    if storage.local and not os.path.isdir(text):
+        return False
+    return all(storage.exists(storage.join(text, name)) for name in (TFDS_INFO, TFDS_FEATURES))
+
+
+def _json(storage: Storage, path: str) -> Any:
+    if storage.size(path) > _MAX_JSON:
+        raise DatasetError(f"{path}: larger than {_MAX_JSON >> 20} MiB")
+    try:
+        return json.loads(storage.read_bytes(path))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise DatasetError(f"{path}: not JSON ({err})") from None
+
+
+def tfds_manifest(path: str | os.PathLike[str], storage: Storage) -> Manifest:
+    """The manifest a TFDS version directory implies (schema, splits, shards and their
+    record counts).
+
+    Raises:
+        DatasetError: a feature with no counterpart in the schema (named), a file format other
+            than TFRecord, or metadata that is not what TFDS writes.
+    """
+    root = os.fspath(path)
+    info = _json(storage, storage.join(root, TFDS_INFO))
+    features = _json(storage, storage.join(root, TFDS_FEATURES))
+    where = storage.join(root, TFDS_FEATURES)
+    if not isinstance(info, dict) or not isinstance(features, dict):
+        raise DatasetError(f"{root}: {TFDS_INFO} / {TFDS_FEATURES} are not JSON objects")
+    if info.get("fileFormat", "tfrecord") != "tfrecord":
+        raise DatasetError(f"{root}: TFDS file format {info.get('fileFormat')!r}; only "
+                           "tfrecord shards can be read")
+    mapped: dict[str, Feature] = {}
+    try:
+        _map(features, "", mapped, root, storage, length=False)
+        schema = Schema(mapped)
+    except (SchemaError, KeyError, TypeError, ValueError) as err:
+        raise DatasetError(f"{where}: cannot describe these features: {err}") from None
+    name = str(info.get("name", ""))
+    splits = {}
+    for split in info.get("splits", []):
+        lengths = [int(n) for n in split.get("shardLengths", [])]
+        template = split.get("filepathTemplate") or "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
+        shards = []
+        for i, count in enumerate(lengths):
+            file = (template.replace("{DATASET}", name).replace("{SPLIT}", split["name"])
+                    .replace("{FILEFORMAT}", "tfrecord")
+                    .replace("{SHARD_X_OF_Y}", f"{i:05d}-of-{len(lengths):05d}")
+                    .replace("{SHARD_INDEX}", f"{i:05d}").replace("{NUM_SHARDS}",
+                                                                  f"{len(lengths):05d}"))
+            if "/" in file or "{" in file:
+                raise DatasetError(f"{root}: shard template {template!r} is not understood")
+            size = storage.size(storage.join(root, file))
+            shards.append(ShardInfo(file=file, records=count, bytes=size, crc32c=""))
+        splits[str(split["name"])] = SplitInfo(
+            shards=tuple(shards), records=sum(lengths),
+            bytes=sum(s.bytes for s in shards))
+    if not splits:
+        raise DatasetError(f"{root}: {TFDS_INFO} lists no splits")
+    labels = [n for n, f in schema.items() if isinstance(f, ClassLabel)]
+    return Manifest(schema=schema, splits=splits, layout="mixed", compression=None,
+                    label_feature="label" if "label" in labels else (
+                        labels[0] if len(labels) == 1 else None),
+                    created_by={"tool": "tensorflow-datasets", "source": root,
+                                "version": info.get("version")})
+
+
+def _kind(node: Mapping[str, Any]) -> str:
+    return str(node.get("pythonClassName", "")).rsplit(".", 1)[-1]
+
+
+def _dims(block: Mapping[str, Any]) -> tuple[int | None, ...]:
+    dims = block.get("shape", {}).get("dimensions", [])
+    return tuple(None if int(d) < 0 else int(d) for d in dims)
+
+
+def _map(node: Mapping[str, Any], name: str, out: dict[str, Feature], root: str,
+         storage: Storage, length: int | bool | None) -> None:
+    """Add the features ``node`` (at ``name``) is stored as; ``length`` is set inside a
+    ``Sequence`` (None: its length varies)."""
+    kind = _kind(node)
+    in_sequence = length is not False
+    if "featuresDict" in node:
+        for key, inner in node["featuresDict"]["features"].items():
+            _map(inner, f"{name}/{key}" if name else key, out, root, storage, length=length)
+        return
+    if kind == "Sequence" or "sequence" in node:
+        if in_sequence:
+            raise DatasetError(f"feature {name!r}: a Sequence inside a Sequence is stored as "
+                               "ragged keys, which this reader does not read yet")
+        block = node["sequence"]
+        size = int(block.get("length", -1))
+        _map(block["feature"], name, out, root, storage, length=None if size < 0 else size)
+        return
+    lead: tuple[int | None, ...] = (length,) if in_sequence else ()  # type: ignore[assignment]
+    if "classLabel" in node:
+        names = _label_names(root, name, storage) or [
+            str(i) for i in range(int(node["classLabel"].get("numClasses", 0)))]
+        label = ClassLabel(names)
+        out[name] = Sequence(label) if in_sequence else label
+        return
+    if "text" in node:
+        out[name] = Sequence(Text()) if in_sequence else Text()
+        return
+    if "image" in node:
+        if in_sequence:
+            raise DatasetError(f"feature {name!r}: a Sequence of images is not read yet")
+        block = node["image"]
+        dims = _dims(block)
+        channels = dims[2] if len(dims) == 3 else None
+        fmt = block.get("encodingFormat", "")
+        if block.get("dtype", "uint8") != "uint8":
+            raise DatasetError(f"feature {name!r}: {block.get('dtype')} images are not read")
+        out[name] = Image(fmt if fmt in ("jpeg", "png") else "auto", channels=channels,
+                          dims=False)
+        return
+    block = node.get("tensor") or node.get("boundingBox")
+    if block is None:
+        raise DatasetError(f"feature {name!r}: TFDS {kind or 'feature'} has no counterpart "
+                           "in tfrecordkit's schema yet")
+    if block.get("encoding", "none") not in ("none", ""):
+        raise DatasetError(f"feature {name!r}: tensors encoded as {block['encoding']!r} are "
+                           "not read yet")
+    dtype, shape = str(block.get("dtype", "float32")), (*lead, *_dims(block))
+    if dtype in ("string", "object"):
+        if len(shape) > 1:
+            raise DatasetError(f"feature {name!r}: string tensors of rank > 1 are not read")
+        out[name] = Sequence(Scalar("string")) if shape else Scalar("string")
+        return
+    if dtype == "float64":
+        dtype = "float32"  # TFDS stores float64 in float lists (float32)
+        out[name] = (Tensor(shape, "float32", encoding="list") if shape
+                     else Scalar("float64", float32_storage=True))
+        return
+    if dtype not in _SCALARS and dtype not in ("uint64",):
+        raise DatasetError(f"feature {name!r}: dtype {dtype} is not read")
+    out[name] = Tensor(shape, dtype, encoding="list") if shape else Scalar(
+        "int64" if dtype == "uint64" else dtype)
+
+
+def _label_names(root: str, name: str, storage: Storage) -> list[str] | None:
+    """A ClassLabel's names from TFDS's ``<feature>.labels.txt`` (None when it has none)."""
+    for candidate in (name, name.replace("/", "-"), name.rsplit("/", 1)[-1]):
+        path = storage.join(root, f"{candidate}.labels.txt")
+        if storage.exists(path):
+            return storage.read_bytes(path).decode("utf-8").splitlines()
+    return None
