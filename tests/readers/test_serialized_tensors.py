@@ -139,7 +139,7 @@ def test_adopted_files_and_our_tensor_feature_read_them_in_every_reader(files, t
         assert np.array_equal(tf.io.parse_tensor(data, tf.float32).numpy(), w["image"])
     wrong = tk.Schema({"image": tk.Tensor((4, 5, 3), "float64", encoding="proto"),
                        "label": tk.ClassLabel(["a", "b", "c"])})
-    with pytest.raises(tk.SchemaError, match="'image'.*float32.*does not fit float64"):
+    with pytest.raises(tk.SchemaError, match=r"'image'.*float32.*does not fit float64"):
         wrong.decode(next(iter(tk.open_split(tmp_path / "own"))))
 
 

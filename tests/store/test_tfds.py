@@ -163,5 +163,5 @@ def test_features_without_a_counterpart_are_named(tmp_path):
     (root / "features.json").write_text(json.dumps({"featuresDict": {"features": {
         "clip": {"pythonClassName": "tensorflow_datasets.core.features.video_feature.Video",
                  "video": {}}}}}))
-    with pytest.raises(tk.DatasetError, match="'clip'.*Video"):
+    with pytest.raises(tk.DatasetError, match=r"'clip'.*Video"):
         tk.load_manifest(root)

@@ -160,8 +160,8 @@ class Tensor(Feature):
                 (rest == 0 and flat.size) or (rest and flat.size % rest) or (
                     self.shape[0] is not None and flat.size != self.shape[0] * rest))):
             raise SchemaError(name, f"{flat.size} values do not fit {self.shape}")
-        shape = (-1, *self.shape[1:]) if self.shape and rest else tuple(
-            d or 0 for d in self.shape)
+        shape = ((-1, *(int(d) for d in self.shape[1:] if d is not None))
+                 if self.shape and rest else tuple(d or 0 for d in self.shape))
         return flat.astype(self.dtype).reshape(shape)
 
 

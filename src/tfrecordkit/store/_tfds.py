@@ -119,7 +119,7 @@ def _dims(block: Mapping[str, Any]) -> tuple[int | None, ...]:
 
 
 def _map(node: Mapping[str, Any], name: str, out: dict[str, Feature], root: str,
-         storage: Storage, length: int | bool | None) -> None:
+         storage: Storage, *, length: int | bool | None) -> None:
     """Add the features ``node`` (at ``name``) is stored as; ``length`` is set inside a
     ``Sequence`` (None: its length varies)."""
     kind = _kind(node)
@@ -136,7 +136,7 @@ def _map(node: Mapping[str, Any], name: str, out: dict[str, Feature], root: str,
         size = int(block.get("length", -1))
         _map(block["feature"], name, out, root, storage, length=None if size < 0 else size)
         return
-    lead: tuple[int | None, ...] = (length,) if in_sequence else ()  # type: ignore[assignment]
+    lead: tuple[int | None, ...] = (length,) if in_sequence else ()
     if "classLabel" in node:
         names = _label_names(root, name, storage) or [
             str(i) for i in range(int(node["classLabel"].get("numClasses", 0)))]
