@@ -135,6 +135,13 @@ def test_every_value_equals_tfds_as_numpy(prepared):
     tf_batch = next(iter(tk.load_tf_dataset(root, "test", batch_size=TEST, shuffle=False)))
     np.testing.assert_array_equal(tf_batch["n"].numpy(), batch["n"])
     np.testing.assert_array_equal(tf_batch["vec"].numpy(), batch["vec"])
+    grain = tk.load_grain_source(root, "test")
+    assert [int(grain[k]["n"]) for k in range(TEST)] == batch["n"].tolist()
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    torch_ids = [int(n) for b in load_torch_dataset(root, "test", batch_size=2, shuffle=False)
+                 for n in b["n"]]
+    assert torch_ids == batch["n"].tolist()
     assert not list(__import__("pathlib").Path(root).glob("dataset.json"))  # nothing written
 
 
