@@ -279,23 +279,24 @@ def _tensor(name: str, shape: tuple[int | None, ...], dtype: str) -> tuple[Featu
     return feature, convert
 
 
-def _image(value: Any, where: str) -> Any:
+def _stored_bytes(value: Any, where: str, what: str) -> bytes:
+    """The encoded bytes HF holds for an image or audio value (read from its path when it
+    keeps only that)."""
     data = value.get("bytes") if isinstance(value, Mapping) else None
     if data is None:
         path = value.get("path") if isinstance(value, Mapping) else None
         if not path:
-            raise SourceError(f"datasets column {where!r}", "an image with no bytes or path")
+            raise SourceError(f"datasets column {where!r}", f"{what} with no bytes or path")
         with open(os.fspath(path), "rb") as f:
             data = f.read()
-    return image_from_bytes(bytes(data), f"datasets column {where!r}")
+    return bytes(data)
+
+
+def _image(value: Any, where: str) -> Any:
+    return image_from_bytes(_stored_bytes(value, where, "an image"),
+                            f"datasets column {where!r}")
 
 
 def _audio(value: Any, where: str, encoding: str) -> Any:
-    data = value.get("bytes") if isinstance(value, Mapping) else None
-    if data is None:
-        path = value.get("path") if isinstance(value, Mapping) else None
-        if not path:
-            raise SourceError(f"datasets column {where!r}", "audio with no bytes or path")
-        with open(os.fspath(path), "rb") as f:
-            data = f.read()
-    return audio_from_bytes(bytes(data), f"datasets column {where!r}", encoding=encoding)
+    return audio_from_bytes(_stored_bytes(value, where, "audio"),
+                            f"datasets column {where!r}", encoding=encoding)
