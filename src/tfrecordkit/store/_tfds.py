@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from tfrecordkit.errors import DatasetError, SchemaError
+from tfrecordkit.errors import DatasetError, SchemaError, StorageError
 from tfrecordkit.format import Storage
 from tfrecordkit.schema import (
     ClassLabel,
@@ -33,6 +34,7 @@ __all__ = ["TFDS_INFO", "is_tfds_dir", "tfds_manifest"]
 TFDS_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
 _MAX_JSON = 64 << 20
+_PLAIN_NAME = re.compile(r"^(?!\.{1,2}$)[^/\\\x00{}]{1,255}$")
 _SCALARS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "bool",
             "float16", "float32")
 
@@ -53,7 +55,7 @@ def _json(storage: Storage, path: str) -> Any:
         raise DatasetError(f"{path}: larger than {_MAX_JSON >> 20} MiB")
     try:
         return json.loads(storage.read_bytes(path))
-    except (ValueError, UnicodeDecodeError) as err:
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise DatasetError(f"{path}: not JSON ({err})") from None
 
 
@@ -78,8 +80,26 @@ def tfds_manifest(path: str | os.PathLike[str], storage: Storage) -> Manifest:
     try:
         _map(features, "", mapped, root, storage, length=False)
         schema = Schema(mapped)
-    except (SchemaError, KeyError, TypeError, ValueError) as err:
-        raise DatasetError(f"{where}: cannot describe these features: {err}") from None
+    except (SchemaError, KeyError, TypeError, ValueError, AttributeError,
+            RecursionError) as err:
+        raise DatasetError(f"{where}: cannot describe these features: {err!r:.200}") from None
+    try:
+        splits = _splits(info, root, storage)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise DatasetError(f"{storage.join(root, TFDS_INFO)}: not what TFDS writes "
+                           f"({err!r:.200})") from None
+    if not splits:
+        raise DatasetError(f"{root}: {TFDS_INFO} lists no splits")
+    labels = [n for n, f in schema.items() if isinstance(f, ClassLabel)]
+    return Manifest(schema=schema, splits=splits, layout="mixed", compression=None,
+                    label_feature="label" if "label" in labels else (
+                        labels[0] if len(labels) == 1 else None),
+                    created_by={"tool": "tensorflow-datasets", "source": root,
+                                "version": str(info.get("version"))})
+
+
+def _splits(info: Mapping[str, Any], root: str, storage: Storage) -> dict[str, SplitInfo]:
+    """Each split's shards (file names from TFDS's template) and record counts."""
     name = str(info.get("name", ""))
     splits = {}
     for split in info.get("splits", []):
@@ -92,21 +112,22 @@ def tfds_manifest(path: str | os.PathLike[str], storage: Storage) -> Manifest:
                     .replace("{SHARD_X_OF_Y}", f"{i:05d}-of-{len(lengths):05d}")
                     .replace("{SHARD_INDEX}", f"{i:05d}").replace("{NUM_SHARDS}",
                                                                   f"{len(lengths):05d}"))
-            if "/" in file or "{" in file:
-                raise DatasetError(f"{root}: shard template {template!r} is not understood")
-            size = storage.size(storage.join(root, file))
+            if not _PLAIN_NAME.match(file) or count < 0:
+                # A shard must be a file inside the folder: no separators, not . or ..
+                raise DatasetError(f"{root}: shard {file!r} ({count} records) from template "
+                                   f"{template!r} is not a file of this folder")
+            try:
+                size = storage.size(storage.join(root, file))
+            except (FileNotFoundError, StorageError):
+                raise DatasetError(f"{root}: shard {file} is missing ({TFDS_INFO} lists "
+                                   "it)") from None
             shards.append(ShardInfo(file=file, records=count, bytes=size, crc32c=""))
+        if not _PLAIN_NAME.match(str(split["name"])):
+            raise DatasetError(f"{root}: split name {split['name']!r} is not understood")
         splits[str(split["name"])] = SplitInfo(
             shards=tuple(shards), records=sum(lengths),
             bytes=sum(s.bytes for s in shards))
-    if not splits:
-        raise DatasetError(f"{root}: {TFDS_INFO} lists no splits")
-    labels = [n for n, f in schema.items() if isinstance(f, ClassLabel)]
-    return Manifest(schema=schema, splits=splits, layout="mixed", compression=None,
-                    label_feature="label" if "label" in labels else (
-                        labels[0] if len(labels) == 1 else None),
-                    created_by={"tool": "tensorflow-datasets", "source": root,
-                                "version": info.get("version")})
+    return splits
 
 
 def _kind(node: Mapping[str, Any]) -> str:
