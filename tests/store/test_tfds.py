@@ -172,3 +172,14 @@ def test_features_without_a_counterpart_are_named(tmp_path):
                  "video": {}}}}}))
     with pytest.raises(tk.DatasetError, match=r"'clip'.*Video"):
         tk.load_manifest(root)
+
+
+def test_adopted_folder_verifies_and_reads_the_same(prepared, tmp_path):
+    from tfrecordkit.cli import main
+
+    manifest = tk.adopt(prepared.data_dir, tmp_path / "adopted")
+    assert {k: v.records for k, v in manifest.splits.items()} == {"train": TRAIN, "test": TEST}
+    assert manifest.splits["train"].class_counts == {"0": 8, "1": 8, "2": 7}
+    assert main(["verify", str(tmp_path / "adopted"), "-q"]) == 0
+    ours = [r for r in tk.open_split(tmp_path / "adopted", "test")]
+    assert ours == list(tk.open_split(prepared.data_dir, "test"))

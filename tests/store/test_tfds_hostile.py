@@ -47,6 +47,17 @@ def test_a_hand_written_folder_reads(tmp_path):
     batch = next(iter(tk.load_numpy_dataset(root, batch_size=4, shuffle=False)))
     assert batch["n"].tolist() == [0, 1, 2, 3] and batch["vec"].shape == (4, 2)
     assert batch["meta/text"] == ["t0", "t1", "t2", "t3"]
+    # adopt: dataset.json (checksums, class counts, indexes) in another folder, same values.
+    adopted = tk.adopt(root, tmp_path / "adopted")
+    assert adopted.splits["train"].class_counts == {"0": 2, "1": 1, "2": 1}
+    assert adopted.splits["train"].shards[0].crc32c and (
+        tmp_path / "adopted" / "toy-train.tfrecord-00000-of-00001.index").exists()
+    again = next(iter(tk.load_numpy_dataset(tmp_path / "adopted", batch_size=4,
+                                            shuffle=False)))
+    assert again["n"].tolist() == batch["n"].tolist()
+    assert not (root / "dataset.json").exists()
+    with pytest.raises(tk.DatasetError, match="already holds"):
+        tk.adopt(root, tmp_path / "adopted")
 
 
 def _paths(node, prefix=()):

@@ -51,6 +51,7 @@ from tfrecordkit.store._labels import scan_columns
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, load_manifest
 from tfrecordkit.store._options import ShardOptions
 from tfrecordkit.store._plan import finalize_manifest
+from tfrecordkit.store._tfds import TFDS_INFO, is_tfds_dir, tfds_manifest
 
 __all__ = ["adopt"]
 
@@ -82,6 +83,10 @@ def adopt(
     When ``out_dir`` already holds a dataset, the files become its new split ``split``: its
     schema must read them (checked on a sample), and its label and class names apply.
 
+    A TFDS-prepared version folder (one path holding ``dataset_info.json``) keeps its
+    splits, shards and schema as TFDS describes them (see
+    :func:`~tfrecordkit.store.load_manifest`); ``split`` and the label options do not apply.
+
     Args:
         paths: files, globs or directories (local or URLs).
         out_dir: the dataset directory (default: the folder holding the files).
@@ -112,6 +117,14 @@ def adopt(
     """
     inputs = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike)
                                      else paths)]
+    if len(inputs) == 1:
+        storage = Storage.of(inputs[0], storage_options)
+        if is_tfds_dir(inputs[0], storage):
+            target = os.fspath(out_dir) if out_dir is not None else inputs[0]
+            if storage.exists(storage.join(target, MANIFEST_NAME)) and not overwrite:
+                raise DatasetError(f"{target} already holds {MANIFEST_NAME}; pass "
+                                   "overwrite=True (--overwrite) to replace it")
+            return _adopt_tfds(inputs[0], target, storage)
     files = expand_record_paths(inputs, storage_options, manifests=False)
     if not files:
         raise DatasetError(f"no TFRecord files in {inputs}")
@@ -223,6 +236,49 @@ def adopt(
     logger.info("adopted %d file(s), %d records, as split %r of %s",
                 len(shards), sum(s.records for s in shards), split, target)
     return manifest
+
+
+def _adopt_tfds(root: str, target: str, storage: Storage) -> Manifest:
+    """A TFDS-prepared version folder as a dataset: its schema, splits and shards as TFDS
+    describes them, each shard checked (CRCs, count), indexed and checksummed."""
+    implied = tfds_manifest(root, storage)
+    label = implied.label_feature
+    classes = len(implied.class_names) if label is not None else 0
+    splits: dict[str, Sequence[ShardInfo]] = {}
+    with _Undo(storage) as undo:
+        for name, split in implied.splits.items():
+            infos = []
+            for shard in split.shards:
+                placed = _place(storage.join(root, shard.file),
+                                storage.join(target, shard.file), storage, undo)
+                undo.new(placed + INDEX_SUFFIX)
+                records, labels = _scan(placed, storage, None, label=label, images=(),
+                                        observations=ImageObservations())
+                if records != shard.records:
+                    raise DatasetError(f"{placed}: {records} records; {TFDS_INFO} says "
+                                       f"{shard.records}")
+                counts: dict[str, int] = {}
+                if labels is not None and labels.size:
+                    bad = labels[(labels < 0) | (labels >= classes)]
+                    if bad.size:
+                        raise DatasetError(f"{placed}: class id {int(bad[0])} outside the "
+                                           f"{classes} classes of {label!r}")
+                    ids, n = np.unique(labels, return_counts=True)
+                    counts = {str(int(i)): int(c) for i, c in zip(ids, n, strict=True)}
+                checksum, head_checksum = file_checksums(placed, storage=storage)
+                infos.append(ShardInfo(
+                    file=shard.file, records=records, bytes=storage.size(placed),
+                    crc32c=checksum, head_crc32c=head_checksum,
+                    index=shard.file + INDEX_SUFFIX, class_counts=counts))
+            splits[name] = infos
+        from tfrecordkit._version import __version__
+
+        return finalize_manifest(
+            target, splits, schema=implied.schema,
+            options=ShardOptions(layout="mixed", shuffle=False, index=True),
+            label_feature=label, storage=storage,
+            created_by={"tool": "tfrecordkit adopt", "version": __version__,
+                        "source": f"tensorflow-datasets: {root}"})
 
 
 def _join(existing: Manifest, target: str, split: str, compression: str | None, *,
