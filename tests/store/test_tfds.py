@@ -38,6 +38,7 @@ def _rows(n: int, seed: int):
             "objects": [{"bbox": tfds.features.BBox(0.1, 0.2, 0.3 + j / 10, 0.9),
                          "kind": ["a", "b"][j % 2]} for j in range(i % 3)],
             "words": [f"w{j}" for j in range(i % 4)],
+            "speech": (np.arange(5 + i) * 300 - 900).astype(np.int64),
         }
 
 
@@ -61,6 +62,7 @@ class Toy(tfds.core.GeneratorBasedBuilder):
             "objects": f.Sequence({"bbox": f.BBoxFeature(),
                                    "kind": f.ClassLabel(names=["a", "b"])}),
             "words": f.Sequence(f.Text()),
+            "speech": f.Audio(shape=(None,), dtype=np.int64, sample_rate=16000),
         }))
 
     def _split_generators(self, dl_manager):

@@ -179,6 +179,12 @@ def _map(node: Mapping[str, Any], name: str, out: dict[str, Feature], root: str,
         out[name] = Image(fmt if fmt in ("jpeg", "png") else "auto", channels=channels,
                           dims=False)
         return
+    if "audio" in node:
+        audio = node["audio"]
+        if str(audio.get("encoding", "none")).lower() != "none":
+            raise DatasetError(f"feature {name!r}: audio stored encoded "
+                               f"({audio.get('encoding')}) is not read yet")
+        node = {"tensor": {**audio, "encoding": "none"}}  # samples as a numeric list
     block = node.get("tensor") or node.get("boundingBox")
     if block is None:
         raise DatasetError(f"feature {name!r}: TFDS {kind or 'feature'} has no counterpart "
