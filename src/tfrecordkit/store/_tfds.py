@@ -80,14 +80,20 @@ def tfds_manifest(path: str | os.PathLike[str], storage: Storage) -> Manifest:
     try:
         _map(features, "", mapped, root, storage, length=False)
         schema = Schema(mapped)
+    except DatasetError as err:
+        raise DatasetError(f"{where}: {err}") from None
     except (SchemaError, KeyError, TypeError, ValueError, AttributeError,
             RecursionError) as err:
-        raise DatasetError(f"{where}: cannot describe these features: {err!r:.200}") from None
+        what = f"{type(err).__name__}: {err}"[:200]
+        raise DatasetError(f"{where}: cannot describe these features ({what})") from None
     try:
         splits = _splits(info, root, storage)
+    except DatasetError:
+        raise
     except (KeyError, TypeError, ValueError, AttributeError) as err:
+        what = f"{type(err).__name__}: {err}"[:200]
         raise DatasetError(f"{storage.join(root, TFDS_INFO)}: not what TFDS writes "
-                           f"({err!r:.200})") from None
+                           f"({what})") from None
     if not splits:
         raise DatasetError(f"{root}: {TFDS_INFO} lists no splits")
     labels = [n for n, f in schema.items() if isinstance(f, ClassLabel)]
