@@ -47,6 +47,12 @@ def test_a_hand_written_folder_reads(tmp_path):
     batch = next(iter(tk.load_numpy_dataset(root, batch_size=4, shuffle=False)))
     assert batch["n"].tolist() == [0, 1, 2, 3] and batch["vec"].shape == (4, 2)
     assert batch["meta/text"] == ["t0", "t1", "t2", "t3"]
+    # verify: records and CRCs checked; TFDS records no file checksum, so none is compared.
+    from tfrecordkit.store import verify_paths
+
+    result = verify_paths([str(root)])
+    assert not result.manifest_problems, result.manifest_problems
+    assert [f["records"] for f in result.files] == [4]
     # adopt: dataset.json (checksums, class counts, indexes) in another folder, same values.
     adopted = tk.adopt(root, tmp_path / "adopted")
     assert adopted.splits["train"].class_counts == {"0": 2, "1": 1, "2": 1}
