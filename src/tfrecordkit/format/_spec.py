@@ -18,12 +18,16 @@ SpecDtype = Literal["string", "int64", "float32"]
 
 @dataclass(frozen=True)
 class KeySpec:
-    """How to parse one Example key: its list dtype and fixed shape (None: variable length)."""
+    """How to parse one Example key: its list dtype and fixed shape (None: variable length).
+
+    ``sequence``: a SequenceExample feature list, whose ``shape`` is one step's (every record
+    holds any number of steps)."""
 
     key: str
     dtype: SpecDtype
     shape: tuple[int, ...] | None = ()
     default: Any = None
+    sequence: bool = False
 
 
 # decode_example gives float32 or int64 arrays: the dtype's kind letter tells them apart

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Names
 from concurrent.futures import Executor
@@ -18,7 +19,12 @@ from tfrecordkit.codecs import (
     scale_pixels,
 )
 from tfrecordkit.errors import OptionError, SchemaError
-from tfrecordkit.format import Column, decode_tensor_proto, parse_examples
+from tfrecordkit.format import (
+    Column,
+    decode_sequence_example,
+    decode_tensor_proto,
+    parse_examples,
+)
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, stored_layout, stored_specs
 from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
 
@@ -359,10 +365,17 @@ class RecordDecoder:
 
     def _columns_by_specs(self, records: list[bytes], where: Callable[[int], Any]
                           ) -> dict[str, Any]:
-        """Files without a schema: the inferred specs' columns as values (images decoded)."""
-        columns = parse_examples(records, list(self._specs.values()), where=where)
+        """Files without a schema: the inferred specs' columns as values (images decoded;
+        SequenceExample feature lists as ``(steps, *step shape)`` arrays)."""
+        plain = [spec for spec in self._specs.values() if not spec.sequence]
+        columns = parse_examples(records, plain, where=where)
         out: dict[str, Any] = {}
+        lists = [spec for spec in self._specs.values() if spec.sequence]
+        if lists:
+            out.update(_feature_lists(records, lists, where))
         for name, spec in self._specs.items():
+            if spec.sequence:
+                continue
             column, n = columns[name], len(records)
             if name in self._images:  # one encoded image per record (its spec's shape is ())
                 images = []
@@ -502,3 +515,31 @@ def decode_options(options: DecodeOptions | None, *, decode: bool = True,
         raise OptionError("give either options= or the decode, features and image_size "
                           "keywords, not both")
     return options
+
+
+def _feature_lists(records: list[bytes], specs: list[KeySpec], where: Callable[[int], Any]
+                   ) -> dict[str, list[Any]]:
+    """Each record's SequenceExample feature lists: per spec, a ``(steps, *step)`` array (an
+    object array of bytes for bytes lists); a missing list has no steps."""
+    out: dict[str, list[Any]] = {spec.key: [] for spec in specs}
+    for i, record in enumerate(records):
+        try:
+            _, lists = decode_sequence_example(record)
+        except ValueError as err:
+            raise SchemaError("<record>", str(err), record=where(i)) from None
+        for spec in specs:
+            steps = lists.get(spec.key, [])
+            step = spec.shape or ()
+            width = math.prod(step)
+            if any(len(values) != width for values in steps):
+                raise SchemaError(spec.key, f"a step holds another number of values than "
+                                            f"{width}", record=where(i))
+            if spec.dtype == "string":
+                array = np.empty((len(steps), width), dtype=object)
+                for t, values in enumerate(steps):
+                    array[t, :] = list(values)
+            else:
+                array = (np.stack([np.asarray(v) for v in steps]) if steps else
+                         np.zeros((0, width))).astype(np.dtype(spec.dtype))
+            out[spec.key].append(array.reshape((len(steps), *step)))
+    return out

@@ -240,6 +240,8 @@ def _of_spec(spec: KeySpec, image: bool, options: Any) -> FeatureLayout:
         return FeatureLayout(spec.key, "image", np.dtype(options.image_dtype), shape,
                              _axes(shape[:2]))
     shape = spec.shape if spec.shape is not None else (None,)
+    if spec.sequence:  # a feature list: any number of steps of the spec's shape
+        shape = (None, *shape)
     if spec.dtype == "string":
         return FeatureLayout(spec.key, "bytes", None, shape, _axes(shape), fill=b"")
     return FeatureLayout(spec.key, "numbers", np.dtype(spec.dtype), shape, _axes(shape))

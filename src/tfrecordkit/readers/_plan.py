@@ -221,16 +221,23 @@ def _inferred_specs(files: list[str], sample: int, storage: Storage
             yield from RecordReader(file, storage=storage)
 
     profile = profile_records(records(), limit=sample)
-    if profile.message_type != "Example" or not profile.records:
+    if not profile.records:
         raise DatasetError(f"{files[0]}: cannot infer a schema (records are not "
-                           f"tf.train.Example)")
+                           f"tf.train.Example or SequenceExample)")
     specs = tuple(feature.key_spec(profile.records) for feature in profile.features.values())
-    images = tuple(name for name, f in profile.features.items()
+    ragged = [s.key for s in specs if s.sequence and s.shape is None]
+    if ragged:
+        raise DatasetError(f"{files[0]}: feature lists {ragged} have steps of different "
+                           "lengths, which the readers do not read yet (steps of one length "
+                           "are read)")
+    plain = {name: f for name, f in profile.features.items() if not f.sequence}
+    images = tuple(name for name, f in plain.items()
                    if f.content in ("jpeg", "png") and f.is_fixed_length(profile.records)
                    and f.max_count == 1)
-    held = [spec for spec, (name, f) in zip(specs, profile.features.items(), strict=True)
-            if f.content == "tensor" and f.is_fixed_length(profile.records)
-            and f.max_count == 1]
+    held = [spec for spec in specs if spec.key in plain
+            and plain[spec.key].content == "tensor"
+            and plain[spec.key].is_fixed_length(profile.records)
+            and plain[spec.key].max_count == 1]
     return specs, images, _tensor_keys(itertools.islice(records(), sample), held)
 
 

@@ -89,9 +89,14 @@ class FeatureProfile:
         self.present = before + 1
 
     def key_spec(self, records: int) -> KeySpec:
-        """How to parse this (non-sequence) feature: fixed shape when every one of ``records``
-        sampled records held the same number of values, else variable length."""
+        """How to parse this feature: fixed shape when every one of ``records`` sampled
+        records held the same number of values, else variable length; for a feature list,
+        one step's shape."""
         dtype = _SPEC_DTYPE[self.kind]
+        if self.sequence:  # a feature list: one step's shape (None when steps vary)
+            fixed = self.min_count == self.max_count and self.max_count > 0
+            step = (() if self.max_count == 1 else (self.max_count,)) if fixed else None
+            return KeySpec(self.name, dtype, step, sequence=True)
         if self.is_fixed_length(records) and self.max_count > 0:
             return KeySpec(self.name, dtype, () if self.max_count == 1 else (self.max_count,))
         return KeySpec(self.name, dtype, None)

@@ -91,8 +91,22 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
     re-batched to ``batch_size`` (None: single examples), in the layout's structure."""
     ordered, layout, options = plan.ordered, plan.layout, plan.options
 
+    lists = {k: v for k, v in plan.description.items()
+             if isinstance(v, tf.io.FixedLenSequenceFeature)}
+
     def parse_batch(serialized: Any) -> Example:
-        return dict(tf.io.parse_example(serialized, plan.description))
+        if not lists:
+            return dict(tf.io.parse_example(serialized, plan.description))
+        # SequenceExamples: the context as Examples' keys, each feature list ragged over
+        # its steps (padding and lengths then come from the layout, as for other keys).
+        context, steps, lengths = tf.io.parse_sequence_example(
+            serialized, context_features={k: v for k, v in plan.description.items()
+                                          if k not in lists},
+            sequence_features=lists)
+        out = dict(context)
+        for key, values in steps.items():
+            out[key] = tf.RaggedTensor.from_tensor(values, lengths=lengths[key])
+        return out
 
     if plan.per_example:
         # Parse in big batches (fast), then decode each example in a parallel map.

@@ -43,6 +43,8 @@ def feature_description(schema: Schema, features: Sequence[str] | None = None) -
 
 def _tf_spec(spec: KeySpec) -> Any:
     dtype = _TF_DTYPES[spec.dtype]
+    if spec.sequence:  # a SequenceExample feature list of fixed-shape steps
+        return tf.io.FixedLenSequenceFeature(list(spec.shape or ()), dtype, allow_missing=True)
     if spec.shape is None:
         return tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
     return tf.io.FixedLenFeature(list(spec.shape), dtype)
