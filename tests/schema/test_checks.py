@@ -116,3 +116,15 @@ def test_schema_errors_pickle_with_their_reason():
     err = SchemaError("f", "something: with a colon", record=4)
     again = pickle.loads(pickle.dumps(err))
     assert str(again) == str(err) and again.reason == err.reason
+
+
+def test_a_feature_list_with_no_steps_does_not_make_the_others_vary():
+    """A record whose feature list is present but empty has no steps to count: the steps of
+    the other records still give one fixed step width (it was read as varying)."""
+    from tfrecordkit.format import encode_sequence_example
+    from tfrecordkit.schema import profile_records
+
+    records = [encode_sequence_example({"id": [i]}, {"frames": [[t, -t] for t in range(i % 3)]})
+               for i in range(6)]
+    spec = profile_records(records).features["frames"].key_spec(6)
+    assert spec.sequence and spec.shape == (2,)

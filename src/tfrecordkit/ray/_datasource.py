@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError
-from tfrecordkit.format import Storage, check_frame
+from tfrecordkit.format import Inflater, Restarts, Storage, check_frame
 from tfrecordkit.readers import (
     RECORD_ID,
     DecodeOptions,
@@ -45,6 +45,9 @@ class _Range:
     offsets: np.ndarray  # frame offsets, relative to start
     lengths: np.ndarray
     shard_class: int = -1  # the file's class (per-class layout)
+    # A compressed file: offsets are in its decompressed stream, read by inflating from
+    # the nearest of these restart points.
+    restarts: Restarts | None = None
 
 
 class TFRecordKitDatasource(Datasource):
@@ -102,9 +105,11 @@ def _ranges(where: SplitLocations, start: int, stop: int) -> list[_Range]:
             end += 1
         first_offset = int(offset[position])
         last_end = int(offset[end - 1] + length[end - 1])
+        restarts = (Restarts(where.restarts.compression, (where.restarts.points[number],))
+                    if where.restarts is not None else None)
         out.append(_Range(files[number], position, first_offset, last_end,
                           offset[position:end] - first_offset, length[position:end].copy(),
-                          int(where.shard_class[number])))
+                          int(where.shard_class[number]), restarts))
         position = end
     return out
 
@@ -113,7 +118,7 @@ def _read_ranges(ranges: list[_Range], storage: Storage, decoder: RecordDecoder
                  ) -> Iterator[Any]:
     """Blocks of up to 1,024 decoded rows: each range read in one request, CRCs checked."""
     for part in ranges:
-        data = memoryview(storage.read_spans([(part.file, part.start, part.end)])[0])
+        data = memoryview(_span(part, storage))
         offsets, lengths = part.offsets.tolist(), part.lengths.tolist()
         for chunk in range(0, len(offsets), _ROWS_PER_BLOCK):
             records = [
@@ -125,6 +130,19 @@ def _read_ranges(ranges: list[_Range], storage: Storage, decoder: RecordDecoder
             ]
             first = part.first + chunk
             yield BlockAccessor.batch_to_block(_batch(decoder, records, first, part))
+
+
+def _span(part: _Range, storage: Storage) -> bytes:
+    """The bytes of ``[start, end)``: one ranged read, or inflated for a compressed file."""
+    if part.restarts is None:
+        return storage.read_spans([(part.file, part.start, part.end)])[0]
+    inflater = Inflater(part.restarts, [part.file])
+    with storage.open(part.file, "rb") as f:
+        def read_at(at: int, size: int) -> bytes:
+            f.seek(at)
+            return f.read(size)
+
+        return inflater.read(0, [(part.start, part.end)], read_at, chunk=1 << 20)[0]
 
 
 def _batch(decoder: RecordDecoder, records: list[bytes], first: int, part: _Range

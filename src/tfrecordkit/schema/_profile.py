@@ -45,14 +45,16 @@ class FeatureProfile:
     max_steps: int = 0
     contents: Counter[str] = field(default_factory=Counter)
     kinds_seen: set[str] = field(default_factory=set)
+    lists_seen: int = 0  # value lists counted (records; for a feature list, its steps)
 
     def _add(self, kind: ListKind, values: Any) -> None:
         count = len(values)
-        if self.present == 0:
+        if self.lists_seen == 0:
             self.min_count = self.max_count = count
         else:
             self.min_count = min(self.min_count, count)
             self.max_count = max(self.max_count, count)
+        self.lists_seen += 1
         self.present += 1
         if kind != "empty":
             self.kinds_seen.add(kind)
