@@ -138,3 +138,16 @@ def test_steps_of_different_lengths_are_one_clear_error(tmp_path):
         writer.write(ex.SerializeToString())
     with pytest.raises(DatasetError, match=r"\['x'\].*steps of different lengths"):
         tk.load_numpy_dataset(str(path), batch_size=1)
+
+
+def test_undecoded_batches_hold_the_same_lists(files):
+    """decode=False gives the stored keys parsed: for these records (no media) the same
+    values as decoding, in NumPy and tf.data alike."""
+    decoded = next(iter(tk.load_numpy_dataset(files, batch_size=N, shuffle=False)))
+    raw = next(iter(tk.load_numpy_dataset(files, batch_size=N, shuffle=False, decode=False)))
+    tf_raw = next(iter(tk.load_tf_dataset(files, batch_size=N, shuffle=False, decode=False)))
+    for key in ("frames", "token"):
+        np.testing.assert_array_equal(raw[key]["values"], decoded[key]["values"])
+        np.testing.assert_array_equal(raw[key]["lengths"], decoded[key]["lengths"])
+        np.testing.assert_array_equal(tf_raw[key]["values"].numpy(), decoded[key]["values"])
+    np.testing.assert_array_equal(raw["id"], decoded["id"])

@@ -300,13 +300,15 @@ class RecordDecoder:
         ``{"values", "lengths"}`` (``padding="ragged"``: one array or list per record), as
         :attr:`stored` lays them out. ``padding`` overrides the options' (Ray rows keep each
         record's own values)."""
-        columns = parse_examples(records, self._raw_specs, where=where)
+        columns, lists = _parse_keys(records, self._raw_specs, where)
         padding = padding or self.options.padding
         out = {}
         for key, column in columns.items():
             layout = self.stored[key]
             out[key] = (batch_feature(layout, _rows(column), padding) if layout.varies
                         else _fixed(column, len(records)))
+        for key, values in lists.items():
+            out[key] = batch_feature(self.stored[key], values, padding)
         if self.shard_label is not None and classes is not None:
             out[self.shard_label] = np.asarray(classes, np.int64)
         return out
@@ -367,12 +369,8 @@ class RecordDecoder:
                           ) -> dict[str, Any]:
         """Files without a schema: the inferred specs' columns as values (images decoded;
         SequenceExample feature lists as ``(steps, *step shape)`` arrays)."""
-        plain = [spec for spec in self._specs.values() if not spec.sequence]
-        columns = parse_examples(records, plain, where=where)
-        out: dict[str, Any] = {}
-        lists = [spec for spec in self._specs.values() if spec.sequence]
-        if lists:
-            out.update(_feature_lists(records, lists, where))
+        columns, lists = _parse_keys(records, list(self._specs.values()), where)
+        out: dict[str, Any] = dict(lists)
         for name, spec in self._specs.items():
             if spec.sequence:
                 continue
@@ -517,7 +515,17 @@ def decode_options(options: DecodeOptions | None, *, decode: bool = True,
     return options
 
 
-def _feature_lists(records: list[bytes], specs: list[KeySpec], where: Callable[[int], Any]
+def _parse_keys(records: Names[bytes], specs: Names[KeySpec], where: Callable[[int], Any]
+                ) -> tuple[dict[str, Column], dict[str, list[Any]]]:
+    """The records' keys by their specs: Example keys (and a SequenceExample's context) as
+    columns of the columnar parse, SequenceExample feature lists per record."""
+    plain = [spec for spec in specs if not spec.sequence]
+    lists = [spec for spec in specs if spec.sequence]
+    return (parse_examples(records, plain, where=where),
+            _feature_lists(records, lists, where) if lists else {})
+
+
+def _feature_lists(records: Names[bytes], specs: list[KeySpec], where: Callable[[int], Any]
                    ) -> dict[str, list[Any]]:
     """Each record's SequenceExample feature lists: per spec, a ``(steps, *step)`` array (an
     object array of bytes for bytes lists); a missing list has no steps."""
