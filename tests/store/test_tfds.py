@@ -39,6 +39,7 @@ def _rows(n: int, seed: int):
                          "kind": ["a", "b"][j % 2]} for j in range(i % 3)],
             "words": [f"w{j}" for j in range(i % 4)],
             "speech": (np.arange(5 + i) * 300 - 900).astype(np.int64),
+            "big": np.uint64(2**64 - 1 - i),  # stored in an int64 list
         }
 
 
@@ -63,6 +64,7 @@ class Toy(tfds.core.GeneratorBasedBuilder):
                                    "kind": f.ClassLabel(names=["a", "b"])}),
             "words": f.Sequence(f.Text()),
             "speech": f.Audio(shape=(None,), dtype=np.int64, sample_rate=16000),
+            "big": np.uint64,
         }))
 
     def _split_generators(self, dl_manager):
@@ -105,6 +107,8 @@ def _same(ours, theirs, name):
     assert ours.shape == theirs.shape, name
     if ours.ndim:  # arrays: the same dtype (one value per record: Python numbers)
         assert ours.dtype == theirs.dtype, (name, ours.dtype, theirs.dtype)
+    else:  # the same number (a cast below would make -1 and 2**64 - 1 the same bytes)
+        assert ours.item() == theirs.item(), (name, ours.item(), theirs.item())
     assert ours.astype(theirs.dtype).tobytes() == theirs.tobytes(), name  # exactly
 
 

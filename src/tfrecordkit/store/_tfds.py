@@ -155,7 +155,7 @@ def _map(node: Mapping[str, Any], name: str, out: dict[str, Feature], root: str,
         for key, inner in node["featuresDict"]["features"].items():
             _map(inner, f"{name}/{key}" if name else key, out, root, storage, length=length)
         return
-    if kind == "Sequence" or "sequence" in node:
+    if "sequence" in node:
         if in_sequence:
             raise DatasetError(f"feature {name!r}: a Sequence inside a Sequence is stored as "
                                "ragged keys, which this reader does not read yet")
@@ -204,21 +204,21 @@ def _map(node: Mapping[str, Any], name: str, out: dict[str, Feature], root: str,
             raise DatasetError(f"feature {name!r}: string tensors of rank > 1 are not read")
         out[name] = Sequence(Scalar("string")) if shape else Scalar("string")
         return
-    if dtype == "float64":
-        dtype = "float32"  # TFDS stores float64 in float lists (float32)
+    if dtype == "float64":  # TFDS stores float64 in float lists (float32)
         out[name] = (Tensor(shape, "float32", encoding="list") if shape
                      else Scalar("float64", float32_storage=True))
         return
-    if dtype not in _SCALARS and dtype not in ("uint64",):
+    if dtype not in _SCALARS and dtype != "uint64":
         raise DatasetError(f"feature {name!r}: dtype {dtype} is not read")
-    out[name] = Tensor(shape, dtype, encoding="list") if shape else Scalar(
-        "int64" if dtype == "uint64" else dtype)
+    # uint64 is stored in int64 lists (two's complement): a list tensor casts it back.
+    out[name] = (Tensor(shape, dtype, encoding="list") if shape or dtype == "uint64"
+                 else Scalar(dtype))
 
 
 def _label_names(root: str, name: str, storage: Storage) -> list[str] | None:
-    """A ClassLabel's names from TFDS's ``<feature>.labels.txt`` (None when it has none)."""
-    for candidate in (name, name.replace("/", "-"), name.rsplit("/", 1)[-1]):
-        path = storage.join(root, f"{candidate}.labels.txt")
-        if storage.exists(path):
-            return storage.read_bytes(path).decode("utf-8").splitlines()
-    return None
+    """A ClassLabel's names from TFDS's ``<feature>.labels.txt`` (nested names joined with
+    ``-``: ``objects-label.labels.txt``), None when it has none."""
+    path = storage.join(root, f"{name.replace('/', '-')}.labels.txt")
+    if not storage.exists(path):
+        return None
+    return storage.read_bytes(path).decode("utf-8").splitlines()
