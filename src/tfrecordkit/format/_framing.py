@@ -176,12 +176,24 @@ class RecordWriter:
         lengths are ``lengths`` (as :meth:`Schema.encode_frames` gives them)."""
         if self._closed:
             raise OptionError(f"write to closed RecordWriter for {self.path}")
-        if self._restarts is not None:  # record by record: restart points between them
-            view, at = memoryview(frames), 0
-            for length in lengths:
-                self.write_frame(view[at : at + length])
-                at += length
+        if self._restarts is None:
+            self._write_run(frames, lengths)
             return
+        # Runs of records between restart points, each written in one go.
+        view, at, i, count = memoryview(frames), 0, 0, len(lengths)
+        while i < count:
+            self._restart_if_due(lengths[i])
+            records, size = self._since_restart
+            j = i + 1
+            while j < count and records < self.restart_every and (
+                    size + lengths[j] <= self.restart_bytes):
+                records, size, j = records + 1, size + lengths[j], j + 1
+            self._since_restart = (records, size)
+            run = sum(lengths[i:j])
+            self._write_run(view[at : at + run], lengths[i:j])
+            at, i = at + run, j
+
+    def _write_run(self, frames: bytes | memoryview, lengths: Sequence[int]) -> None:
         self._stream.write(frames)
         start = self.bytes_written
         if self._index is not None:
@@ -190,9 +202,8 @@ class RecordWriter:
                 lines.append(f"{start} {length}\n")
                 start += length
             self._index.write("".join(lines))
-        total = len(frames)
         self.records_written += len(lengths)
-        self.bytes_written += total
+        self.bytes_written += len(frames)
 
     def write_all(self, records: Iterable[bytes | bytearray | memoryview]) -> None:
         """Append every record of ``records``."""
