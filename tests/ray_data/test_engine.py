@@ -31,15 +31,6 @@ def rows(n: int = 1500) -> list[dict]:
     return out
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    yield
-    ray.shutdown()
-
-
 def files(path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if ".tfrecord" in p.name}
 

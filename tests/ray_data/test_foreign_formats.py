@@ -15,15 +15,6 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    yield
-    ray.shutdown()
-
-
 def _numpy_rows(path) -> dict[int, dict]:
     rows = {}
     for batch in tk.load_numpy_dataset(path, batch_size=64, shuffle=False,
