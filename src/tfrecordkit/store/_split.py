@@ -75,22 +75,25 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
     files, infos, shard_ids, offsets, lengths = [], [], [], [], []
     points: list[np.ndarray] = []
     shards = shard_paths(path, manifest, split, storage=storage)
-    indexes: dict[str, bytes | None] = {}
+    sidecars: dict[str, bytes | None] = {}
     for number, (file, info) in enumerate(shards):
         index_file = index_path_for(file)
-        if index_file not in indexes:
-            # The next indexes in one go (concurrent requests on object stores).
+        if index_file not in sidecars:
+            # The next indexes (and restart points) in one go (concurrent requests on object
+            # stores).
             group = 1 if storage.local else _INDEXES_AT_ONCE
-            indexes = storage.read_many([index_path_for(f) for f, _ in
-                                         shards[number : number + group]])
-        text = indexes[index_file] if info.index or not compressed else None
+            sidecars = storage.read_many([
+                name for f, i in shards[number : number + group]
+                for name in (index_path_for(f), *([restarts_path_for(f)] if i.restarts
+                                                  else []))])
+        text = sidecars[index_file] if info.index or not compressed else None
         has_index = text is not None
         # A compressed shard's index holds decompressed offsets: no file size to check.
         table = (parse_index(text, index_file, record_path=file,
                              record_size=None if compressed else info.bytes)
                  if text is not None else scan_offsets(file, storage=storage))
         if compressed:
-            points.append(_restart_points(file, info, storage))
+            points.append(_restart_points(file, info, sidecars))
         elif text is not None and storage.local:  # remotely, reads check each frame anyway
             check_index_frames(table, index_file, file, storage)
         if len(table) != info.records:
@@ -110,12 +113,14 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
                           if manifest.compression is not None else None)
 
 
-def _restart_points(file: str, info: ShardInfo, storage: Storage) -> np.ndarray:
-    """A compressed shard's restart points (only its start when it lists none)."""
+def _restart_points(file: str, info: ShardInfo, sidecars: dict[str, bytes | None]
+                    ) -> np.ndarray:
+    """A compressed shard's restart points (only its start when it lists none), from the
+    sidecars read."""
     if info.restarts is None:
         return np.zeros((1, 2), dtype=np.int64)
     sidecar = restarts_path_for(file)
-    text = storage.read_many([sidecar])[sidecar]
+    text = sidecars.get(sidecar)
     if text is None:
         raise DatasetError(f"{sidecar}: missing ({MANIFEST_NAME} lists it)")
     return parse_restarts(text, sidecar, compressed_size=info.bytes)
