@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zlib
+from collections.abc import Callable
 from typing import BinaryIO, Literal
 
 from tfrecordkit.errors import OptionError
@@ -51,57 +52,105 @@ def detect_compression(head: bytes, header_is_valid: bool) -> Compression:
     return None
 
 
-class InflatingReader(io.RawIOBase):
-    """A readable stream of the decompressed bytes of a gzip or zlib stream.
+_TRAILER = {"gzip": 8, "zlib": 4}  # bytes after the deflate data of one member
 
-    Concatenated gzip members are read one after another, as ``gzip`` does.
-    """
+ReadAt = Callable[[int, int], bytes]
+"""``read_at(offset, size)``: up to ``size`` compressed bytes from ``offset``."""
+
+
+class MemberInflater:
+    """Inflating a gzip/zlib stream from compressed offset ``c``: from a stream's start, or
+    (``raw``) from a full-flush point inside one, where raw deflate data begins. Members
+    that follow one another are read one after another, as ``gzip`` does."""
+
+    __slots__ = ("c", "compression", "done", "inflater", "pending", "raw", "unterminated")
+
+    def __init__(self, compression: Compression, c: int = 0, *, raw: bool = False) -> None:
+        self.compression = compression
+        self.inflater = zlib.decompressobj(-15 if raw else self._wbits)
+        self.c, self.raw = c, raw
+        self.pending = b""  # compressed input read but not yet consumed
+        self.done = False
+        self.unterminated = False  # the stream ended without its end marker
+
+    @property
+    def _wbits(self) -> int:
+        return _WBITS[self.compression] if self.compression else _DETECT_WBITS
+
+    def copy_state(self, twin: MemberInflater) -> None:
+        """Give ``twin`` (a new object) this inflating state."""
+        twin.compression, twin.inflater = self.compression, self.inflater.copy()
+        twin.c, twin.raw, twin.pending = self.c, self.raw, self.pending
+        twin.done, twin.unterminated = self.done, self.unterminated
+
+    def step(self, read_at: ReadAt, chunk: int, limit: int) -> bytes:
+        """Up to ``limit`` next decompressed bytes (empty at the end of the stream)."""
+        while not self.done:
+            inflater = self.inflater
+            if inflater.eof:  # a member ended: skip its trailer; another may follow
+                # Every byte fed past the end is in unused_data (zlib may leave a copy of
+                # them in unconsumed_tail too).
+                rest = inflater.unused_data
+                trailer = _TRAILER[self.compression] if self.raw and self.compression else 0
+                while len(rest) < trailer + 1:
+                    more = read_at(self.c, chunk)
+                    self.c += len(more)
+                    if not more:
+                        self.done = True
+                        return b""
+                    rest += more
+                self.inflater = zlib.decompressobj(self._wbits)
+                self.raw, self.pending = False, rest[trailer:]
+                continue
+            data = self.pending
+            if not data:
+                data = read_at(self.c, chunk)
+                self.c += len(data)
+                if not data:
+                    # No end-of-stream marker: a writer that flushed and is still writing
+                    # (TensorFlow's and ours), or a file cut short. What inflates is
+                    # returned: a record cut in the middle still fails its framing checks.
+                    self.done = self.unterminated = True
+                    return inflater.flush()
+            out = inflater.decompress(data, limit)
+            self.pending = inflater.unconsumed_tail
+            if out:
+                return out
+        return b""
+
+
+class InflatingReader(io.RawIOBase):
+    """A readable stream of the decompressed bytes of a gzip or zlib stream (``compression``
+    None: detected from its header). Concatenated gzip members are read one after another,
+    as ``gzip`` does."""
 
     def __init__(self, raw: BinaryIO, compression: Compression, chunk_size: int = 1 << 20) -> None:
         super().__init__()
         self._raw = raw
-        self._wbits = _WBITS[compression] if compression else _DETECT_WBITS
-        self._inflater = zlib.decompressobj(self._wbits)
+        self._state = MemberInflater(compression)
         self._chunk_size = chunk_size
         self._pending = b""
-        self._eof = False
-        self.unterminated = False  # the stream ended without its end marker
+
+    @property
+    def unterminated(self) -> bool:
+        """Whether the stream ended without its end marker."""
+        return self._state.unterminated
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         view = memoryview(buffer).cast("B")
-        while not self._pending and not self._eof:
-            self._pending = self._inflate_some(len(view))
+        while not self._pending and not self._state.done:
+            self._pending = self._state.step(self._read, self._chunk_size,
+                                             max(len(view), self._chunk_size))
         count = min(len(view), len(self._pending))
         view[:count] = self._pending[:count]
         self._pending = self._pending[count:]
         return count
 
-    def _inflate_some(self, wanted: int) -> bytes:
-        inflater = self._inflater
-        if inflater.unconsumed_tail:
-            return inflater.decompress(inflater.unconsumed_tail, max(wanted, self._chunk_size))
-        if inflater.eof:
-            rest = inflater.unused_data
-            if not rest:
-                rest = self._raw.read(self._chunk_size)
-            if not rest:
-                self._eof = True
-                return b""
-            # Another gzip member follows.
-            self._inflater = inflater = zlib.decompressobj(self._wbits)
-            return inflater.decompress(rest, max(wanted, self._chunk_size))
-        data = self._raw.read(self._chunk_size)
-        if not data:
-            # No end-of-stream marker: a writer that flushed and is still writing (TensorFlow's
-            # and ours), or a file cut short. What inflates is returned: a record cut in the
-            # middle still fails its framing checks, and the reader reports the missing end.
-            self._eof = True
-            self.unterminated = True
-            return inflater.flush()
-        return inflater.decompress(data, max(wanted, self._chunk_size))
+    def _read(self, _at: int, size: int) -> bytes:
+        return self._raw.read(size)
 
     def close(self) -> None:
         if not self.closed:

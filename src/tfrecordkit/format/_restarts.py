@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import threading
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from tfrecordkit.errors import CorruptRecordError, DatasetError
-from tfrecordkit.format._compression import _WBITS
+from tfrecordkit.format._compression import MemberInflater, ReadAt
 from tfrecordkit.format._filesystem import PathLike, Storage
 
 __all__ = ["RESTARTS_SUFFIX", "SNAPSHOT_EVERY", "Inflater", "Restarts", "load_restarts",
@@ -26,7 +26,6 @@ __all__ = ["RESTARTS_SUFFIX", "SNAPSHOT_EVERY", "Inflater", "Restarts", "load_re
 
 RESTARTS_SUFFIX = ".restarts"
 
-_TRAILER = {"gzip": 8, "zlib": 4}  # bytes after the deflate data of one member
 _OUT_PIECE = 1 << 20  # decompressed bytes produced per step
 _AHEAD = 64 << 10  # decompressed bytes inflated ahead of a read (up to the next restart point)
 SNAPSHOT_EVERY = 4 << 20  # decompressed bytes between kept states (files without points)
@@ -34,8 +33,6 @@ _SNAPSHOTS_PER_FILE = 64
 _CURSORS_PER_FILE = 16
 _KEEP_BYTES = 128 << 20  # decompressed bytes kept for later reads, per Inflater
 
-ReadAt = Callable[[int, int], bytes]
-"""``read_at(offset, size)``: up to ``size`` bytes of the compressed file from ``offset``."""
 
 
 def restarts_path_for(path: PathLike) -> str:
@@ -87,61 +84,25 @@ class Restarts:
     points: tuple[np.ndarray, ...]
 
 
-class _Cursor:
+class _Cursor(MemberInflater):
     """An inflater part way through one file: ``u`` is the decompressed offset of its next
     byte, ``c`` the compressed offset of the next byte to read, ``kept`` the decompressed
     bytes ``[kept_from, u)`` held for reads that come back to them."""
 
-    __slots__ = ("c", "done", "inflater", "kept", "kept_from", "pending", "raw", "u")
+    __slots__ = ("kept", "kept_from", "u")
 
     def __init__(self, compression: str, c: int, u: int, *, raw: bool) -> None:
-        self.inflater = zlib.decompressobj(-15 if raw else _WBITS[compression])
-        self.c, self.u, self.raw = c, u, raw
-        self.pending = b""  # compressed input read but not yet consumed
-        self.done = False
+        super().__init__(compression, c, raw=raw)  # type: ignore[arg-type]
+        self.u = u
         self.kept = bytearray()
         self.kept_from = u
 
     def copy(self) -> _Cursor:
         """The same inflating state, holding no bytes."""
         twin = _Cursor.__new__(_Cursor)
-        twin.inflater = self.inflater.copy()
-        twin.c, twin.u, twin.raw, twin.pending, twin.done = (self.c, self.u, self.raw,
-                                                             self.pending, self.done)
-        twin.kept, twin.kept_from = bytearray(), self.u
+        self.copy_state(twin)
+        twin.u, twin.kept, twin.kept_from = self.u, bytearray(), self.u
         return twin
-
-    def step(self, compression: str, read_at: ReadAt, chunk: int, limit: int) -> bytes:
-        """Up to ``limit`` next decompressed bytes (empty at the end of the file)."""
-        while not self.done:
-            inflater = self.inflater
-            if inflater.eof:  # a member ended: skip its trailer; another may follow
-                # Every byte fed past the end is in unused_data (zlib may leave a copy of
-                # them in unconsumed_tail too).
-                rest = inflater.unused_data
-                trailer = _TRAILER[compression] if self.raw else 0
-                while len(rest) < trailer + 1:
-                    more = read_at(self.c, chunk)
-                    self.c += len(more)
-                    if not more:
-                        self.done = True
-                        return b""
-                    rest += more
-                self.inflater = zlib.decompressobj(_WBITS[compression])
-                self.raw, self.pending = False, rest[trailer:]
-                continue
-            data = self.pending
-            if not data:
-                data = read_at(self.c, chunk)
-                self.c += len(data)
-                if not data:  # no end marker: a stream cut at a flush point
-                    self.done = True
-                    return inflater.flush()
-            out = inflater.decompress(data, limit)
-            self.pending = inflater.unconsumed_tail
-            if out:
-                return out
-        return b""
 
 
 class Inflater:
@@ -236,10 +197,9 @@ class Inflater:
                  read_at: ReadAt, chunk: int) -> None:
         """Inflate until ``end`` (or the stream's end); the bytes from ``start`` on stay
         kept, and as many before it as the per-file share of ``keep_bytes`` allows."""
-        compression = self.restarts.compression
         cap = self.keep_bytes // 4
         while cursor.u < end:
-            out = cursor.step(compression, read_at, chunk, min(_OUT_PIECE, end - cursor.u))
+            out = cursor.step(read_at, chunk, min(_OUT_PIECE, end - cursor.u))
             if not out:
                 break
             self.inflated += len(out)
