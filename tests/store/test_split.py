@@ -153,3 +153,20 @@ def test_a_missing_restart_sidecar_is_one_clear_error(tmp_path):
     sidecar.unlink()
     with pytest.raises(DatasetError, match=r"\.restarts: missing"):
         tk.open_split(tmp_path / "gz")
+
+
+def test_a_compressed_shard_cut_short_is_named_never_read(tmp_path):
+    """A gzip shard cut short after the split was opened: records before the cut still
+    read through their restart points; those after it are a CorruptRecordError naming the
+    shard, never short values."""
+    rows = [{"v": i, "label": i % 5} for i in range(4000)]
+    write_dataset(rows, tmp_path / "gz", SCHEMA, progress=False,
+                  shards=ShardOptions(compression="gzip", num_shards=1, shuffle=False))
+    (shard,) = (tmp_path / "gz").glob("*.tfrecord.gz")
+    expected = list(tk.read_records(shard))
+    split = tk.open_split(tmp_path / "gz")  # opened whole (opening checks the size)
+    data = shard.read_bytes()
+    shard.write_bytes(data[: len(data) // 2])
+    assert split.get_many([0, 1, 2]) == expected[:3]
+    with pytest.raises(CorruptRecordError, match=r"\.tfrecord\.gz.*truncated"):
+        split.get_many([3999])
