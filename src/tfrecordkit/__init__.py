@@ -35,6 +35,7 @@ from tfrecordkit.sampling import SplitRecords, open_split
 from tfrecordkit.schema import (
     Audio,
     ClassLabel,
+    FeatureList,
     Image,
     Scalar,
     Schema,
@@ -125,6 +126,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "CorruptRecordError",
     "DatasetError",
     "DecodeOptions",
+    "FeatureList",
     "Image",
     "ImageFolder",
     "IndexUnavailableError",

@@ -50,6 +50,28 @@ def test_sequence_examples(cluster, tmp_path):
     _same_rows(str(tmp_path / "*.gz"))
 
 
+def test_feature_lists_with_steps_of_any_length(cluster, tmp_path):
+    """Rows hold each record's steps (an object array of the steps' arrays), which the
+    grain source batches as every reader does."""
+    from tfrecordkit.ray import read_dataset
+
+    schema = tk.Schema({"id": tk.Scalar("int64"), "x": tk.FeatureList("int64", (None,)),
+                        "w": tk.FeatureList("string", (None,))})
+    rows = [{"id": i, "x": [list(range(t + i % 2)) for t in range(i % 3)],
+             "w": [[b"a"] * t for t in range(i % 3)]} for i in range(9)]
+    tk.write_dataset(rows, tmp_path / "ds", schema, progress=False)
+    got = sorted(read_dataset(tmp_path / "ds").take_all(), key=lambda r: r["__id"])
+    source = tk.load_grain_source(tmp_path / "ds")
+    for row in got:
+        want = rows[row["id"]]
+        assert [list(step) for step in row["x"]] == want["x"]
+        assert [list(step) for step in row["w"]] == want["w"]
+    batch = source.collate([{k: v for k, v in r.items()} for r in got])
+    mine = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=9, shuffle=False)))
+    for part in ("values", "lengths", "step_lengths"):
+        np.testing.assert_array_equal(batch["x"][part], mine["x"][part])
+
+
 def test_tfds_folders(cluster, tmp_path):
     _same_rows(_folder(tmp_path / "toy" / "1.0.0"))
 

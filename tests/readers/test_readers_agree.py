@@ -66,6 +66,16 @@ KINDS = {
                   lambda r, i: [r.bytes(2) for _ in range(int(r.integers(0, 4)))]),
     "seq_text": (tk.Sequence(tk.Text()),
                  lambda r, i: [_text(r) for _ in range(int(r.integers(0, 4)))]),
+    "steps": (tk.FeatureList("float32", (2,)),
+              lambda r, i: r.normal(size=(int(r.integers(0, 4)), 2)).astype(np.float32)),
+    "steps_var": (tk.FeatureList("int64", (None,)),
+                  lambda r, i: [r.integers(-9, 9, size=int(r.integers(0, 4))).tolist()
+                                for _ in range(int(r.integers(0, 4)))]),
+    "steps_words": (tk.FeatureList("string"),
+                    lambda r, i: [r.bytes(2) for _ in range(int(r.integers(0, 4)))]),
+    "steps_bags": (tk.FeatureList("string", (None,)),
+                   lambda r, i: [[r.bytes(1) for _ in range(int(r.integers(0, 3)))]
+                                 for _ in range(int(r.integers(0, 3)))]),
     "image": (tk.Image("png", channels=3), lambda r, i: _image(r, (6, 5, 3))),
     "image_var": (tk.Image("png", channels=1),
                   lambda r, i: _image(r, (int(r.integers(3, 9)), int(r.integers(3, 9)), 1))),
@@ -76,6 +86,7 @@ KINDS = {
                             .astype(np.float32), "sample_rate": 8000}),
 }
 IMAGES = ("image", "image_var")
+STEPS = ("steps_var", "steps_bags")  # a record's steps differ in length: lists when ragged
 
 
 def _options(kinds: list[str], padding: str, resize: bool, floats: bool, text_length: bool,
@@ -86,8 +97,8 @@ def _options(kinds: list[str], padding: str, resize: bool, floats: bool, text_le
         image_size=(4, 7) if resize and has_image else None,
         image_dtype="float32" if floats else "uint8",
         text_length=3 if text_length else None,
-        padded_shapes={"var": (8, 2)} if padded and "var" in kinds and padding == "pad"
-        else None)
+        padded_shapes={k: v for k, v in (("var", (8, 2)), ("steps_var", (None, 5)))
+                       if k in kinds} or None if padded and padding == "pad" else None)
 
 
 def _write(root: Path, kinds: list[str], records: int, seed: int) -> Path:
@@ -99,8 +110,13 @@ def _write(root: Path, kinds: list[str], records: int, seed: int) -> Path:
     return root / "ds"
 
 
-def plain(value):
-    """Any reader's value as NumPy arrays and lists, strings as UTF-8 bytes."""
+def plain(value, steps: bool = False):
+    """Any reader's value as NumPy arrays and lists, strings as UTF-8 bytes; ``steps``: a
+    feature list whose steps differ in length (tf.data: ragged over steps and values)."""
+    if isinstance(value, tf.RaggedTensor) and steps:
+        if value.ragged_rank == 1:  # one record: its steps
+            return [plain(step) for step in value]
+        return [plain(record, True) for record in value]
     if isinstance(value, tf.RaggedTensor):  # rows: one record's value (dense within it)
         rows = (value[i] for i in range(int(value.nrows())))
         return [plain(r.to_tensor() if isinstance(r, tf.RaggedTensor) else r) for r in rows]
@@ -146,7 +162,7 @@ def _batches(path: Path, options: tk.DecodeOptions, names: list[str]) -> dict[st
     source = tk.load_grain_source(path, options=options)
     grain_batches = [source.collate([source[i] for i in range(s, min(s + BATCH, len(source)))])
                      for s in range(0, len(source), BATCH)]
-    return {reader: [{n: plain(b[n]) for n in names} for b in batches]
+    return {reader: [{n: plain(b[n], n in STEPS) for n in names} for b in batches]
             for reader, batches in (("tf.data", tf_batches), ("numpy", numpy_batches),
                                     ("torch", torch_batches), ("grain", grain_batches))}
 
@@ -182,6 +198,7 @@ def test_each_kind_reads_alike(kind, padding):
     ("text_length", ["tokens", "text"]),  # tf.data decodes the whole batch at once
     ("text_length", ["tokens", "image_var"]),  # tf.data decodes example by example
     ("padded", ["var", "seq_int"]),
+    ("padded", ["steps_var", "int"]),  # steps of any length, padded to (any, 5) values
 ])
 def test_each_option_reads_alike(option, kinds, padding):
     check_readers_agree(kinds, 7, 1, padding, **{option: True})
@@ -212,14 +229,14 @@ def test_undecoded_records_read_alike(kinds, padding):
         got["grain"] = [source.collate(rows[s : s + BATCH]) for s in range(0, 7, BATCH)]
     keys = [spec.key for spec in schema.key_specs()]
     for k, (a, b) in enumerate(zip(tf_rows, rows, strict=True)):  # one record at a time
-        assert_same({n: plain(a[n]) for n in keys}, {n: plain(b[n]) for n in keys},
-                    f"grain row {k}")
-    want = [{k: plain(b[k]) for k in keys} for b in got.pop("tf.data")]
+        assert_same({n: plain(a[n], n in STEPS) for n in keys},
+                    {n: plain(b[n], n in STEPS) for n in keys}, f"grain row {k}")
+    want = [{k: plain(b[k], k in STEPS) for k in keys} for b in got.pop("tf.data")]
     assert len(want) == 3 and all(set(b) == set(keys) for b in want)
     for reader, batches in got.items():
         assert len(batches) == len(want), reader
         for step, (a, b) in enumerate(zip(want, batches, strict=True)):
-            assert_same(a, {k: plain(b[k]) for k in keys}, f"{reader} step {step}")
+            assert_same(a, {k: plain(b[k], k in STEPS) for k in keys}, f"{reader} step {step}")
 
 
 @settings(max_examples=30, deadline=None)

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import tfrecordkit as tk
-from tfrecordkit.errors import DatasetError
 
 pytestmark = pytest.mark.integration
 tf = pytest.importorskip("tensorflow")
@@ -127,17 +126,6 @@ def test_ragged_and_single_examples_alike(files):
         frames = row["frames"]
         np.testing.assert_array_equal(frames["values"][: int(frames["lengths"][0])],
                                       want["frames"])
-
-
-def test_steps_of_different_lengths_are_one_clear_error(tmp_path):
-    path = tmp_path / "ragged.tfrecord"
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        ex = tf.train.SequenceExample()
-        ex.feature_lists.feature_list["x"].feature.add().int64_list.value.extend([1, 2])
-        ex.feature_lists.feature_list["x"].feature.add().int64_list.value.extend([3])
-        writer.write(ex.SerializeToString())
-    with pytest.raises(DatasetError, match=r"\['x'\].*steps of different lengths"):
-        tk.load_numpy_dataset(str(path), batch_size=1)
 
 
 def test_undecoded_batches_hold_the_same_lists(files):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from tfrecordkit import (
     ClassLabel,
+    FeatureList,
     Image,
     Scalar,
     Schema,
@@ -121,6 +122,13 @@ KINDS = {
         st.lists(st.floats(), max_size=4).map(lambda v: np.array(v, np.float64)),
         st.lists(st.integers(-(2**62), 2**62), max_size=3).map(np.array))),
     "vocab": (Text(vocabulary=Vocabulary(["the", "cat", "sat", "ça"])), text_values),
+    # feature lists: records become SequenceExamples (any values: bytes or the same error)
+    "steps": (FeatureList("int64", (None,)), st.one_of(
+        st.lists(st.lists(int64_values, max_size=3), max_size=3), st.none(), st.text(max_size=2),
+        st.lists(st.lists(st.floats(), max_size=2), max_size=2))),
+    "frames": (FeatureList("float32", (2,)), st.one_of(
+        st.lists(st.lists(float_values, min_size=1, max_size=3), max_size=3),
+        st.integers(0, 3).map(lambda k: np.ones((k, 2), np.float64)))),
 }
 
 

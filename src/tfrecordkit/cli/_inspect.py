@@ -77,13 +77,16 @@ def run(args: argparse.Namespace) -> int:
     for f in files:
         print(f"{f['path']}: {f['records']} records, {f['bytes']} bytes, "
               f"compression {f['compression']}")
-    print(f"features (from {profile.records} sampled records"
+    what = ("SequenceExamples: context features and feature lists"
+            if profile.message_type == "SequenceExample" else "records")
+    print(f"features (from {profile.records} sampled {what}"
           + (f", {profile.unparsable} not Examples" if profile.unparsable else "") + "):")
     rows = [("name", "kind", "values/record", "present", "content / range", "parse spec")]
     for name, feature in result["features"].items():
-        counts = f"{feature['min_values_per_record']}"
-        if feature["max_values_per_record"] != feature["min_values_per_record"]:
-            counts += f"..{feature['max_values_per_record']}"
+        counts = _span(feature["min_values_per_record"], feature["max_values_per_record"])
+        if feature.get("sequence"):  # a feature list: values per step, and its steps
+            counts = (f"{_span(feature['min_steps'], feature['max_steps'])} steps "
+                      f"x {counts}")
         present = f"{feature['present_in']}/{profile.records}"
         if "content" in feature:
             detail = ", ".join(f"{k}" + (f" x{v}" if len(feature["contents"]) > 1 else "")
@@ -92,8 +95,13 @@ def run(args: argparse.Namespace) -> int:
             detail = f"{feature['min_value']:g} .. {feature['max_value']:g}"
         else:
             detail = ""
-        rows.append((name, feature["kind"], counts, present, detail, feature["parse_spec"]))
+        kind = feature["kind"] + (" list" if feature.get("sequence") else "")
+        rows.append((name, kind, counts, present, detail, feature["parse_spec"]))
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     return 0
+
+
+def _span(low: int, high: int) -> str:
+    return f"{low}" if low == high else f"{low}..{high}"

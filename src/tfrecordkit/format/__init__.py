@@ -33,6 +33,7 @@ from tfrecordkit.format._example import (
     encode_sequence_example,
     messages,
 )
+from tfrecordkit.format._feature_lists import feature_lists_wire, parse_feature_lists
 from tfrecordkit.format._filesystem import LOCAL, MERGE_GAP, READ_BLOCK, Storage
 from tfrecordkit.format._framing import (
     FRAME_OVERHEAD,
@@ -106,6 +107,7 @@ __all__ = [
     "encode_frames",
     "encode_sequence_example",
     "encode_tensor_proto",
+    "feature_lists_wire",
     "feature_wire",
     "file_checksums",
     "file_crc32c",
@@ -122,6 +124,7 @@ __all__ = [
     "messages",
     "normalize_compression",
     "parse_examples",
+    "parse_feature_lists",
     "parse_index",
     "parse_restarts",
     "ragged_column",

@@ -154,8 +154,12 @@ def _batch(decoder: RecordDecoder, records: list[bytes], first: int, part: _Rang
     columns = (decoder.decode_columns(records, where, classes) if decoder.options.decode
                else decoder.raw_columns(records, where, classes, padding="ragged"))
     out: dict[str, np.ndarray] = {}
+    layout = decoder.layout if decoder.options.decode else decoder.stored
     for name in columns:
         values = columns[name]
+        if name in layout.features and layout[name].step_lengths:
+            out[name] = _steps_column(values)
+            continue
         if isinstance(values, np.ndarray):
             out[name] = values
             continue
@@ -172,6 +176,18 @@ def _batch(decoder: RecordDecoder, records: list[bytes], first: int, part: _Rang
     return out
 
 
+def _steps_column(values: list[list[Any]]) -> np.ndarray:
+    """Feature lists whose steps differ in length: per record, an object array of its steps
+    (Arrow would make a record whose steps agree one 2-D array, and empty ones float64)."""
+    column = np.empty(len(values), dtype=object)
+    for i, steps in enumerate(values):
+        held = np.empty(len(steps), dtype=object)
+        for t, step in enumerate(steps):  # one by one: NumPy would stack steps that agree
+            held[t] = step if isinstance(step, np.ndarray) else list(step)
+        column[i] = held
+    return column
+
+
 def read_dataset(path: PathArg, split: str = "train", *,
                  features: Sequence[str] | None = None, decode: bool = True,
                  image_size: tuple[int, int] | None = None,
@@ -184,7 +200,8 @@ def read_dataset(path: PathArg, split: str = "train", *,
     (the record's position in the split); ``decode=False`` gives each feature's stored keys
     parsed but not decoded, as every reader does.
     A variable shape is the record's own array (Ray's Arrow blocks would turn a nested
-    ``{"values", "lengths"}`` into lists and lose its dtype); ``load_grain_source(path,
+    ``{"values", "lengths"}`` into lists and lose its dtype); a feature list whose steps
+    differ in length, an object array of its steps' arrays; ``load_grain_source(path,
     options=...).collate(rows)`` batches rows exactly as every other reader batches.
 
     Read tasks are cut along shards and ``.index`` offsets, each range read in one request;

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Names
 from concurrent.futures import Executor
@@ -21,9 +20,9 @@ from tfrecordkit.codecs import (
 from tfrecordkit.errors import OptionError, SchemaError
 from tfrecordkit.format import (
     Column,
-    decode_sequence_example,
     decode_tensor_proto,
     parse_examples,
+    parse_feature_lists,
 )
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, stored_layout, stored_specs
 from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
@@ -153,6 +152,8 @@ def batch_feature(layout: FeatureLayout, values: list[Any], padding: Padding) ->
     if layout.kind == "audio":
         return {"samples": _batch_arrays(layout, [v["samples"] for v in values], padding),
                 "sample_rate": np.array([v["sample_rate"] for v in values], np.int64)}
+    if layout.step_lengths:
+        return _batch_steps(layout, values, padding)
     if layout.kind in ("bytes", "text"):
         if not layout.varies:
             return list(values)
@@ -186,12 +187,18 @@ def unbatch_values(layout: FeatureLayout, value: Any) -> Any:
                 "sample_rate": value["sample_rate"]}
     if isinstance(value, dict):
         values = _cut(layout, value)
+        if layout.step_lengths and layout.kind == "bytes":
+            return [list(step) for step in values]
         return list(values) if layout.kind in ("bytes", "text") else values
     return value
 
 
 def _cut(layout: FeatureLayout, value: dict[str, Any]) -> Any:
-    """A record's padded values cut to its lengths along the varying axes."""
+    """A record's padded values cut to its lengths along the varying axes (steps of any
+    length: each step cut to its own)."""
+    if layout.step_lengths:
+        widths = np.asarray(value["step_lengths"]).tolist()[: int(value["lengths"][0])]
+        return [value["values"][t, :w] for t, w in enumerate(widths)]
     region = [slice(None)] * np.ndim(value["values"])
     for axis, n in zip(layout.length_axes, value["lengths"], strict=True):
         region[axis] = slice(0, int(n))
@@ -242,6 +249,38 @@ def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) ->
         region: tuple[int | slice, ...] = (i, *[slice(0, d) for d in a.shape])
         out[region] = a
     return {"values": out, "lengths": shapes[:, list(layout.length_axes)]}
+
+
+def _batch_steps(layout: FeatureLayout, values: list[Any], padding: Padding) -> Any:
+    """Feature lists whose steps hold any number of values (a list of steps per record):
+    ``{"values": (B, steps, values), "lengths": (B, 1), "step_lengths": (B, steps)}``, the
+    padding filled with the layout's fill (``"ragged"``: each record's list of steps)."""
+    strings = layout.dtype is None
+    records = [[list(step) if strings else np.asarray(step, layout.dtype).reshape(-1)
+                for step in steps] for steps in values]
+    if padding == "ragged":
+        return records
+    counts = [len(steps) for steps in records]
+    widths = [len(step) for steps in records for step in steps]
+    target = [max(counts, default=0), max(widths, default=0)]
+    for axis, size in enumerate(layout.padded_shape or (None, None)):
+        have = target[axis]
+        if size is not None and have > size:
+            bad = next(i for i, steps in enumerate(records)
+                       if (len(steps) if axis == 0 else max(map(len, steps), default=0)) > size)
+            raise ValueError(f"value {bad} of the batch has {have} "
+                             f"{'steps' if axis == 0 else 'values in a step'}, more than the "
+                             f"padded shape {layout.padded_shape}")
+        target[axis] = have if size is None else size
+    out = np.full((len(records), *target), layout.fill,
+                  dtype=object if strings else layout.dtype)
+    step_lengths = np.zeros((len(records), target[0]), np.int64)
+    for i, steps in enumerate(records):
+        for t, step in enumerate(steps):
+            out[i, t, : len(step)] = step
+            step_lengths[i, t] = len(step)
+    return {"values": out, "lengths": np.array(counts, np.int64).reshape(len(records), 1),
+            "step_lengths": step_lengths}
 
 
 def _batch_tokens(layout: FeatureLayout, values: list[dict[str, Any]], padding: Padding
@@ -522,32 +561,4 @@ def _parse_keys(records: Names[bytes], specs: Names[KeySpec], where: Callable[[i
     plain = [spec for spec in specs if not spec.sequence]
     lists = [spec for spec in specs if spec.sequence]
     return (parse_examples(records, plain, where=where),
-            _feature_lists(records, lists, where) if lists else {})
-
-
-def _feature_lists(records: Names[bytes], specs: list[KeySpec], where: Callable[[int], Any]
-                   ) -> dict[str, list[Any]]:
-    """Each record's SequenceExample feature lists: per spec, a ``(steps, *step)`` array (an
-    object array of bytes for bytes lists); a missing list has no steps."""
-    out: dict[str, list[Any]] = {spec.key: [] for spec in specs}
-    for i, record in enumerate(records):
-        try:
-            _, lists = decode_sequence_example(record)
-        except ValueError as err:
-            raise SchemaError("<record>", str(err), record=where(i)) from None
-        for spec in specs:
-            steps = lists.get(spec.key, [])
-            step = spec.shape or ()
-            width = math.prod(step)
-            if any(len(values) != width for values in steps):
-                raise SchemaError(spec.key, f"a step holds another number of values than "
-                                            f"{width}", record=where(i))
-            if spec.dtype == "string":
-                array = np.empty((len(steps), width), dtype=object)
-                for t, values in enumerate(steps):
-                    array[t, :] = list(values)
-            else:
-                array = (np.stack([np.asarray(v) for v in steps]) if steps else
-                         np.zeros((0, width))).astype(np.dtype(spec.dtype))
-            out[spec.key].append(array.reshape((len(steps), *step)))
-    return out
+            parse_feature_lists(records, lists, where) if lists else {})

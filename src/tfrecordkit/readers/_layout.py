@@ -18,6 +18,7 @@ from tfrecordkit.schema import (
     Audio,
     ClassLabel,
     Feature,
+    FeatureList,
     Image,
     KeySpec,
     Scalar,
@@ -53,6 +54,10 @@ class FeatureLayout:
         fill: the value padding fills in.
         cut_to: token ids are cut to at most this many (the options' ``text_length``), and
             batches pad to it unless ``padded_shape`` says otherwise.
+        step_lengths: a feature list whose steps hold any number of values (shape
+            ``(None, None)``): a record's value is a list of its steps' values, and padded
+            batches give each step's length too (``"step_lengths"``, 0 for padding steps)
+            beside the number of steps (``"lengths"``).
     """
 
     name: str
@@ -63,6 +68,7 @@ class FeatureLayout:
     padded_shape: tuple[int | None, ...] | None = None
     fill: Any = 0
     cut_to: int | None = None
+    step_lengths: bool = False
 
     @property
     def varies(self) -> bool:
@@ -224,6 +230,9 @@ def _of_feature(name: str, feature: Feature, options: Any) -> FeatureLayout:
         kind = (inner.list_kind if isinstance(inner, Scalar) else "int64")
         dtype = np.dtype(np.float32 if kind == "float" else np.int64)
         return FeatureLayout(name, "numbers", dtype, (None,), (0,))
+    if isinstance(feature, FeatureList):
+        return _steps_layout(name, feature.dtype, None if feature.varying_steps
+                             else tuple(int(d) for d in feature.shape if d))
     if isinstance(feature, ClassLabel):
         return FeatureLayout(name, "numbers", np.dtype(np.int64), ())
     if isinstance(feature, Scalar):
@@ -239,12 +248,21 @@ def _of_spec(spec: KeySpec, image: bool, options: Any) -> FeatureLayout:
         shape = _image_shape(None, None, options)
         return FeatureLayout(spec.key, "image", np.dtype(options.image_dtype), shape,
                              _axes(shape[:2]))
-    shape = spec.shape if spec.shape is not None else (None,)
     if spec.sequence:  # a feature list: any number of steps of the spec's shape
-        shape = (None, *shape)
+        return _steps_layout(spec.key, spec.dtype, spec.shape)
+    shape = spec.shape if spec.shape is not None else (None,)
     if spec.dtype == "string":
         return FeatureLayout(spec.key, "bytes", None, shape, _axes(shape), fill=b"")
     return FeatureLayout(spec.key, "numbers", np.dtype(spec.dtype), shape, _axes(shape))
+
+
+def _steps_layout(name: str, dtype: str, step: tuple[int, ...] | None) -> FeatureLayout:
+    """A feature list's layout: any number of steps of shape ``step`` (None: of any
+    length, their lengths read too)."""
+    shape = (None, *step) if step is not None else (None, None)
+    kind: Kind = "bytes" if dtype == "string" else "numbers"
+    return FeatureLayout(name, kind, None if kind == "bytes" else np.dtype(dtype), shape, (0,),
+                         fill=b"" if kind == "bytes" else 0, step_lengths=step is None)
 
 
 def _axes(shape: tuple[int | None, ...]) -> tuple[int, ...]:
@@ -271,4 +289,4 @@ def _with_padding(layout: FeatureLayout, padded: tuple[int | None, ...] | None,
         axes = tuple(range(len(layout.shape)))
     value = layout.fill if fill is None else fill
     return FeatureLayout(layout.name, layout.kind, layout.dtype, layout.shape, axes,
-                         padded, value)
+                         padded, value, step_lengths=layout.step_lengths)

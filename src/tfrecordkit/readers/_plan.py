@@ -183,7 +183,7 @@ def _check_first_record(manifest: Manifest, shards: list[tuple[str, int]],
         return
     keys = set(decode_example(_first_record(first, storage)))
     missing = [s.key for s in manifest.schema.key_specs() if s.key not in keys
-               and s.shape is not None]
+               and s.shape is not None and not s.sequence]
     if missing:
         raise DatasetError(f"{first}: records lack {missing} that the schema in "
                            f"{MANIFEST_NAME} describes (schema mismatch)")
@@ -225,11 +225,6 @@ def _inferred_specs(files: list[str], sample: int, storage: Storage
         raise DatasetError(f"{files[0]}: cannot infer a schema (records are not "
                            f"tf.train.Example or SequenceExample)")
     specs = tuple(feature.key_spec(profile.records) for feature in profile.features.values())
-    ragged = [s.key for s in specs if s.sequence and s.shape is None]
-    if ragged:
-        raise DatasetError(f"{files[0]}: feature lists {ragged} have steps of different "
-                           "lengths, which the readers do not read yet (steps of one length "
-                           "are read)")
     plain = {name: f for name, f in profile.features.items() if not f.sequence}
     images = tuple(name for name, f in plain.items()
                    if f.content in ("jpeg", "png") and f.is_fixed_length(profile.records)

@@ -14,6 +14,7 @@ from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import KeySpec, check_key
 from tfrecordkit.schema._audio import Audio
 from tfrecordkit.schema._base import Feature
+from tfrecordkit.schema._feature_list import FeatureList
 from tfrecordkit.schema._image import Image
 from tfrecordkit.schema._scalar import ClassLabel, Scalar
 from tfrecordkit.schema._sequence import Sequence
@@ -25,6 +26,7 @@ __all__ = [
     "Audio",
     "ClassLabel",
     "Feature",
+    "FeatureList",
     "Image",
     "KeySpec",
     "Scalar",
@@ -37,7 +39,8 @@ __all__ = [
 
 
 _KINDS: dict[str, type[Feature]] = {
-    cls.kind: cls for cls in (Scalar, ClassLabel, Text, Tensor, Image, Audio, Sequence)
+    cls.kind: cls for cls in (Scalar, ClassLabel, Text, Tensor, Image, Audio, Sequence,
+                                  FeatureList)
 }
 
 
@@ -52,7 +55,7 @@ def feature_from_json(data: Mapping[str, Any]) -> Feature:
         params["feature"] = feature_from_json(params["feature"])
     if cls is Scalar and params.get("dtype") == "float64":
         params["float32_storage"] = True  # as every dataset with one was written
-    if cls is Tensor:
+    if cls is Tensor or cls is FeatureList:
         params["shape"] = tuple(params.get("shape", ()))
     if cls is ClassLabel:
         params["names"] = tuple(params.get("names", ()))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import (
     EncColumn,
@@ -12,7 +14,10 @@ from tfrecordkit.format import (
     RecordSlices,
     decode_example_keys,
     encode_frames,
+    feature_lists_wire,
+    frame_record,
     parse_examples,
+    parse_feature_lists,
     raw_column,
     varint,
 )
@@ -20,6 +25,7 @@ from tfrecordkit.schema._base import ColumnEncoder, EntryEncoder, Feature
 from tfrecordkit.schema._features import (
     Audio,
     ClassLabel,
+    FeatureList,
     Image,
     KeySpec,
     Text,
@@ -76,6 +82,10 @@ class Schema(Mapping[str, Feature]):
         self._column_encoders: dict[str, ColumnEncoder | None] = {
             name: feature.column_encoder(name) for name, feature in self._features.items()
         }
+        # Feature lists: a record with any is a SequenceExample, its other features the context.
+        self._steps_encoders = {name: feature.steps_encoder(name)
+                                for name, feature in self._features.items()
+                                if isinstance(feature, FeatureList)}
         # Parsing specs per feature, built once: decode checks them for every record.
         self._specs: dict[str, list[KeySpec]] = {
             name: feature.key_specs(name) for name, feature in self._features.items()
@@ -120,7 +130,8 @@ class Schema(Mapping[str, Feature]):
     # -- encoding -------------------------------------------------------------------------
 
     def encode(self, record: Mapping[str, Any], *, source: str | int | None = None) -> bytes:
-        """Serialize one record (``{feature name: value}``) as a ``tf.train.Example``.
+        """Serialize one record (``{feature name: value}``) as a ``tf.train.Example`` (a
+        ``tf.train.SequenceExample`` when the schema has :class:`FeatureList` features).
 
         Raises:
             SchemaError: a feature is missing, unknown, or its value does not fit
@@ -135,16 +146,20 @@ class Schema(Mapping[str, Feature]):
                 problem += f"; the record has {extra[0]!r}, which the schema does not know"
             raise SchemaError(name, problem, record=source)
         parts: list[bytes] = []
+        lists = []
         try:
             for name, encode in self._encoders.items():
                 parts += encode(record[name])
+            for name, steps in self._steps_encoders.items():
+                lists.append((name, steps(record[name])))
         except SchemaError as err:
             if source is not None and err.record is None:
                 raise SchemaError(err.feature, err.reason, record=source) from None
             raise
         # Entries go in schema order: fixed, so records are deterministic; TF accepts any order.
         size = sum(map(len, parts))
-        return b"".join([b"\x0a", varint(size), *parts])
+        tail = [feature_lists_wire(lists)] if lists else []
+        return b"".join([b"\x0a", varint(size), *parts, *tail])
 
     def encode_frames(self, records: Sequence[Mapping[str, Any]], *,
                       sources: Sequence[str | int] | None = None) -> EncodedFrames:
@@ -161,6 +176,11 @@ class Schema(Mapping[str, Feature]):
         for i, record in enumerate(records):
             if record.keys() != names:
                 self.encode(record, source=where[i])  # raises, naming the feature
+        if self._steps_encoders:  # SequenceExamples: their feature lists follow the context
+            frames = [frame_record(self.encode(record, source=where[i]))
+                      for i, record in enumerate(records)]
+            return EncodedFrames(b"".join(frames),
+                                 np.array([len(f) for f in frames], dtype=np.int64))
         columns: list[EncColumn] = []
         try:
             for name in self._features:
@@ -219,9 +239,13 @@ class Schema(Mapping[str, Feature]):
             raise SchemaError("<record>", str(err), record=source) from None
         out: dict[str, Any] = {}
         chosen = self._features if features is None else {n: self[n] for n in features}
+        list_specs = [s for n in chosen for s in self._specs[n] if s.sequence]
+        if list_specs:
+            keys = {**keys, **{k: v[0] for k, v in parse_feature_lists(
+                [data], list_specs, lambda _: source).items()}}
         for name, feature in chosen.items():
             for spec in self._specs[name]:
-                problem = check_key(spec, keys)
+                problem = None if spec.sequence else check_key(spec, keys)
                 if problem:
                     raise SchemaError(name, problem, record=source)
             try:
@@ -259,7 +283,12 @@ class Schema(Mapping[str, Feature]):
         chosen = self._features if features is None else {n: self[n] for n in features}
         name_of = where if where is not None else (lambda i: i)
         specs = [spec for name in chosen for spec in self._specs[name]]
-        columns = parse_examples(records, specs, where=name_of)
+        columns: dict[str, Any] = parse_examples(
+            records, [s for s in specs if not s.sequence], where=name_of)
+        list_specs = [s for s in specs if s.sequence]
+        if list_specs:  # SequenceExample feature lists, record by record
+            listed = records.records() if isinstance(records, RecordSlices) else records
+            columns.update(parse_feature_lists(listed, list_specs, name_of))
         n = len(records)
         out = {}
         for name, feature in chosen.items():

@@ -32,6 +32,7 @@ from tfrecordkit.format import (
 from tfrecordkit.schema import (
     ClassLabel,
     Feature,
+    FeatureList,
     FeatureProfile,
     Image,
     ImageObservations,
@@ -146,8 +147,6 @@ def adopt(
     check = _readable_by(existing.schema) if existing is not None else None
     sampled = list(_sample(files, storage, check))
     profile = profile_records(sampled, limit=None)
-    if profile.message_type != "Example":
-        raise DatasetError(f"{files[0]}: SequenceExample records; adopt describes Examples")
     if profile.unparsable:
         raise DatasetError(f"{files[0]}: {profile.unparsable} sampled record(s) are not "
                            "tf.train.Example messages")
@@ -494,7 +493,9 @@ def _tensors(profile: Any, sampled: list[bytes]) -> dict[str, Tensor]:
 def _schema_of(profile: Any, label_feature: str | None,
                class_names: Sequence[str] | None, tensors: dict[str, Tensor]) -> Schema:
     """Typed features for the sampled records: one value per record → a scalar (an image,
-    text or serialized tensor when the bytes say so); anything else → a sequence."""
+    text or serialized tensor when the bytes say so); anything else → a sequence; a
+    SequenceExample's feature lists → feature lists (steps of one shape when the sample's
+    agree)."""
     features: dict[str, Feature] = {}
     kinds = {"bytes": "string", "float": "float32", "int64": "int64", "empty": "string"}
     images = _image_names(profile)
@@ -503,7 +504,11 @@ def _schema_of(profile: Any, label_feature: str | None,
             features[name] = ClassLabel(list(class_names or ()))
             continue
         single = _single(p, profile.records)
-        if name in images:
+        if p.sequence:  # a SequenceExample feature list
+            step = p.key_spec(profile.records).shape
+            fixed = step is not None and (kinds[p.kind] != "string" or step == ())
+            features[name] = FeatureList(kinds[p.kind], step if fixed else (None,))
+        elif name in images:
             features[name] = Image(p.content, dims=False)
         elif name in tensors:
             features[name] = tensors[name]

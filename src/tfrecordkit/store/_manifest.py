@@ -21,7 +21,7 @@ from tfrecordkit.format import (
     crc32c_hex,
     masked_crc32c,
 )
-from tfrecordkit.schema import SOURCE_FEATURE, ClassLabel, Schema, Tensor
+from tfrecordkit.schema import SOURCE_FEATURE, ClassLabel, FeatureList, Schema, Tensor
 from tfrecordkit.store._sidecar import externalize_lists, internalize_lists
 
 __all__ = ["MANIFEST_NAME", "Manifest", "ShardInfo", "SplitInfo", "load_manifest",
@@ -38,8 +38,9 @@ FORMAT_NAME = "tfrecordkit-dataset"
 # 6: compressed shards may list a restart-point sidecar ("restarts") and an index of
 # decompressed offsets; written only by compressed datasets that have either. 7: a Tensor may
 # be stored as a serialized TensorProto or a flat list (encoding "proto", "list"); written
-# only by schemas with one.
-FORMAT_VERSION = 7
+# only by schemas with one. 8: a schema may hold feature lists (records are SequenceExamples);
+# written only by schemas with one.
+FORMAT_VERSION = 8
 Layout = Literal["mixed", "per_class"]
 
 
@@ -143,7 +144,8 @@ class Manifest:
         """The JSON object written to ``dataset.json``."""
         return {
             "format": FORMAT_NAME,
-            "format_version": (7 if _has_encoded_tensor(self.schema)
+            "format_version": (8 if _has_feature_list(self.schema)
+                               else 7 if _has_encoded_tensor(self.schema)
                                else 6 if self.compression and any(
                                    shard.restarts or shard.index
                                    for split in self.splits.values() for shard in split.shards)
@@ -392,6 +394,10 @@ def _has_encoded_tensor(schema: Schema) -> bool:
     return any(isinstance(f, Tensor) and f.encoding != "raw" for f in schema.values())
 
 
+def _has_feature_list(schema: Schema) -> bool:
+    return any(isinstance(f, FeatureList) for f in schema.values())
+
+
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return text if len(text) <= 300 else text[:297] + "..."
@@ -434,6 +440,8 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
     if _has_encoded_tensor(schema) and spec.format_version < 7:
         raise fail("format_version", "a Tensor stored as a TensorProto or a list needs "
                                      "version 7")
+    if _has_feature_list(schema) and spec.format_version < 8:
+        raise fail("format_version", "feature lists (SequenceExample records) need version 8")
     if SOURCE_FEATURE in schema and spec.format_version < 5:
         raise fail("format_version", f"records that carry {SOURCE_FEATURE!r} need version 5")
     seen: set[str] = set()

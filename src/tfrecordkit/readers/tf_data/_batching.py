@@ -91,21 +91,25 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
     re-batched to ``batch_size`` (None: single examples), in the layout's structure."""
     ordered, layout, options = plan.ordered, plan.layout, plan.options
 
+    stored = plan.stored.features
     lists = {k: v for k, v in plan.description.items()
-             if isinstance(v, tf.io.FixedLenSequenceFeature)}
+             if isinstance(v, tf.io.FixedLenSequenceFeature)
+             or (k in stored and stored[k].step_lengths)}
 
     def parse_batch(serialized: Any) -> Example:
         if not lists:
             return dict(tf.io.parse_example(serialized, plan.description))
         # SequenceExamples: the context as Examples' keys, each feature list ragged over
-        # its steps (padding and lengths then come from the layout, as for other keys).
+        # its steps (and over each step's values when they vary; padding and lengths then
+        # come from the layout, as for other keys).
         context, steps, lengths = tf.io.parse_sequence_example(
             serialized, context_features={k: v for k, v in plan.description.items()
                                           if k not in lists},
             sequence_features=lists)
         out = dict(context)
         for key, values in steps.items():
-            out[key] = tf.RaggedTensor.from_tensor(values, lengths=lengths[key])
+            out[key] = (values if isinstance(values, tf.RaggedTensor)
+                        else tf.RaggedTensor.from_tensor(values, lengths=lengths[key]))
         return out
 
     if plan.per_example:
@@ -204,6 +208,11 @@ def _structure(value: Any, layout: FeatureLayout) -> Any:
     "lengths"}`` (the lengths of the varying dimensions, int64)."""
     if not layout.varies:
         return value
+    if layout.step_lengths:  # steps of any length: a [steps, (values)] ragged tensor
+        fill = layout.fill.decode() if isinstance(layout.fill, bytes) else layout.fill
+        return {"values": value.to_tensor(default_value=tf.cast(fill, value.dtype)),
+                "lengths": tf.cast(value.nrows(), tf.int64)[None],
+                "step_lengths": tf.cast(value.row_lengths(), tf.int64)}
     array = _array(value)  # audio: its samples, which the layout's shape describes
     padded = {"values": array,
               "lengths": tf.cast(tf.gather(tf.shape(array), list(layout.length_axes)),
@@ -214,6 +223,12 @@ def _structure(value: Any, layout: FeatureLayout) -> Any:
 def _batch_structure(value: Any, layout: FeatureLayout) -> Any:
     """A batch of one feature, parsed as a whole (fixed shapes, sequences, token ids), in
     the layout's structure: ragged values padded with the layout's fill, and their lengths."""
+    if layout.step_lengths and isinstance(value, tf.RaggedTensor):
+        fill = layout.fill.decode() if isinstance(layout.fill, bytes) else layout.fill
+        steps = tf.RaggedTensor.from_row_splits(value.values.row_lengths(), value.row_splits)
+        return {"values": value.to_tensor(default_value=tf.cast(fill, value.dtype)),
+                "lengths": tf.cast(value.row_lengths(), tf.int64)[:, None],
+                "step_lengths": tf.cast(steps.to_tensor(), tf.int64)}
     if layout.varies and isinstance(value, tf.RaggedTensor):
         fill = layout.fill.decode() if isinstance(layout.fill, bytes) else layout.fill
         return {"values": value.to_tensor(default_value=tf.cast(fill, value.dtype)),
@@ -248,10 +263,12 @@ def _check_padded_shapes(example: Example, layout: BatchLayout) -> Example:
             continue
         value = example[name]
         value = value["ids"] if feature.kind == "tokens" else _array(value)
+        shape = (value.bounding_shape() if isinstance(value, tf.RaggedTensor)
+                 else tf.shape(value))
         for axis, size in enumerate(feature.padded_shape):
             if size is not None:
                 checks.append(tf.debugging.assert_less_equal(
-                    tf.shape(value)[axis], size,
+                    tf.cast(shape[axis], tf.int64), tf.constant(size, tf.int64),
                     message=f"feature {name!r}: a value is larger than its padded shape "
                             f"{feature.padded_shape} (axis {axis})"))
     if not checks:
@@ -271,6 +288,8 @@ def _padding(spec: Any, layout: BatchLayout) -> tuple[Any, Any]:
         if padded and feature is not None:
             shape = tf.TensorShape(feature.padded_shape if feature.padded_shape is not None
                                    else (feature.cut_to,))
+        if key == "step_lengths" and feature is not None and feature.padded_shape is not None:
+            shape = tf.TensorShape(feature.padded_shape[:1])
         fill: Any = 0
         if part.dtype == tf.string:
             fill = ""

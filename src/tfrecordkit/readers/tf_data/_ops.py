@@ -36,6 +36,9 @@ def feature_description(schema: Schema, features: Sequence[str] | None = None) -
     """The ``tf.io.parse_example`` spec for a schema (or the named subset of its features).
 
     Fixed-length keys become ``FixedLenFeature``; variable-length ones ``RaggedFeature``.
+    Feature lists (:class:`~tfrecordkit.schema.FeatureList`) become
+    ``FixedLenSequenceFeature`` (``RaggedFeature`` for steps of any length): give those to
+    ``tf.io.parse_sequence_example`` as its ``sequence_features``.
     """
     return {spec.key: _tf_spec(spec) for spec in schema.key_specs(
         list(features) if features is not None else None)}
@@ -43,8 +46,10 @@ def feature_description(schema: Schema, features: Sequence[str] | None = None) -
 
 def _tf_spec(spec: KeySpec) -> Any:
     dtype = _TF_DTYPES[spec.dtype]
-    if spec.sequence:  # a SequenceExample feature list of fixed-shape steps
-        return tf.io.FixedLenSequenceFeature(list(spec.shape or ()), dtype, allow_missing=True)
+    if spec.sequence:  # a SequenceExample feature list: steps of one shape, or of any length
+        if spec.shape is None:
+            return tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
+        return tf.io.FixedLenSequenceFeature(list(spec.shape), dtype, allow_missing=True)
     if spec.shape is None:
         return tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
     return tf.io.FixedLenFeature(list(spec.shape), dtype)
