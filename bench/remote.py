@@ -5,14 +5,19 @@ Cases:
 - sequential read of every record (CRCs checked) with ``read_records`` and the NumPy loader
   (``decode=False``), against ``s3fs.cat_file`` of each shard (the floor: bytes only);
 - P×K batches (per-class layout): requests per batch, from the server's log;
+- P×K batches behind a proxy that answers every request 20 ms late (as real object stores
+  answer), with the next steps' records requested ahead (the default) and without (one
+  step's requests at a time, as before);
 - the same reads from a local copy, for comparison.
 
-Run: python bench/remote.py [--records 40000] [--runs 3]
+Run: python bench/remote.py [--records 40000] [--runs 3] [--latency-ms 20]
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import http.server
 import os
 import re
 import socket
@@ -48,6 +53,68 @@ class _Log:
         return sum(1 for m in found if m and "?" not in m[1])
 
 
+def _proxy(port: int, upstream: int, delay: float) -> None:
+    """Serve on ``port``: every request forwarded to ``upstream`` after ``delay`` seconds
+    (one connection to it per proxy thread), as a store far away answers."""
+    local = threading.local()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def forward(self) -> None:
+            time.sleep(delay)
+            size = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(size) if size else None
+            if getattr(local, "conn", None) is None:
+                local.conn = http.client.HTTPConnection("127.0.0.1", upstream)
+            headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
+            try:
+                local.conn.request(self.command, self.path, body=body, headers=headers)
+                reply = local.conn.getresponse()
+            except (ConnectionError, http.client.HTTPException):
+                local.conn = http.client.HTTPConnection("127.0.0.1", upstream)
+                local.conn.request(self.command, self.path, body=body, headers=headers)
+                reply = local.conn.getresponse()
+            data = reply.read()
+            self.send_response(reply.status)
+            for key, value in reply.getheaders():
+                if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    self.send_header(key, value)
+            length = reply.getheader("Content-Length") if self.command == "HEAD" else None
+            self.send_header("Content-Length", length or str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = forward  # noqa: N815 - http.server names
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _pk_rate(url: object, p: int, k: int, steps: int, storage_options: dict | None = None
+             ) -> float:
+    """P×K batches per second after the first (opening excluded), no decode."""
+    batches = iter(tk.iter_pk_batches(url, classes_per_batch=p, examples_per_class=k,
+                                      steps=steps + 1, decode=False,
+                                      storage_options=storage_options))
+    next(batches)
+    start = time.perf_counter()
+    for _ in range(steps):
+        next(batches)
+    return steps / (time.perf_counter() - start)
+
+
 def _median(function, runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -61,7 +128,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=40_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--proxy", nargs=3, type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.proxy:  # the latency proxy's own process: port, upstream port, delay
+        _proxy(int(args.proxy[0]), int(args.proxy[1]), args.proxy[2])
+        return
     # The server runs in its own process, as a real store would (in this process it would
     # compete with the reader for the GIL); its request log comes back on its stderr.
     with socket.socket() as probe:
@@ -147,6 +219,32 @@ def main() -> None:
         print(f"P×K ({p}×{k}, per-class shards): {gets / steps:.1f} object GETs per batch "
               f"(P = {p}); {steps / remote_pk:.0f} batches/s from s3, "
               f"{steps / local_pk:.0f} locally")
+
+        # Behind a proxy answering every request late, as a store far away does.
+        proxy_port = _free_port()
+        proxy = subprocess.Popen([sys.executable, __file__, "--proxy", str(proxy_port),
+                                  str(port), str(args.latency_ms / 1000)])
+        time.sleep(1.0)
+        far = {"endpoint_url": f"http://127.0.0.1:{proxy_port}"}
+        import tfrecordkit.readers._metric as metric
+
+        depth = metric.READ_AHEAD_STEPS
+        rates: dict[str, list[float]] = {"one step at a time": [],
+                                         f"{depth} steps requested ahead": []}
+        for _ in range(args.runs):  # alternating
+            metric.READ_AHEAD_STEPS = 0
+            rates["one step at a time"].append(_pk_rate(pk_url, p, k, 30, far))
+            metric.READ_AHEAD_STEPS = depth
+            rates[f"{depth} steps requested ahead"].append(_pk_rate(pk_url, p, k, 30, far))
+        proxy.terminate()
+        proxy.wait()
+        before, after = (statistics.median(r) for r in rates.values())
+        print(f"\nP×K ({p}×{k}) behind {args.latency_ms:.0f} ms of latency per request, "
+              f"medians of {args.runs} alternating runs:")
+        for name, values in rates.items():
+            print(f"  {name:<28}{statistics.median(values):>8.1f} batches/s  "
+                  f"(runs: {', '.join(f'{v:.1f}' for v in values)})")
+        print(f"  ratio {after / before:.2f}x")
     server.terminate()
     server.wait()
 

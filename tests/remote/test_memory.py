@@ -220,3 +220,52 @@ def test_a_truncated_foreign_file_on_a_url_is_one_clear_error(memory_url):
     with pytest.raises((tk.CorruptRecordError, DatasetError), match=r"part-1\.tfrecord"):
         for _ in tk.load_numpy_dataset(f"{memory_url}/data/*.tfrecord", batch_size=10):
             pass
+
+
+def test_metric_batches_read_ahead_from_a_store_as_locally(memory_url, tmp_path):
+    """P×K and triplet loaders request the next steps' records ahead from object stores;
+    batches, states (across an epoch's end) and errors are the same as reading locally."""
+    from tfrecordkit.readers import _metric
+
+    url = f"{memory_url}/pc"
+    shards = ShardOptions(layout="per_class", shard_size=3000)
+    write_dataset(rows(), url, SCHEMA, shards=shards)
+    write_dataset(rows(), tmp_path / "pc", SCHEMA, shards=shards)
+    pk = {"classes_per_batch": 2, "examples_per_class": 3, "seed": 4}
+    remote = tk.iter_pk_batches(url, steps=9, **pk)
+    assert remote._ahead is not None and remote._ahead.depth == _metric.READ_AHEAD_STEPS
+    local = tk.iter_pk_batches(tmp_path / "pc", steps=9, **pk)
+    assert local._ahead is None  # local files: read when needed
+    for step, (a, b) in enumerate(zip(remote, local, strict=True)):  # epochs are 2 steps
+        assert same(a, b), step
+        assert remote.state_dict() == local.state_dict(), step
+    state = tk.iter_pk_batches(url, steps=3, **pk)
+    for _ in state:
+        pass
+    resumed = tk.iter_pk_batches(url, steps=4, state=state.state_dict(), **pk)
+    again = list(tk.iter_pk_batches(tmp_path / "pc", steps=7, **pk))[3:]
+    for a, b in zip(resumed, again, strict=True):
+        assert same(a, b)
+    triplets = {"batch_size": 64, "seed": 2, "epochs": 2}
+    for a, b in zip(tk.iter_triplets(url, **triplets),
+                    tk.iter_triplets(tmp_path / "pc", **triplets), strict=True):
+        assert same(a, b)
+    # Records damaged in the store (every record of one class's files): the step reading
+    # one fails, naming the file; steps before it (read ahead with it) still come, unchanged.
+    fs = fsspec.filesystem("memory")
+    damaged = sorted(p for p in fs.ls(url, detail=False)
+                     if p.endswith(".tfrecord") and "-c00003-" in p)
+    assert damaged
+    for path in damaged:
+        data = bytearray(fs.cat_file(path))
+        name = f"{url}/{path.rsplit('/', 1)[-1]}"
+        for offset, _ in load_index(name + ".index", storage=Storage.of(name)).tolist():
+            data[offset + 13] ^= 0xFF  # inside the record's payload
+        fs.pipe_file(path, bytes(data))
+    batches = tk.iter_pk_batches(url, steps=40, **pk)
+    good = iter(tk.iter_pk_batches(tmp_path / "pc", steps=40, **pk))
+    with pytest.raises(tk.CorruptRecordError, match=r"c00003-.*\.tfrecord"):
+        for batch in batches:
+            assert 3 not in batch["label"].tolist()
+            assert same(batch, next(good))
+    batches.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,51 @@ def _sources(index: ClassIndex, positions: np.ndarray) -> Callable[[int], str]:
     return where
 
 
+READ_AHEAD_STEPS = 8
+"""Steps whose records are requested ahead of the one being built, from object stores."""
+
+
+class ReadAhead:
+    """The records of a loader's next steps, requested on I/O threads while the current
+    step is built: each request to an object store waits a round trip, so a few steps in
+    flight keep batches coming at the store's throughput, not its latency. Errors surface
+    when their step is taken, as if read then."""
+
+    def __init__(self, loader: _SampledLoader, depth: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.loader, self.depth = loader, depth
+        self._pool = ThreadPoolExecutor(depth, thread_name_prefix="tfrecordkit-ahead")
+        self._pending: dict[tuple[int, int], Future[list[list[bytes]]]] = {}
+
+    def _read(self, key: tuple[int, int]) -> list[list[bytes]]:
+        return [self.loader.fetcher.fetch(g) for g in self.loader.step_positions(*key)]
+
+    def plan(self, keys: Sequence[tuple[int, int]]) -> None:
+        """Request the records of ``keys`` (``(epoch, step)``, next first) not requested
+        yet; requests for other steps are dropped."""
+        wanted = set(keys)
+        for key in [k for k in self._pending if k not in wanted]:
+            self._pending.pop(key).cancel()
+        for key in keys:
+            if key not in self._pending:
+                self._pending[key] = self._pool.submit(self._read, key)
+
+    def take(self, key: tuple[int, int], groups: list[np.ndarray]) -> list[list[bytes]]:
+        """The records of step ``key`` (read now if not requested)."""
+        future = self._pending.pop(key, None)
+        if future is None:
+            return [self.loader.fetcher.fetch(g) for g in groups]
+        return future.result()
+
+    def close(self) -> None:
+        """Drop what has not started, and wait for what has."""
+        for future in self._pending.values():
+            future.cancel()
+        self._pending.clear()
+        self._pool.shutdown(wait=True)
+
+
 class _SampledLoader:
     """What the P×K and triplet loaders share: epochs of steps built by ``load_step``, run on
     a thread pool, a JSON state checked by ``check_state``, open files to close."""
@@ -68,9 +113,32 @@ class _SampledLoader:
     def __len__(self) -> int:
         raise NotImplementedError
 
-    def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
-        """This rank's batch at ``step`` of ``epoch``."""
+    def step_positions(self, epoch: int, step: int) -> list[np.ndarray]:
+        """The positions (in the class index) of the records ``step`` of ``epoch`` reads, in
+        groups fetched together."""
         raise NotImplementedError
+
+    def build_step(self, epoch: int, step: int, groups: list[np.ndarray],
+                   records: list[list[bytes]], pool: Executor | None) -> dict[str, Any]:
+        """The batch of ``step`` from its groups' positions and their records."""
+        raise NotImplementedError
+
+    def load_step(self, epoch: int, step: int, pool: Executor | None = None,
+                  ahead: ReadAhead | None = None) -> dict[str, Any]:
+        """This rank's batch at ``step`` of ``epoch`` (its records from ``ahead`` when it
+        read them already)."""
+        groups = self.step_positions(epoch, step)
+        records = (ahead.take((epoch, step), groups) if ahead is not None
+                   else [self.fetcher.fetch(g) for g in groups])
+        return self.build_step(epoch, step, groups, records, pool)
+
+    def read_ahead(self) -> ReadAhead | None:
+        """A :class:`ReadAhead` for this loader's storage: object stores answer each
+        request after a round trip, so the next steps' records are requested while this one
+        is decoded; local files need none (None)."""
+        if self.fetcher.storage.local or READ_AHEAD_STEPS < 1:
+            return None
+        return ReadAhead(self, READ_AHEAD_STEPS)
 
     def check_state(self, state: Any) -> dict[str, Any]:
         """``state`` as a dict, checked to be a whole state of a loader of this
@@ -83,16 +151,26 @@ class _SampledLoader:
 
     def iter_steps(self, epoch: int, steps: Iterable[int], pool: Executor
                    ) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(step, batch)`` for ``steps`` of ``epoch``."""
-        for step in steps:
-            yield step, self.load_step(epoch, step, pool)
+        """``(step, batch)`` for ``steps`` of ``epoch`` (from object stores, the next steps'
+        records requested ahead)."""
+        ahead = self.read_ahead()
+        order = list(steps)
+        try:
+            for i, step in enumerate(order):
+                if ahead is not None:
+                    ahead.plan([(epoch, s) for s in order[i + 1 : i + 1 + ahead.depth]])
+                yield step, self.load_step(epoch, step, pool, ahead)
+        finally:
+            if ahead is not None:
+                ahead.close()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(self.num_threads) as pool:
-            for step in self.partition.steps(self.step, len(self)):
-                batch = self.load_step(self.epoch, step, pool)
+            for step, batch in self.iter_steps(self.epoch,
+                                               self.partition.steps(self.step, len(self)),
+                                               pool):
                 self.step = step + 1
                 yield batch
         self.epoch, self.step = self.epoch + 1, 0
@@ -140,12 +218,15 @@ class PKLoader(_SampledLoader):
     def __len__(self) -> int:
         return self.sampler.steps_per_epoch
 
-    def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
-        """This rank's P×K batch at ``step`` of ``epoch``."""
-        positions = self.sampler.batch(epoch, step)
+    def step_positions(self, epoch: int, step: int) -> list[np.ndarray]:
+        return [self.sampler.batch(epoch, step)]
+
+    def build_step(self, epoch: int, step: int, groups: list[np.ndarray],
+                   records: list[list[bytes]], pool: Executor | None) -> dict[str, Any]:
+        positions = groups[0]
         labels = self._class_of[positions]
-        batch = self.decoder.decode_batch(self.fetcher.fetch(positions),
-                                          _sources(self.index, positions), pool, labels)
+        batch = self.decoder.decode_batch(records[0], _sources(self.index, positions), pool,
+                                          labels)
         batch["label"] = labels
         batch[CLASS_POSITION] = self._positions
         batch[RECORD_ID] = positions
@@ -178,6 +259,7 @@ class PKBatches(Iterator[dict[str, Any]]):
         self._steps = steps
         self._count = 0
         self._pool = ThreadPoolExecutor(loader.num_threads)  # threads start on first use
+        self._ahead = loader.read_ahead()
 
     @property
     def steps_per_epoch(self) -> int:
@@ -194,7 +276,15 @@ class PKBatches(Iterator[dict[str, Any]]):
         if self._steps is not None and self._count >= self._steps:
             self.close()
             raise StopIteration
-        batch = loader.load_step(loader.epoch, loader.step, self._pool)
+        if self._ahead is not None:  # the steps after this one, within ``steps``
+            left = (self._ahead.depth if self._steps is None
+                    else min(self._ahead.depth, self._steps - self._count - 1))
+            upcoming, epoch, step = [], loader.epoch, loader.step
+            for _ in range(left):
+                epoch, step = (epoch, step + 1) if step + 1 < len(loader) else (epoch + 1, 0)
+                upcoming.append((epoch, step))
+            self._ahead.plan(upcoming)
+        batch = loader.load_step(loader.epoch, loader.step, self._pool, self._ahead)
         loader.step += 1
         if loader.step == len(loader):
             loader.epoch, loader.step = loader.epoch + 1, 0
@@ -207,6 +297,8 @@ class PKBatches(Iterator[dict[str, Any]]):
 
     def close(self) -> None:
         """Close the files kept open and stop the decoding threads."""
+        if self._ahead is not None:
+            self._ahead.close()
         self.loader.close()
         self._pool.shutdown(wait=True)
 
@@ -296,19 +388,24 @@ class TripletLoader(_SampledLoader):
         state["_epoch_triplets"] = None  # recomputed from (seed, epoch) where it is needed
         return state
 
-    def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
-        """This rank's triplets at ``step`` of ``epoch``."""
-        if self._epoch_triplets is None or self._epoch_triplets[0] != epoch:
+    def step_positions(self, epoch: int, step: int) -> list[np.ndarray]:
+        """Anchors, positives and negatives of ``step``."""
+        held = self._epoch_triplets
+        if held is None or held[0] != epoch:
             triplets = self.sampler.triplets(epoch)
             short = self._per_rank - len(triplets)  # this rank has one anchor fewer: wrap
-            self._epoch_triplets = (epoch, np.concatenate([triplets, triplets[:short]]))
-        chunk = self._epoch_triplets[1][step * self.batch_size : (step + 1) * self.batch_size]
+            held = self._epoch_triplets = (epoch, np.concatenate([triplets, triplets[:short]]))
+        chunk = held[1][step * self.batch_size : (step + 1) * self.batch_size]
+        return [chunk[:, column] for column in range(3)]
+
+    def build_step(self, epoch: int, step: int, groups: list[np.ndarray],
+                   records: list[list[bytes]], pool: Executor | None) -> dict[str, Any]:
         batch = {}
-        for column, role in enumerate(("anchor", "positive", "negative")):
-            positions = chunk[:, column]
+        for role, positions, found in zip(("anchor", "positive", "negative"), groups, records,
+                                          strict=True):
             labels = self._class_of[positions]
-            part = self.decoder.decode_batch(self.fetcher.fetch(positions),
-                                             _sources(self.index, positions), pool, labels)
+            part = self.decoder.decode_batch(found, _sources(self.index, positions), pool,
+                                             labels)
             part["label"] = labels
             part[RECORD_ID] = positions
             batch[role] = part

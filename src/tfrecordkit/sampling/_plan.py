@@ -110,12 +110,13 @@ class PKSampler:
 
     def _round_orders(self, round_: int) -> tuple[np.ndarray, np.ndarray]:
         """A round's class order, and the order its short last step is filled from."""
-        if self._round is None or self._round[0] != round_:
+        held = self._round  # read once: a thread reading ahead may hold another round
+        if held is None or held[0] != round_:
             n = len(self._eligible)
             order = self._eligible[feistel_permute(np.arange(n), n, self._key(0, round_))]
             fill = self._eligible[feistel_permute(np.arange(n), n, self._key(1, round_))]
-            self._round = (round_, order, fill)
-        return self._round[1], self._round[2]
+            held = self._round = (round_, order, fill)
+        return held[1], held[2]
 
     def step_classes(self, epoch: int, step: int) -> tuple[int, list[int], int]:
         """The round, all workers' classes (positions in the index) at ``step`` of ``epoch``,

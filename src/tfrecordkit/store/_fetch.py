@@ -7,6 +7,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
@@ -85,6 +86,12 @@ class RecordFetcher:
         # Compressed files: offsets are in the decompressed streams, read by inflating.
         # Made on the first read (an index being unpickled has no attributes yet).
         self._inflater: Inflater | bool | None = False
+        # Remote files read in order: the next block requested on a thread while this one is
+        # used. (shard, start, end) -> its request; blocks read ahead not yet used -> end.
+        self._io: ThreadPoolExecutor | None = None
+        self._planning = threading.Lock()
+        self._inflight: dict[tuple[int, int, int], Future[bytes]] = {}
+        self._unused: dict[tuple[int, int], int] = {}
 
     def _acquire(self, shard: int) -> int:
         with self._lock:
@@ -193,47 +200,139 @@ class RecordFetcher:
                       ) -> list[bytes]:
         """Ranged reads, sent together: per file, nearby records merged into one request;
         a request that is mostly records (sequential reading) reads ahead a whole block,
-        kept for the next calls."""
+        kept for the next calls. Reading on from the start of a file or the end of a block
+        requests the next block (or the next file's first) on a thread meanwhile."""
         files = self.index.files
         out: list[bytes] = [b""] * len(shards)
         spans: list[tuple[int, int, int, list[int]]] = []  # (shard, start, end, members)
         groups: dict[int, list[int]] = {}
         for i, shard in enumerate(shards.tolist()):
             groups.setdefault(shard, []).append(i)
-        for shard, members in groups.items():
-            missing = []
-            for i in members:
-                data = self._cached(shard, int(offsets[i]), int(lengths[i]))
-                if data is None:
-                    missing.append(i)
-                else:
-                    out[i] = check_frame(data, path=files[shard], offset=int(offsets[i]))
-            missing.sort(key=lambda i: int(offsets[i]))
-            for i in missing:
-                start, end = int(offsets[i]), int(offsets[i] + lengths[i])
-                last = spans[-1] if spans else None
-                if last is not None and last[0] == shard and start - last[2] <= MERGE_GAP:
-                    spans[-1] = (shard, last[1], max(last[2], end), [*last[3], i])
-                else:
-                    spans.append((shard, start, end, [i]))
-        if not spans:
-            return out
-        ends = self._file_ends()
-        requests = []
-        for shard, start, stop, members in spans:
-            wanted = int(lengths[members].sum())
-            dense = wanted * 2 >= stop - start  # sequential reading: read ahead
-            end = min(max(stop, start + READ_BLOCK), int(ends[shard])) if dense else stop
-            requests.append((shard, start, end, members))
-        blobs = self.storage.read_spans([(files[s], a, b) for s, a, b, _ in requests])
-        for (shard, start, _end, members), blob in zip(requests, blobs, strict=True):
+        # Planned one thread at a time: bytes another thread is reading are waited for,
+        # not requested twice.
+        held: list[tuple[int, int, bytes]] = []  # records kept or read by another thread
+        with self._planning:
+            for shard, members in groups.items():
+                missing = []
+                for i in members:
+                    data = self._held(shard, int(offsets[i]), int(lengths[i]))
+                    if data is None:
+                        missing.append(i)
+                    else:
+                        held.append((i, shard, data))
+                missing.sort(key=lambda i: int(offsets[i]))
+                for i in missing:
+                    start, end = int(offsets[i]), int(offsets[i] + lengths[i])
+                    last = spans[-1] if spans else None
+                    if last is not None and last[0] == shard and start - last[2] <= MERGE_GAP:
+                        spans[-1] = (shard, last[1], max(last[2], end), [*last[3], i])
+                    else:
+                        spans.append((shard, start, end, [i]))
+            if not spans:
+                return self._checked(out, held, offsets)
+            ends = self._file_ends()
+            requests = []
+            for shard, start, stop, members in spans:
+                wanted = int(lengths[members].sum())
+                dense = wanted * 2 >= stop - start  # sequential reading: read ahead
+                end = min(max(stop, start + READ_BLOCK), int(ends[shard])) if dense else stop
+                requests.append((shard, start, end, members, dense))
+            # Announced while in flight: another thread needing these bytes waits for them.
+            keys = [(s, a, b) for s, a, b, _, _ in requests]
+            pending: list[Future[bytes]] = [Future() for _ in keys]
+            with self._lock:
+                self._inflight.update(zip(keys, pending, strict=True))
+        try:
+            blobs = self.storage.read_spans([(files[s], a, b) for s, a, b in keys])
+        except BaseException as err:
+            for future in pending:
+                future.set_exception(err)
+            raise
+        finally:
+            with self._lock:
+                for key in keys:
+                    self._inflight.pop(key, None)
+        ordered = [dense and (start == 0 or self._ended_block(shard, start))
+                   for shard, start, _, _, dense in requests]
+        for (shard, start, *_), blob, future in zip(requests, blobs, pending, strict=True):
+            self._remember(shard, start, blob)
+            future.set_result(blob)  # before any frame is checked: waiting threads go on
+        self._checked(out, held, offsets)
+        for (shard, start, end, members, _), blob, in_order in zip(requests, blobs, ordered,
+                                                                  strict=True):
             view = memoryview(blob)
             for i in members:
                 at = int(offsets[i]) - start
                 out[i] = check_frame(bytes(view[at : at + int(lengths[i])]),
                                      path=files[shard], offset=int(offsets[i]))
-            self._remember(shard, start, blob)
+            if in_order:
+                self._read_on(shard, end)
         return out
+
+    def _checked(self, out: list[bytes], held: list[tuple[int, int, bytes]],
+                 offsets: np.ndarray) -> list[bytes]:
+        """``out`` with the ``(i, shard, frame)`` of ``held``, each frame checked."""
+        for i, shard, data in held:
+            out[i] = check_frame(data, path=self.index.files[shard], offset=int(offsets[i]))
+        return out
+
+    def _held(self, shard: int, offset: int, length: int) -> bytes | None:
+        """A record's bytes from a block kept or being read ahead (waiting for it); the
+        first use of a block read ahead requests the one after it."""
+        found = self._cached(shard, offset, length)
+        if found is None:
+            with self._lock:
+                future = next((f for (s, a, b), f in self._inflight.items()
+                               if s == shard and a <= offset and offset + length <= b), None)
+            if future is None:
+                return None
+            future.result()  # kept by the reading thread; errors surface here
+            found = self._cached(shard, offset, length)
+            if found is None:
+                return None
+        data, start = found
+        with self._lock:
+            end = self._unused.pop((shard, start), None)
+        if end is not None:
+            self._read_on(shard, end)
+        return data
+
+    def _ended_block(self, shard: int, start: int) -> bool:
+        """Whether a block read before ended at ``start`` (reading goes on in order)."""
+        with self._lock:
+            return any(a + len(blob) == start for a, blob in self._blocks.get(shard, ()))
+
+    def _read_on(self, shard: int, end: int) -> None:
+        """Request the block after ``end`` of ``shard`` (the next file's first block at its
+        end) on the I/O thread, unless it is kept or requested already."""
+        ends = self._file_ends()
+        if end >= int(ends[shard]):
+            shard, end = shard + 1, 0
+            while shard < len(ends) and not ends[shard]:
+                shard += 1
+            if shard >= len(ends):
+                return
+        stop = min(end + READ_BLOCK, int(ends[shard]))
+        key = (shard, end, stop)
+        with self._lock:
+            if key in self._inflight or any(
+                    a == end for a, _ in self._blocks.get(shard, ())):
+                return
+            if self._io is None:
+                self._io = ThreadPoolExecutor(1, thread_name_prefix="tfrecordkit-ahead")
+            self._inflight[key] = self._io.submit(self._read_block, key)
+
+    def _read_block(self, key: tuple[int, int, int]) -> bytes:
+        shard, start, stop = key
+        try:
+            blob = self.storage.read_spans([(self.index.files[shard], start, stop)])[0]
+            self._remember(shard, start, blob)
+            with self._lock:
+                self._unused[(shard, start)] = stop
+            return blob
+        finally:
+            with self._lock:
+                self._inflight.pop(key, None)
 
     def _file_ends(self) -> np.ndarray:
         """Where each file's last record ends (its size, for a whole file)."""
@@ -243,11 +342,12 @@ class RecordFetcher:
             self._ends = ends
         return self._ends
 
-    def _cached(self, shard: int, offset: int, length: int) -> bytes | None:
+    def _cached(self, shard: int, offset: int, length: int) -> tuple[bytes, int] | None:
+        """A record's bytes from a kept block, and where the block starts."""
         with self._lock:
             for start, blob in self._blocks.get(shard, ()):
                 if start <= offset and offset + length <= start + len(blob):
-                    return blob[offset - start : offset - start + length]
+                    return blob[offset - start : offset - start + length], start
         return None
 
     def _remember(self, shard: int, start: int, blob: bytes) -> None:
@@ -260,14 +360,18 @@ class RecordFetcher:
                 old_shard, old_start, size = self._order.pop(0)
                 kept = self._blocks.get(old_shard, [])
                 self._blocks[old_shard] = [b for b in kept if b[0] != old_start]
+                self._unused.pop((old_shard, old_start), None)
                 self._cached_bytes -= size
 
     def close(self) -> None:
-        """Close every open file."""
+        """Close every open file (and stop reading ahead)."""
         with self._lock:
             for fd in self._open.values():
                 os.close(fd)
             self._open.clear()
+            io, self._io = self._io, None
+        if io is not None:
+            io.shutdown(wait=True, cancel_futures=True)
 
     def __getstate__(self) -> dict[str, object]:
         # Open files and the lock don't travel; files reopen on the first read.
