@@ -19,7 +19,6 @@ from tfrecordkit.format import (
     READ_BLOCK,
     Inflater,
     Storage,
-    check_frame,
     split_frames,
 )
 
@@ -201,27 +200,22 @@ class RecordFetcher:
         """Ranged reads, sent together: per file, nearby records merged into one request;
         a request that is mostly records (sequential reading) reads ahead a whole block,
         kept for the next calls. Reading on from the start of a file or the end of a block
-        requests the next block (or the next file's first) on a thread meanwhile."""
+        requests the next block (or the next file's first) on a thread meanwhile. Records
+        in a kept block are checked in one call per block."""
         files = self.index.files
         out: list[bytes] = [b""] * len(shards)
         spans: list[tuple[int, int, int, list[int]]] = []  # (shard, start, end, members)
-        groups: dict[int, list[int]] = {}
-        for i, shard in enumerate(shards.tolist()):
-            groups.setdefault(shard, []).append(i)
+        order = np.lexsort((offsets, shards))
+        firsts = np.flatnonzero(np.diff(shards[order], prepend=-1) != 0)
         # Planned one thread at a time: bytes another thread is reading are waited for,
         # not requested twice.
-        held: list[tuple[int, int, bytes]] = []  # records kept or read by another thread
         with self._planning:
-            for shard, members in groups.items():
-                missing = []
-                for i in members:
-                    data = self._held(shard, int(offsets[i]), int(lengths[i]))
-                    if data is None:
-                        missing.append(i)
-                    else:
-                        held.append((i, shard, data))
-                missing.sort(key=lambda i: int(offsets[i]))
-                for i in missing:
+            for shard, members in zip(shards[order[firsts]].tolist(),
+                                      np.split(order, firsts[1:]), strict=True):
+                left = self._from_kept(shard, members, offsets, lengths, out)
+                if left.size and self._await(shard, left, offsets, lengths):
+                    left = self._from_kept(shard, left, offsets, lengths, out)
+                for i in left.tolist():
                     start, end = int(offsets[i]), int(offsets[i] + lengths[i])
                     last = spans[-1] if spans else None
                     if last is not None and last[0] == shard and start - last[2] <= MERGE_GAP:
@@ -229,14 +223,14 @@ class RecordFetcher:
                     else:
                         spans.append((shard, start, end, [i]))
             if not spans:
-                return self._checked(out, held, offsets)
+                return out
             ends = self._file_ends()
             requests = []
-            for shard, start, stop, members in spans:
-                wanted = int(lengths[members].sum())
+            for shard, start, stop, ids in spans:
+                wanted = int(lengths[ids].sum())
                 dense = wanted * 2 >= stop - start  # sequential reading: read ahead
                 end = min(max(stop, start + READ_BLOCK), int(ends[shard])) if dense else stop
-                requests.append((shard, start, end, members, dense))
+                requests.append((shard, start, end, ids, dense))
             # Announced while in flight: another thread needing these bytes waits for them.
             keys = [(s, a, b) for s, a, b, _, _ in requests]
             pending: list[Future[bytes]] = [Future() for _ in keys]
@@ -257,45 +251,55 @@ class RecordFetcher:
         for (shard, start, *_), blob, future in zip(requests, blobs, pending, strict=True):
             self._remember(shard, start, blob)
             future.set_result(blob)  # before any frame is checked: waiting threads go on
-        self._checked(out, held, offsets)
-        for (shard, start, end, members, _), blob, in_order in zip(requests, blobs, ordered,
-                                                                  strict=True):
-            view = memoryview(blob)
-            for i in members:
-                at = int(offsets[i]) - start
-                out[i] = check_frame(bytes(view[at : at + int(lengths[i])]),
-                                     path=files[shard], offset=int(offsets[i]))
+        for (shard, start, end, ids, _), blob, in_order in zip(requests, blobs, ordered,
+                                                              strict=True):
+            chosen = np.asarray(ids, dtype=np.int64)
+            found = split_frames(blob, offsets[chosen] - start, lengths[chosen],
+                                 where=_where(files[shard], offsets[chosen]))
+            for i, record in zip(ids, found, strict=True):
+                out[i] = record
             if in_order:
                 self._read_on(shard, end)
         return out
 
-    def _checked(self, out: list[bytes], held: list[tuple[int, int, bytes]],
-                 offsets: np.ndarray) -> list[bytes]:
-        """``out`` with the ``(i, shard, frame)`` of ``held``, each frame checked."""
-        for i, shard, data in held:
-            out[i] = check_frame(data, path=self.index.files[shard], offset=int(offsets[i]))
-        return out
-
-    def _held(self, shard: int, offset: int, length: int) -> bytes | None:
-        """A record's bytes from a block kept or being read ahead (waiting for it); the
-        first use of a block read ahead requests the one after it."""
-        found = self._cached(shard, offset, length)
-        if found is None:
-            with self._lock:
-                future = next((f for (s, a, b), f in self._inflight.items()
-                               if s == shard and a <= offset and offset + length <= b), None)
-            if future is None:
-                return None
-            future.result()  # kept by the reading thread; errors surface here
-            found = self._cached(shard, offset, length)
-            if found is None:
-                return None
-        data, start = found
+    def _from_kept(self, shard: int, members: np.ndarray, offsets: np.ndarray,
+                   lengths: np.ndarray, out: list[bytes]) -> np.ndarray:
+        """Fill ``out`` with the records of ``members`` (indices into ``offsets``) that kept
+        blocks of ``shard`` hold, checked; returns the others. The first use of a block read
+        ahead requests the one after it."""
         with self._lock:
-            end = self._unused.pop((shard, start), None)
-        if end is not None:
-            self._read_on(shard, end)
-        return data
+            blocks = list(self._blocks.get(shard, ()))
+        left = members
+        for start, blob in blocks:
+            if not left.size:
+                break
+            first = offsets[left]
+            inside = (first >= start) & (first + lengths[left] <= start + len(blob))
+            if not inside.any():
+                continue
+            chosen = left[inside]
+            found = split_frames(blob, offsets[chosen] - start, lengths[chosen],
+                                 where=_where(self.index.files[shard], offsets[chosen]))
+            for i, record in zip(chosen.tolist(), found, strict=True):
+                out[i] = record
+            left = left[~inside]
+            with self._lock:
+                end = self._unused.pop((shard, start), None)
+            if end is not None:
+                self._read_on(shard, end)
+        return left
+
+    def _await(self, shard: int, members: np.ndarray, offsets: np.ndarray,
+               lengths: np.ndarray) -> bool:
+        """Wait for the requests in flight that hold records of ``members``; whether any
+        did (errors reading them surface here)."""
+        first, last = offsets[members], offsets[members] + lengths[members]
+        with self._lock:
+            waits = [f for (s, a, b), f in self._inflight.items() if s == shard
+                     and bool(((first >= a) & (last <= b)).any())]
+        for future in waits:
+            future.result()
+        return bool(waits)
 
     def _ended_block(self, shard: int, start: int) -> bool:
         """Whether a block read before ended at ``start`` (reading goes on in order)."""
@@ -341,14 +345,6 @@ class RecordFetcher:
             np.maximum.at(ends, self.index.shard, self.index.offset + self.index.length)
             self._ends = ends
         return self._ends
-
-    def _cached(self, shard: int, offset: int, length: int) -> tuple[bytes, int] | None:
-        """A record's bytes from a kept block, and where the block starts."""
-        with self._lock:
-            for start, blob in self._blocks.get(shard, ()):
-                if start <= offset and offset + length <= start + len(blob):
-                    return blob[offset - start : offset - start + length], start
-        return None
 
     def _remember(self, shard: int, start: int, blob: bytes) -> None:
         """Keep a fetched span for later calls (least recently fetched dropped first)."""
