@@ -107,8 +107,9 @@ class ReadPlan:
             DatasetError: a dataset's shards disagree with its manifest, or the files mix
                 compressions.
         """
-        if self.manifest is not None:
-            return split_locations(self.path, self.manifest, self.split, storage=self.storage)
+        if self.manifest is not None:  # its shards were checked when the plan was made
+            return split_locations(self.path, self.manifest, self.split, storage=self.storage,
+                                   checked=True)
         shard_ids, offsets, lengths, points = [], [], [], []
         for number, file in enumerate(self.files):
             if self.compression is not None:
@@ -257,8 +258,8 @@ def open_records(path: PathArg, split: str, options: DecodeOptions, *,
     """A split's plan, random access to its records, and their decoder: what the TF-free
     readers stand on (dataset directories and foreign files alike)."""
     read = plan_read(path, split, storage_options=storage_options)
-    locations = None if read.manifest is not None else read.locations()
     records = SplitRecords(read.path, split, max_open_files=max_open_files,
-                           manifest=read.manifest, locations=locations, storage=read.storage)
+                           manifest=read.manifest, locations=read.locations(),
+                           storage=read.storage)
     return read, records, RecordDecoder(read.schema, options, read.specs, read.images,
                                         read.tensors)

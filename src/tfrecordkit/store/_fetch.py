@@ -28,6 +28,8 @@ LOCAL_MERGE_GAP = 16 << 10
 __all__ = ["RecordFetcher", "RecordLocations"]
 
 _CACHE_BYTES = 64 << 20  # remote spans kept per fetcher
+#: Remote files read in order: blocks requested ahead of the one being used.
+AHEAD_BLOCKS = 2
 _INFLATE_CHUNK = {True: 256 << 10, False: 4 << 20}  # compressed bytes read a step: local, remote
 
 
@@ -307,24 +309,26 @@ class RecordFetcher:
             return any(a + len(blob) == start for a, blob in self._blocks.get(shard, ()))
 
     def _read_on(self, shard: int, end: int) -> None:
-        """Request the block after ``end`` of ``shard`` (the next file's first block at its
-        end) on the I/O thread, unless it is kept or requested already."""
+        """Request the :data:`AHEAD_BLOCKS` blocks after ``end`` of ``shard`` (going on
+        into the next files at its end) on I/O threads, unless kept or requested already."""
         ends = self._file_ends()
-        if end >= int(ends[shard]):
-            shard, end = shard + 1, 0
-            while shard < len(ends) and not ends[shard]:
-                shard += 1
-            if shard >= len(ends):
-                return
-        stop = min(end + READ_BLOCK, int(ends[shard]))
-        key = (shard, end, stop)
-        with self._lock:
-            if key in self._inflight or any(
-                    a == end for a, _ in self._blocks.get(shard, ())):
-                return
-            if self._io is None:
-                self._io = ThreadPoolExecutor(1, thread_name_prefix="tfrecordkit-ahead")
-            self._inflight[key] = self._io.submit(self._read_block, key)
+        for _ in range(AHEAD_BLOCKS):
+            if end >= int(ends[shard]):
+                shard, end = shard + 1, 0
+                while shard < len(ends) and not ends[shard]:
+                    shard += 1
+                if shard >= len(ends):
+                    return
+            stop = min(end + READ_BLOCK, int(ends[shard]))
+            key = (shard, end, stop)
+            with self._lock:
+                if key not in self._inflight and not any(
+                        a == end for a, _ in self._blocks.get(shard, ())):
+                    if self._io is None:
+                        self._io = ThreadPoolExecutor(AHEAD_BLOCKS,
+                                                      thread_name_prefix="tfrecordkit-ahead")
+                    self._inflight[key] = self._io.submit(self._read_block, key)
+            end = stop
 
     def _read_block(self, key: tuple[int, int, int]) -> bytes:
         shard, start, stop = key

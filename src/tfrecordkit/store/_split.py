@@ -61,9 +61,12 @@ class SplitLocations:
 
 
 def split_locations(path: str | os.PathLike[str], manifest: Manifest,
-                    split: str, *, storage: Storage | None = None) -> SplitLocations:
+                    split: str, *, storage: Storage | None = None,
+                    checked: bool = False) -> SplitLocations:
     """The record locations of a split, from each shard's ``.index`` (or one scan), after
-    checking the shards against the manifest: present, the right size, the right count.
+    checking the shards against the manifest: present, the right size, the right count
+    (``checked``: present and sized as the manifest says was checked just now, by
+    :func:`shard_paths`; an object store is then not listed again).
     Compressed shards also get their restart points (``.restarts``; else only the start:
     reads then inflate from the start, or from a state kept by an earlier read).
 
@@ -74,7 +77,8 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
     compressed = manifest.compression is not None
     files, infos, shard_ids, offsets, lengths = [], [], [], [], []
     points: list[np.ndarray] = []
-    shards = shard_paths(path, manifest, split, storage=storage)
+    shards = ([(storage.join(path, info.file), info) for info in manifest.split(split).shards]
+              if checked else shard_paths(path, manifest, split, storage=storage))
     sidecars: dict[str, bytes | None] = {}
     for number, (file, info) in enumerate(shards):
         index_file = index_path_for(file)
