@@ -220,31 +220,43 @@ def main() -> None:
               f"(P = {p}); {steps / remote_pk:.0f} batches/s from s3, "
               f"{steps / local_pk:.0f} locally")
 
-        # Behind a proxy answering every request late, as a store far away does.
-        proxy_port = _free_port()
-        proxy = subprocess.Popen([sys.executable, __file__, "--proxy", str(proxy_port),
-                                  str(port), str(args.latency_ms / 1000)])
+        # Behind a proxy answering every request late, as a store far away does; the same
+        # proxy with no delay is the ceiling here (client, proxy and server share 2 cores).
+        proxies = {}
+        for delay in (args.latency_ms, 0.0):
+            proxy_port = _free_port()
+            proxies[delay] = (proxy_port, subprocess.Popen(
+                [sys.executable, __file__, "--proxy", str(proxy_port), str(port),
+                 str(delay / 1000)]))
         time.sleep(1.0)
-        far = {"endpoint_url": f"http://127.0.0.1:{proxy_port}"}
         import tfrecordkit.readers._metric as metric
 
-        depth = metric.READ_AHEAD_STEPS
-        rates: dict[str, list[float]] = {"one step at a time": [],
-                                         f"{depth} steps requested ahead": []}
+        depth, steps = metric.READ_AHEAD_STEPS, 150
+        cases = {  # name: (proxy delay, steps requested ahead)
+            "one step at a time": (args.latency_ms, 0),
+            f"{depth} steps requested ahead": (args.latency_ms, depth),
+            "ceiling: no delay, one at a time": (0.0, 0),
+            f"ceiling: no delay, {depth} ahead": (0.0, depth),
+        }
+        rates: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(args.runs):  # alternating
-            metric.READ_AHEAD_STEPS = 0
-            rates["one step at a time"].append(_pk_rate(pk_url, p, k, 30, far))
-            metric.READ_AHEAD_STEPS = depth
-            rates[f"{depth} steps requested ahead"].append(_pk_rate(pk_url, p, k, 30, far))
-        proxy.terminate()
-        proxy.wait()
-        before, after = (statistics.median(r) for r in rates.values())
-        print(f"\nP×K ({p}×{k}) behind {args.latency_ms:.0f} ms of latency per request, "
-              f"medians of {args.runs} alternating runs:")
+            for name, (delay, ahead) in cases.items():
+                metric.READ_AHEAD_STEPS = ahead
+                far = {"endpoint_url": f"http://127.0.0.1:{proxies[delay][0]}"}
+                rates[name].append(_pk_rate(pk_url, p, k, steps, far))
+        metric.READ_AHEAD_STEPS = depth
+        for _, proxy in proxies.values():
+            proxy.terminate()
+            proxy.wait()
+        medians = {name: statistics.median(values) for name, values in rates.items()}
+        print(f"\nP×K ({p}×{k}), {steps} steps, through a proxy adding {args.latency_ms:.0f} ms "
+              f"to every request; medians of {args.runs} alternating runs:")
         for name, values in rates.items():
-            print(f"  {name:<28}{statistics.median(values):>8.1f} batches/s  "
+            print(f"  {name:<36}{medians[name]:>8.1f} batches/s  "
                   f"(runs: {', '.join(f'{v:.1f}' for v in values)})")
-        print(f"  ratio {after / before:.2f}x")
+        names = list(medians)
+        print(f"  ratio, ahead / one at a time: {medians[names[1]] / medians[names[0]]:.2f}x; "
+              f"ahead / the no-delay ceiling: {medians[names[1]] / medians[names[3]]:.2f}x")
     server.terminate()
     server.wait()
 

@@ -90,6 +90,7 @@ class RecordFetcher:
         # Remote files read in order: the next block requested on a thread while this one is
         # used. (shard, start, end) -> its request; blocks read ahead not yet used -> end.
         self._io: ThreadPoolExecutor | None = None
+        self._dropped = False
         self._planning = threading.Lock()
         self._inflight: dict[tuple[int, int, int], Future[bytes]] = {}
         self._unused: dict[tuple[int, int], int] = {}
@@ -370,8 +371,8 @@ class RecordFetcher:
                 os.close(fd)
             self._open.clear()
             io, self._io = self._io, None
-        if io is not None:
-            io.shutdown(wait=True, cancel_futures=True)
+        if io is not None:  # not waited for when dropped: its own thread may drop it
+            io.shutdown(wait=not self._dropped, cancel_futures=True)
 
     def __getstate__(self) -> dict[str, object]:
         # Open files and the lock don't travel; files reopen on the first read.
@@ -390,4 +391,5 @@ class RecordFetcher:
 
     def __del__(self) -> None:
         if hasattr(self, "_lock"):
+            self._dropped = True
             self.close()
