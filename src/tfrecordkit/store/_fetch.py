@@ -204,20 +204,21 @@ class RecordFetcher:
         a request that is mostly records (sequential reading) reads ahead a whole block,
         kept for the next calls. Reading on from the start of a file or the end of a block
         requests the next block (or the next file's first) on a thread meanwhile. Records
-        in a kept block are checked in one call per block."""
-        files = self.index.files
+        in a kept block are checked in one call per block; records another thread is
+        reading are waited for, not requested twice."""
         out: list[bytes] = [b""] * len(shards)
         spans: list[tuple[int, int, int, list[int]]] = []  # (shard, start, end, members)
+        awaited: list[tuple[int, np.ndarray, list[Future[bytes]]]] = []
         order = np.lexsort((offsets, shards))
         firsts = np.flatnonzero(np.diff(shards[order], prepend=-1) != 0)
-        # Planned one thread at a time: bytes another thread is reading are waited for,
-        # not requested twice.
-        with self._planning:
+        with self._planning:  # one thread at a time decides what to request
             for shard, members in zip(shards[order[firsts]].tolist(),
                                       np.split(order, firsts[1:]), strict=True):
                 left = self._from_kept(shard, members, offsets, lengths, out)
-                if left.size and self._await(shard, left, offsets, lengths):
-                    left = self._from_kept(shard, left, offsets, lengths, out)
+                covered, futures = self._in_flight(shard, left, offsets, lengths)
+                if futures:
+                    awaited.append((shard, left[covered], futures))
+                    left = left[~covered]
                 for i in left.tolist():
                     start, end = int(offsets[i]), int(offsets[i] + lengths[i])
                     last = spans[-1] if spans else None
@@ -225,8 +226,6 @@ class RecordFetcher:
                         spans[-1] = (shard, last[1], max(last[2], end), [*last[3], i])
                     else:
                         spans.append((shard, start, end, [i]))
-            if not spans:
-                return out
             ends = self._file_ends()
             requests = []
             for shard, start, stop, ids in spans:
@@ -239,6 +238,24 @@ class RecordFetcher:
             pending: list[Future[bytes]] = [Future() for _ in keys]
             with self._lock:
                 self._inflight.update(zip(keys, pending, strict=True))
+        if keys:
+            self._request(requests, keys, pending, offsets=offsets, lengths=lengths, out=out)
+        for shard, members, futures in awaited:
+            for future in futures:
+                future.result()  # errors reading them surface here
+            left = self._from_kept(shard, members, offsets, lengths, out)
+            if left.size:  # dropped from the kept blocks meanwhile: read them now
+                for i, record in zip(left.tolist(), self._fetch_remote(
+                        shards[left], offsets[left], lengths[left]), strict=True):
+                    out[i] = record
+        return out
+
+    def _request(self, requests: list[tuple[int, int, int, list[int], bool]],
+                 keys: list[tuple[int, int, int]], pending: list[Future[bytes]], *,
+                 offsets: np.ndarray, lengths: np.ndarray, out: list[bytes]) -> None:
+        """Send ``requests`` (announced as ``keys`` with ``pending`` futures), keep what
+        they read and fill ``out`` with their records, checked."""
+        files = self.index.files
         try:
             blobs = self.storage.read_spans([(files[s], a, b) for s, a, b in keys])
         except BaseException as err:
@@ -263,7 +280,6 @@ class RecordFetcher:
                 out[i] = record
             if in_order:
                 self._read_on(shard, end)
-        return out
 
     def _from_kept(self, shard: int, members: np.ndarray, offsets: np.ndarray,
                    lengths: np.ndarray, out: list[bytes]) -> np.ndarray:
@@ -292,17 +308,20 @@ class RecordFetcher:
                 self._read_on(shard, end)
         return left
 
-    def _await(self, shard: int, members: np.ndarray, offsets: np.ndarray,
-               lengths: np.ndarray) -> bool:
-        """Wait for the requests in flight that hold records of ``members``; whether any
-        did (errors reading them surface here)."""
+    def _in_flight(self, shard: int, members: np.ndarray, offsets: np.ndarray,
+                   lengths: np.ndarray) -> tuple[np.ndarray, list[Future[bytes]]]:
+        """Which of ``members`` requests in flight will bring, and those requests."""
         first, last = offsets[members], offsets[members] + lengths[members]
+        covered = np.zeros(len(members), dtype=bool)
+        futures = []
         with self._lock:
-            waits = [f for (s, a, b), f in self._inflight.items() if s == shard
-                     and bool(((first >= a) & (last <= b)).any())]
-        for future in waits:
-            future.result()
-        return bool(waits)
+            for (s, a, b), future in self._inflight.items():
+                if s == shard and members.size:
+                    inside = (first >= a) & (last <= b)
+                    if inside.any():
+                        covered |= inside
+                        futures.append(future)
+        return covered, futures
 
     def _ended_block(self, shard: int, start: int) -> bool:
         """Whether a block read before ended at ``start`` (reading goes on in order)."""
