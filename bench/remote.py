@@ -230,33 +230,40 @@ def main() -> None:
                  str(delay / 1000)]))
         time.sleep(1.0)
         import tfrecordkit.readers._metric as metric
+        import tfrecordkit.store._fetch as fetch
 
-        depth, steps = metric.READ_AHEAD_STEPS, 150
-        cases = {  # name: (proxy delay, steps requested ahead)
-            "one step at a time": (args.latency_ms, 0),
-            f"{depth} steps requested ahead": (args.latency_ms, depth),
-            "ceiling: no delay, one at a time": (0.0, 0),
-            f"ceiling: no delay, {depth} ahead": (0.0, depth),
+        depth, steps, kept = metric.READ_AHEAD_STEPS, 150, fetch._CACHE_BYTES
+        small = total // 5  # the dataset 5x what a loader keeps: most reads go to the store
+        cases = {  # name: (proxy delay, steps requested ahead, bytes kept)
+            "one step at a time": (args.latency_ms, 0, small),
+            f"{depth} steps requested ahead": (args.latency_ms, depth, small),
+            "ceiling: no delay, one at a time": (0.0, 0, small),
+            f"ceiling: no delay, {depth} ahead": (0.0, depth, small),
+            "dataset kept whole, one at a time": (args.latency_ms, 0, kept),
+            f"dataset kept whole, {depth} ahead": (args.latency_ms, depth, kept),
         }
         rates: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(args.runs):  # alternating
-            for name, (delay, ahead) in cases.items():
-                metric.READ_AHEAD_STEPS = ahead
+            for name, (delay, ahead, cache) in cases.items():
+                metric.READ_AHEAD_STEPS, fetch._CACHE_BYTES = ahead, cache
                 far = {"endpoint_url": f"http://127.0.0.1:{proxies[delay][0]}"}
                 rates[name].append(_pk_rate(pk_url, p, k, steps, far))
-        metric.READ_AHEAD_STEPS = depth
+        metric.READ_AHEAD_STEPS, fetch._CACHE_BYTES = depth, kept
         for _, proxy in proxies.values():
             proxy.terminate()
             proxy.wait()
         medians = {name: statistics.median(values) for name, values in rates.items()}
         print(f"\nP×K ({p}×{k}), {steps} steps, through a proxy adding {args.latency_ms:.0f} ms "
-              f"to every request; medians of {args.runs} alternating runs:")
+              f"to every request; a loader keeps {small >> 20} MiB of the {total >> 20} MiB "
+              f"read (the last two: {kept >> 20} MiB); medians of {args.runs} alternating "
+              "runs:")
         for name, values in rates.items():
             print(f"  {name:<36}{medians[name]:>8.1f} batches/s  "
                   f"(runs: {', '.join(f'{v:.1f}' for v in values)})")
         names = list(medians)
         print(f"  ratio, ahead / one at a time: {medians[names[1]] / medians[names[0]]:.2f}x; "
-              f"ahead / the no-delay ceiling: {medians[names[1]] / medians[names[3]]:.2f}x")
+              f"ahead / the no-delay ceiling: {medians[names[1]] / medians[names[3]]:.2f}x; "
+              f"kept whole: {medians[names[5]] / medians[names[4]]:.2f}x")
     server.terminate()
     server.wait()
 

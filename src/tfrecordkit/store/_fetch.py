@@ -228,10 +228,14 @@ class RecordFetcher:
                         spans.append((shard, start, end, [i]))
             ends = self._file_ends()
             requests = []
-            for shard, start, stop, ids in spans:
+            for shard, first, stop, ids in spans:
                 wanted = int(lengths[ids].sum())
-                dense = wanted * 2 >= stop - start  # sequential reading: read ahead
-                end = min(max(stop, start + READ_BLOCK), int(ends[shard])) if dense else stop
+                dense = wanted * 2 >= stop - first  # sequential reading: read ahead
+                end = min(max(stop, first + READ_BLOCK), int(ends[shard])) if dense else stop
+                size = int(ends[shard])
+                start = first
+                if not dense and size <= READ_BLOCK and (stop - first) * 2 >= size:
+                    start, end = 0, size  # most of a small file (a class's): all of it, kept
                 requests.append((shard, start, end, ids, dense))
             # Announced while in flight: another thread needing these bytes waits for them.
             keys = [(s, a, b) for s, a, b, _, _ in requests]
