@@ -236,9 +236,14 @@ def test_metric_batches_read_ahead_from_a_store_as_locally(memory_url, tmp_path)
     assert remote._ahead is not None and remote._ahead.depth == _metric.READ_AHEAD_STEPS
     local = tk.iter_pk_batches(tmp_path / "pc", steps=9, **pk)
     assert local._ahead is None  # local files: read when needed
+    calls = []
+    fetch = remote.loader.fetcher.fetch
+    remote.loader.fetcher.fetch = lambda positions: calls.append(len(positions)) or fetch(
+        positions)
     for step, (a, b) in enumerate(zip(remote, local, strict=True)):  # epochs are 2 steps
         assert same(a, b), step
         assert remote.state_dict() == local.state_dict(), step
+    assert calls == [6] * 9  # each step read once (ahead), none past the last
     state = tk.iter_pk_batches(url, steps=3, **pk)
     for _ in state:
         pass

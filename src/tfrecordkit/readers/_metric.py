@@ -76,8 +76,8 @@ class ReadAhead:
         return [self.loader.fetcher.fetch(g) for g in self.loader.step_positions(*key)]
 
     def plan(self, keys: Sequence[tuple[int, int]]) -> None:
-        """Request the records of ``keys`` (``(epoch, step)``, next first) not requested
-        yet; requests for other steps are dropped."""
+        """Request the records of ``keys`` (``(epoch, step)``: the step about to be taken,
+        then the next ones) not requested yet; requests for other steps are dropped."""
         wanted = set(keys)
         for key in [k for k in self._pending if k not in wanted]:
             self._pending.pop(key).cancel()
@@ -157,8 +157,8 @@ class _SampledLoader:
         order = list(steps)
         try:
             for i, step in enumerate(order):
-                if ahead is not None:
-                    ahead.plan([(epoch, s) for s in order[i + 1 : i + 1 + ahead.depth]])
+                if ahead is not None:  # this step and the next ones
+                    ahead.plan([(epoch, s) for s in order[i : i + 1 + ahead.depth]])
                 yield step, self.load_step(epoch, step, pool, ahead)
         finally:
             if ahead is not None:
@@ -279,7 +279,8 @@ class PKBatches(Iterator[dict[str, Any]]):
         if self._ahead is not None:  # the steps after this one, within ``steps``
             left = (self._ahead.depth if self._steps is None
                     else min(self._ahead.depth, self._steps - self._count - 1))
-            upcoming, epoch, step = [], loader.epoch, loader.step
+            epoch, step = loader.epoch, loader.step
+            upcoming = [(epoch, step)]  # this step and the next ones
             for _ in range(left):
                 epoch, step = (epoch, step + 1) if step + 1 < len(loader) else (epoch + 1, 0)
                 upcoming.append((epoch, step))

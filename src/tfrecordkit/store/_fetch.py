@@ -234,7 +234,8 @@ class RecordFetcher:
                 end = min(max(stop, first + READ_BLOCK), int(ends[shard])) if dense else stop
                 size = int(ends[shard])
                 start = first
-                if not dense and size <= READ_BLOCK and (stop - first) * 2 >= size:
+                if (not dense and size <= min(READ_BLOCK, _CACHE_BYTES // 64)
+                        and (stop - first) * 2 >= size):
                     start, end = 0, size  # most of a small file (a class's): all of it, kept
                 requests.append((shard, start, end, ids, dense))
             # Announced while in flight: another thread needing these bytes waits for them.
