@@ -184,3 +184,13 @@ def test_a_missing_bucket_is_said_to_be_missing(s3_url):
     # A bucket that exists but holds no dataset: no manifest, said as before.
     with pytest.raises(DatasetError, match=r"no dataset\.json"):
         tk.load_manifest(s3_url)
+
+
+def test_s3_clients_keep_enough_connections_for_reads_ahead(s3_server, s3_url):
+    """botocore keeps 10 connections; loaders read ahead with more requests in flight."""
+    storage = Storage.of(s3_url)
+    assert storage.options["config_kwargs"]["max_pool_connections"] == 64
+    assert storage.fs.config_kwargs["max_pool_connections"] == 64
+    given = Storage.of(s3_url, {"config_kwargs": {"max_pool_connections": 5,
+                                                  "connect_timeout": 3}})
+    assert given.fs.config_kwargs == {"max_pool_connections": 5, "connect_timeout": 3}

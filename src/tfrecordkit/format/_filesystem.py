@@ -114,9 +114,10 @@ class Storage:
         if not is_remote(text):
             return LOCAL
         fsspec = _fsspec()
+        options = _with_defaults(text, storage_options)
         with remote_errors(text):
-            fs, _ = fsspec.core.url_to_fs(text, **dict(storage_options or {}))
-        return cls(fs, storage_options)
+            fs, _ = fsspec.core.url_to_fs(text, **options)
+        return cls(fs, options)
 
     @property
     def local(self) -> bool:
@@ -382,6 +383,22 @@ class Storage:
                 with remote_errors(path):
                     raise blob
         return [bytes(blob) for blob in blobs]
+
+
+#: Connections an S3 client keeps (botocore's default is 10): reads ahead of a loader have
+#: more requests in flight than that, each waiting a round trip.
+S3_CONNECTIONS = 64
+
+
+def _with_defaults(url: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``options`` with this package's defaults where not given: for ``s3://``, a connection
+    pool of :data:`S3_CONNECTIONS`."""
+    out = dict(options or {})
+    if url.startswith(("s3://", "s3a://")):
+        config = dict(out.get("config_kwargs") or {})
+        config.setdefault("max_pool_connections", S3_CONNECTIONS)
+        out["config_kwargs"] = config
+    return out
 
 
 class _PrefetchingReader(io.RawIOBase):
