@@ -115,11 +115,13 @@ def _pk_rate(url: object, p: int, k: int, steps: int, storage_options: dict | No
     return steps / (time.perf_counter() - start)
 
 
-def _median(function, runs: int) -> float:
+def _median(function, runs: int, setup=None) -> float:
+    """Median seconds of ``function()`` (``function(setup())`` when given: the setup untimed)."""
     times = []
     for _ in range(runs):
+        given = setup() if setup is not None else None
         start = time.perf_counter()
-        function()
+        function() if setup is None else function(given)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -172,14 +174,24 @@ def main() -> None:
             for _ in tk.load_numpy_dataset(path, batch_size=256, decode=False, shuffle=False):
                 pass
 
+        def opened(path: object):
+            return lambda: tk.load_numpy_dataset(path, batch_size=256, decode=False,
+                                                 shuffle=False)
+
+        def epoch(loader: object) -> None:
+            for _ in loader:
+                pass
+
         cases = {
             "s3fs download (bytes only)": download,
             "read_records, s3": lambda: sum(1 for _ in tk.read_records(remote_files)),
             "NumPy loader, s3 (no decode)": lambda: loader(url),
+            "  the same, opened untimed": (epoch, opened(url)),
             "read_records, local": lambda: sum(1 for _ in tk.read_records(local_files)),
             "NumPy loader, local (no decode)": lambda: loader(local),
         }
-        results = {name: _median(fn, args.runs) for name, fn in cases.items()}
+        results = {name: _median(fn[0], args.runs, fn[1]) if isinstance(fn, tuple) else
+                   _median(fn, args.runs) for name, fn in cases.items()}
         base = results["s3fs download (bytes only)"]
         print(f"{n:,} records, {total / 1e6:.0f} MB in {len(names)} shards; medians of "
               f"{args.runs} runs, moto S3 on 127.0.0.1, {os.cpu_count()} cores\n")
