@@ -482,7 +482,8 @@ class RecordDecoder:
             layout = self.layout[name]
             if layout.kind == "numbers" and not layout.varies and all(
                     isinstance(x, np.ndarray) and x.ndim >= 1 for x in pieces):
-                batch[name] = np.concatenate(pieces).astype(layout.dtype, copy=False)
+                whole = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+                batch[name] = whole.astype(layout.dtype, copy=False)
             else:
                 batch[name] = self._batch(name, [v for x in pieces for v in x])
         return batch

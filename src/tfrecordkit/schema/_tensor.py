@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format import KeySpec, decode_tensor_proto, encode_tensor_proto
+from tfrecordkit.format import Column, KeySpec, decode_tensor_proto, encode_tensor_proto
 from tfrecordkit.schema._base import (
     Entries,
     EntryEncoder,
@@ -138,6 +138,23 @@ class Tensor(Feature):
                                     f"{self.dtype} {self.shape}")
         return np.frombuffer(data, dtype=np.dtype(self.dtype).newbyteorder("<")).astype(
             self.dtype).reshape(shape)
+
+    def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
+                      where: Callable[[int], Any], **options: Any) -> Any:
+        if self.encoding == "raw" and not self.variable and n:
+            # Fixed-shape raw arrays, every one the right size: the batch is the parsed
+            # bytes seen as ``(n, *shape)``, no per-record copies.
+            column = columns[name]
+            shape = tuple(int(d) for d in self.shape)  # type: ignore[arg-type]
+            size = math.prod(shape) * np.dtype(self.dtype).itemsize
+            offsets = column.offsets
+            if (size and offsets is not None and len(offsets) == n + 1
+                    and not column.missing.any() and int(offsets[0]) == 0
+                    and bool((np.diff(offsets) == size).all())):
+                little = np.dtype(self.dtype).newbyteorder("<")
+                return column.values[: n * size].view(little).reshape((n, *shape)).astype(
+                    self.dtype, copy=False)
+        return super().decode_column(name, columns, n, where, **options)
 
     def _decode_proto(self, name: str, data: bytes) -> np.ndarray:
         try:
