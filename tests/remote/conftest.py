@@ -43,6 +43,16 @@ class RequestLog(logging.Handler):
     def clear(self) -> None:
         self.requests.clear()
 
+    def settle(self, quiet: float = 0.3) -> None:
+        """Wait until no request has been logged for ``quiet`` seconds: the server logs a
+        request after answering it, so a client may go on before its line arrives."""
+        import time
+
+        seen = -1
+        while seen != len(self.requests):
+            seen = len(self.requests)
+            time.sleep(quiet)
+
     def gets(self, prefix: str = "") -> list[str]:
         """Paths of GET requests for objects (not listings) under ``prefix``."""
         return [path for method, path, _ in self.requests

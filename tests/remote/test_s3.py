@@ -85,17 +85,21 @@ def test_sequential_reads_make_no_request_per_record(s3_server, s3_url):
     rows = ({"x": np.full(64, i, np.float32), "n": i} for i in range(20000))
     tk.write_dataset(rows, s3_url, schema, shards=tk.ShardOptions(num_shards=4))  # ~5.5 MB
     shards = [f"{s3_url}/{s.file}" for s in tk.load_manifest(s3_url).split("train").shards]
+    s3_server.log.settle()
     s3_server.log.clear()
     count = sum(1 for _ in tk.read_records(shards))
+    s3_server.log.settle()
     gets = s3_server.log.gets()
     assert count == 20000
     assert len(gets) <= 2 * len(shards), gets  # a few block reads per shard at most
     # The loader in order: each block once, the next one (the next shard's) requested on a
     # thread while this one is parsed; the same values as the records read in order.
     loader = tk.load_numpy_dataset(s3_url, batch_size=500, shuffle=False)
+    s3_server.log.settle()
     opening = [g for g in s3_server.log.gets() if g.endswith(".tfrecord")]
     s3_server.log.clear()
     values = [int(n) for batch in loader for n in batch["n"]]
+    s3_server.log.settle()
     data = [g for g in s3_server.log.gets() if g.endswith(".tfrecord")]
     assert sorted(values) == list(range(20000))
     assert len(data) == len(set(data)) == len(shards), (opening, data)
@@ -106,8 +110,10 @@ def test_pk_batches_make_at_most_one_request_per_class(s3_server, s3_url, digits
     tk.convert(ImageFolder(folder), s3_url, shards=tk.ShardOptions(layout="per_class"), workers=1)
     batches = tk.iter_pk_batches(s3_url, classes_per_batch=4, examples_per_class=6, seed=5,
                                  steps=8)  # opening reads the manifest and the indexes
+    s3_server.log.settle()
     s3_server.log.clear()
     assert len(list(batches)) == 8  # steps ahead are requested while one is built
+    s3_server.log.settle()
     data_gets = [g for g in s3_server.log.gets() if ".tfrecord" in g and ".index" not in g]
     assert 0 < len(data_gets) <= 4 * 8, data_gets  # P requests per batch at most
 
