@@ -60,3 +60,22 @@ def test_selected_features_and_errors_name_the_record():
             schema.decode_batch([good, good, bad], where=lambda i: f"r{i}")
         with pytest.raises(SchemaError, match=match):
             schema.decode(bad)
+
+
+def test_fixed_raw_tensors_decode_as_one_array_and_bad_sizes_are_named():
+    from tfrecordkit.schema import Tensor
+
+    schema = Schema({"x": Tensor((2, 3), "float32"), "b": Tensor((4,), "uint16")})
+    rng = np.random.default_rng(0)
+    rows = [{"x": rng.normal(size=(2, 3)).astype(np.float32),
+             "b": rng.integers(0, 2**16, 4).astype(np.uint16)} for _ in range(5)]
+    records = [schema.encode(r) for r in rows]
+    batch = schema.decode_batch(records)
+    assert batch["x"].shape == (5, 2, 3) and batch["x"].dtype == np.float32
+    assert batch["b"].shape == (5, 4) and batch["b"].dtype == np.uint16
+    for i, row in enumerate(rows):
+        np.testing.assert_array_equal(batch["x"][i], row["x"])
+        np.testing.assert_array_equal(batch["b"][i], schema.decode(records[i])["b"])
+    short = encode_example({"x": [b"\x00" * 20], "b": [b"\x00" * 8]})  # 20 bytes, not 24
+    with pytest.raises(SchemaError, match=r"record 2: feature 'x': 20 bytes"):
+        schema.decode_batch([*records[:2], short])
