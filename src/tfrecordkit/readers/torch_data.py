@@ -57,8 +57,9 @@ class _Slot(int):
 
 class _Packed(dict):  # type: ignore[type-arg]
     """A batch built in a DataLoader worker. Pickled to the main process, all its tensors
-    travel in one buffer (one shared-memory segment, not one per tensor: with 16 features
-    that was most of the time); it arrives as a plain dict of tensors viewing that buffer."""
+    travel in one buffer (not one per tensor: with 16 features that was most of the time):
+    one of the worker's reused shared buffers (:class:`_Ring`) when one is free, else a
+    shared-memory tensor of its own; it arrives as a plain dict of tensors viewing it."""
 
     def __copy__(self) -> _Packed:  # torch's default_convert copies it: stay packed
         return _Packed(self)
@@ -74,6 +75,19 @@ class _Packed(dict):  # type: ignore[type-arg]
                          [len(b) for b in t] if isinstance(t, list) else tuple(t.shape),
                          nbytes))
             total += -(-nbytes // _ALIGN) * _ALIGN
+        slot = _ring().take(total) if total <= _RING_LARGEST else None
+        if slot is not None:
+            view = slot.buf
+            for (offset, _, _, nbytes), t in zip(meta, tensors, strict=True):
+                at = _HEADER + offset
+                if not nbytes:
+                    continue
+                if isinstance(t, list):
+                    view[at : at + nbytes] = b"".join(t)
+                else:
+                    view[at : at + nbytes] = t.contiguous().reshape(-1).view(
+                        torch.uint8).numpy().data
+            return _unpack_shared, (os.getpid(), slot.name, total, meta, skeleton)
         buffer = torch.empty(max(total, 1), dtype=torch.uint8)
         for (offset, _, _, nbytes), t in zip(meta, tensors, strict=True):
             if not nbytes:
@@ -82,6 +96,104 @@ class _Packed(dict):  # type: ignore[type-arg]
                     if isinstance(t, list) else t.contiguous().reshape(-1).view(torch.uint8))
             buffer[offset : offset + nbytes].copy_(part)
         return _unpack, (buffer, meta, skeleton)
+
+
+_HEADER = 64  # bytes before a shared buffer's batch; its first says whether it is in use
+_SLOTS = 4  # shared buffers a worker reuses
+_RING_LARGEST = 8 << 20  # larger batches cost far more to copy than a segment of their own
+
+
+class _Ring:
+    """A DataLoader worker's shared-memory buffers, reused batch after batch. A batch is
+    written into a free one; the main process copies it out when it unpickles the batch and
+    marks the buffer free again. Torch would make (and hand over by a socket) a new
+    shared segment per batch, which cost more than reading small records. With none free
+    (the main process holds more batches than there are buffers), a batch goes torch's way.
+    A buffer's name is removed once the main process has mapped it (it came back free), so
+    nothing is left behind however the processes end."""
+
+    def __init__(self) -> None:
+        from multiprocessing import util
+
+        self._slots: list[Any] = []
+        self._named: set[int] = set()  # buffers whose names the main process may still need
+        util.Finalize(self, self.close, exitpriority=10)  # runs as the worker exits
+
+    def take(self, size: int) -> Any:
+        """A free buffer holding at least ``size`` bytes after its header, marked in use."""
+        need = _HEADER + max(size, 1)
+        for i, slot in enumerate(self._slots):
+            if slot.buf[0] != 0:
+                continue
+            if i in self._named:  # came back: the main process has it mapped
+                self._named.discard(i)
+                slot.unlink()
+            if slot.size < need:  # too small: a larger one in its place
+                slot.close()
+                self._slots[i] = self._new(i, need + need // 4)
+            self._slots[i].buf[0] = 1
+            return self._slots[i]
+        if len(self._slots) < _SLOTS:
+            self._slots.append(None)
+            fresh = self._new(len(self._slots) - 1, max(need + need // 4, 1 << 20))
+            fresh.buf[0] = 1
+            return fresh
+        return None
+
+    def _new(self, i: int, size: int) -> Any:
+        from multiprocessing.shared_memory import SharedMemory
+
+        slot = self._slots[i] = SharedMemory(create=True, size=size)
+        self._named.add(i)
+        return slot
+
+    def close(self) -> None:
+        for i, slot in enumerate(self._slots):
+            slot.close()
+            if i in self._named:
+                slot.unlink()
+        self._slots.clear()
+        self._named.clear()
+
+
+_RINGS: dict[int, _Ring] = {}
+
+
+def _ring() -> _Ring:
+    """This process's ring (a forked worker makes its own)."""
+    found = _RINGS.get(os.getpid())
+    if found is None:
+        _RINGS.clear()
+        found = _RINGS[os.getpid()] = _Ring()
+    return found
+
+
+_ATTACHED: dict[str, tuple[int, Any]] = {}  # main process: workers' buffers, mapped once
+
+
+def _unpack_shared(pid: int, name: str, total: int,
+                   meta: list[tuple[int, Any, tuple[int, ...], int]], skeleton: Any) -> Any:
+    """A batch from worker ``pid``'s shared buffer ``name``: copied out, the buffer freed."""
+    found = _ATTACHED.get(name)
+    if found is None:
+        from multiprocessing import resource_tracker
+        from multiprocessing.shared_memory import SharedMemory
+
+        for key, (owner, mapped) in list(_ATTACHED.items()):  # buffers of workers gone
+            if not _alive(owner):
+                del _ATTACHED[key]
+                mapped.close()
+        mapped = SharedMemory(name=name)
+        # The worker made it and removes its name; this process only maps it.
+        resource_tracker.unregister(mapped._name,  # type: ignore[attr-defined]
+                                    "shared_memory")
+        found = _ATTACHED[name] = (pid, mapped)
+    slot: Any = found[1]
+    buffer = torch.empty(max(total, 1), dtype=torch.uint8)
+    view = slot.buf
+    buffer.numpy()[:total] = np.frombuffer(view, np.uint8, total, _HEADER)
+    view[0] = 0  # the worker may write it again
+    return _unpack(buffer, meta, skeleton)
 
 
 def _strip(value: Any, tensors: list[Any]) -> Any:
@@ -97,6 +209,16 @@ def _strip(value: Any, tensors: list[Any]) -> Any:
             return _Slot(len(tensors) - 1)
         return [_strip(v, tensors) for v in value]
     return value
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _unpack(buffer: Any, meta: list[tuple[int, Any, tuple[int, ...], int]],

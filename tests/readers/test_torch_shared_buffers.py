@@ -1,0 +1,99 @@
+"""DataLoader workers hand batches over through a few reused shared-memory buffers: the same
+values as in one process, whichever way a batch travels (a free buffer, a larger one made
+for it, or torch's own sharing when none is free), and no shared memory left behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tfrecordkit as tk
+
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader  # noqa: E402
+
+from tfrecordkit.readers import torch_data  # noqa: E402
+
+SHM = Path("/dev/shm")
+pytestmark = pytest.mark.skipif(not SHM.is_dir(), reason="needs /dev/shm (Linux)")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """Records whose batches grow: later ones need larger buffers than the first."""
+    root = tmp_path_factory.mktemp("shm")
+    schema = tk.Schema({"blob": tk.Scalar("string"), "x": tk.Tensor((None,), "float32"),
+                        "n": tk.Scalar("int64")})
+    rows = [{"blob": bytes([i % 251]) * (50 * i), "x": np.arange(i % 40, dtype=np.float32),
+             "n": i} for i in range(600)]
+    tk.write_dataset(rows, root / "ds", schema,
+                     shards=tk.ShardOptions(shuffle=False, num_shards=3), progress=False)
+    return root / "ds"
+
+
+def _names() -> set[str]:
+    return {p.name for p in SHM.iterdir()}
+
+
+def _same(a, b) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        x, y = a[key], b[key]
+        if isinstance(x, dict):
+            _same(x, y)
+        elif isinstance(x, list):
+            assert [bytes(v) for v in x] == [bytes(v) for v in y], key
+        else:
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=key)
+
+
+@pytest.mark.parametrize("prefetch", [2, 16])  # 16: more in flight than buffers
+def test_batches_through_shared_buffers_equal_one_process_and_leave_nothing(
+        dataset, prefetch):
+    before = _names()
+    ds = tk.load_torch_dataset(dataset, batch_size=32, shuffle=False)
+    want = {int(b["__id"][0]): b for b in ds}
+    loader = DataLoader(ds, batch_size=None, num_workers=2, prefetch_factor=prefetch)
+    got = list(loader)
+    assert len(got) == len(want)
+    for batch in got:
+        _same(batch, want[int(batch["__id"][0])])
+    del loader, got
+    assert _names() - before == set()  # the workers' buffers are gone with them
+
+
+def test_a_worker_reuses_its_buffers(monkeypatch):
+    """In one process standing in for a worker: a batch goes into a free buffer, a larger
+    batch gets a larger one, and with every buffer in use a batch goes torch's way."""
+    monkeypatch.setattr(torch_data, "_RINGS", {})
+    monkeypatch.setattr(torch_data, "_ATTACHED", {})
+    small = torch_data._Packed({"a": torch.arange(10), "b": [b"xy", b"z"]})
+    kind, args = small.__reduce__()
+    assert kind is torch_data._unpack_shared
+    name = args[1]
+    back = kind(*args)  # as the main process unpickles it: copied out, buffer freed
+    assert back["a"].tolist() == list(range(10)) and back["b"] == [b"xy", b"z"]
+    again = torch_data._Packed({"a": torch.arange(5)}).__reduce__()
+    assert again[1][1] == name  # the same buffer, free again
+    again[0](*again[1])
+    big = torch_data._Packed({"a": torch.zeros(1 << 20, dtype=torch.float64)})
+    kind, args = big.__reduce__()
+    assert kind is torch_data._unpack_shared and args[1] != name  # a larger buffer
+    assert kind(*args)["a"].shape == (1 << 20,)
+    huge = torch_data._Packed({"a": torch.zeros(3 << 20, dtype=torch.float32)})
+    assert huge.__reduce__()[0] is torch_data._unpack  # above 8 MiB: a segment of its own
+    held = [torch_data._Packed({"a": torch.ones(3)}).__reduce__()
+            for _ in range(torch_data._SLOTS)]  # none given back: every buffer in use
+    kind, args = torch_data._Packed({"a": torch.ones(3)}).__reduce__()
+    assert kind is torch_data._unpack and kind(*args)["a"].tolist() == [1.0, 1.0, 1.0]
+    for kind, args in held:
+        kind(*args)
+    torch_data._ring().close()
+    for _, slot in torch_data._ATTACHED.values():
+        slot.close()
+    assert not any(p.name.startswith(("psm_", "wnsm_")) and p.name in {name}
+                   for p in SHM.iterdir())
+    assert os.getpid() in torch_data._RINGS
