@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 from concurrent.futures import ThreadPoolExecutor
 
@@ -170,3 +171,24 @@ def test_a_compressed_shard_cut_short_is_named_never_read(tmp_path):
     assert split.get_many([0, 1, 2]) == expected[:3]
     with pytest.raises(CorruptRecordError, match=r"\.tfrecord\.gz.*truncated"):
         split.get_many([3999])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_a_dropped_split_closes_its_files_at_once(dataset):
+    """No reference cycle keeps a dropped split (and its open files) for the garbage
+    collector: they close when the last reference goes."""
+    import gc
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    gc.disable()
+    try:
+        before = open_fds()
+        split = tk.open_split(dataset)
+        split.get_many(np.arange(len(split)))
+        assert open_fds() > before
+        del split
+        assert open_fds() == before
+    finally:
+        gc.enable()

@@ -158,7 +158,9 @@ class SplitRecords(Sequence[bytes]):
         self.restarts = where.restarts
         self._shard_class = where.shard_class
         self.max_open_files = max_open_files
-        self._fetcher = RecordFetcher(self, max_open_files, storage=self.storage)
+        # The fetcher holds the locations, not this object: no cycle keeps a dropped split's
+        # files open until the garbage collector runs.
+        self._fetcher = RecordFetcher(where, max_open_files, storage=self.storage)
 
     @property
     def schema(self) -> Schema:
