@@ -312,3 +312,16 @@ def test_bad_values_and_records_are_named(tmp_path):
     with pytest.raises(SchemaError, match=r"record 2 .*bad\.tfrecord.*'tokens': step 0 "
                                           r"holds float32"):
         list(tk.load_numpy_dataset(str(path), batch_size=3, shuffle=False))
+
+
+def test_the_report_and_the_grid_show_feature_lists(written, tmp_path):
+    """Looking at the data: the HTML report charts steps and values per step; the grid
+    shows the records as a table (no images)."""
+    from tfrecordkit.readers.report import dataset_report
+
+    root, _ = written
+    for path in (root / "ds", str(root / "*.tfrecord")):
+        page = dataset_report(path, "train", sample=11, seed=0)
+        assert "tokens: steps" in page and "tokens: values per step" in page
+        picture = tk.show_examples(path, "train", n=4, seed=0)
+        assert picture.width > 0 and picture.height > 0

@@ -306,6 +306,10 @@ def _distributions_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
         elif feature.kind == "tokens":
             charts.append(_histogram([len(v["ids"]) for v in values], f"{name}: tokens",
                                      "token ids"))
+        elif feature.step_lengths:  # a feature list whose steps vary: steps, step lengths
+            charts.append(_histogram([len(v) for v in values], f"{name}: steps", "steps"))
+            charts.append(_histogram([len(step) for v in values for step in v],
+                                     f"{name}: values per step", "values"))
         elif feature.varies:
             lengths = [np.shape(v)[feature.length_axes[0]] if feature.kind == "numbers"
                        else len(v) for v in values]
