@@ -325,3 +325,28 @@ def test_the_report_and_the_grid_show_feature_lists(written, tmp_path):
         assert "tokens: steps" in page and "tokens: values per step" in page
         picture = tk.show_examples(path, "train", n=4, seed=0)
         assert picture.width > 0 and picture.height > 0
+
+
+def test_pk_batches_and_triplets_carry_feature_lists(tmp_path):
+    schema = tk.Schema({"label": tk.ClassLabel(["a", "b", "c"]),
+                        "x": tk.FeatureList("int64", (None,)),
+                        "f": tk.FeatureList("float32", (2,))})
+    rows = [{"label": i % 3, "x": [list(range(t + i)) for t in range(i % 4)],
+             "f": np.full((i % 3, 2), i, np.float32)} for i in range(30)]
+    tk.write_dataset(rows, tmp_path / "pc", schema,
+                     shards=tk.ShardOptions(layout="per_class"), progress=False)
+    pk = {"classes_per_batch": 2, "examples_per_class": 2, "seed": 3}
+    mine = next(iter(tk.iter_pk_batches(tmp_path / "pc", steps=1, **pk)))
+    theirs = next(iter(tk.load_tf_pk_dataset(tmp_path / "pc", **pk)))
+    for key, parts in (("x", ("values", "lengths", "step_lengths")),
+                       ("f", ("values", "lengths"))):
+        assert set(mine[key]) == set(parts)
+        for part in parts:
+            np.testing.assert_array_equal(mine[key][part], theirs[key][part].numpy())
+    triplets = next(iter(tk.iter_triplets(tmp_path / "pc", batch_size=4)))
+    anchor = triplets["anchor"]
+    for k in range(len(anchor["__id"])):
+        steps = int(anchor["x"]["lengths"][k][0])
+        widths = anchor["x"]["step_lengths"][k][:steps].tolist()
+        label = int(anchor["label"][k])
+        assert any(r["label"] == label and [len(s) for s in r["x"]] == widths for r in rows)
