@@ -192,3 +192,16 @@ def test_a_dropped_split_closes_its_files_at_once(dataset):
         assert open_fds() == before
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize(("soft", "budget"), [(256, 64), (1024, 128), (20000, 1024),
+                                              (-1, 1024)])
+def test_the_default_open_file_budget_follows_the_limit(monkeypatch, dataset, soft, budget):
+    import resource
+
+    from tfrecordkit.store import _fetch
+
+    limit = resource.RLIM_INFINITY if soft == -1 else soft
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (limit, limit))
+    assert _fetch.open_file_budget() == budget
+    assert tk.open_split(dataset)._fetcher.max_open_files == budget

@@ -197,7 +197,7 @@ class PKLoader(_SampledLoader):
                  classes_per_batch: int, examples_per_class: int, seed: int = 0,
                  epoch: EpochUnit = "classes", exclude_small: bool = False,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
-                 num_threads: int | None = None, max_open_files: int = 64,
+                 num_threads: int | None = None, max_open_files: int | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
         self.partition = partition or Partition()
         storage = Storage.of(path, storage_options)
@@ -318,7 +318,7 @@ def iter_pk_batches(
     exclude_small: bool = False,
     rank: int = 0,
     world_size: int = 1,
-    max_open_files: int = 64,
+    max_open_files: int | None = None,
     state: dict[str, Any] | None = None,
     image_size: tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
@@ -331,7 +331,8 @@ def iter_pk_batches(
     number of batches (default: endless; ``steps_per_epoch`` on the result gives an epoch).
     ``rank``/``world_size`` split classes between workers; ``state`` (a previous result's
     ``state_dict()``, JSON) continues exactly where it stopped. At most ``max_open_files``
-    shard files are open at once.
+    shard files are open at once (default: an eighth of the process's open-file limit, 64
+    to 1,024).
     """
     loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
                       examples_per_class=examples_per_class, seed=seed, epoch=epoch,
@@ -355,7 +356,7 @@ class TripletLoader(_SampledLoader):
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
                  seed: int = 0, partition: Partition | None = None,
                  options: DecodeOptions | None = None, num_threads: int | None = None,
-                 max_open_files: int = 64,
+                 max_open_files: int | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
         if batch_size < 1:
             raise OptionError(f"batch_size must be positive; got {batch_size}")
@@ -436,7 +437,7 @@ def iter_triplets(
     epochs: int | None = 1,
     rank: int = 0,
     world_size: int = 1,
-    max_open_files: int = 64,
+    max_open_files: int | None = None,
     image_size: tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
     state: dict[str, Any] | None = None,

@@ -253,7 +253,7 @@ def _tensor_keys(sample: Any, specs: list[KeySpec]
 
 
 def open_records(path: PathArg, split: str, options: DecodeOptions, *,
-                 max_open_files: int = 64, storage_options: dict[str, Any] | None = None
+                 max_open_files: int | None = None, storage_options: dict[str, Any] | None = None
                  ) -> tuple[ReadPlan, SplitRecords, RecordDecoder]:
     """A split's plan, random access to its records, and their decoder: what the TF-free
     readers stand on (dataset directories and foreign files alike)."""

@@ -28,7 +28,7 @@ class GrainSource:
     do."""
 
     def __init__(self, path: PathArg, split: str = "train", *,
-                 options: DecodeOptions | None = None, max_open_files: int = 64,
+                 options: DecodeOptions | None = None, max_open_files: int | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
         self.options = options or DecodeOptions()
         read, self.records, self.decoder = open_records(path, split, self.options,

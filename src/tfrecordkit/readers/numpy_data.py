@@ -73,7 +73,7 @@ class Loader:
     def __init__(self, path: PathArg, split: str = "train", *, batch_size: int,
                  shuffle: ShuffleMode = "block", seed: int = 0, drop_last: bool = False,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
-                 num_threads: int | None = None, max_open_files: int = 64,
+                 num_threads: int | None = None, max_open_files: int | None = None,
                  augment: Augment | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
         if batch_size < 1:

@@ -418,7 +418,7 @@ def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
                           rank: int | None = None, world_size: int | None = None,
                           features: Sequence[str] | None = None, decode: bool = True,
                           image_size: tuple[int, int] | None = None,
-                          num_threads: int | None = None, max_open_files: int = 64,
+                          num_threads: int | None = None, max_open_files: int | None = None,
                           options: DecodeOptions | None = None,
                           storage_options: dict[str, Any] | None = None) -> TorchDataset:
     """Class-balanced P×K batches as tensors, for ``DataLoader(ds, batch_size=None,
@@ -441,7 +441,7 @@ def load_torch_triplet_dataset(path: str | os.PathLike[str], split: str = "train
                                world_size: int | None = None,
                                features: Sequence[str] | None = None, decode: bool = True,
                                image_size: tuple[int, int] | None = None,
-                               num_threads: int | None = None, max_open_files: int = 64,
+                               num_threads: int | None = None, max_open_files: int | None = None,
                                options: DecodeOptions | None = None,
                                storage_options: dict[str, Any] | None = None
                                ) -> TorchDataset:

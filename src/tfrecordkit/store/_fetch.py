@@ -25,7 +25,7 @@ from tfrecordkit.format import (
 #: Local reads: records this close (bytes between them) are read together, in one span.
 LOCAL_MERGE_GAP = 16 << 10
 
-__all__ = ["RecordFetcher", "RecordLocations"]
+__all__ = ["RecordFetcher", "RecordLocations", "open_file_budget"]
 
 _CACHE_BYTES = 64 << 20  # remote spans kept per fetcher
 #: Remote files read in order: blocks requested ahead of the one being used.
@@ -59,17 +59,35 @@ def _where(path: str, offsets: np.ndarray) -> Callable[[int], tuple[str, int]]:
     return lambda k: (path, int(offsets[k]))
 
 
+def open_file_budget() -> int:
+    """Files one reader keeps open by default: an eighth of the process's open-file limit,
+    between 64 and 1,024 (P×K over hundreds of class files reopens fewer of them; DataLoader
+    workers each have their own)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):  # no such limit here (Windows)
+        return 64
+    if soft == resource.RLIM_INFINITY:
+        return 1024
+    return int(min(1024, max(64, soft // 8)))
+
+
 class RecordFetcher:
     """Reads records at given positions of a :class:`RecordLocations` (a
     :class:`~tfrecordkit.sampling.ClassIndex` or a split), both CRCs checked.
 
     At most ``max_open_files`` files are open at once (least recently used are closed; a file
     another thread is reading stays open until it is done), so 10,000 class files never mean
-    10,000 descriptors. Reads within a call go in file order. Safe to share between threads.
+    10,000 descriptors (None: an eighth of the process's open-file limit, 64 to 1,024).
+    Reads within a call go in file order. Safe to share between threads.
     """
 
-    def __init__(self, index: RecordLocations, max_open_files: int = 64, *,
+    def __init__(self, index: RecordLocations, max_open_files: int | None = None, *,
                  storage: Storage | None = None) -> None:
+        if max_open_files is None:
+            max_open_files = open_file_budget()
         if max_open_files < 1:
             raise OptionError(f"max_open_files must be positive; got {max_open_files}")
         self.index = index

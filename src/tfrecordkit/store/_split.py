@@ -140,7 +140,7 @@ class SplitRecords(Sequence[bytes]):
     """
 
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
-                 max_open_files: int = 64, manifest: Manifest | None = None,
+                 max_open_files: int | None = None, manifest: Manifest | None = None,
                  locations: SplitLocations | None = None,
                  storage_options: dict[str, Any] | None = None,
                  storage: Storage | None = None) -> None:
@@ -234,7 +234,7 @@ class SplitRecords(Sequence[bytes]):
 
 
 def open_split(path: str | os.PathLike[str], split: str = "train", *,
-               max_open_files: int = 64,
+               max_open_files: int | None = None,
                storage_options: dict[str, Any] | None = None) -> SplitRecords:
     """Random access to the serialized records of one split of a dataset directory:
     ``len()``, ``[i]`` and ``get_many(ids)``; decode them with ``.schema.decode``.

@@ -156,7 +156,7 @@ def load_tf_pk_dataset(
     repeat: bool = False,
     start: int | Mapping[str, Any] = 0,
     input_context: Any = None,
-    max_open_files: int = 64,
+    max_open_files: int | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> Any:
     """Class-balanced batches of P classes × K examples as a ``tf.data.Dataset``.
@@ -228,7 +228,7 @@ def load_tf_triplet_dataset(
     repeat: bool = False,
     start: int | Mapping[str, Any] = 0,
     input_context: Any = None,
-    max_open_files: int = 64,
+    max_open_files: int | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> Any:
     """Batches of ``{"anchor", "positive", "negative"}`` examples as a ``tf.data.Dataset``.
