@@ -205,3 +205,26 @@ def test_the_default_open_file_budget_follows_the_limit(monkeypatch, dataset, so
     monkeypatch.setattr(resource, "getrlimit", lambda _: (limit, limit))
     assert _fetch.open_file_budget() == budget
     assert tk.open_split(dataset)._fetcher.max_open_files == budget
+
+
+def test_slices_hold_the_same_records_in_the_order_asked(dataset, tmp_path):
+    split = tk.open_split(dataset)
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        ids = rng.integers(0, len(split), size=int(rng.integers(0, 90)))  # repeats too
+        slices = split.get_slices(ids)
+        assert isinstance(slices, tk.format.RecordSlices)
+        assert slices.records() == split.get_many(ids)
+    # A damaged frame: one error naming the file and the frame's offset, as get_many.
+    import shutil
+
+    copy = tmp_path / "ds"
+    shutil.copytree(dataset, copy)
+    manifest = tk.load_manifest(copy)
+    first = copy / manifest.split("train").shards[0].file
+    data = bytearray(first.read_bytes())
+    data[20] ^= 0xFF
+    first.write_bytes(bytes(data))
+    damaged = tk.open_split(copy)
+    with pytest.raises(CorruptRecordError, match=rf"{first.name}.*offset 0"):
+        damaged.get_slices(np.arange(3))

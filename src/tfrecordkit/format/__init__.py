@@ -43,6 +43,7 @@ from tfrecordkit.format._framing import (
     RecordWriter,
     check_frame,
     frame_record,
+    frame_slices,
     split_frames,
 )
 from tfrecordkit.format._index import (
@@ -114,6 +115,7 @@ __all__ = [
     "float_column",
     "frame_entry",
     "frame_record",
+    "frame_slices",
     "head_crc32c",
     "index_path_for",
     "int64_column",

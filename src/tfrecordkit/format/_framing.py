@@ -322,6 +322,25 @@ def split_frames(buffer: bytes, starts: np.ndarray, lengths: np.ndarray, *,
     return out
 
 
+def frame_slices(buffer: bytes, starts: np.ndarray, lengths: np.ndarray, *,
+                 where: Callable[[int], tuple[str, int]]) -> Any:
+    """:func:`split_frames`, checked the same way, as a
+    :class:`~tfrecordkit.format.RecordSlices` over ``buffer`` (the records are not copied
+    out one by one: the columnar codec reads them where they lie).
+
+    Raises:
+        CorruptRecordError: as :func:`split_frames`.
+    """
+    from tfrecordkit.format._columns import _CODEC, RecordSlices
+
+    starts = np.ascontiguousarray(starts, dtype="<i8")
+    lengths = np.ascontiguousarray(lengths, dtype="<i8")
+    whole = not len(starts) or int((starts + lengths).max()) <= len(buffer)
+    if _CODEC is None or not whole or _CODEC.check_frames(buffer, starts, lengths) >= 0:
+        split_frames(buffer, starts, lengths, where=where)  # raises, naming the frame
+    return RecordSlices(buffer, starts + HEADER_SIZE, lengths - HEADER_SIZE - FOOTER_SIZE)
+
+
 def _check_policy(on_error: str) -> None:
     if on_error not in _POLICIES:
         raise OptionError(f"on_error must be one of {_POLICIES}; got {on_error!r}")

@@ -20,6 +20,7 @@ from tfrecordkit.codecs import (
 from tfrecordkit.errors import OptionError, SchemaError
 from tfrecordkit.format import (
     Column,
+    RecordSlices,
     decode_tensor_proto,
     parse_examples,
     parse_feature_lists,
@@ -330,7 +331,7 @@ class RecordDecoder:
         """Whether records take long to decode (images, audio): worth splitting finely."""
         return any(f.kind in ("image", "audio") for f in self.layout.features.values())
 
-    def raw_columns(self, records: Names[bytes], where: Callable[[int], Any],
+    def raw_columns(self, records: Names[bytes] | RecordSlices, where: Callable[[int], Any],
                     classes: np.ndarray | None = None, *, padding: Padding | None = None
                     ) -> dict[str, Any]:
         """``decode=False``: each stored Example key of the features, parsed but not decoded
@@ -376,7 +377,7 @@ class RecordDecoder:
                 out[key] = np.stack([np.asarray(v) for v in values])
         return out
 
-    def decode_columns(self, records: list[bytes], where: Callable[[int], Any],
+    def decode_columns(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
                        classes: np.ndarray | None = None) -> dict[str, Any]:
         """The records' values feature by feature (arrays for numbers, else per-record
         lists), through one columnar pass; ``where(i)`` names record ``i`` in errors;
@@ -404,7 +405,7 @@ class RecordDecoder:
                                               self.options.std) for image in columns[name]]
         return columns
 
-    def _columns_by_specs(self, records: list[bytes], where: Callable[[int], Any]
+    def _columns_by_specs(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any]
                           ) -> dict[str, Any]:
         """Files without a schema: the inferred specs' columns as values (images decoded;
         SequenceExample feature lists as ``(steps, *step shape)`` arrays)."""
@@ -453,7 +454,7 @@ class RecordDecoder:
             out.append(array)
         return out
 
-    def decode_rows(self, records: list[bytes], where: Callable[[int], Any],
+    def decode_rows(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
                     classes: np.ndarray | None = None) -> list[dict[str, Any]]:
         """Each record's values, as :meth:`decode_columns` finds them (not yet in the batch
         structure: what augmentations see)."""
@@ -555,11 +556,13 @@ def decode_options(options: DecodeOptions | None, *, decode: bool = True,
     return options
 
 
-def _parse_keys(records: Names[bytes], specs: Names[KeySpec], where: Callable[[int], Any]
-                ) -> tuple[dict[str, Column], dict[str, list[Any]]]:
+def _parse_keys(records: Names[bytes] | RecordSlices, specs: Names[KeySpec],
+                where: Callable[[int], Any]) -> tuple[dict[str, Column], dict[str, list[Any]]]:
     """The records' keys by their specs: Example keys (and a SequenceExample's context) as
     columns of the columnar parse, SequenceExample feature lists per record."""
     plain = [spec for spec in specs if not spec.sequence]
     lists = [spec for spec in specs if spec.sequence]
+    listed: Names[bytes] = (records.records() if isinstance(records, RecordSlices)
+                            else records) if lists else ()
     return (parse_examples(records, plain, where=where),
-            parse_feature_lists(records, lists, where) if lists else {})
+            parse_feature_lists(listed, lists, where) if lists else {})

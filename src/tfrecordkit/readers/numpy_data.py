@@ -163,7 +163,7 @@ class Loader:
         augment, seed = self.augment, self.seed
 
         def part(chunk: np.ndarray) -> Any:
-            raw = records.get_many(chunk)
+            raw = records.get_slices(chunk)  # local files: decoded where they lie
             classes = records.shard_classes(chunk) if decoder.shard_label else None
             if not decoder.options.decode:
                 return decoder.raw_columns(raw, lambda i: records.where(int(chunk[i])),

@@ -18,7 +18,9 @@ from tfrecordkit.format import (
     MERGE_GAP,
     READ_BLOCK,
     Inflater,
+    RecordSlices,
     Storage,
+    frame_slices,
     split_frames,
 )
 
@@ -149,14 +151,44 @@ class RecordFetcher:
                                         lengths)
         if not self.storage.local:
             return self._fetch_remote(shards, offsets, lengths)
+        order, buffer, at, lengths, shards, offsets = self._read_local(shards, offsets, lengths)
+        records = split_frames(buffer, at, lengths, where=lambda k: (
+            index.files[int(shards[k])], int(offsets[k])))
+        out: list[bytes] = [b""] * len(positions)
+        for target, record in zip(order.tolist(), records, strict=True):
+            out[target] = record
+        return out
+
+    def fetch_slices(self, positions: np.ndarray) -> RecordSlices | list[bytes]:
+        """The records at ``positions`` (in that order), as :meth:`fetch` reads and checks
+        them; from local uncompressed files, as ``RecordSlices`` of the one buffer read (the
+        columnar codec then reads them where they lie, no ``bytes`` per record)."""
+        if not self.storage.local or getattr(self.index, "restarts", None) is not None:
+            return self.fetch(positions)
+        index = self.index
+        order, buffer, at, lengths, shards, offsets = self._read_local(
+            index.shard[positions], index.offset[positions], index.length[positions])
+        found = frame_slices(buffer, at, lengths, where=lambda k: (
+            index.files[int(shards[k])], int(offsets[k])))
+        starts = np.empty(len(order), np.int64)
+        sizes = np.empty(len(order), np.int64)
+        starts[order], sizes[order] = found.offsets, found.lengths  # back in the asked order
+        return RecordSlices(buffer, starts, sizes)
+
+    def _read_local(self, shards: np.ndarray, offsets: np.ndarray, lengths: np.ndarray
+                    ) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray, np.ndarray,
+                               np.ndarray]:
+        """Local reads in file order: records close together in one file (a shuffled
+        block's) read in one span. Returns the order read (indices into the arguments), the
+        bytes read back to back, each frame's start there, and the frames' lengths, files and
+        offsets in that order."""
+        index = self.index
         order = np.lexsort((offsets, shards))
         shards, offsets, lengths = shards[order], offsets[order], lengths[order]
-        # Records close together in one file (a shuffled block's): one read a span, every
-        # frame of the batch then checked in one call over the spans read.
         gaps = offsets - np.concatenate([[0], offsets[:-1] + lengths[:-1]])
         firsts = np.flatnonzero((np.diff(shards, prepend=-1) != 0) | (gaps > LOCAL_MERGE_GAP))
         begins = offsets[firsts]
-        ends = np.maximum.reduceat(offsets + lengths, firsts)
+        ends = np.maximum.reduceat(offsets + lengths, firsts) if len(firsts) else begins
         members = np.diff(firsts, append=len(offsets))
         chunks: list[bytes] = []
         current = -1
@@ -181,12 +213,8 @@ class RecordFetcher:
                 self._release(current)
         bases = np.concatenate([[0], np.cumsum(ends - begins)[:-1]])
         at = offsets - np.repeat(begins - bases, members)
-        records = split_frames(b"".join(chunks), at, lengths, where=lambda k: (
-            index.files[int(shards[k])], int(offsets[k])))
-        out: list[bytes] = [b""] * len(positions)
-        for target, record in zip(order.tolist(), records, strict=True):
-            out[target] = record
-        return out
+        buffer = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return order, buffer, at, lengths, shards, offsets
 
     def _fetch_inflated(self, inflater: Inflater, shards: np.ndarray, offsets: np.ndarray,
                         lengths: np.ndarray) -> list[bytes]:

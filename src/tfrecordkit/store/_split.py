@@ -12,6 +12,7 @@ import numpy as np
 from tfrecordkit.errors import DatasetError, OutOfRangeError
 from tfrecordkit.format import (
     SNAPSHOT_EVERY,
+    RecordSlices,
     Restarts,
     Storage,
     check_index_frames,
@@ -192,6 +193,16 @@ class SplitRecords(Sequence[bytes]):
             bad = positions[(positions < -n) | (positions >= n)][0]
             raise OutOfRangeError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
         return self._fetcher.fetch(positions % n if n else positions)
+
+    def get_slices(self, ids: Iterable[int] | np.ndarray) -> RecordSlices | list[bytes]:
+        """:meth:`get_many`, as ``RecordSlices`` of one buffer when the shards are local and
+        uncompressed (``Schema.decode_batch`` and the columnar codec read those in place)."""
+        positions = np.asarray(ids, dtype=np.int64).reshape(-1)
+        n = len(self)
+        if positions.size and (positions.min() < -n or positions.max() >= n):
+            bad = positions[(positions < -n) | (positions >= n)][0]
+            raise OutOfRangeError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
+        return self._fetcher.fetch_slices(positions % n if n else positions)
 
     @property
     def read_block(self) -> int:
