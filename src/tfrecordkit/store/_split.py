@@ -187,22 +187,25 @@ class SplitRecords(Sequence[bytes]):
 
     def get_many(self, ids: Iterable[int] | np.ndarray) -> list[bytes]:
         """The records at positions ``ids`` (in that order; read in file order)."""
-        positions = np.asarray(ids, dtype=np.int64).reshape(-1)
-        n = len(self)
-        if positions.size and (positions.min() < -n or positions.max() >= n):
-            bad = positions[(positions < -n) | (positions >= n)][0]
-            raise OutOfRangeError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
-        return self._fetcher.fetch(positions % n if n else positions)
+        return self._fetcher.fetch(self._positions(ids))
 
     def get_slices(self, ids: Iterable[int] | np.ndarray) -> RecordSlices | list[bytes]:
         """:meth:`get_many`, as ``RecordSlices`` of one buffer when the shards are local and
         uncompressed (``Schema.decode_batch`` and the columnar codec read those in place)."""
+        return self._fetcher.fetch_slices(self._positions(ids))
+
+    def _positions(self, ids: Iterable[int] | np.ndarray) -> np.ndarray:
+        """``ids`` as positions in ``0 .. len - 1`` (negative ones count from the end).
+
+        Raises:
+            OutOfRangeError: an id outside ``-len .. len - 1``.
+        """
         positions = np.asarray(ids, dtype=np.int64).reshape(-1)
         n = len(self)
         if positions.size and (positions.min() < -n or positions.max() >= n):
             bad = positions[(positions < -n) | (positions >= n)][0]
             raise OutOfRangeError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
-        return self._fetcher.fetch_slices(positions % n if n else positions)
+        return positions % n if n else positions
 
     @property
     def read_block(self) -> int:
