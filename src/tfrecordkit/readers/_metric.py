@@ -55,6 +55,7 @@ def _sources(index: ClassIndex, positions: np.ndarray) -> Callable[[int], str]:
     return where
 
 
+Step = tuple[list[np.ndarray], list[list[bytes]]]  # a step's position groups and records
 READ_AHEAD_STEPS = 8
 """Steps whose records are requested ahead of the one being built, from object stores."""
 
@@ -70,10 +71,7 @@ class ReadAhead:
 
         self.loader, self.depth = loader, depth
         self._pool = ThreadPoolExecutor(depth, thread_name_prefix="tfrecordkit-ahead")
-        self._pending: dict[tuple[int, int], Future[list[list[bytes]]]] = {}
-
-    def _read(self, key: tuple[int, int]) -> list[list[bytes]]:
-        return [self.loader.fetcher.fetch(g) for g in self.loader.step_positions(*key)]
+        self._pending: dict[tuple[int, int], Future[Step]] = {}
 
     def plan(self, keys: Sequence[tuple[int, int]]) -> None:
         """Request the records of ``keys`` (``(epoch, step)``: the step about to be taken,
@@ -83,14 +81,12 @@ class ReadAhead:
             self._pending.pop(key).cancel()
         for key in keys:
             if key not in self._pending:
-                self._pending[key] = self._pool.submit(self._read, key)
+                self._pending[key] = self._pool.submit(self.loader.read_step, *key)
 
-    def take(self, key: tuple[int, int], groups: list[np.ndarray]) -> list[list[bytes]]:
-        """The records of step ``key`` (read now if not requested)."""
+    def take(self, key: tuple[int, int]) -> Step:
+        """Step ``key``'s positions and records (read now if not requested)."""
         future = self._pending.pop(key, None)
-        if future is None:
-            return [self.loader.fetcher.fetch(g) for g in groups]
-        return future.result()
+        return self.loader.read_step(*key) if future is None else future.result()
 
     def close(self) -> None:
         """Drop what has not started, and wait for what has."""
@@ -127,10 +123,14 @@ class _SampledLoader:
                   ahead: ReadAhead | None = None) -> dict[str, Any]:
         """This rank's batch at ``step`` of ``epoch`` (its records from ``ahead`` when it
         read them already)."""
-        groups = self.step_positions(epoch, step)
-        records = (ahead.take((epoch, step), groups) if ahead is not None
-                   else [self.fetcher.fetch(g) for g in groups])
+        groups, records = (ahead.take((epoch, step)) if ahead is not None
+                           else self.read_step(epoch, step))
         return self.build_step(epoch, step, groups, records, pool)
+
+    def read_step(self, epoch: int, step: int) -> Step:
+        """The positions of ``step`` of ``epoch`` in their groups, and their records."""
+        groups = self.step_positions(epoch, step)
+        return groups, [self.fetcher.fetch(g) for g in groups]
 
     def read_ahead(self) -> ReadAhead | None:
         """A :class:`ReadAhead` for this loader's storage: object stores answer each
