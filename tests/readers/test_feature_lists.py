@@ -350,3 +350,44 @@ def test_pk_batches_and_triplets_carry_feature_lists(tmp_path):
         widths = anchor["x"]["step_lengths"][k][:steps].tolist()
         label = int(anchor["label"][k])
         assert any(r["label"] == label and [len(s) for s in r["x"]] == widths for r in rows)
+
+
+def _tf_values(data: bytes) -> dict | None:
+    """TensorFlow's values of a record for SCHEMA, or None if it refuses the record."""
+    try:
+        return _oracle(data)
+    except (tf.errors.InvalidArgumentError, ValueError):
+        return None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(i=st.integers(0, 20), edits=st.lists(
+    st.tuples(st.sampled_from(["flip", "drop", "insert"]), st.integers(0, 10**6),
+              st.integers(0, 255)), min_size=1, max_size=3))
+def test_damaged_sequence_examples_are_refused_or_read_as_tensorflow_reads_them(i, edits):
+    """Untrusted bytes: a valid record with a few bytes flipped, dropped or inserted. Our
+    decoding raises a SchemaError or gives exactly TensorFlow's values; it never reads a
+    record TensorFlow refuses (it may refuse some TensorFlow reads: protobuf's own parser
+    refuses a few damaged wire forms TensorFlow's lenient one takes)."""
+    data = bytearray(SCHEMA.encode(_row(i)))
+    for kind, where, value in edits:
+        at = where % (len(data) + (kind == "insert"))
+        if kind == "flip" and data:
+            data[at % len(data)] ^= value or 1
+        elif kind == "drop" and data:
+            del data[at % len(data)]
+        elif kind == "insert":
+            data.insert(at, value)
+    record = bytes(data)
+    want = _tf_values(record)
+    try:
+        got = {k: v[0] for k, v in SCHEMA.decode_batch([record]).items()}
+    except SchemaError:
+        return  # refused: stricter than TensorFlow's parser on damaged wire data is allowed
+    assert want is not None, "we read a record TensorFlow refuses"
+    assert got["id"] == want["id"]
+    np.testing.assert_array_equal(np.asarray(got["frames"]).reshape(want["frames"].shape),
+                                  want["frames"])
+    assert [s.tolist() for s in got["tokens"]] == want["tokens"]
+    assert got["words"] == list(want["words"]) and got["bags"] == want["bags"]
+

@@ -244,14 +244,20 @@ _SUBMESSAGES: dict[str, dict[int, str]] = {
     "Example": {1: "Features"}, "Features": {1: "Entry"}, "Entry": {2: "Feature"},
     "Feature": {1: "BytesList", 2: "FloatList", 3: "Int64List"},
     "BytesList": {}, "FloatList": {}, "Int64List": {},
+    # a SequenceExample: its context is an Example's Features; its feature lists a map of
+    # lists of Features
+    "SequenceExample": {1: "Features", 2: "FeatureLists"}, "FeatureLists": {1: "ListEntry"},
+    "ListEntry": {2: "FeatureList"}, "FeatureList": {1: "Feature"},
 }
 # The fields each message may hold, and in which wire types, for TensorFlow's parser to read
 # it as protobuf does (None: any field); protobuf would keep others as unknown fields.
 _ALLOWED: dict[str, dict[int, tuple[int, ...]] | None] = {
     "Example": None, "Features": {1: (2,)}, "Entry": {1: (2,), 2: (2,)},
     "Feature": {1: (2,), 2: (2,), 3: (2,)}, "BytesList": {1: (2,)}, "FloatList": {1: (2, 5)},
-    "Int64List": {1: (0, 2)},
+    "Int64List": {1: (0, 2)}, "SequenceExample": None, "FeatureLists": {1: (2,)},
+    "ListEntry": {1: (2,), 2: (2,)}, "FeatureList": {1: (2,)},
 }
+_MAP_ENTRIES = {"Entry": "Features map entry", "ListEntry": "FeatureLists map entry"}
 
 
 def _read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
@@ -326,11 +332,11 @@ def check_wire(data: bytes | memoryview, message: str = "Example") -> None:
             if not number:
                 raise ValueError(f"a malformed tag at byte {start}")
             if allowed is not None and wire not in allowed.get(number, ()):
-                what = "Features map entry" if kind == "Entry" else f"{kind} message"
+                what = _MAP_ENTRIES.get(kind, f"{kind} message")
                 raise ValueError(f"a {what} holds field {number} (wire type {wire}) "
                                  f"at byte {start}, which TensorFlow rejects")
             fields += 1
-            if kind == "Entry":
+            if kind in _MAP_ENTRIES:
                 keys += number == 1
                 values += number == 2
                 repeated = keys > 1 or values > 1
@@ -341,7 +347,7 @@ def check_wire(data: bytes | memoryview, message: str = "Example") -> None:
                 packed += numeric_list and wire == 2
                 repeated = packed > 0 and fields > 1
             if repeated:
-                what = "Features map entry" if kind == "Entry" else f"{kind} message"
+                what = _MAP_ENTRIES.get(kind, f"{kind} message")
                 raise ValueError(f"a {what} repeats a field at byte {start}, which "
                                  "TensorFlow reads otherwise than protobuf")
             if wire == 2:
@@ -370,9 +376,9 @@ def check_wire(data: bytes | memoryview, message: str = "Example") -> None:
                                  f"{start}")
             if pos > end:
                 raise ValueError(f"a field runs past its message at byte {start}")
-        if kind == "Entry" and not (keys and values):
-            raise ValueError("a Features map entry has no key or no value, which TensorFlow "
-                             "rejects")
+        if kind in _MAP_ENTRIES and not (keys and values):
+            raise ValueError(f"a {_MAP_ENTRIES[kind]} has no key or no value, which "
+                             "TensorFlow rejects")
 
 
 def _compiled_check() -> Any:
@@ -436,7 +442,12 @@ def encode_sequence_example(
 def decode_sequence_example(
     data: bytes,
 ) -> tuple[dict[str, DecodedValue], dict[str, list[DecodedValue]]]:
-    """Parse a serialized ``tf.train.SequenceExample`` into ``(context, feature_lists)``."""
+    """Parse a serialized ``tf.train.SequenceExample`` into ``(context, feature_lists)``,
+    refusing what TensorFlow's parser refuses or reads otherwise (see :func:`check_wire`)."""
+    try:
+        check_wire(data, "SequenceExample")
+    except ValueError as err:
+        raise RecordFormatError(f"not a serialized tf.train.SequenceExample: {err}") from None
     try:
         message = _SequenceExample.FromString(data)
     except Exception as err:
