@@ -14,6 +14,14 @@ vahidk/tfrecord can't share one: both register tensorflow.Example), one epoch of
             num_workers=2: how its README reads images
   raw       the same without decoding: our serialized records (CRC checked) against
             vahidk's parsed bytes (no CRC check)
+  ceiling   (decode only) the decode ceiling: the same JPEG bytes, already in memory, decoded
+            by simplejpeg (accurate DCT, fancy upsampling, as the loaders decode) on one thread
+            per core, 256 images per task; no reading, parsing or batching
+  ceiling+b the same, each task's images decoded into a new [256, 128, 128, 3] array, as a
+            loader hands batches over (fresh memory costs what cache-warm reuse does not)
+Besides records/s, each case prints CPU seconds per 1,000 records (the process and its
+reaped children: on 2 cores the loader competes with the training step) and the time from
+creating the loader to its first batch.
 
 Needs the bench dependency group (vahidk's package is `tfrecord`):
   pip install --group bench -e .[image,torch,tf-cpu]
@@ -23,6 +31,7 @@ Run: python bench/loaders.py [--images 20000] [--runs 3]
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -37,37 +46,86 @@ HERE = Path(__file__).parent
 BATCH = 256
 
 
-def _epoch(batches) -> tuple[int, float]:
-    start = time.perf_counter()
-    records = 0
-    for batch in batches:
-        first = next(iter(batch.values())) if isinstance(batch, dict) else batch
-        records += len(first)
-    return records, time.perf_counter() - start
+def _cpu() -> float:
+    """CPU seconds of this process and its reaped children (torch's workers)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
-def run_case(case: str, what: str, path: str) -> float:
-    """One epoch of ``case``; records/s (runs inside its own process)."""
+def _ceiling(path: str, batched: bool) -> tuple[float, float, float]:
+    """The decode ceiling: (records/s, CPU s per 1,000, first batch s) of decoding the
+    dataset's JPEG bytes, read into memory beforehand, with simplejpeg on all cores, 256
+    images per task; ``batched``: each task's images decoded into a new ``[256, h, w, 3]``
+    array (as a loader must hand them over), else each into its own short-lived array."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    import simplejpeg
+
+    from tfrecordkit.readers.numpy_data import load_numpy_dataset
+
+    images = [bytes(b) for batch in load_numpy_dataset(path, batch_size=BATCH, drop_last=False,
+                                                       decode=False) for b in batch["image"]]
+    chunks = [images[i:i + BATCH] for i in range(0, len(images), BATCH)]
+    height, width, _, _ = simplejpeg.decode_jpeg_header(images[0])
+
+    def decode(chunk: list[bytes]) -> Any:
+        out = np.empty((len(chunk), height, width, 3), np.uint8) if batched else None
+        for i, data in enumerate(chunk):
+            simplejpeg.decode_jpeg(data, colorspace="RGB", fastdct=False, fastupsample=False,
+                                   buffer=None if out is None else out[i])
+        return out
+
+    cpu, start = _cpu(), time.perf_counter()
+    with ThreadPoolExecutor(os.cpu_count()) as pool:
+        first = None
+        for _ in pool.map(decode, chunks):
+            first = first if first is not None else time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    return len(images) / seconds, (_cpu() - cpu) / len(images) * 1000, first or 0.0
+
+
+def run_case(case: str, what: str, path: str) -> tuple[float, float, float]:
+    """One epoch of ``case`` (run inside its own process): records/s over the epoch, CPU
+    seconds per 1,000 records, and seconds from creating the loader to its first batch (the
+    imports come before either clock starts)."""
+    if case.startswith("ceiling"):
+        return _ceiling(path, batched=case == "ceiling+b")
     decode = what == "decode"
     if case == "tf.data":
         from tfrecordkit.readers.tf_data import load_tf_dataset
 
-        batches = load_tf_dataset(path, batch_size=BATCH, decode=decode)
+        def make() -> Any:
+            return load_tf_dataset(path, batch_size=BATCH, decode=decode)
     elif case == "numpy":
         from tfrecordkit.readers.numpy_data import load_numpy_dataset
 
-        batches = load_numpy_dataset(path, batch_size=BATCH, drop_last=False, decode=decode)
+        def make() -> Any:
+            return load_numpy_dataset(path, batch_size=BATCH, drop_last=False, decode=decode)
     elif case == "torch":
         from torch.utils.data import DataLoader
 
         from tfrecordkit.readers.torch_data import load_torch_dataset
 
-        ds = load_torch_dataset(path, batch_size=BATCH, drop_last=False, decode=decode)
-        batches = DataLoader(ds, batch_size=None, num_workers=2)
+        def make() -> Any:
+            ds = load_torch_dataset(path, batch_size=BATCH, drop_last=False, decode=decode)
+            return DataLoader(ds, batch_size=None, num_workers=2)
     else:
-        batches = _vahidk(path, decode)
-    records, seconds = _epoch(batches)
-    return records / seconds
+        import tfrecord.torch.dataset  # noqa: F401 - imported before the clocks start
+
+        def make() -> Any:
+            return _vahidk(path, decode)
+    cpu, start = _cpu(), time.perf_counter()
+    batches = make()
+    records, first, epoch = 0, None, time.perf_counter()
+    for batch in batches:
+        first = first if first is not None else time.perf_counter() - start
+        column = next(iter(batch.values())) if isinstance(batch, dict) else batch
+        records += len(column)
+    seconds = time.perf_counter() - epoch
+    del batches  # torch's workers exit and are reaped, so their CPU time counts
+    gc.collect()
+    return records / seconds, (_cpu() - cpu) / records * 1000, first or 0.0
 
 
 def rss_through_epoch(path: str) -> list[float]:
@@ -131,21 +189,29 @@ def main() -> None:
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
     images, _ = make_datasets(folder, args.images, 1000)
-    cases = [(what, case) for what in ("decode", "raw")
-             for case in ("tf.data", "numpy", "torch", "vahidk")]
-    results: dict[tuple[str, str], list[float]] = {k: [] for k in cases}
+    names = {"decode": ("tf.data", "numpy", "torch", "vahidk", "ceiling", "ceiling+b"),
+             "raw": ("tf.data", "numpy", "torch", "vahidk")}
+    cases = [(what, case) for what, group in names.items() for case in group]
+    results: dict[tuple[str, str], list[list[float]]] = {k: [] for k in cases}
     for _ in range(args.runs):
         for what, case in cases:  # alternate, so drift hits every case alike
-            results[(what, case)].append(float(_in_process(case, what, str(images))))
-    print(f"records/s, medians of {args.runs} runs, batch {BATCH}, {os.cpu_count()} cores, "
+            results[(what, case)].append(_in_process(case, what, str(images)))
+    print(f"medians of {args.runs} runs, batch {BATCH}, {os.cpu_count()} cores, "
           f"{args.images} 128x128 JPEG records, one process per run\n")
-    for what in ("decode", "raw"):
-        median = {case: statistics.median(results[(what, case)])
-                  for case in ("tf.data", "numpy", "torch", "vahidk")}
-        print(f"{what}: " + "   ".join(f"{c} {r:,.0f}" for c, r in median.items()))
+    for what, group in names.items():
+        median = {case: [statistics.median(run[k] for run in results[(what, case)])
+                         for k in range(3)] for case in group}
+        print(f"{what:<8}{'records/s':>12}{'CPU s/1k':>10}{'first (ms)':>12}")
+        for case, (rate, cpu, first) in median.items():
+            print(f"  {case:<8}{rate:>10,.0f}{cpu:>10.3f}{first * 1000:>12.1f}")
+        rate = {case: m[0] for case, m in median.items()}
         for ours in ("numpy", "torch"):
-            print(f"  {ours}/tf.data {median[ours] / median['tf.data']:.2f}x   "
-                  f"{ours}/vahidk {median[ours] / median['vahidk']:.2f}x")
+            print(f"  {ours}/tf.data {rate[ours] / rate['tf.data']:.2f}x   "
+                  f"{ours}/vahidk {rate[ours] / rate['vahidk']:.2f}x" + (
+                      f"   {ours}/ceiling {rate[ours] / rate['ceiling']:.2f}x, "
+                      f"/ceiling+b {rate[ours] / rate['ceiling+b']:.2f}x"
+                      if "ceiling" in rate else ""))
+        print(f"  torch/numpy {rate['torch'] / rate['numpy']:.2f}x")
     # Memory stays flat in dataset size: the same loader over a quarter of the records.
     quarter, _ = make_datasets(folder / "quarter", args.images // 4, 1000)
     for path, count in ((quarter, args.images // 4), (images, args.images)):

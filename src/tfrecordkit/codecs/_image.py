@@ -28,7 +28,8 @@ PIL_MODE_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "P": 3, "1": 1, "I;16
 
 
 def decode_image_bytes(data: bytes, channels: int | None = None, *,
-                       min_size: tuple[int, int] | None = None) -> np.ndarray:
+                       min_size: tuple[int, int] | None = None,
+                       out: np.ndarray | None = None) -> np.ndarray:
     """Decode JPEG/PNG (or any Pillow format) bytes to uint8 ``[h, w, c]`` pixels.
 
     The pixels equal ``tf.io.decode_jpeg(data, channels, dct_method="INTEGER_ACCURATE")`` and
@@ -38,15 +39,16 @@ def decode_image_bytes(data: bytes, channels: int | None = None, *,
     (``simplejpeg``) where it is installed, else Pillow; both give the same pixels.
     ``min_size=(h, w)`` decodes a JPEG at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling) when
     the result stays at least that size: faster, and close to but not equal to a full
-    decode followed by a resize.
+    decode followed by a resize. ``out`` (a C-contiguous uint8 array, e.g. a batch's row)
+    receives the pixels when they have its shape, and is returned; else a new array is.
 
     Raises:
         OSError, ValueError: the bytes are not a decodable image.
     """
     if data[:3] == b"\xff\xd8\xff":
-        pixels = _decode_jpeg_turbo(data, channels, min_size)
+        pixels = _decode_jpeg_turbo(data, channels, min_size, out)
         if pixels is not None:
-            return convert_channels(pixels, channels)
+            return _into(convert_channels(pixels, channels), out)
     with load_pillow().open(io.BytesIO(data)) as opened:
         if opened.format == "JPEG":
             grey = channels in (1, 2) and opened.mode != "L"
@@ -67,7 +69,15 @@ def decode_image_bytes(data: bytes, channels: int | None = None, *,
             pixels = np.asarray(opened)
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]
-    return convert_channels(pixels, channels)
+    return _into(convert_channels(pixels, channels), out)
+
+
+def _into(pixels: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """``pixels`` copied into ``out`` when it has their shape (and is not already them)."""
+    if out is None or pixels is out or pixels.shape != out.shape:
+        return pixels
+    out[...] = pixels
+    return out
 
 
 def _dct_scale(height: int, width: int, min_size: tuple[int, int] | None) -> int:
@@ -85,10 +95,12 @@ _SIMPLEJPEG: Any = None
 
 
 def _decode_jpeg_turbo(data: bytes, channels: int | None,
-                       min_size: tuple[int, int] | None) -> np.ndarray | None:
+                       min_size: tuple[int, int] | None,
+                       out: np.ndarray | None = None) -> np.ndarray | None:
     """Pixels through simplejpeg (GIL released), or None where Pillow must decide: not
     installed, not YCbCr/grey, or anything libjpeg warns about (Pillow then accepts or
-    rejects exactly as before)."""
+    rejects exactly as before). Written straight into ``out`` (and it returned) when the
+    decoded pixels need no conversion and have its shape."""
     global _SIMPLEJPEG  # noqa: PLW0603 - one import attempt per process
     if _SIMPLEJPEG is None:
         try:
@@ -104,13 +116,19 @@ def _decode_jpeg_turbo(data: bytes, channels: int | None,
             return None
         grey = channels in (1, 2) or (channels is None and space == "Gray")
         scale = _dct_scale(height, width, min_size)
+        shape = (-(-height // scale), -(-width // scale), 1 if grey else 3)
+        direct = (out is not None and out.shape == shape and out.dtype == np.uint8
+                  and out.flags.c_contiguous and channels in (None, shape[2]))
         pixels = _SIMPLEJPEG.decode_jpeg(
             data, colorspace="GRAY" if grey else "RGB", fastdct=False, fastupsample=False,
-            min_height=-(-height // scale) if scale > 1 else 0,
-            min_width=-(-width // scale) if scale > 1 else 0, min_factor=scale, strict=True)
+            min_height=shape[0] if scale > 1 else 0, min_width=shape[1] if scale > 1 else 0,
+            min_factor=scale, strict=True, buffer=out if direct else None)
     except ValueError:
         return None
-    return pixels if pixels.ndim == 3 else pixels[:, :, None]  # type: ignore[no-any-return]
+    pixels = pixels if pixels.ndim == 3 else pixels[:, :, None]
+    if direct and pixels.shape == shape:
+        return out
+    return pixels if not direct else pixels.copy()  # type: ignore[no-any-return]
 
 
 def convert_channels(pixels: np.ndarray, channels: int | None) -> np.ndarray:

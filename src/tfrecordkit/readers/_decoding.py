@@ -377,17 +377,36 @@ class RecordDecoder:
                 out[key] = np.stack([np.asarray(v) for v in values])
         return out
 
+    def batch_arrays(self, n: int) -> dict[str, np.ndarray]:
+        """Empty ``[n, h, w, c]`` arrays for a batch's images to decode straight into (the
+        features whose images all have one known shape and are kept as decoded), for
+        :meth:`decode_columns` and :meth:`assemble_columns`."""
+        options = self.options
+        if (self.schema is None or not options.decode or options.image_size is not None
+                or options.image_dtype != "uint8"):
+            return {}
+        out = {}
+        for name in self._images:
+            layout = self.layout[name]
+            shape = tuple(d for d in layout.shape if isinstance(d, int))
+            if (layout.kind == "image" and not layout.varies and layout.dtype == np.uint8
+                    and len(shape) == len(layout.shape)):
+                out[name] = np.empty((n, *shape), np.uint8)
+        return out
+
     def decode_columns(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
-                       classes: np.ndarray | None = None) -> dict[str, Any]:
+                       classes: np.ndarray | None = None,
+                       into: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
         """The records' values feature by feature (arrays for numbers, else per-record
         lists), through one columnar pass; ``where(i)`` names record ``i`` in errors;
         ``classes`` are the records' shard classes (needed when :attr:`shard_label` is
-        set: a label taken from the shard)."""
+        set: a label taken from the shard); ``into``: rows of :meth:`batch_arrays`, one per
+        record, the images are decoded into (that feature's value is then those rows)."""
         if self.schema is not None:
             columns = self.schema.decode_batch(records, features=self.features, where=where,
                                                image_min_size=self._min_size,
                                                audio_sample_rate=self.options.sample_rate,
-                                               shard_classes=classes)
+                                               shard_classes=classes, image_out=into)
         else:
             columns = self._columns_by_specs(records, where)
         if self.options.image_size is not None:
@@ -475,13 +494,20 @@ class RecordDecoder:
                 raise SchemaError(name, str(err), record=source) from None
         return out
 
-    def assemble_columns(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
-        """Parts from :meth:`decode_columns` as one batch, as :meth:`assemble` makes it."""
+    def assemble_columns(self, parts: list[dict[str, Any]],
+                         arrays: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
+        """Parts from :meth:`decode_columns` as one batch, as :meth:`assemble` makes it;
+        ``arrays``: the :meth:`batch_arrays` the parts decoded into, in order (each one is
+        the batch's value when every part's images filled their rows)."""
         batch = {}
         for name in self.features:
             pieces = [p[name] for p in parts]
             layout = self.layout[name]
-            if layout.kind == "numbers" and not layout.varies and all(
+            whole = None if arrays is None else arrays.get(name)
+            if whole is not None and all(x is whole or (isinstance(x, np.ndarray)
+                                                        and x.base is whole) for x in pieces):
+                batch[name] = whole
+            elif layout.kind == "numbers" and not layout.varies and all(
                     isinstance(x, np.ndarray) and x.ndim >= 1 for x in pieces):
                 whole = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
                 batch[name] = whole.astype(layout.dtype, copy=False)
@@ -517,12 +543,16 @@ class RecordDecoder:
         if not self.options.decode:
             return self.raw_columns(records, where, classes)
         if pool is None or not self.heavy or len(records) <= _CHUNK:
-            return self.assemble_columns([self.decode_columns(records, where, classes)])
+            arrays = self.batch_arrays(len(records))
+            return self.assemble_columns([self.decode_columns(records, where, classes, arrays)],
+                                         arrays)
         starts = range(0, len(records), _CHUNK)
+        arrays = self.batch_arrays(len(records))
         parts = pool.map(lambda s: self.decode_columns(
             records[s : s + _CHUNK], lambda i: where(s + i),
-            None if classes is None else classes[s : s + _CHUNK]), starts)
-        return self.assemble_columns(list(parts))
+            None if classes is None else classes[s : s + _CHUNK],
+            {name: a[s : s + _CHUNK] for name, a in arrays.items()}), starts)
+        return self.assemble_columns(list(parts), arrays)
 
 
 def _rows(column: Column) -> list[Any]:

@@ -161,16 +161,19 @@ class Loader:
         records, decoder = self.records, self.decoder
 
         augment, seed = self.augment, self.seed
+        # Fixed-shape images are decoded straight into the batch's array.
+        arrays = decoder.batch_arrays(len(ids)) if augment is None else {}
 
-        def part(chunk: np.ndarray) -> Any:
+        def part(chunk: np.ndarray, at: int = 0) -> Any:
             raw = records.get_slices(chunk)  # local files: decoded where they lie
             classes = records.shard_classes(chunk) if decoder.shard_label else None
             if not decoder.options.decode:
                 return decoder.raw_columns(raw, lambda i: records.where(int(chunk[i])),
                                            classes)
             if augment is None:  # feature by feature: no per-record rows at all
-                return decoder.decode_columns(raw, lambda i: records.where(int(chunk[i])),
-                                              classes)
+                return decoder.decode_columns(
+                    raw, lambda i: records.where(int(chunk[i])), classes,
+                    {name: a[at : at + len(chunk)] for name, a in arrays.items()})
             rows = decoder.decode_rows(raw, lambda i: records.where(int(chunk[i])), classes)
             if augment is not None:  # randomness keyed by the record, not by the thread
                 rows = [augment(row, np.random.default_rng([seed, epoch, int(i)]))
@@ -182,7 +185,7 @@ class Loader:
             # Images and audio: small chunks, so threads share a batch; light records: one
             # chunk per thread, so the columnar codec sees large batches.
             size = _CHUNK if decoder.heavy else max(len(ids), 1)
-            parts = [pool.submit(part, ids[i : i + size]) for i in range(0, len(ids), size)]
+            parts = [pool.submit(part, ids[i : i + size], i) for i in range(0, len(ids), size)]
         else:  # a few reads: faster here than handed to a thread and back
             parts = [_Done(part(ids))]
 
@@ -195,7 +198,7 @@ class Loader:
             if not decoder.options.decode:
                 batch = dict(results[0])  # one part: parsed, not decoded
             elif augment is None:
-                batch = decoder.assemble_columns(results)
+                batch = decoder.assemble_columns(results, arrays)
             else:
                 batch = decoder.assemble([row for rows in results for row in rows])
             batch[RECORD_ID] = ids

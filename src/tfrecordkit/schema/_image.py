@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -20,6 +20,7 @@ from tfrecordkit.codecs import (
 )
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import (
+    Column,
     EncColumn,
     KeySpec,
     bytes_column,
@@ -208,3 +209,25 @@ class Image(Feature):
                 raise SchemaError(name, f"{len(data)} raw bytes do not fit shape {shape}")
             return convert_channels(np.frombuffer(data, np.uint8).reshape(shape), self.channels)
         return decode_image_bytes(data, self.channels, min_size=min_size)
+
+    def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
+                      where: Callable[[int], Any], **options: Any) -> Any:
+        """Every record's pixels (a list of ``[h, w, c]`` arrays; ``min_size`` as
+        :meth:`decode` takes it), or ``out=`` (``[n, h, w, c]`` uint8) with the pixels
+        written into its rows when every image has a row's shape."""
+        min_size, out = options.get("min_size"), options.get("out")
+        column = columns[name]
+        if self.encoding == "raw" or bool(column.missing.any()):
+            return super().decode_column(name, columns, n, where, min_size=min_size)
+        rows = [None] * n if out is None else list(out)
+        images = []
+        for i, (data, row) in enumerate(zip(column.to_bytes(), rows, strict=True)):
+            try:
+                images.append(decode_image_bytes(data, self.channels, min_size=min_size,
+                                                 out=row))
+            except (OSError, ValueError, RuntimeError) as err:
+                raise SchemaError(name, f"cannot decode: {err}", record=where(i)) from None
+        if out is not None and all(image is row for image, row in zip(images, rows,
+                                                                         strict=True)):
+            return out
+        return images

@@ -268,13 +268,16 @@ class Schema(Mapping[str, Feature]):
                      where: Callable[[int], Any] | None = None,
                      image_min_size: tuple[int, int] | None = None,
                      audio_sample_rate: int | None = None,
-                     shard_classes: Any = None) -> dict[str, Any]:
+                     shard_classes: Any = None,
+                     image_out: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
         """Decode a batch at once: ``{feature name: n values}`` (an array for numbers and
         class labels, a list otherwise), checked as :meth:`decode` checks each record, through
         the compiled columnar codec (see :func:`tfrecordkit.format.parse_examples`).
         ``image_min_size`` lets JPEGs decode at a reduced scale (see :meth:`decode`);
         ``audio_sample_rate`` resamples audio to that rate; ``shard_classes`` are the
-        records' shard classes (see :meth:`decode`).
+        records' shard classes (see :meth:`decode`). ``image_out`` maps image features to
+        ``[n, h, w, c]`` uint8 arrays their pixels are decoded into: such a feature's value
+        is that array when every image has a row's shape (else the list of images).
 
         Raises:
             SchemaError: as :meth:`decode`; names the feature and the record (``where(i)``,
@@ -294,9 +297,10 @@ class Schema(Mapping[str, Feature]):
         for name, feature in chosen.items():
             if isinstance(feature, ClassLabel) and feature.from_shard:
                 out[name] = feature.shard_values(name, shard_classes, n)
-            elif image_min_size is not None and isinstance(feature, Image):
-                out[name] = feature.decode_column(name, columns, n, name_of,
-                                                  min_size=image_min_size)
+            elif isinstance(feature, Image):
+                out[name] = feature.decode_column(
+                    name, columns, n, name_of, min_size=image_min_size,
+                    out=None if image_out is None else image_out.get(name))
             elif audio_sample_rate is not None and isinstance(feature, Audio):
                 out[name] = feature.decode_column(name, columns, n, name_of,
                                                   sample_rate=audio_sample_rate)
