@@ -63,11 +63,15 @@ def make_dataset(path: Path, classes: int, per_class: int) -> None:
     write_dataset(rows, path, schema, shards=ShardOptions(layout="per_class"), overwrite=True)
 
 
-def timed_rate(iterable, records: int) -> float:
-    start = time.perf_counter()
-    for _ in iterable:
-        pass
-    return records / (time.perf_counter() - start)
+def timed_rate(make, records: int) -> tuple[float, float, float]:
+    """(records/s, CPU s per 1,000 records, seconds to the first batch) of iterating what
+    ``make()`` returns, its creation included."""
+    cpu, start = time.process_time(), time.perf_counter()
+    first = None
+    for _ in make():
+        first = first if first is not None else time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    return records / seconds, (time.process_time() - cpu) / records * 1000, first or 0.0
 
 
 def main() -> None:
@@ -135,14 +139,18 @@ def main() -> None:
     }
     print(f"{args.classes} classes x {args.per_class} JPEG records; P={P}, K={K}; "
           f"{records} records per run; medians of {args.runs}\n")
-    print(f"{'reader':<26}{'sequential rec/s':>18}{'P×K rec/s':>12}{'ratio':>8}")
+    print("rec/s; CPU s per 1,000 records (this process, all threads); ms to the first batch")
+    print(f"{'reader':<40}{'sequential rec/s':>17}{'P×K rec/s':>11}{'ratio':>7}"
+          f"{'CPU s/1k seq':>14}{'P×K':>7}{'first ms seq':>14}{'P×K':>7}")
     for label, (sequential, pk) in cases.items():
-        seq_rates, pk_rates = [], []
+        seq_runs, pk_runs = [], []
         for _ in range(args.runs):
-            seq_rates.append(timed_rate(sequential(), records))
-            pk_rates.append(timed_rate(pk(), records))
-        s, p = statistics.median(seq_rates), statistics.median(pk_rates)
-        print(f"{label:<26}{s:>18,.0f}{p:>12,.0f}{p / s:>7.2f}x")
+            seq_runs.append(timed_rate(sequential, records))
+            pk_runs.append(timed_rate(pk, records))
+        s, c_s, f_s = (statistics.median(r[k] for r in seq_runs) for k in range(3))
+        p, c_p, f_p = (statistics.median(r[k] for r in pk_runs) for k in range(3))
+        print(f"{label:<40}{s:>17,.0f}{p:>11,.0f}{p / s:>6.2f}x{c_s:>14.4f}{c_p:>7.4f}"
+              f"{f_s * 1000:>14.1f}{f_p * 1000:>7.1f}")
     out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(Path(args.dir) / "tenk")],
                          capture_output=True, text=True, check=True).stdout.split()
     print(f"\n10,000 classes x 5 records, 1,000 P×K batches (P=32, K=4, max_open_files=64): "

@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tfrecordkit.format import compiled_codec
 from tfrecordkit.sampling._order import (
     EpochOrder,
+    _feistel_each_numpy,
     feistel_permute,
     feistel_permute_each,
     mix_keys,
@@ -34,6 +36,32 @@ def test_feistel_each_permutes_every_domain_at_once(sizes, seed):
         alone = feistel_permute_each(np.arange(n), np.full(n, n), np.full(n, keys[i]))
         assert part.tolist() == alone.tolist()  # independent of its neighbours
         start += n
+
+
+def test_feistel_each_values_are_pinned():
+    """P×K orders and resume states depend on these values: neither the compiled codec nor
+    the NumPy rounds may change them (values of the first release of the sampler)."""
+    positions = np.array([0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 99, 12345], np.uint64)
+    sizes = np.array([8] * 8 + [0, 1, 100, 2**33])
+    keys = mix_keys(7, np.arange(12))
+    expected = [3, 4, 6, 5, 2, 3, 7, 5, 0, 0, 42, 3786258824]
+    assert feistel_permute_each(positions, sizes, keys).tolist() == expected
+    assert _feistel_each_numpy(positions, sizes, keys, 4).tolist() == expected
+
+
+domain = st.integers(0, 2**44).flatmap(
+    lambda n: st.tuples(st.just(n), st.integers(0, max(n - 1, 0))))
+
+
+@pytest.mark.skipif(compiled_codec() is None, reason="the compiled codec is not built")
+@given(st.lists(domain, min_size=1, max_size=40), st.integers(0, 2**64 - 1),
+       st.integers(1, 8))
+def test_compiled_feistel_each_equals_the_numpy_rounds(domains, seed, rounds):
+    sizes = np.array([n for n, _ in domains], np.int64)
+    positions = np.array([p for _, p in domains], np.uint64)
+    keys = mix_keys(seed, np.arange(len(domains)))
+    assert (feistel_permute_each(positions, sizes, keys, rounds).tolist()
+            == _feistel_each_numpy(positions, sizes, keys, rounds).tolist())
 
 
 def test_feistel_each_refuses_positions_outside_their_domain():

@@ -3,7 +3,13 @@
 Imports nothing heavier than NumPy and protobuf.
 """
 
-from tfrecordkit.format._columns import Column, RecordSlices, codec_name, parse_examples
+from tfrecordkit.format._columns import (
+    Column,
+    RecordSlices,
+    codec_name,
+    compiled_codec,
+    parse_examples,
+)
 from tfrecordkit.format._compression import normalize_compression
 from tfrecordkit.format._crc import (
     HEAD_BYTES,
@@ -99,6 +105,7 @@ __all__ = [
     "check_index_frames",
     "check_key",
     "codec_name",
+    "compiled_codec",
     "crc32c_hex",
     "decode_example",
     "decode_example_keys",

@@ -1315,6 +1315,80 @@ static PyObject *codec_check_frames(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(bad);
 }
 
+/* SplitMix64's finaliser, as sampling/_order.py's `_splitmix` computes it on uint64 arrays. */
+static inline uint64_t splitmix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+/* feistel_each(positions, sizes, keys, out, rounds): out[i] = positions[i] through the keyed
+ * Feistel bijection of [0, sizes[i]) chosen by keys[i], with cycle-walking, bit for bit what
+ * sampling/_order.py's NumPy `feistel_permute_each` gives (uint64 positions and keys, int64
+ * sizes and out, as bytes-like arrays of one length; positions already checked to lie inside
+ * their domains). The GIL is released meanwhile. */
+static PyObject *codec_feistel_each(PyObject *self, PyObject *args) {
+    Py_buffer pos_view, size_view, key_view, out_view;
+    int rounds;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*i", &pos_view, &size_view, &key_view, &out_view,
+                          &rounds)) return NULL;
+    Py_ssize_t n = pos_view.len / 8;
+    if (pos_view.len % 8 || size_view.len != pos_view.len || key_view.len != pos_view.len ||
+        out_view.len != pos_view.len || rounds < 0 || rounds > 64) {
+        PyBuffer_Release(&pos_view);
+        PyBuffer_Release(&size_view);
+        PyBuffer_Release(&key_view);
+        PyBuffer_Release(&out_view);
+        PyErr_SetString(PyExc_ValueError,
+                        "positions, sizes, keys and out must be 8-byte arrays of one length");
+        return NULL;
+    }
+    const uint64_t *positions = (const uint64_t *)pos_view.buf;
+    const int64_t *sizes = (const int64_t *)size_view.buf;
+    const uint64_t *keys = (const uint64_t *)key_view.buf;
+    int64_t *out = (int64_t *)out_view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t size = sizes[i];
+        if (size <= 1) {
+            out[i] = 0;
+            continue;
+        }
+        /* bits: ceil(log2(size)), at least 2, made even */
+        uint64_t top = (uint64_t)size - 1;
+        int bits = 0;
+        while (top) {
+            bits++;
+            top >>= 1;
+        }
+        if (bits < 2) bits = 2;
+        bits += bits % 2;
+        int half = bits / 2;
+        uint64_t mask = (half >= 64) ? ~0ULL : ((1ULL << half) - 1);
+        uint64_t round_keys[64];
+        for (int r = 0; r < rounds; r++) round_keys[r] = splitmix64(keys[i] + (uint64_t)(r + 1));
+        uint64_t x = positions[i];
+        do {
+            uint64_t left = x >> half, right = x & mask;
+            for (int r = 0; r < rounds; r++) {
+                uint64_t mixed = splitmix64(right ^ round_keys[r]);
+                uint64_t next = left ^ (mixed & mask);
+                left = right;
+                right = next;
+            }
+            x = (left << half) | right;
+        } while (x >= (uint64_t)size);
+        out[i] = (int64_t)x;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&pos_view);
+    PyBuffer_Release(&size_view);
+    PyBuffer_Release(&key_view);
+    PyBuffer_Release(&out_view);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"check_frames", codec_check_frames, METH_VARARGS,
      "check_frames(buffer, starts, lengths) -> -1, or the first bad frame."},
@@ -1324,6 +1398,8 @@ static PyMethodDef methods[] = {
      "fill(records, specs, outs): write every spec's values into its output buffers."},
     {"encode_frames", codec_encode_frames, METH_VARARGS,
      "encode_frames(columns, n) -> (frames, int64 frame lengths as bytes)."},
+    {"feistel_each", codec_feistel_each, METH_VARARGS,
+     "feistel_each(positions, sizes, keys, out, rounds): keyed bijections of [0, size)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -20,7 +20,7 @@ from tfrecordkit.errors import SchemaError
 from tfrecordkit.format._example import decode_example_keys
 from tfrecordkit.format._spec import KeySpec, check_key
 
-__all__ = ["Column", "RecordSlices", "codec_name", "parse_examples"]
+__all__ = ["Column", "RecordSlices", "codec_name", "compiled_codec", "parse_examples"]
 
 _KIND = {"string": 1, "float32": 2, "int64": 3}
 _DTYPE: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
@@ -37,6 +37,11 @@ def _compiled() -> Any:
 
 
 _CODEC = _compiled()
+
+
+def compiled_codec() -> Any:
+    """The compiled codec module, or None (not built, or ``TFRECORDKIT_PURE_PYTHON`` set)."""
+    return _CODEC
 
 
 def codec_name() -> str:

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tfrecordkit.format import compiled_codec
+
 __all__ = ["EpochOrder", "ShuffleMode", "feistel_permute", "feistel_permute_each",
            "fingerprint", "mix_keys"]
 
@@ -84,11 +86,24 @@ def mix_keys(*parts: np.ndarray | int) -> np.ndarray:
 def feistel_permute_each(positions: np.ndarray, sizes: np.ndarray, keys: np.ndarray,
                          rounds: int = 4) -> np.ndarray:
     """Element ``i``: ``positions[i]`` through a keyed bijection of ``[0, sizes[i])`` chosen by
-    ``keys[i]``, for many domains at once (as :func:`feistel_permute`, vectorised)."""
-    positions = np.asarray(positions, dtype=np.uint64)
-    sizes = np.asarray(sizes, dtype=np.int64)
+    ``keys[i]``, for many domains at once (as :func:`feistel_permute`, vectorised; the
+    compiled codec computes the same values where it is built)."""
+    positions = np.ascontiguousarray(positions, dtype=np.uint64)
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     if positions.size and (positions >= np.maximum(sizes, 1).astype(np.uint64)).any():
         raise ValueError("every position must lie inside its domain [0, size)")
+    codec = compiled_codec()
+    if codec is not None and len(keys) == len(positions) == len(sizes):
+        out = np.empty(len(positions), np.int64)
+        codec.feistel_each(positions, sizes, np.ascontiguousarray(keys, dtype=np.uint64), out,
+                           rounds)
+        return out
+    return _feistel_each_numpy(positions, sizes, np.asarray(keys), rounds)
+
+
+def _feistel_each_numpy(positions: np.ndarray, sizes: np.ndarray, keys: np.ndarray,
+                        rounds: int) -> np.ndarray:
+    """:func:`feistel_permute_each` in NumPy (the pure-Python codec's)."""
     bits = np.maximum(2, np.ceil(np.log2(np.maximum(sizes, 2))).astype(np.int64))
     bits += bits % 2
     half = (bits // 2).astype(np.uint64)
@@ -106,11 +121,13 @@ def feistel_permute_each(positions: np.ndarray, sizes: np.ndarray, keys: np.ndar
 
         everyone = np.arange(len(positions))
         out = once(positions, everyone)
-        outside = out >= sizes.astype(np.uint64)
+        # Domains of 0 or 1 values map to 0 (an empty one would cycle-walk for ever).
+        bound = np.maximum(sizes, 1).astype(np.uint64)
+        outside = out >= bound
         while outside.any():  # cycle-walk: stays a bijection of each domain
             idx = everyone[outside]
             out[idx] = once(out[idx], idx)
-            outside = out >= sizes.astype(np.uint64)
+            outside = out >= bound
     return np.where(sizes <= 1, 0, out.astype(np.int64))
 
 
