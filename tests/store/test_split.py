@@ -116,6 +116,26 @@ def test_a_shard_cut_short_after_opening_names_the_frame(tmp_path):
     assert err.value.offset == int(split.offset[49])  # the record cut short
 
 
+def test_a_shard_cut_short_names_the_frame_when_spans_are_read_into_one_buffer(tmp_path):
+    """Records of two files are read straight into one buffer (``get_slices``): a file
+    truncated after opening is still reported naming it and the frame cut short."""
+    out = tmp_path / "ds"
+    write_dataset([{"v": i, "label": i % 5} for i in range(50)], out, SCHEMA,
+                  shards=ShardOptions(num_shards=2, shuffle=False), progress=False)
+    split = tk.open_split(out)
+    shards = tk.load_manifest(out).split("train").shards
+    last = int(np.flatnonzero(split.shard == 1)[np.argmax(split.offset[split.shard == 1])])
+    first = int(np.flatnonzero(split.shard == 0)[0])
+    expected = split.get_many([first, last])
+    assert split.get_slices(np.array([first, last])).records() == expected
+    shard = out / shards[1].file
+    shard.write_bytes(shard.read_bytes()[:-10])
+    with pytest.raises(CorruptRecordError, match="truncated") as err:
+        split.get_slices(np.array([first, last]))
+    assert str(shard) in str(err.value)
+    assert err.value.offset == int(split.offset[last])
+
+
 @pytest.mark.parametrize("compression", ["gzip", "zlib"])
 def test_compressed_datasets_have_random_access(tmp_path, compression):
     rows = [{"v": i, "label": i % 5} for i in range(3000)]

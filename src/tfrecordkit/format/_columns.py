@@ -71,6 +71,10 @@ class RecordSlices:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    def __getitem__(self, part: slice) -> RecordSlices:
+        """Records ``part`` (a slice) over the same buffer."""
+        return RecordSlices(self.buffer, self.offsets[part], self.lengths[part])
+
     def records(self) -> list[bytes]:
         """The records as separate ``bytes`` objects."""
         view = memoryview(self.buffer).cast("B")

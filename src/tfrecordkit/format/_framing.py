@@ -337,7 +337,8 @@ def frame_slices(buffer: bytes, starts: np.ndarray, lengths: np.ndarray, *,
     lengths = np.ascontiguousarray(lengths, dtype="<i8")
     whole = not len(starts) or int((starts + lengths).max()) <= len(buffer)
     if _CODEC is None or not whole or _CODEC.check_frames(buffer, starts, lengths) >= 0:
-        split_frames(buffer, starts, lengths, where=where)  # raises, naming the frame
+        raw = buffer if isinstance(buffer, bytes) else memoryview(buffer).tobytes()
+        split_frames(raw, starts, lengths, where=where)  # raises, naming the frame
     return RecordSlices(buffer, starts + HEADER_SIZE, lengths - HEADER_SIZE - FOOTER_SIZE)
 
 

@@ -534,7 +534,7 @@ class RecordDecoder:
         """Rows from :meth:`decode_rows` as a batch."""
         return {name: self._batch(name, [r[name] for r in rows]) for name in self.features}
 
-    def decode_batch(self, records: list[bytes], where: Callable[[int], Any],
+    def decode_batch(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
                      pool: Executor | None = None, classes: np.ndarray | None = None
                      ) -> dict[str, Any]:
         """A batch of records; ``where(i)`` names record ``i`` in errors; ``classes`` as

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, OptionError
-from tfrecordkit.format import Storage
+from tfrecordkit.format import RecordSlices, Storage
 from tfrecordkit.readers import CLASS_POSITION, RECORD_ID
 from tfrecordkit.readers._decoding import (
     DecodeOptions,
@@ -55,7 +55,8 @@ def _sources(index: ClassIndex, positions: np.ndarray) -> Callable[[int], str]:
     return where
 
 
-Step = tuple[list[np.ndarray], list[list[bytes]]]  # a step's position groups and records
+Records = list[bytes] | RecordSlices
+Step = tuple[list[np.ndarray], list[Records]]  # a step's position groups and records
 READ_AHEAD_STEPS = 8
 """Steps whose records are requested ahead of the one being built, from object stores."""
 
@@ -115,7 +116,7 @@ class _SampledLoader:
         raise NotImplementedError
 
     def build_step(self, epoch: int, step: int, groups: list[np.ndarray],
-                   records: list[list[bytes]], pool: Executor | None) -> dict[str, Any]:
+                   records: list[Records], pool: Executor | None) -> dict[str, Any]:
         """The batch of ``step`` from its groups' positions and their records."""
         raise NotImplementedError
 
@@ -128,9 +129,10 @@ class _SampledLoader:
         return self.build_step(epoch, step, groups, records, pool)
 
     def read_step(self, epoch: int, step: int) -> Step:
-        """The positions of ``step`` of ``epoch`` in their groups, and their records."""
+        """The positions of ``step`` of ``epoch`` in their groups, and their records (from
+        local files as ``RecordSlices`` of one buffer)."""
         groups = self.step_positions(epoch, step)
-        return groups, [self.fetcher.fetch(g) for g in groups]
+        return groups, [self.fetcher.fetch_slices(g) for g in groups]
 
     def read_ahead(self) -> ReadAhead | None:
         """A :class:`ReadAhead` for this loader's storage: object stores answer each
@@ -222,7 +224,7 @@ class PKLoader(_SampledLoader):
         return [self.sampler.batch(epoch, step)]
 
     def build_step(self, epoch: int, step: int, groups: list[np.ndarray],
-                   records: list[list[bytes]], pool: Executor | None) -> dict[str, Any]:
+                   records: list[Records], pool: Executor | None) -> dict[str, Any]:
         positions = groups[0]
         labels = self._class_of[positions]
         batch = self.decoder.decode_batch(records[0], _sources(self.index, positions), pool,
@@ -401,7 +403,7 @@ class TripletLoader(_SampledLoader):
         return [chunk[:, column] for column in range(3)]
 
     def build_step(self, epoch: int, step: int, groups: list[np.ndarray],
-                   records: list[list[bytes]], pool: Executor | None) -> dict[str, Any]:
+                   records: list[Records], pool: Executor | None) -> dict[str, Any]:
         batch = {}
         for role, positions, found in zip(("anchor", "positive", "negative"), groups, records,
                                           strict=True):

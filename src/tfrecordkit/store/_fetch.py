@@ -8,11 +8,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from tfrecordkit.errors import OptionError
+from tfrecordkit.errors import CorruptRecordError, OptionError
 from tfrecordkit.format import (
     LOCAL,
     MERGE_GAP,
@@ -167,7 +167,8 @@ class RecordFetcher:
             return self.fetch(positions)
         index = self.index
         order, buffer, at, lengths, shards, offsets = self._read_local(
-            index.shard[positions], index.offset[positions], index.length[positions])
+            index.shard[positions], index.offset[positions], index.length[positions],
+            joined=False)
         found = frame_slices(buffer, at, lengths, where=lambda k: (
             index.files[int(shards[k])], int(offsets[k])))
         starts = np.empty(len(order), np.int64)
@@ -175,13 +176,14 @@ class RecordFetcher:
         starts[order], sizes[order] = found.offsets, found.lengths  # back in the asked order
         return RecordSlices(buffer, starts, sizes)
 
-    def _read_local(self, shards: np.ndarray, offsets: np.ndarray, lengths: np.ndarray
-                    ) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray, np.ndarray,
-                               np.ndarray]:
+    def _read_local(self, shards: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
+                    joined: bool = True) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray,
+                                                  np.ndarray, np.ndarray]:
         """Local reads in file order: records close together in one file (a shuffled
         block's) read in one span. Returns the order read (indices into the arguments), the
-        bytes read back to back, each frame's start there, and the frames' lengths, files and
-        offsets in that order."""
+        bytes read back to back (``bytes``; ``joined=False``: several spans are read
+        straight into one uint8 array, not joined afterwards), each frame's start there, and
+        the frames' lengths, files and offsets in that order."""
         index = self.index
         order = np.lexsort((offsets, shards))
         shards, offsets, lengths = shards[order], offsets[order], lengths[order]
@@ -190,29 +192,41 @@ class RecordFetcher:
         begins = offsets[firsts]
         ends = np.maximum.reduceat(offsets + lengths, firsts) if len(firsts) else begins
         members = np.diff(firsts, append=len(offsets))
+        bases = np.cumsum(ends - begins) - (ends - begins)  # each span's place
+        into = None if joined or len(firsts) < 2 else np.empty(int((ends - begins).sum()),
+                                                                np.uint8)
+        view = None if into is None else into.data
         chunks: list[bytes] = []
         current = -1
         fd = -1
         try:
-            for first, count, shard, begin, end in zip(
+            for first, count, shard, begin, end, base in zip(
                     firsts.tolist(), members.tolist(), shards[firsts].tolist(), begins.tolist(),
-                    ends.tolist(), strict=True):
+                    ends.tolist(), bases.tolist(), strict=True):
                 if shard != current:
                     if current >= 0:
                         self._release(current)
                         current = -1
                     fd, current = self._acquire(shard), shard
+                if view is not None and os.preadv(fd, [view[base : base + end - begin]],
+                                                  begin) == end - begin:
+                    continue
                 chunk = os.pread(fd, end - begin, begin)
                 if len(chunk) != end - begin:  # shorter than its index says: name the frame
                     split_frames(chunk, offsets[first : first + count] - begin,
                                  lengths[first : first + count],
                                  where=_where(index.files[shard], offsets[first:]))
+                    raise CorruptRecordError(index.files[shard], begin, -1, "truncated data",
+                                             "the file is shorter than its index says")
+                if view is not None:
+                    view[base : base + len(chunk)] = chunk
                 chunks.append(chunk)
         finally:
             if current >= 0:
                 self._release(current)
-        bases = np.concatenate([[0], np.cumsum(ends - begins)[:-1]])
         at = offsets - np.repeat(begins - bases, members)
+        if into is not None:
+            return order, into, at, lengths, shards, offsets
         buffer = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         return order, buffer, at, lengths, shards, offsets
 
