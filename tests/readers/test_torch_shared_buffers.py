@@ -83,8 +83,9 @@ def test_a_worker_reuses_its_buffers(monkeypatch):
     kind, args = big.__reduce__()
     assert kind is torch_data._unpack_shared and args[1] != name  # a larger buffer
     assert kind(*args)["a"].shape == (1 << 20,)
-    huge = torch_data._Packed({"a": torch.zeros(3 << 20, dtype=torch.float32)})
-    assert huge.__reduce__()[0] is torch_data._unpack  # above 8 MiB: a segment of its own
+    huge = torch_data._Packed({"a": torch.zeros((torch_data._RING_LARGEST >> 2) + 1,
+                                                dtype=torch.float32)})
+    assert huge.__reduce__()[0] is torch_data._unpack  # above the ring's largest: its own
     held = [torch_data._Packed({"a": torch.ones(3)}).__reduce__()
             for _ in range(torch_data._SLOTS)]  # none given back: every buffer in use
     kind, args = torch_data._Packed({"a": torch.ones(3)}).__reduce__()
