@@ -1,9 +1,10 @@
 """Images of one known shape are decoded straight into the batch's array: the pixels are those
-of a plain decode, every image that does not fit its row falls back to the list path (and its
-errors), and nothing of an earlier decode shows through."""
+of a plain decode, an image of another shape than the schema's is refused naming its record
+(as tf.data's ensure_shape refuses it), and nothing of an earlier decode shows through."""
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -55,24 +56,56 @@ def _decoder(size: tuple[int, int]) -> RecordDecoder:
 
 def test_a_batch_of_the_schemas_size_is_one_array_of_plain_pixels():
     records = _records([(16, 20)] * 70)
+    decoder = _decoder((16, 20))
     with ThreadPoolExecutor(2) as pool:
-        batch = _decoder((16, 20)).decode_batch(records, lambda i: i, pool)
+        batch = decoder.decode_batch(records, lambda i: i, pool)
     image = batch["image"]
     assert image.shape == (70, 16, 20, 3) and image.flags.c_contiguous
     loose = tk.Schema({"image": tk.Image("jpeg", channels=3)})
     for k, record in enumerate(records):
         assert np.array_equal(image[k], loose.decode(record)["image"])
+    # The pixels land in the rows given: the feature's value is those very rows.
+    rows = decoder.batch_arrays(70)["image"]
+    assert decoder.decode_columns(records, lambda i: i, into={"image": rows})["image"] is rows
+    assert np.array_equal(rows, image)
 
 
-def test_an_image_of_another_size_than_the_schema_says_is_refused_as_before():
-    """A record the schema's size does not describe (another tool wrote it) in a batch of
-    ones it does: the batch is refused naming the shapes, as it was before images were
-    decoded in place; on its own the record decodes to its own pixels."""
+def test_an_image_of_another_size_than_the_schema_says_is_refused_naming_its_record():
+    """A record the schema's size does not describe (another tool wrote it), in a batch of
+    ones it does or on its own: refused naming the record, as tf.data refuses it."""
     records = _records([(16, 20)] * 40 + [(16, 24)] + [(16, 20)] * 5)
     decoder = _decoder((16, 20))
-    with ThreadPoolExecutor(2) as pool, pytest.raises(SchemaError, match="different shapes"):
-        decoder.decode_batch(records, lambda i: i, pool)
-    assert decoder.decode_one(records[40])["image"].shape == (16, 24, 3)
+    where = [f"record {i}" for i in range(len(records))]
+    with ThreadPoolExecutor(2) as pool, pytest.raises(
+            SchemaError, match=r"record 40.*16x24x3 image; the schema's size and channels "
+                               r"say 16x20x3"):
+        decoder.decode_batch(records, where.__getitem__, pool)
+    with pytest.raises(SchemaError, match="16x24x3 image"):
+        decoder.decode_one(records[40], "odd")
+    # Resized on reading, any size is taken (tf.data resizes it too).
+    resized = RecordDecoder(_decoder((16, 20)).schema, DecodeOptions(image_size=(8, 8)))
+    assert resized.decode_one(records[40])["image"].shape == (8, 8, 3)
+
+
+@pytest.mark.integration
+def test_numpy_and_tf_data_refuse_an_image_of_another_size_than_the_manifest_says(tmp_path):
+    """A manifest whose schema says another size than the images have (edited, or written
+    by another tool): neither reader hands over pixels of a shape the layout does not
+    promise."""
+    tf = pytest.importorskip("tensorflow")
+    image = photos()["astronaut"]
+    rows = [{"image": encode_image(image[:16, :20], "JPEG")} for _ in range(8)]
+    out = tmp_path / "ds"
+    tk.write_dataset(rows, out, tk.Schema({"image": tk.Image("jpeg", channels=3)}),
+                     shards=tk.ShardOptions(shuffle=False))
+    manifest = json.loads((out / "dataset.json").read_text())
+    assert manifest["schema"]["features"]["image"]["size"] == [16, 20]
+    manifest["schema"]["features"]["image"]["size"] = [16, 24]
+    (out / "dataset.json").write_text(json.dumps(manifest))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[16,20,3\].*\[16,24,3\]"):
+        next(iter(tk.load_tf_dataset(out, batch_size=4, shuffle=False)))
+    with pytest.raises(SchemaError, match=r"record 0 .*16x20x3 image.*16x24x3"):
+        next(iter(tk.load_numpy_dataset(out, batch_size=4, shuffle=False)))
 
 
 def test_a_loader_reuses_no_pixels_between_batches(tmp_path):

@@ -1334,14 +1334,18 @@ static PyObject *codec_feistel_each(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*y*w*i", &pos_view, &size_view, &key_view, &out_view,
                           &rounds)) return NULL;
     Py_ssize_t n = pos_view.len / 8;
+    const char *problem = NULL;
     if (pos_view.len % 8 || size_view.len != pos_view.len || key_view.len != pos_view.len ||
-        out_view.len != pos_view.len || rounds < 0 || rounds > 64) {
+        out_view.len != pos_view.len)
+        problem = "positions, sizes, keys and out must be 8-byte arrays of one length";
+    else if (rounds < 0 || rounds > 64)
+        problem = "rounds must be between 0 and 64";
+    if (problem) {
         PyBuffer_Release(&pos_view);
         PyBuffer_Release(&size_view);
         PyBuffer_Release(&key_view);
         PyBuffer_Release(&out_view);
-        PyErr_SetString(PyExc_ValueError,
-                        "positions, sizes, keys and out must be 8-byte arrays of one length");
+        PyErr_SetString(PyExc_ValueError, problem);
         return NULL;
     }
     const uint64_t *positions = (const uint64_t *)pos_view.buf;

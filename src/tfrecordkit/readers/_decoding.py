@@ -325,6 +325,14 @@ class RecordDecoder:
         self.shard_label = self.layout.shard_label
         size = options.image_size
         self._min_size = size if size is not None and options.fast_resize else None
+        # Images the schema gives one decoded shape (size and channels), not resized: each
+        # must have it, as tf.data's ensure_shape requires.
+        self._fixed: dict[str, tuple[int, int, int]] = {}
+        if schema is not None and options.decode and size is None:
+            for name in self._images:
+                shape = getattr(schema[name], "fixed_shape", None)
+                if shape is not None:
+                    self._fixed[name] = shape
 
     @property
     def heavy(self) -> bool:
@@ -379,20 +387,12 @@ class RecordDecoder:
 
     def batch_arrays(self, n: int) -> dict[str, np.ndarray]:
         """Empty ``[n, h, w, c]`` arrays for a batch's images to decode straight into (the
-        features whose images all have one known shape and are kept as decoded), for
-        :meth:`decode_columns` and :meth:`assemble_columns`."""
-        options = self.options
-        if (self.schema is None or not options.decode or options.image_size is not None
-                or options.image_dtype != "uint8"):
+        features whose images have one shape and are kept as decoded uint8 in a plain
+        array), for :meth:`decode_columns` and :meth:`assemble_columns`."""
+        if self.options.image_dtype != "uint8":
             return {}
-        out = {}
-        for name in self._images:
-            layout = self.layout[name]
-            shape = tuple(d for d in layout.shape if isinstance(d, int))
-            if (layout.kind == "image" and not layout.varies and layout.dtype == np.uint8
-                    and len(shape) == len(layout.shape)):
-                out[name] = np.empty((n, *shape), np.uint8)
-        return out
+        return {name: np.empty((n, *shape), np.uint8) for name, shape in self._fixed.items()
+                if not self.layout[name].varies}
 
     def decode_columns(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
                        classes: np.ndarray | None = None,
@@ -409,6 +409,8 @@ class RecordDecoder:
                                                shard_classes=classes, image_out=into)
         else:
             columns = self._columns_by_specs(records, where)
+        for name, shape in self._fixed.items():
+            _check_shapes(name, columns[name], shape, where)
         if self.options.image_size is not None:
             resize = resize_image_with_pad if self.options.keep_aspect else resize_image
             for name in self._images:
@@ -553,6 +555,20 @@ class RecordDecoder:
             None if classes is None else classes[s : s + _CHUNK],
             {name: a[s : s + _CHUNK] for name, a in arrays.items()}), starts)
         return self.assemble_columns(list(parts), arrays)
+
+
+def _check_shapes(name: str, images: Any, shape: tuple[int, ...],
+                  where: Callable[[int], Any]) -> None:
+    """Every decoded image has ``shape`` (the schema's size and channels), else a
+    SchemaError naming the first record that does not (an array of them does by
+    construction)."""
+    if isinstance(images, np.ndarray) and images.shape[1:] == shape:
+        return
+    for i, image in enumerate(images):
+        if image.shape != shape:
+            raise SchemaError(name, f"a {'x'.join(map(str, image.shape))} image; the schema's "
+                                    f"size and channels say {'x'.join(map(str, shape))}",
+                              record=where(i))
 
 
 def _rows(column: Column) -> list[Any]:

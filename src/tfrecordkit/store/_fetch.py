@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tfrecordkit.errors import CorruptRecordError, OptionError
+from tfrecordkit.errors import OptionError
 from tfrecordkit.format import (
     LOCAL,
     MERGE_GAP,
@@ -216,11 +216,10 @@ class RecordFetcher:
                     split_frames(chunk, offsets[first : first + count] - begin,
                                  lengths[first : first + count],
                                  where=_where(index.files[shard], offsets[first:]))
-                    raise CorruptRecordError(index.files[shard], begin, -1, "truncated data",
-                                             "the file is shorter than its index says")
-                if view is not None:
+                if view is not None:  # a short read ahead, then a whole one: it grew
                     view[base : base + len(chunk)] = chunk
-                chunks.append(chunk)
+                else:
+                    chunks.append(chunk)
         finally:
             if current >= 0:
                 self._release(current)
