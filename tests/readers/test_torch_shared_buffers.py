@@ -5,6 +5,8 @@ for it, or torch's own sharing when none is free), and no shared memory left beh
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +65,30 @@ def test_batches_through_shared_buffers_equal_one_process_and_leave_nothing(
         _same(batch, want[int(batch["__id"][0])])
     del loader, got
     assert _names() - before == set()  # the workers' buffers are gone with them
+
+
+EPOCHS = """
+import sys
+from torch.utils.data import DataLoader
+import tfrecordkit as tk
+ds = tk.load_torch_dataset(sys.argv[1], batch_size=32, shuffle=False)
+for epoch in range(3):
+    ds.set_epoch(epoch)
+    print(sum(len(b["n"]) for b in DataLoader(ds, batch_size=None, num_workers=2)))
+"""
+
+
+def test_several_epochs_with_workers_leave_the_resource_tracker_quiet(dataset):
+    """From the second epoch on, the workers share the resource tracker the main process
+    started: every buffer is registered and unregistered once (the tracker printed a
+    KeyError traceback per buffer when the main process unregistered them too), and none
+    is reported leaked or left behind."""
+    before = _names()
+    run = subprocess.run([sys.executable, "-c", EPOCHS, str(dataset)], capture_output=True,
+                         text=True, timeout=300, check=True)
+    assert run.stdout.split() == ["600"] * 3
+    assert "Traceback" not in run.stderr and "leaked" not in run.stderr, run.stderr
+    assert _names() - before == set()
 
 
 def test_a_worker_reuses_its_buffers(monkeypatch):

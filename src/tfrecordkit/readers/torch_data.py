@@ -174,23 +174,48 @@ def _ring() -> _Ring:
 _ATTACHED: dict[str, tuple[int, Any]] = {}  # main process: workers' buffers, mapped once
 
 
+class _Mapped:
+    """A worker's shared buffer, mapped in the main process without telling the resource
+    tracker: the worker that made it registered it and unregisters it when it removes the
+    name. (``SharedMemory(name=...)`` registers it again before Python 3.13; unregistering
+    that here too made a tracker the processes share print a KeyError from the second epoch
+    on.)"""
+
+    def __init__(self, name: str) -> None:
+        try:
+            import _posixshmem  # type: ignore[import-not-found]
+        except ImportError:  # Windows: no resource tracker for shared memory
+            from multiprocessing.shared_memory import SharedMemory
+
+            shared = SharedMemory(name=name)
+            assert shared.buf is not None
+            self._shared: Any = shared
+            self.buf = shared.buf
+            return
+        import mmap
+
+        fd = _posixshmem.shm_open("/" + name.lstrip("/"), os.O_RDWR, mode=0o600)
+        try:
+            self._shared = mmap.mmap(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+        self.buf = memoryview(self._shared)
+
+    def close(self) -> None:
+        self.buf.release()
+        self._shared.close()
+
+
 def _unpack_shared(pid: int, name: str, total: int,
                    meta: list[tuple[int, Any, tuple[int, ...], int]], skeleton: Any) -> Any:
     """A batch from worker ``pid``'s shared buffer ``name``: copied out, the buffer freed."""
     found = _ATTACHED.get(name)
     if found is None:
-        from multiprocessing import resource_tracker
-        from multiprocessing.shared_memory import SharedMemory
-
         for key, (owner, mapped) in list(_ATTACHED.items()):  # buffers of workers gone
             if not _alive(owner):
                 del _ATTACHED[key]
                 mapped.close()
-        mapped = SharedMemory(name=name)
-        # The worker made it and removes its name; this process only maps it.
-        resource_tracker.unregister(mapped._name,  # type: ignore[attr-defined]
-                                    "shared_memory")
-        found = _ATTACHED[name] = (pid, mapped)
+        found = _ATTACHED[name] = (pid, _Mapped(name))
     slot: Any = found[1]
     buffer = torch.empty(max(total, 1), dtype=torch.uint8)
     view = slot.buf
