@@ -203,14 +203,19 @@ def _array(value: Any) -> Any:
     return value["samples"] if isinstance(value, dict) and "samples" in value else value
 
 
+def _padded(value: Any, layout: FeatureLayout) -> Any:
+    """A ragged value as a dense tensor, padded with the layout's fill."""
+    fill = layout.fill.decode() if isinstance(layout.fill, bytes) else layout.fill
+    return value.to_tensor(default_value=tf.cast(fill, value.dtype))
+
+
 def _structure(value: Any, layout: FeatureLayout) -> Any:
     """One example's value in the layout's structure: varying shapes as ``{"values",
     "lengths"}`` (the lengths of the varying dimensions, int64)."""
     if not layout.varies:
         return value
     if layout.step_lengths:  # steps of any length: a [steps, (values)] ragged tensor
-        fill = layout.fill.decode() if isinstance(layout.fill, bytes) else layout.fill
-        return {"values": value.to_tensor(default_value=tf.cast(fill, value.dtype)),
+        return {"values": _padded(value, layout),
                 "lengths": tf.cast(value.nrows(), tf.int64)[None],
                 "step_lengths": tf.cast(value.row_lengths(), tf.int64)}
     array = _array(value)  # audio: its samples, which the layout's shape describes
@@ -224,14 +229,12 @@ def _batch_structure(value: Any, layout: FeatureLayout) -> Any:
     """A batch of one feature, parsed as a whole (fixed shapes, sequences, token ids), in
     the layout's structure: ragged values padded with the layout's fill, and their lengths."""
     if layout.step_lengths and isinstance(value, tf.RaggedTensor):
-        fill = layout.fill.decode() if isinstance(layout.fill, bytes) else layout.fill
         steps = tf.RaggedTensor.from_row_splits(value.values.row_lengths(), value.row_splits)
-        return {"values": value.to_tensor(default_value=tf.cast(fill, value.dtype)),
+        return {"values": _padded(value, layout),
                 "lengths": tf.cast(value.row_lengths(), tf.int64)[:, None],
                 "step_lengths": tf.cast(steps.to_tensor(), tf.int64)}
     if layout.varies and isinstance(value, tf.RaggedTensor):
-        fill = layout.fill.decode() if isinstance(layout.fill, bytes) else layout.fill
-        return {"values": value.to_tensor(default_value=tf.cast(fill, value.dtype)),
+        return {"values": _padded(value, layout),
                 "lengths": tf.cast(value.row_lengths(), tf.int64)[:, None]}
     return _to_dense(value)
 
