@@ -4,7 +4,10 @@ A per-class dataset of 128x128 JPEG records; P=32 classes x K=8 = 256 per batch.
   tf.data:  load_tf_pk_dataset  vs  load_tf_dataset(batch_size=256)   (with and without decode)
   NumPy:    iter_pk_batches     vs  sequential RecordReader + Schema.decode of the same shards
             (no decode: + parse_examples of the stored keys, 256 at a time, as decode=False)
-and prints records/s (medians), the ratio, and the peak RSS and open files of a P×K run over
+and prints records/s (medians), the ratio, CPU seconds per 1,000 records and the time to the
+first batch; every run in a fresh process (in one shared process, TensorFlow's threads and
+allocator state from earlier cases moved the NumPy cases 2-3x), with glibc's allocator set
+as a long-running process has it (STEADY_MALLOC). Then the peak RSS and open files of a P×K run over
 10,000 classes x 5 records (fresh process).
 
 Run: python bench/pk_sampling.py [--classes 500] [--per-class 40] [--runs 3]
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import statistics
 import subprocess
@@ -75,6 +79,76 @@ def timed_rate(make, records: int) -> tuple[float, float, float]:
     return records / seconds, (time.process_time() - cpu) / records * 1000, first or 0.0
 
 
+LABELS = ("tf.data, no decode", "tf.data, decode_jpeg", "NumPy, no decode",
+          "NumPy, decode (simplejpeg, 2 threads)")
+
+
+def make_case(label: str, side: str, path: Path, steps: int):
+    """The iterable of one case: ``side`` is "sequential" or "pk"; TensorFlow is imported
+    only by the tf.data cases (each case runs in a process of its own)."""
+    manifest = load_manifest(path)
+    records = steps * P * K
+    if label.startswith("tf.data"):
+        import tensorflow as tf  # noqa: F401  (loaded before the timings)
+
+        from tfrecordkit import load_tf_dataset, load_tf_pk_dataset
+
+        decode = "decode_jpeg" in label
+        if side == "sequential":
+            return lambda: load_tf_dataset(path, batch_size=P * K, decode=decode,
+                                           repeat=True).take(steps)
+        return lambda: load_tf_pk_dataset(path, classes_per_batch=P, examples_per_class=K,
+                                          decode=decode, repeat=True).take(steps)
+    decode = "no decode" not in label
+    if side == "pk":
+        return lambda: iter_pk_batches(path, classes_per_batch=P, examples_per_class=K,
+                                       decode=decode, steps=steps)
+    files = [path / s.file for s in manifest.split("train").shards]
+    specs = manifest.schema.key_specs()
+
+    def run():
+        """The same records read in file order; decoded one by one, or (decode=False, as
+        the P×K batches are) their stored keys parsed 256 at a time by the codec."""
+        count = 0
+        batch: list[bytes] = []
+        for file in itertools.cycle(files):
+            for record in RecordReader(file):
+                if decode:
+                    manifest.schema.decode(record)
+                else:
+                    batch.append(record)
+                    if len(batch) == P * K:
+                        parse_examples(batch, specs)
+                        batch = []
+                count += 1
+                if count >= records:
+                    return
+                yield
+    return run
+
+
+def run_case(label: str, side: str, path: str, steps: int) -> tuple[float, float, float]:
+    """One run of one case, in this process (see :func:`timed_rate`)."""
+    return timed_rate(make_case(label, side, Path(path), steps), steps * P * K)
+
+
+#: glibc's allocator as a long-running process has it: large blocks reused, not mapped and
+#: unmapped each time. A fresh process maps every block over 128 KiB until a large free raises
+#: that threshold, and which case happens to raise it first decided the ratios (the NumPy
+#: sequential baseline: 130k rec/s before, 297-339k after; TensorFlow's import raises it).
+STEADY_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(128 << 20)}
+
+
+def _in_process(label: str, side: str, path: Path, steps: int) -> list[float]:
+    code = (f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+            f"import pk_sampling; print(json.dumps(pk_sampling.run_case({label!r}, "
+            f"{side!r}, {str(path)!r}, {steps})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, **STEADY_MALLOC,
+                                          "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--classes", type=int, default=500)
@@ -84,72 +158,26 @@ def main() -> None:
                         help="passes over the data per run, so one-time setup amortises")
     parser.add_argument("--dir", default="bench_output/pk")
     args = parser.parse_args()
-    import tensorflow as tf  # noqa: F401  (loaded before the timings)
-
-    from tfrecordkit import load_tf_dataset, load_tf_pk_dataset
-
     path = Path(args.dir) / "jpeg_per_class"
     make_dataset(path, args.classes, args.per_class)
-    manifest = load_manifest(path)
-    total = manifest.num_records("train")
+    total = load_manifest(path).num_records("train")
     steps = args.passes * total // (P * K)
     records = steps * P * K
-    files = [path / s.file for s in manifest.split("train").shards]
-
-    specs = manifest.schema.key_specs()
-
-    def numpy_sequential(decode: bool):
-        """The same records read in file order; decoded one by one, or (decode=False, as
-        the P×K batches are) their stored keys parsed 256 at a time by the codec."""
-        def run():
-            count = 0
-            batch: list[bytes] = []
-            for file in itertools.cycle(files):
-                for record in RecordReader(file):
-                    if decode:
-                        manifest.schema.decode(record)
-                    else:
-                        batch.append(record)
-                        if len(batch) == P * K:
-                            parse_examples(batch, specs)
-                            batch = []
-                    count += 1
-                    if count >= records:
-                        return
-                    yield
-        return run()
-
-    cases = {
-        "tf.data, no decode": (
-            lambda: load_tf_dataset(path, batch_size=P * K, decode=False,
-                                    repeat=True).take(steps),
-            lambda: load_tf_pk_dataset(path, classes_per_batch=P, examples_per_class=K,
-                                       decode=False, repeat=True).take(steps)),
-        "tf.data, decode_jpeg": (
-            lambda: load_tf_dataset(path, batch_size=P * K, repeat=True).take(steps),
-            lambda: load_tf_pk_dataset(path, classes_per_batch=P, examples_per_class=K,
-                                       repeat=True).take(steps)),
-        "NumPy, no decode": (
-            lambda: numpy_sequential(False),
-            lambda: iter_pk_batches(path, classes_per_batch=P, examples_per_class=K,
-                                    decode=False, steps=steps)),
-        "NumPy, decode (simplejpeg, 2 threads)": (
-            lambda: numpy_sequential(True),
-            lambda: iter_pk_batches(path, classes_per_batch=P, examples_per_class=K,
-                                    steps=steps)),
-    }
     print(f"{args.classes} classes x {args.per_class} JPEG records; P={P}, K={K}; "
-          f"{records} records per run; medians of {args.runs}\n")
-    print("rec/s; CPU s per 1,000 records (this process, all threads); ms to the first batch")
+          f"{records} records per run; medians of {args.runs}, every run in a fresh "
+          "process, cases alternating\n")
+    print("rec/s; CPU s per 1,000 records (the process, all threads); ms to the first batch")
     print(f"{'reader':<40}{'sequential rec/s':>17}{'P×K rec/s':>11}{'ratio':>7}"
           f"{'CPU s/1k seq':>14}{'P×K':>7}{'first ms seq':>14}{'P×K':>7}")
-    for label, (sequential, pk) in cases.items():
-        seq_runs, pk_runs = [], []
-        for _ in range(args.runs):
-            seq_runs.append(timed_rate(sequential, records))
-            pk_runs.append(timed_rate(pk, records))
-        s, c_s, f_s = (statistics.median(r[k] for r in seq_runs) for k in range(3))
-        p, c_p, f_p = (statistics.median(r[k] for r in pk_runs) for k in range(3))
+    runs: dict[tuple[str, str], list[list[float]]] = {
+        (label, side): [] for label in LABELS for side in ("sequential", "pk")}
+    for _ in range(args.runs):
+        for (label, side), got in runs.items():  # alternate: drift hits every case alike
+            got.append(_in_process(label, side, path, steps))
+    for label in LABELS:
+        s, c_s, f_s = (statistics.median(r[k] for r in runs[(label, "sequential")])
+                       for k in range(3))
+        p, c_p, f_p = (statistics.median(r[k] for r in runs[(label, "pk")]) for k in range(3))
         print(f"{label:<40}{s:>17,.0f}{p:>11,.0f}{p / s:>6.2f}x{c_s:>14.4f}{c_p:>7.4f}"
               f"{f_s * 1000:>14.1f}{f_p * 1000:>7.1f}")
     out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(Path(args.dir) / "tenk")],

@@ -121,3 +121,23 @@ def test_a_loader_reuses_no_pixels_between_batches(tmp_path):
     for b in kept:
         for i, image_id in enumerate(b["__id"]):
             assert np.array_equal(b["image"][i], decode_image_bytes(rows[image_id]["image"], 3))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbled"])
+def test_a_damaged_jpeg_in_a_batch_decoded_in_place_is_refused_naming_its_record(damage):
+    """A JPEG cut short or with bytes overwritten, among good ones decoded into the batch's
+    array: the batch is refused naming that record (never part-written pixels), as decoding
+    the record alone refuses it."""
+    records = _records([(16, 20)] * 40)
+    image = photos()["astronaut"]
+    good = encode_image(image[:16, :20], "JPEG")
+    bad = (good[: len(good) // 2] if damage == "truncated"
+           else good[:200] + bytes(range(256))[: len(good) - 400] + good[-200:])
+    loose = tk.Schema({"image": tk.Image("jpeg", channels=3)})
+    records[33] = loose.encode({"image": bad})
+    decoder = _decoder((16, 20))
+    where = [f"record {i}" for i in range(len(records))]
+    with ThreadPoolExecutor(2) as pool, pytest.raises(SchemaError, match="record 33"):
+        decoder.decode_batch(records, where.__getitem__, pool)
+    with pytest.raises(SchemaError, match="cannot decode"):
+        decoder.decode_one(records[33], "alone")
