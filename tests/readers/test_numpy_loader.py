@@ -180,10 +180,12 @@ def test_a_bad_record_in_a_prefetched_step_names_itself_and_stopping_early_is_cl
     from tfrecordkit import SchemaError
     from tfrecordkit.schema import Image
 
-    good = encode_image(next(iter(photos().values())), "JPEG")
+    pixels = next(iter(photos().values()))
+    good = encode_image(pixels, "JPEG")
+    height, width = pixels.shape[:2]  # the bytes' own: the schema's size is taken from them
     schema = Schema({"image": Image("jpeg"), "n": Scalar("int64")})
-    rows = [{"image": {"bytes": good if i != 77 else good[:300], "height": 1, "width": 1,
-                       "channels": 3}, "n": i} for i in range(100)]
+    rows = [{"image": {"bytes": good if i != 77 else good[:300], "height": height,
+                       "width": width, "channels": 3}, "n": i} for i in range(100)]
     write_dataset(rows, tmp_path / "ds", schema,
                   shards=ShardOptions(num_shards=2, shuffle=False), progress=False)
     loader = load_numpy_dataset(tmp_path / "ds", batch_size=10, shuffle=False)
