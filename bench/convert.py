@@ -4,10 +4,12 @@ tf.io.TFRecordWriter), on the same inputs, in one run.
 Cases: ~6 KB pre-encoded JPEG records with 4 features; small tabular records with 16 features
 (10 float, 5 int64, 1 string); each with our default write-time shuffle (records pass through
 a spill, so they are written twice) and without it (one pass, input order, as the tutorial);
-an image folder (ImageFolder + worker processes) against just
-reading its files; peak RSS converting a dataset and one 10x larger (fresh processes).
+an image folder of 50,000 JPEG files (ImageFolder: read, test-decoded at 1/8 scale, kept)
+against the ceiling of reading and test-decoding the same files on every core, start-up apart;
+peak RSS converting a dataset and one 10x larger (fresh processes).
 
-Run: python bench/convert.py [--records 40000] [--runs 3] [--dir bench_output]
+Run: python bench/convert.py [--records 40000] [--files 50000] [--runs 3] [--dir bench_output]
+     python bench/convert.py --only-folder   (the image-folder case alone)
 """
 
 from __future__ import annotations
@@ -129,6 +131,89 @@ def ours_tabular(path: Path, rows: list[dict], shuffle: bool = True) -> None:
     write_dataset(rows, path, TABULAR_SCHEMA, overwrite=True, shards=ShardOptions(shuffle=shuffle))
 
 
+def _check_files(paths: list[str]) -> int:
+    """The ceiling's work for some files: read each, test-decode it at 1/8 scale."""
+    import simplejpeg
+
+    for path in paths:
+        with open(path, "rb") as f:
+            simplejpeg.decode_jpeg(f.read(), min_height=1, min_width=1, min_factor=8,
+                                   strict=True)
+    return len(paths)
+
+
+def ceiling(files: list[str]) -> tuple[float, float]:
+    """(start-up s, work s): reading every file and test-decoding it at 1/8 scale, as
+    conversion must, on every core (processes, 256 files a task), nothing written."""
+    import multiprocessing
+
+    cores = os.cpu_count() or 1
+    start = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(cores) as pool:
+        pool.map(_check_files, [files[:1]] * cores)  # every worker up
+        started = time.perf_counter()
+        done = sum(pool.imap_unordered(_check_files, [files[i:i + 256]
+                                                      for i in range(0, len(files), 256)]))
+        end = time.perf_counter()
+    assert done == len(files)
+    return started - start, end - started
+
+
+def timed_conversion(source: Path, out: Path, shuffle: bool) -> tuple[float, float, float]:
+    """(start-up s: to the first records encoded, encoding s: to the last, finishing s:
+    writing the shards and the manifest) of converting the folder with the defaults."""
+    marks: list[float] = []
+    start = time.perf_counter()
+    convert(ImageFolder(source), out, overwrite=True, shards=ShardOptions(shuffle=shuffle),
+            progress=lambda records, nbytes: marks.append(time.perf_counter()))
+    end = time.perf_counter()
+    return marks[0] - start, marks[-1] - marks[0], end - marks[-1]
+
+
+def image_folder(folder: Path, pool: list[bytes], count: int, runs: int) -> None:
+    """Convert a folder of ``count`` JPEG files (test-decoded, kept as they are) against
+    the ceiling of reading and test-decoding them on every core, and reading them alone."""
+    source = folder / f"folder{count}"
+    if not source.exists():
+        for i in range(count):
+            path = source / str(i % 10) / f"{i:06d}.jpg"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(pool[i % len(pool)])
+    files = sorted(str(p) for p in source.rglob("*.jpg"))
+    total = sum(os.path.getsize(p) for p in files)
+    reads, ceilings, shuffled, ordered = [], [], [], []
+    for _ in range(runs):  # alternating, so the machine's moods touch every case alike
+        start = time.perf_counter()
+        for p in files:
+            with open(p, "rb") as f:
+                f.read()
+        reads.append(time.perf_counter() - start)
+        ceilings.append(ceiling(files))
+        shuffled.append(timed_conversion(source, folder / "fromfolder", True))
+        ordered.append(timed_conversion(source, folder / "fromfolder", False))
+    n = len(files)
+    r = statistics.median(reads)
+    c_start = statistics.median(c[0] for c in ceilings)
+    c_work = statistics.median(c[1] for c in ceilings)
+    how = (f"{os.cpu_count()} threads" if getattr(ImageFolder(source), "threaded", False)
+           else f"{os.cpu_count()} worker processes")
+    print(f"\nimage folder, {n:,} JPEG files ({total / 1e6:.0f} MB), medians of {runs} "
+          f"alternating runs, {how}")
+    print(f"  reading the files alone (one thread): {n / r:,.0f} files/s")
+    print(f"  ceiling, reading + 1/8-scale test decode on {os.cpu_count()} cores: "
+          f"{n / c_work:,.0f} files/s (start-up {c_start * 1e3:.0f} ms apart)")
+    for label, times in (("convert (default write-time shuffle)", shuffled),
+                         ("convert, shuffle=False (one pass)", ordered)):
+        s = statistics.median(t[0] for t in times)
+        e = statistics.median(t[1] for t in times)
+        f = statistics.median(t[2] for t in times)
+        whole = statistics.median(t[1] + t[2] for t in times)
+        print(f"  {label}: start-up {s * 1e3:.0f} ms; encoding {n / e:,.0f} files/s "
+              f"({c_work / e:.2f}x the ceiling); finishing {f * 1e3:.0f} ms; after start-up "
+              f"{n / whole:,.0f} files/s, {total / whole / 1e6:.0f} MB/s "
+              f"(**{c_work / whole:.2f}x** the ceiling)")
+
+
 def timed(function, *args) -> float:
     start = time.perf_counter()
     function(*args)
@@ -146,7 +231,15 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=40_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", default="bench_output")
+    parser.add_argument("--files", type=int, default=50_000,
+                        help="JPEG files in the image-folder case")
+    parser.add_argument("--only-folder", action="store_true",
+                        help="run only the image-folder case")
+    parser.add_argument("--skip-folder", action="store_true")
     args = parser.parse_args()
+    if args.only_folder:
+        image_folder(Path(args.dir) / "convert", jpeg_pool(), args.files, args.runs)
+        return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
@@ -183,29 +276,8 @@ def main() -> None:
         print(f"{label:<34}{n / b:>15,.0f}{n / o:>12,.0f}{written / o / 1e6:>11,.1f}"
               f"{b / o:>7.2f}x")
 
-    # An image folder: conversion (workers) against simply reading the files.
-    source = folder / "folder"
-    if not source.exists():
-        for i in range(n // 4):
-            path = source / str(i % 10) / f"{i:06d}.jpg"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(pool[i % len(pool)])
-    files = sorted(source.rglob("*.jpg"))
-    total = sum(p.stat().st_size for p in files)
-    read_times, convert_times = [], []
-    for _ in range(args.runs):
-        start = time.perf_counter()
-        for p in files:
-            p.read_bytes()
-        read_times.append(time.perf_counter() - start)
-        convert_times.append(timed(lambda: convert(ImageFolder(source), folder / "fromfolder",
-                                                   overwrite=True)))
-    r, c = statistics.median(read_times), statistics.median(convert_times)
-    how = "in-process" if ImageFolder(source).in_process else f"{os.cpu_count()} workers"
-    print(f"\nimage folder, {len(files)} JPEG files ({total / 1e6:.0f} MB), {how}: convert "
-          f"{len(files) / c:,.0f} files/s ({total / c / 1e6:.0f} MB/s); "
-          f"reading the files alone {len(files) / r:,.0f} files/s; convert/read time "
-          f"{c / r:.1f}x")
+    if not args.skip_folder:
+        image_folder(folder, pool, args.files, args.runs)
 
     small, large = n // 4, n * 10 // 4
     rss_small = peak_rss_mb(folder / "rss", small)

@@ -156,7 +156,8 @@ def convert(
         stratify: with split ratios and a class label, keep every class's proportions (each
             class's split counts within one record of the ratios); False assigns each input
             by its hash alone.
-        workers: encoding processes (default: all cores; 0 or 1 encodes in this process).
+        workers: encoding processes, or threads for sources whose loading releases the GIL
+            (default: all cores; 0 or 1 encodes in this process).
         on_error: ``"raise"`` on the first bad input, or ``"skip"`` it (listed in the manifest).
         overwrite: replace an existing dataset in ``out_dir``.
         progress: show a progress bar on stderr, or a ``callback(records, bytes)``.

@@ -85,10 +85,18 @@ def _parallel_chunks(job: EncodeJob, workers: int
                      ) -> Iterator[tuple[list[SourceItem], EncodedChunk]]:
     """Encode every item in chunks, in input order, with at most a few chunks in flight.
 
-    Jobs of fewer than 500 items run in this process: starting workers (a second or more
-    when they import heavy modules) costs more than it saves.
+    Sources whose loading releases the GIL (``threaded``: file reads, libjpeg-turbo) encode
+    on threads of this process: nothing is pickled or piped. Others use worker processes,
+    except jobs of fewer than 500 items, which run in this process: starting workers (a
+    second or more when they import heavy modules) costs more than it saves.
     """
     items: Iterator[SourceItem] = job.source.items()
+    if workers > 1 and getattr(job.source, "threaded", False):
+        with ThreadPoolExecutor(workers, thread_name_prefix="tfrecordkit-encode") as threads:
+            yield from _in_order(
+                ((chunk, threads.submit(encode_items, job, chunk))
+                 for chunk in _chunks(items, _BATCH)), workers, Future.result)
+        return
     head = list(islice(items, _SMALL_JOB)) if workers > 1 else []
     items = chain(head, items)
     if workers <= 1 or len(head) < _SMALL_JOB:
@@ -99,15 +107,24 @@ def _parallel_chunks(job: EncodeJob, workers: int
     method = "spawn" if "tensorflow" in sys.modules or sys.platform != "linux" else "fork"
     context = multiprocessing.get_context(method)
     with _main_not_rerun(method), context.Pool(workers, _init_worker, (job,)) as pool:
-        pending: deque[tuple[list[SourceItem], Any]] = deque()
-        for chunk in _chunks(items, _CHUNK):
-            pending.append((chunk, pool.apply_async(_encode_chunk, (chunk,))))
-            if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
-                done_chunk, result = pending.popleft()
-                yield done_chunk, result.get()
-        while pending:
-            done_chunk, result = pending.popleft()
-            yield done_chunk, result.get()
+        yield from _in_order(((chunk, pool.apply_async(_encode_chunk, (chunk,)))
+                              for chunk in _chunks(items, _CHUNK)), workers,
+                             lambda result: result.get())
+
+
+def _in_order(submitted: Iterator[tuple[list[SourceItem], Any]], workers: int,
+              result: Callable[[Any], EncodedChunk]
+              ) -> Iterator[tuple[list[SourceItem], EncodedChunk]]:
+    """The results of chunks submitted to a pool, in order, a few per worker in flight."""
+    pending: deque[tuple[list[SourceItem], Any]] = deque()
+    for submission in submitted:
+        pending.append(submission)
+        if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
+            done_chunk, handle = pending.popleft()
+            yield done_chunk, result(handle)
+    while pending:
+        done_chunk, handle = pending.popleft()
+        yield done_chunk, result(handle)
 
 
 class _Staging:

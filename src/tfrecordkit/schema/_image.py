@@ -153,7 +153,7 @@ class Image(Feature):
 
         def encode(values: list[Any]) -> list[EncColumn] | None:
             # Values from sources: {"bytes", "height", "width", "channels"} dicts.
-            if not all(isinstance(v, Mapping) for v in values):
+            if not all(type(v) is dict or isinstance(v, Mapping) for v in values):
                 return None
             data = [v["bytes"] for v in values]
             if not all(type(d) is bytes for d in data):

@@ -28,8 +28,11 @@ class Source(Protocol):
 
     A source may also set ``resumable = False`` when ``description`` does not identify its data
     (an in-memory iterable): a killed conversion of it then starts over instead of resuming.
-    One that sets ``provenance = True`` has ``origin(item) -> str`` (where the item came
-    from, relative to the source); conversion stores it with each record as ``"__source"``.
+    One that sets ``threaded = True`` spends its ``load()`` time with the GIL released (file
+    reads, compiled decoders): it is then loaded on threads of the converting process rather
+    than in worker processes. One that sets ``provenance = True`` has
+    ``origin(item) -> str`` (where the item came from, relative to the source); conversion
+    stores it with each record as ``"__source"``.
     """
 
     description: str

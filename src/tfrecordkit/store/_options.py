@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import normalize_compression
@@ -18,13 +19,18 @@ DEFAULT_SHARD_SIZE = 192 << 20
 
 def record_hash(key: str, seed: int, purpose: str = "order") -> int:
     """A uniform 64-bit hash of ``key`` under ``seed``; stable across runs and machines."""
-    digest = hashlib.blake2b(
-        # surrogateescape: keys from non-UTF-8 file names hash their original bytes.
-        key.encode("utf-8", "surrogateescape"), digest_size=8,
-        key=seed.to_bytes(16, "little", signed=True),
-        person=purpose.encode()[:16],
-    ).digest()
-    return int.from_bytes(digest, "little")
+    hasher = _keyed_hasher(seed, purpose).copy()
+    # surrogateescape: keys from non-UTF-8 file names hash their original bytes.
+    hasher.update(key.encode("utf-8", "surrogateescape"))
+    return int.from_bytes(hasher.digest(), "little")
+
+
+@functools.lru_cache(maxsize=64)
+def _keyed_hasher(seed: int, purpose: str) -> Any:
+    """BLAKE2b keyed by ``seed`` and personalised by ``purpose``, nothing hashed yet (copied
+    per key: the key block is compressed once)."""
+    return hashlib.blake2b(digest_size=8, key=seed.to_bytes(16, "little", signed=True),
+                           person=purpose.encode()[:16])
 
 
 @dataclass(frozen=True)
