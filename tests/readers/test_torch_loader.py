@@ -308,3 +308,36 @@ def test_batches_from_workers_hold_the_same_values_packed(tmp_path):
                     assert batch[key].dtype == value.dtype and torch.equal(batch[key], value)
                 else:
                     assert batch[key] == value
+
+
+def test_batches_view_the_workers_buffers_kept_ones_stay_and_dropped_ones_free_at_once(
+        tmp_path):
+    """A worker's batch arrives viewing the worker's shared buffer (no copy). A tensor kept
+    (or a view of it) keeps its values while the workers go on; a batch dropped hands its
+    buffer back at once, not when the garbage collector next runs (it is off here)."""
+    import gc
+
+    from tfrecordkit.readers import torch_data
+
+    schema = Schema({"v": Scalar("int64"), "label": ClassLabel(["a", "b"])})
+    write_dataset([{"v": i, "label": i % 2} for i in range(480)], tmp_path / "ds", schema,
+                  shards=ShardOptions(num_shards=4))
+    gc.collect()
+    gc.disable()
+    try:
+        kept, seen = [], []
+        for k, batch in enumerate(_loader(load_torch_dataset(tmp_path / "ds", batch_size=8,
+                                                             seed=3), 2)):
+            seen.extend(batch["v"].tolist())
+            if k % 12 == 0:  # a view of a kept batch, and a copy to check it against
+                kept.append((batch["v"][2:], batch["v"][2:].clone()))
+        del batch
+        assert sorted(seen) == list(range(480))
+        assert all(torch.equal(view, copy) for view, copy in kept)
+        busy = [m for _, m in torch_data._ATTACHED.values() if not m.closed and m.buf[0]]
+        assert len(busy) <= len(kept) == 5
+        del kept
+        busy = [m for _, m in torch_data._ATTACHED.values() if not m.closed and m.buf[0]]
+        assert busy == []
+    finally:
+        gc.enable()

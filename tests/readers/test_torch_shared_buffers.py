@@ -100,10 +100,14 @@ def test_a_worker_reuses_its_buffers(monkeypatch):
     kind, args = small.__reduce__()
     assert kind is torch_data._unpack_shared
     name = args[1]
-    back = kind(*args)  # as the main process unpickles it: copied out, buffer freed
+    back = kind(*args)  # as the main process unpickles it: viewing the buffer
     assert back["a"].tolist() == list(range(10)) and back["b"] == [b"xy", b"z"]
+    other = torch_data._Packed({"a": torch.arange(5)}).__reduce__()
+    assert other[1][1] != name  # still viewed by ``back``: another buffer
+    other[0](*other[1])
+    del back  # nothing views it any more: free again
     again = torch_data._Packed({"a": torch.arange(5)}).__reduce__()
-    assert again[1][1] == name  # the same buffer, free again
+    assert again[1][1] == name
     again[0](*again[1])
     big = torch_data._Packed({"a": torch.zeros(1 << 20, dtype=torch.float64)})
     kind, args = big.__reduce__()

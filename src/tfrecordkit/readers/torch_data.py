@@ -7,7 +7,9 @@ the same values, the same JSON state; only the arrays become tensors.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -108,8 +110,8 @@ _RING_LARGEST = 64 << 20
 
 class _Ring:
     """A DataLoader worker's shared-memory buffers, reused batch after batch. A batch is
-    written into a free one; the main process copies it out when it unpickles the batch and
-    marks the buffer free again. Torch would make (and hand over by a socket) a new
+    written into a free one; the main process hands the batch over as tensors viewing it (no
+    copy) and marks the buffer free again once nothing views it. Torch would make (and hand over by a socket) a new
     shared segment per batch, which cost more than reading small records. With none free
     (the main process holds more batches than there are buffers), a batch goes torch's way.
     A buffer's name is removed once the main process has mapped it (it came back free), so
@@ -201,27 +203,38 @@ class _Mapped:
             os.close(fd)
         self.buf = memoryview(self._shared)
 
+    closed = False
+
     def close(self) -> None:
-        self.buf.release()
-        self._shared.close()
+        """Unmap it, unless batches still view it (then it goes with the last of them)."""
+        self.closed = True
+        with contextlib.suppress(BufferError):  # views exported: the mmap outlives us
+            self.buf.release()
+            self._shared.close()
 
 
 def _unpack_shared(pid: int, name: str, total: int,
                    meta: list[tuple[int, Any, tuple[int, ...], int]], skeleton: Any) -> Any:
-    """A batch from worker ``pid``'s shared buffer ``name``: copied out, the buffer freed."""
+    """A batch viewing worker ``pid``'s shared buffer ``name``, not copied: the buffer goes
+    back to the worker once nothing views it (every tensor of the batch, and every view of
+    them, gone)."""
     found = _ATTACHED.get(name)
     if found is None:
-        for key, (owner, mapped) in list(_ATTACHED.items()):  # buffers of workers gone
+        for key, (owner, _) in list(_ATTACHED.items()):  # buffers of workers gone
             if not _alive(owner):
-                del _ATTACHED[key]
-                mapped.close()
+                _ATTACHED.pop(key)[1].close()
         found = _ATTACHED[name] = (pid, _Mapped(name))
     slot: Any = found[1]
-    buffer = torch.empty(max(total, 1), dtype=torch.uint8)
-    view = slot.buf
-    buffer.numpy()[:total] = np.frombuffer(view, np.uint8, total, _HEADER)
-    view[0] = 0  # the worker may write it again
-    return _unpack(buffer, meta, skeleton)
+    array = np.frombuffer(slot.buf, np.uint8, max(total, 1), _HEADER)
+    # torch keeps ``array`` while any tensor shares its storage; then the buffer is free.
+    weakref.finalize(array, _free, slot)
+    return _unpack(torch.from_numpy(array), meta, skeleton)
+
+
+def _free(slot: _Mapped) -> None:
+    """Hand a worker's shared buffer back (its first byte says it is in use)."""
+    if not slot.closed:
+        slot.buf[0] = 0
 
 
 def _strip(value: Any, tensors: list[Any]) -> Any:
@@ -256,16 +269,20 @@ def _unpack(buffer: Any, meta: list[tuple[int, Any, tuple[int, ...], int]],
              else buffer[offset : offset + nbytes].view(dtype).reshape(shape)
              for offset, dtype, shape, nbytes in meta]
 
-    def fill(value: Any) -> Any:
-        if isinstance(value, _Slot):
-            return views[value]
-        if isinstance(value, dict):
-            return {k: fill(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [fill(v) for v in value]
-        return value
+    return _filled(skeleton, views)
 
-    return fill(skeleton)
+
+def _filled(value: Any, views: list[Any]) -> Any:
+    """``value`` with each :class:`_Slot` replaced by its view. (Not a closure: a recursive
+    one is a reference cycle, which kept every batch, and the shared buffer it views, alive
+    until the garbage collector ran.)"""
+    if isinstance(value, _Slot):
+        return views[value]
+    if isinstance(value, dict):
+        return {k: _filled(v, views) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_filled(v, views) for v in value]
+    return value
 
 
 def _bytes_list(data: Any, lengths: Sequence[int]) -> list[bytes]:
