@@ -32,7 +32,15 @@ __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_feature", "decode
            "record_values", "unbatch_values"]
 
 Padding = Literal["pad", "ragged"]
-_CHUNK = 32  # records per decoding task: small enough to share a batch between threads
+_CHUNK = 32  # fewest records per decoding task
+
+
+def chunk_size(records: int, threads: int) -> int:
+    """Records per decoding task for a batch of ``records`` heavy records (images, audio) on
+    ``threads`` threads: one task per thread, and no fewer than 32. Each task reads, checks
+    and parses its records and is handed back; at 32 a task that cost 12 µs per 128 px JPEG
+    on top of its 53 µs decode (2 threads: 21-24k vs 28-30k img/s at one task per thread)."""
+    return max(_CHUNK, -(-records // max(threads, 1)))
 
 
 @dataclass(frozen=True)
@@ -537,23 +545,24 @@ class RecordDecoder:
         return {name: self._batch(name, [r[name] for r in rows]) for name in self.features}
 
     def decode_batch(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
-                     pool: Executor | None = None, classes: np.ndarray | None = None
-                     ) -> dict[str, Any]:
+                     pool: Executor | None = None, classes: np.ndarray | None = None,
+                     threads: int = 1) -> dict[str, Any]:
         """A batch of records; ``where(i)`` names record ``i`` in errors; ``classes`` as
-        :meth:`decode_columns` takes them. With ``pool``, heavy records (images, audio)
-        decode in chunks on its threads."""
+        :meth:`decode_columns` takes them. With ``pool`` (of ``threads`` threads), heavy
+        records (images, audio) decode in chunks on its threads."""
         if not self.options.decode:
             return self.raw_columns(records, where, classes)
-        if pool is None or not self.heavy or len(records) <= _CHUNK:
+        size = chunk_size(len(records), threads)
+        if pool is None or not self.heavy or len(records) <= size:
             arrays = self.batch_arrays(len(records))
             return self.assemble_columns([self.decode_columns(records, where, classes, arrays)],
                                          arrays)
-        starts = range(0, len(records), _CHUNK)
+        starts = range(0, len(records), size)
         arrays = self.batch_arrays(len(records))
         parts = pool.map(lambda s: self.decode_columns(
-            records[s : s + _CHUNK], lambda i: where(s + i),
-            None if classes is None else classes[s : s + _CHUNK],
-            {name: a[s : s + _CHUNK] for name, a in arrays.items()}), starts)
+            records[s : s + size], lambda i: where(s + i),
+            None if classes is None else classes[s : s + size],
+            {name: a[s : s + size] for name, a in arrays.items()}), starts)
         return self.assemble_columns(list(parts), arrays)
 
 

@@ -228,7 +228,7 @@ class PKLoader(_SampledLoader):
         positions = groups[0]
         labels = self._class_of[positions]
         batch = self.decoder.decode_batch(records[0], _sources(self.index, positions), pool,
-                                          labels)
+                                          labels, self.num_threads)
         batch["label"] = labels
         batch[CLASS_POSITION] = self._positions
         batch[RECORD_ID] = positions
@@ -409,7 +409,7 @@ class TripletLoader(_SampledLoader):
                                           strict=True):
             labels = self._class_of[positions]
             part = self.decoder.decode_batch(found, _sources(self.index, positions), pool,
-                                             labels)
+                                             labels, self.num_threads)
             part["label"] = labels
             part[RECORD_ID] = positions
             batch[role] = part

@@ -14,8 +14,8 @@ import numpy as np
 from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.readers import RECORD_ID, VALID
 from tfrecordkit.readers._decoding import (
-    _CHUNK,
     DecodeOptions,
+    chunk_size,
     decode_options,
 )
 from tfrecordkit.readers._metric import (
@@ -182,9 +182,10 @@ class Loader:
 
         parts: list[Future[Any] | _Done]
         if decoder.options.decode:
-            # Images and audio: small chunks, so threads share a batch; light records: one
-            # chunk per thread, so the columnar codec sees large batches.
-            size = _CHUNK if decoder.heavy else max(len(ids), 1)
+            # Images and audio: a chunk per thread, so threads share a batch; light records:
+            # one chunk, so the columnar codec sees large batches.
+            size = (chunk_size(len(ids), self.num_threads) if decoder.heavy
+                    else max(len(ids), 1))
             parts = [pool.submit(part, ids[i : i + size], i) for i in range(0, len(ids), size)]
         else:  # a few reads: faster here than handed to a thread and back
             parts = [_Done(part(ids))]

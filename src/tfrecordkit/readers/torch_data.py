@@ -111,8 +111,9 @@ _RING_LARGEST = 64 << 20
 class _Ring:
     """A DataLoader worker's shared-memory buffers, reused batch after batch. A batch is
     written into a free one; the main process hands the batch over as tensors viewing it (no
-    copy) and marks the buffer free again once nothing views it. Torch would make (and hand over by a socket) a new
-    shared segment per batch, which cost more than reading small records. With none free
+    copy) and marks the buffer free again once nothing views it. Torch would make (and hand
+    over by a socket) a new shared segment per batch, which cost more than reading small
+    records. With none free
     (the main process holds more batches than there are buffers), a batch goes torch's way.
     A buffer's name is removed once the main process has mapped it (it came back free), so
     nothing is left behind however the processes end."""
