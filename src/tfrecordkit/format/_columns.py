@@ -8,7 +8,9 @@ same records and give the same values.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -190,6 +192,10 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
         _raise(err.error, specs, where, err.first)
     outs, views = [], []
     whole = len(parts) == 1
+    # Every key's record counts and missing flags in two allocations (the codec writes the
+    # flags as bytes 0 and 1: a bool array as it is).
+    all_counts = np.empty((len(specs), n), np.int64)
+    all_missing = np.zeros((len(specs), n), np.bool_)
     for k, spec in enumerate(specs):
         counts = [t[k][0] for t in totals]
         sizes = [t[k][1] for t in totals]
@@ -197,7 +203,7 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
         values = (np.empty(sum(sizes), np.uint8) if strings
                   else np.empty(sum(counts), _DTYPE[spec.dtype]))
         lens = np.empty(sum(counts), np.int64) if strings else None
-        row_counts, missing = np.empty(n, np.int64), np.zeros(n, np.uint8)
+        row_counts, missing = all_counts[k], all_missing[k]
         outs.append((values, row_counts, lens, missing))
         if whole:  # one part writes the whole arrays
             views.append([(values, row_counts, lens, missing)])
@@ -215,7 +221,7 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
              [(first, source, j) for j, (first, _, source) in enumerate(parts)])
     except _PartError as err:
         _raise(err.error, specs, where, err.first)
-    return {spec.key: _finish(spec, values, row_counts, lens, missing.astype(bool))
+    return {spec.key: _finish(spec, values, row_counts, lens, missing)
             for spec, (values, row_counts, lens, missing) in zip(specs, outs, strict=True)}
 
 
@@ -233,8 +239,10 @@ class _PartError(Exception):
 
 def _split(records: Sequence[bytes] | RecordSlices, n: int) -> list[tuple[int, int, Any]]:
     """``(first record, size, codec source)`` parts: one per thread for large batches."""
-    threads = min(os.cpu_count() or 1, 8, max(1, n // _PARALLEL_MIN))
-    bounds = np.linspace(0, n, threads + 1).astype(int).tolist()
+    # Below two parts' worth, one part without asking os.cpu_count() (10 µs a call).
+    threads = (1 if n < 2 * _PARALLEL_MIN
+               else min(os.cpu_count() or 1, 8, n // _PARALLEL_MIN))
+    bounds = [0, n] if threads == 1 else np.linspace(0, n, threads + 1).astype(int).tolist()
     parts = []
     for first, stop in itertools.pairwise(bounds):
         if isinstance(records, RecordSlices):
@@ -302,12 +310,25 @@ def _finish(spec: KeySpec, values: np.ndarray, row_counts: np.ndarray,
             grid[~missing] = values.reshape(-1, per_row) if per_row else grid[~missing]
             grid[missing] = np.asarray(defaults, values.dtype)
             values, row_counts = filled, np.full(n, per_row, np.int64)
-    splits = _splits(row_counts)
+    if spec.shape is not None and lens is None:
+        # A fixed shape: every record holds its count (the codec checked it, defaults filled).
+        splits = _fixed_splits(n, math.prod(spec.shape))
+    else:
+        splits = _splits(row_counts)
     if lens is not None:
         return Column(spec, values, splits, missing, _splits(lens))
     if spec.shape is not None:
         values = values.reshape((n, *spec.shape))
     return Column(spec, values, splits, missing)
+
+
+@functools.lru_cache(maxsize=256)
+def _fixed_splits(n: int, per_row: int) -> np.ndarray:
+    """``0, per_row, 2 * per_row, ... n * per_row``, read-only and shared: the row splits of
+    every fixed-shape column of ``n`` records (made once per batch size, not per column)."""
+    splits = np.arange(n + 1, dtype=np.int64) * per_row
+    splits.flags.writeable = False
+    return splits
 
 
 def _splits(counts: np.ndarray) -> np.ndarray:

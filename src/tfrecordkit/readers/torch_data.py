@@ -344,7 +344,7 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
         steps = len(loader)
         from concurrent.futures import ThreadPoolExecutor
 
-        threads = loader.num_threads
+        threads = getattr(loader, "pool_threads", loader.num_threads)  # PK: all of them
         if workers > 1 and self.threads_per_worker is None:  # don't oversubscribe the cores
             threads = max(1, min(threads, (os.cpu_count() or 1) // workers))
         with ThreadPoolExecutor(self.threads_per_worker or threads) as pool:
