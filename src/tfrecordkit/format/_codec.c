@@ -1393,6 +1393,71 @@ static PyObject *codec_feistel_each(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+#ifndef _WIN32
+#include <errno.h>
+#include <unistd.h>
+/* read_spans(fds, offsets, lengths, bases, out) -> -1, or the first span read short: span i
+ * is `lengths[i]` bytes of file descriptor `fds[i]` from `offsets[i]`, written to
+ * out[bases[i]:] (int64 arrays as bytes-like objects of one length, `out` writable and
+ * holding every span). Every span in one call with the GIL released, not a pread (and a
+ * GIL hand-off) each. A span cut short by the end of its file stops the call there; an I/O
+ * error raises OSError. */
+static PyObject *codec_read_spans(PyObject *self, PyObject *args) {
+    Py_buffer fd_view, off_view, len_view, base_view, out_view;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*", &fd_view, &off_view, &len_view, &base_view,
+                          &out_view)) return NULL;
+    Py_ssize_t n = fd_view.len / 8;
+    const int64_t *fds = (const int64_t *)fd_view.buf, *offs = (const int64_t *)off_view.buf;
+    const int64_t *lens = (const int64_t *)len_view.buf, *bases = (const int64_t *)base_view.buf;
+    const char *problem = NULL;
+    if (fd_view.len % 8 || off_view.len != fd_view.len || len_view.len != fd_view.len ||
+        base_view.len != fd_view.len)
+        problem = "fds, offsets, lengths and bases must be 8-byte arrays of one length";
+    for (Py_ssize_t i = 0; !problem && i < n; i++)
+        if (lens[i] < 0 || bases[i] < 0 || offs[i] < 0 || bases[i] > out_view.len ||
+            lens[i] > out_view.len - bases[i])
+            problem = "a span lies outside the output buffer";
+    Py_ssize_t short_at = -1;
+    int error = 0;
+    if (!problem) {
+        char *out = (char *)out_view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n && short_at < 0 && !error; i++) {
+            int64_t done = 0;
+            while (done < lens[i]) {
+                ssize_t got = pread((int)fds[i], out + bases[i] + done, (size_t)(lens[i] - done),
+                                    (off_t)(offs[i] + done));
+                if (got < 0) {
+                    if (errno == EINTR) continue;
+                    error = errno;
+                    break;
+                }
+                if (got == 0) {
+                    short_at = i;
+                    break;
+                }
+                done += got;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&fd_view);
+    PyBuffer_Release(&off_view);
+    PyBuffer_Release(&len_view);
+    PyBuffer_Release(&base_view);
+    PyBuffer_Release(&out_view);
+    if (problem) {
+        PyErr_SetString(PyExc_ValueError, problem);
+        return NULL;
+    }
+    if (error) {
+        errno = error;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyLong_FromSsize_t(short_at);
+}
+#endif
+
 static PyMethodDef methods[] = {
     {"check_frames", codec_check_frames, METH_VARARGS,
      "check_frames(buffer, starts, lengths) -> -1, or the first bad frame."},
@@ -1404,6 +1469,10 @@ static PyMethodDef methods[] = {
      "encode_frames(columns, n) -> (frames, int64 frame lengths as bytes)."},
     {"feistel_each", codec_feistel_each, METH_VARARGS,
      "feistel_each(positions, sizes, keys, out, rounds): keyed bijections of [0, size)."},
+#ifndef _WIN32
+    {"read_spans", codec_read_spans, METH_VARARGS,
+     "read_spans(fds, offsets, lengths, bases, out) -> -1, or the first span read short."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 

@@ -20,6 +20,7 @@ from tfrecordkit.format import (
     Inflater,
     RecordSlices,
     Storage,
+    compiled_codec,
     frame_slices,
     split_frames,
 )
@@ -30,6 +31,7 @@ LOCAL_MERGE_GAP = 16 << 10
 __all__ = ["RecordFetcher", "RecordLocations", "open_file_budget"]
 
 _CACHE_BYTES = 64 << 20  # remote spans kept per fetcher
+_SHARDS_AT_ONCE = 32  # files held open by one compiled call reading spans
 #: Remote files read in order: blocks requested ahead of the one being used.
 AHEAD_BLOCKS = 2
 _INFLATE_CHUNK = {True: 256 << 10, False: 4 << 20}  # compressed bytes read a step: local, remote
@@ -196,13 +198,18 @@ class RecordFetcher:
         into = None if joined or len(firsts) < 2 else np.empty(int((ends - begins).sum()),
                                                                 np.uint8)
         view = None if into is None else into.data
+        # Into one buffer: every span in compiled calls, up to any span cut short (which
+        # the loop below reads again, and names if it is still short).
+        done = 0 if into is None else self._read_spans(shards[firsts], begins, ends, bases,
+                                                       into)
         chunks: list[bytes] = []
         current = -1
         fd = -1
         try:
             for first, count, shard, begin, end, base in zip(
-                    firsts.tolist(), members.tolist(), shards[firsts].tolist(), begins.tolist(),
-                    ends.tolist(), bases.tolist(), strict=True):
+                    firsts[done:].tolist(), members[done:].tolist(),
+                    shards[firsts[done:]].tolist(), begins[done:].tolist(),
+                    ends[done:].tolist(), bases[done:].tolist(), strict=True):
                 if shard != current:
                     if current >= 0:
                         self._release(current)
@@ -228,6 +235,35 @@ class RecordFetcher:
             return order, into, at, lengths, shards, offsets
         buffer = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         return order, buffer, at, lengths, shards, offsets
+
+    def _read_spans(self, shards: np.ndarray, begins: np.ndarray, ends: np.ndarray,
+                    bases: np.ndarray, into: np.ndarray) -> int:
+        """Read spans ``[begins, ends)`` of ``shards`` (sorted by shard) to ``into[bases:]``
+        through the compiled codec, a few files at a time, each group in one call without
+        the GIL; returns how many spans, in order, were read whole (0 without the codec)."""
+        read_spans = getattr(compiled_codec(), "read_spans", None)
+        if read_spans is None:
+            return 0
+        n = len(shards)
+        starts = np.flatnonzero(np.diff(shards, prepend=-1) != 0).tolist()  # each file's first
+        for g in range(0, len(starts), _SHARDS_AT_ONCE):
+            lo = starts[g]
+            hi = starts[g + _SHARDS_AT_ONCE] if g + _SHARDS_AT_ONCE < len(starts) else n
+            files = shards[starts[g : g + _SHARDS_AT_ONCE]].tolist()
+            fds: list[int] = []
+            try:
+                for shard in files:
+                    fds.append(self._acquire(shard))
+                counts = np.diff([*starts[g : g + _SHARDS_AT_ONCE], hi])
+                short = read_spans(np.repeat(np.asarray(fds, np.int64), counts),
+                                   begins[lo:hi], ends[lo:hi] - begins[lo:hi], bases[lo:hi],
+                                   into)
+            finally:
+                for shard in files[: len(fds)]:
+                    self._release(shard)
+            if short >= 0:
+                return lo + int(short)
+        return n
 
     def _fetch_inflated(self, inflater: Inflater, shards: np.ndarray, offsets: np.ndarray,
                         lengths: np.ndarray) -> list[bytes]:
