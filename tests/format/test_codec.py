@@ -298,3 +298,45 @@ def test_large_batches_split_across_threads_give_the_same_columns_and_errors():
     for parse in (parse_examples, _python):
         with pytest.raises(SchemaError, match=r"record 4000: feature 'x'"):
             parse(broken, specs)
+
+
+class _FillWith:
+    """The compiled codec, its fill handed ``saved`` (a scan's findings) of another choice."""
+
+    def __init__(self, codec, saved):
+        self.codec, self.saved = codec, saved
+
+    def scan(self, *args):
+        return self.codec.scan(*args)
+
+    def fill(self, records, specs, outs, saved=None):
+        return self.codec.fill(records, specs, outs, *self.saved(records, specs, saved))
+
+
+@needs_compiled
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(batches(odd=True), batches(odd=True))
+def test_a_fill_reusing_its_scan_equals_one_locating_again(batch, other):
+    """The fill reuses where the scan found each key; without that, or handed what a scan of
+    other records found (refused, so it locates again), it writes the same columns."""
+    from tfrecordkit.format import _columns
+
+    records, specs = batch
+    reused = _outcome(parse_examples, records, specs)
+    codec = _columns._CODEC
+    # Another batch of the same size: same count, other record pointers.
+    others = (other[0] * len(records))[: len(records)]
+    others_parse = _outcome(parse_examples, others, specs)[0] == "ok"
+    for choice in (lambda r, s, saved: (),  # no saved findings: locate again
+                   lambda r, s, saved: (codec.scan(others, s, True)[1],) if others_parse
+                   else ()):
+        _columns._CODEC = _FillWith(codec, choice)
+        try:
+            again = _outcome(parse_examples, records, specs)
+        finally:
+            _columns._CODEC = codec
+        assert reused[0] == again[0]
+        if reused[0] == "ok":
+            _same_columns(reused[1], again[1])
+        else:
+            assert reused[1] == again[1]

@@ -359,11 +359,18 @@ static int table_init(Table *t, const Spec *specs, int nspecs) {
     return 1;
 }
 
+/* Feature names are short: a loop here beats a call to memcmp. */
+static inline int same_bytes(const char *a, const uint8_t *b, Py_ssize_t len) {
+    for (Py_ssize_t i = 0; i < len; i++)
+        if ((uint8_t)a[i] != b[i]) return 0;
+    return 1;
+}
+
 static int find_spec(const Table *t, const uint8_t *key, Py_ssize_t len) {
     uint32_t h = fnv1a(key, len) & t->mask;
     while (t->slot[h]) {
         const Spec *spec = &t->specs[t->slot[h] - 1];
-        if (spec->key_len == len && (len == 0 || memcmp(spec->key, key, (size_t)len) == 0))
+        if (spec->key_len == len && same_bytes(spec->key, key, len))
             return t->slot[h] - 1;
         h = (h + 1) & t->mask;
     }
@@ -481,13 +488,15 @@ bad:
 
 /* One record: checks every spec's key and counts (scan) or writes (fill) its values. */
 static int parse_record(Span record, int index, Spec *specs, int nspecs, const Table *table,
-                        int mode, Located *where, Run *runs, int64_t *sizes, Error *err) {
+                        int mode, Located *where, Run *runs, int64_t *sizes, int prelocated,
+                        Error *err) {
     err->record = index;
     err->spec = -1;
-    if (!locate(record, table, nspecs, mode == MODE_FILL, where, err)) return 0;
+    /* `prelocated` (fill mode): `where[k].found` and `runs` hold what the scan found. */
+    if (!prelocated && !locate(record, table, nspecs, mode == MODE_FILL, where, err)) return 0;
     /* Every wanted value well formed first: protobuf refuses a malformed record as a whole.
      * (In fill mode the scan has checked these very records: only the runs are needed.) */
-    for (int k = 0; k < nspecs; k++) {
+    for (int k = 0; k < nspecs && !prelocated; k++) {
         if (!where[k].found) continue;
         if (mode == MODE_FILL) {
             if (!collect_run(&where[k], &runs[k], err)) return 0;
@@ -682,7 +691,63 @@ static PyObject *raise_parse_error(const Error *err) {
     return NULL;
 }
 
-static int run_pass(Records *records, Spec *specs, int nspecs, int mode, Error *err) {
+/* What a scan found, kept for the fill of the same records so that it need not locate
+ * every key again: per record and spec, whether the key is there and its one value list
+ * (records where a list came in several pieces are located again). */
+typedef struct {
+    const uint8_t *p, *end;
+    int32_t kind;  /* KIND_NONE when absent or no list set */
+    int32_t found;
+} SavedRun;
+
+typedef struct {
+    Py_ssize_t n;
+    int nspecs;
+    const uint8_t **data; /* the records scanned: a fill of other records ignores this */
+    Py_ssize_t *len;
+    SavedRun *runs;       /* n * nspecs */
+    uint8_t *whole;       /* per record: every run saved */
+} Saved;
+
+static void saved_free(Saved *saved) {
+    if (saved == NULL) return;
+    PyMem_RawFree(saved->data);
+    PyMem_RawFree(saved->len);
+    PyMem_RawFree(saved->runs);
+    PyMem_RawFree(saved->whole);
+    PyMem_RawFree(saved);
+}
+
+static Saved *saved_new(const Records *records, int nspecs) {
+    Saved *saved = PyMem_RawCalloc(1, sizeof(Saved));
+    if (saved == NULL) return NULL;
+    size_t n = (size_t)(records->n ? records->n : 1);
+    saved->n = records->n;
+    saved->nspecs = nspecs;
+    saved->data = PyMem_RawMalloc(n * sizeof(uint8_t *));
+    saved->len = PyMem_RawMalloc(n * sizeof(Py_ssize_t));
+    saved->runs = PyMem_RawCalloc(n * (size_t)(nspecs ? nspecs : 1), sizeof(SavedRun));
+    saved->whole = PyMem_RawCalloc(n, 1);
+    if (!saved->data || !saved->len || !saved->runs || !saved->whole) {
+        saved_free(saved);
+        return NULL;
+    }
+    if (records->n) {
+        memcpy(saved->data, records->data, (size_t)records->n * sizeof(uint8_t *));
+        memcpy(saved->len, records->len, (size_t)records->n * sizeof(Py_ssize_t));
+    }
+    return saved;
+}
+
+static int saved_matches(const Saved *saved, const Records *records, int nspecs) {
+    return saved->n == records->n && saved->nspecs == nspecs &&
+           (records->n == 0 ||
+            (memcmp(saved->data, records->data, (size_t)records->n * sizeof(uint8_t *)) == 0 &&
+             memcmp(saved->len, records->len, (size_t)records->n * sizeof(Py_ssize_t)) == 0));
+}
+
+static int run_pass(Records *records, Spec *specs, int nspecs, int mode, Saved *saved,
+                    Error *err) {
     size_t slots = (size_t)(nspecs ? nspecs : 1);
     Located *where = PyMem_RawMalloc(sizeof(Located) * slots);
     Run *runs = PyMem_RawMalloc(sizeof(Run) * slots);
@@ -699,7 +764,34 @@ static int run_pass(Records *records, Spec *specs, int nspecs, int mode, Error *
     int ok = 1;
     for (Py_ssize_t i = 0; i < records->n && ok; i++) {
         Span record = {records->data[i], records->data[i] + records->len[i]};
-        ok = parse_record(record, (int)i, specs, nspecs, &table, mode, where, runs, sizes, err);
+        SavedRun *kept = saved ? &saved->runs[i * nspecs] : NULL;
+        int prelocated = mode == MODE_FILL && saved && saved->whole[i];
+        if (prelocated) {
+            for (int k = 0; k < nspecs; k++) {
+                where[k].found = kept[k].found;
+                runs[k].kind = kept[k].kind;
+                runs[k].pieces = kept[k].kind != KIND_NONE;
+                runs[k].piece[0].p = kept[k].p;
+                runs[k].piece[0].end = kept[k].end;
+            }
+        }
+        ok = parse_record(record, (int)i, specs, nspecs, &table, mode, where, runs, sizes,
+                          prelocated, err);
+        if (ok && mode == MODE_SCAN && saved) {
+            int whole = 1;
+            for (int k = 0; k < nspecs; k++) {
+                kept[k].found = where[k].found;
+                kept[k].kind = where[k].found ? runs[k].kind : KIND_NONE;
+                if (where[k].found && runs[k].pieces > 1) whole = 0;
+                if (where[k].found && runs[k].pieces == 1) {
+                    kept[k].p = runs[k].piece[0].p;
+                    kept[k].end = runs[k].piece[0].end;
+                } else {
+                    kept[k].kind = KIND_NONE;
+                }
+            }
+            saved->whole[i] = (uint8_t)whole;
+        }
     }
     PyMem_RawFree(table.slot);
     PyMem_RawFree(where);
@@ -708,9 +800,16 @@ static int run_pass(Records *records, Spec *specs, int nspecs, int mode, Error *
     return ok;
 }
 
+#define SAVED_CAPSULE "tfrecordkit._codec.saved"
+
+static void saved_capsule_free(PyObject *capsule) {
+    saved_free((Saved *)PyCapsule_GetPointer(capsule, SAVED_CAPSULE));
+}
+
 static PyObject *codec_scan(PyObject *self, PyObject *args) {
     PyObject *records_arg, *specs_arg;
-    if (!PyArg_ParseTuple(args, "OO", &records_arg, &specs_arg)) return NULL;
+    int keep = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &records_arg, &specs_arg, &keep)) return NULL;
     int nspecs = 0;
     Spec *specs = specs_get(specs_arg, &nspecs);
     if (specs == NULL) return NULL;
@@ -720,10 +819,11 @@ static PyObject *codec_scan(PyObject *self, PyObject *args) {
         PyMem_Free(specs);
         return NULL;
     }
+    Saved *saved = keep ? saved_new(&records, nspecs) : NULL;  /* none: fill locates again */
     Error err = {0, -1, {0}};
     int ok;
     Py_BEGIN_ALLOW_THREADS
-    ok = run_pass(&records, specs, nspecs, MODE_SCAN, &err);
+    ok = run_pass(&records, specs, nspecs, MODE_SCAN, saved, &err);
     Py_END_ALLOW_THREADS
     PyObject *result = NULL;
     if (ok) {
@@ -740,6 +840,20 @@ static PyObject *codec_scan(PyObject *self, PyObject *args) {
     } else {
         raise_parse_error(&err);
     }
+    if (result != NULL && keep) {
+        PyObject *capsule = saved ? PyCapsule_New(saved, SAVED_CAPSULE, saved_capsule_free)
+                                  : Py_NewRef(Py_None);
+        if (capsule == NULL) {
+            saved_free(saved);
+            Py_CLEAR(result);
+        } else {
+            saved = NULL;
+            PyObject *pair = PyTuple_Pack(2, result, capsule);
+            Py_DECREF(capsule);
+            Py_SETREF(result, pair);
+        }
+    }
+    saved_free(saved);
     records_release(&records);
     PyMem_Free(specs);
     return result;
@@ -748,8 +862,14 @@ static PyObject *codec_scan(PyObject *self, PyObject *args) {
 /* outs: per spec (values, row_counts, value_lens or None, missing), writable buffers sized
  * from `scan`. */
 static PyObject *codec_fill(PyObject *self, PyObject *args) {
-    PyObject *records_arg, *specs_arg, *outs_arg;
-    if (!PyArg_ParseTuple(args, "OOO", &records_arg, &specs_arg, &outs_arg)) return NULL;
+    PyObject *records_arg, *specs_arg, *outs_arg, *saved_arg = Py_None;
+    if (!PyArg_ParseTuple(args, "OOO|O", &records_arg, &specs_arg, &outs_arg, &saved_arg))
+        return NULL;
+    Saved *saved = NULL;
+    if (saved_arg != Py_None) {
+        saved = (Saved *)PyCapsule_GetPointer(saved_arg, SAVED_CAPSULE);
+        if (saved == NULL) return NULL;
+    }
     int nspecs = 0;
     Spec *specs = specs_get(specs_arg, &nspecs);
     if (specs == NULL) return NULL;
@@ -808,7 +928,8 @@ static PyObject *codec_fill(PyObject *self, PyObject *args) {
     if (ok) {
         int filled;
         Py_BEGIN_ALLOW_THREADS
-        filled = run_pass(&records, specs, nspecs, MODE_FILL, &err);
+        if (saved && !saved_matches(saved, &records, nspecs)) saved = NULL;  /* other records */
+        filled = run_pass(&records, specs, nspecs, MODE_FILL, saved, &err);
         Py_END_ALLOW_THREADS
         if (!filled) {
             raise_parse_error(&err);
@@ -1462,9 +1583,11 @@ static PyMethodDef methods[] = {
     {"check_frames", codec_check_frames, METH_VARARGS,
      "check_frames(buffer, starts, lengths) -> -1, or the first bad frame."},
     {"scan", codec_scan, METH_VARARGS,
-     "scan(records, specs) -> [(values, bytes)] per spec; ValueError((record, spec, why))."},
+     "scan(records, specs, keep=False) -> [(values, bytes)] per spec (keep: and what fill "
+     "can reuse); ValueError((record, spec, why))."},
     {"fill", codec_fill, METH_VARARGS,
-     "fill(records, specs, outs): write every spec's values into its output buffers."},
+     "fill(records, specs, outs, saved=None): write every spec's values into its output "
+     "buffers (saved: from scan(..., keep=True) of these records)."},
     {"encode_frames", codec_encode_frames, METH_VARARGS,
      "encode_frames(columns, n) -> (frames, int64 frame lengths as bytes)."},
     {"feistel_each", codec_feistel_each, METH_VARARGS,

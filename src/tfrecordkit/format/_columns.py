@@ -187,9 +187,11 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
     args = _spec_args(specs)
     parts = _split(records, n)
     try:
-        totals = _run(lambda part: _CODEC.scan(part[2], args), parts)
+        # Each part's scan keeps what it found for its fill (no second look for the keys).
+        scanned = _run(lambda part: _CODEC.scan(part[2], args, True), parts)
     except _PartError as err:
         _raise(err.error, specs, where, err.first)
+    totals = [found for found, _ in scanned]
     outs, views = [], []
     whole = len(parts) == 1
     # Every key's record counts and missing flags in two allocations (the codec writes the
@@ -217,7 +219,8 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
                        missing[first : first + size])
                       for j, (first, size, _) in enumerate(parts)])
     try:
-        _run(lambda part: _CODEC.fill(part[1], args, [v[part[2]] for v in views]),
+        _run(lambda part: _CODEC.fill(part[1], args, [v[part[2]] for v in views],
+                                      scanned[part[2]][1]),
              [(first, source, j) for j, (first, _, source) in enumerate(parts)])
     except _PartError as err:
         _raise(err.error, specs, where, err.first)
