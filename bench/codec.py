@@ -2,23 +2,30 @@
 
 Records: 16-feature tabular Examples (10 float32, 5 int64, 1 string; ~270 bytes), as
 bench/tf_read.py writes them, held in memory as a list of bytes. Batches of --batch records,
-all of them decoded into per-key arrays; medians of --runs, cases alternating:
+all of them decoded into per-key arrays; medians of --runs, cases alternating, each case
+run in a fresh process (warm once there, then timed): in one process TensorFlow's runtime
+threads, once started, slowed every case after them (--shared-process measures that way):
 
   tf.io.parse_example   tf.io.parse_example(tf.constant(batch), feature_description)
   compiled              tfrecordkit.format.parse_examples(batch, specs)   (the C codec)
   python                the same through protobuf (TFRECORDKIT_PURE_PYTHON=1's path)
   per record            Schema.decode of every record (what the loaders did before)
-  slices                parse_examples over one shard buffer with the .index offsets
+  slices                parse_examples over one shard buffer with the .index offsets, in
+                        batches of --batch records (RecordSlices of the buffer)
+  Schema.decode_batch   parsed and decoded as every reader takes them, from the list and
+                        from the slices
   loaders               load_numpy_dataset vs load_tf_dataset over the same dataset, batch 256
 
-Run: python bench/codec.py [--records 100000] [--batch 1024] [--runs 5]
+Run: python bench/codec.py [--records 100000] [--batch 1024] [--runs 5] [--shared-process]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,6 +40,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dir", default="bench_output/codec")
+    parser.add_argument("--shared-process", action="store_true",
+                        help="every case in this one process (the old way: TensorFlow's "
+                             "threads then slow the cases after it)")
+    parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, in a child process
     args = parser.parse_args()
     import numpy as np
     from tf_read import make_datasets
@@ -58,16 +69,17 @@ def main() -> None:
     shard = files[0].read_bytes()
     table = load_index(str(files[0]) + ".index")
     slices = RecordSlices(shard, table[:, 0] + 12, table[:, 1] - 16)
-    print(f"{len(records)} records, {len(specs)} keys, batch {args.batch}, codec "
-          f"{codec_name()}, {os.cpu_count()} cores")
-
-    import tensorflow as tf
-
-    from tfrecordkit.readers.tf_data import feature_description
-
-    description = feature_description(schema)
+    if args.case is None:
+        how = "one process" if args.shared_process else "a fresh process per case and run"
+        print(f"{len(records)} records, {len(specs)} keys, batch {args.batch}, codec "
+              f"{codec_name()}, {os.cpu_count()} cores, {how}")
 
     def tf_case() -> int:
+        import tensorflow as tf
+
+        from tfrecordkit.readers.tf_data import feature_description
+
+        description = feature_description(schema)
         for batch in batches:
             tf.io.parse_example(tf.constant(batch), description)
         return len(records)
@@ -88,8 +100,19 @@ def main() -> None:
             schema.decode(record)
         return len(chosen)
 
-    def sliced() -> int:
-        parse_examples(slices, specs)
+    def decode_batch() -> int:  # parsed and decoded: text as str, labels checked
+        for batch in batches:
+            schema.decode_batch(batch)
+        return len(records)
+
+    def decode_batch_sliced() -> int:
+        for start in range(0, len(slices), args.batch):
+            schema.decode_batch(slices[start : start + args.batch])
+        return len(slices)
+
+    def sliced() -> int:  # the same batch size as the other cases
+        for start in range(0, len(slices), args.batch):
+            parse_examples(slices[start : start + args.batch], specs)
         return len(slices)
 
     from tfrecordkit.readers.numpy_data import load_numpy_dataset
@@ -109,13 +132,26 @@ def main() -> None:
 
     cases = {"load_tf_dataset (loader)": tf_loader, "load_numpy_dataset (loader)": numpy_loader,
              "tf.io.parse_example": tf_case, "compiled": compiled, "python": python,
-             "per record (Schema.decode)": per_record, "slices of one shard": sliced}
+             "per record (Schema.decode)": per_record, "slices of one shard": sliced,
+             "Schema.decode_batch": decode_batch,
+             "Schema.decode_batch, slices": decode_batch_sliced}
+    if args.case is not None:  # one case in this process, warm, then timed
+        cases[args.case]()
+        start = time.perf_counter()
+        count = cases[args.case]()
+        print(json.dumps(count / (time.perf_counter() - start)))
+        return
     rates: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(args.runs):
         for name, case in cases.items():
-            start = time.perf_counter()
-            count = case()
-            rates[name].append(count / (time.perf_counter() - start))
+            if args.shared_process:
+                start = time.perf_counter()
+                count = case()
+                rates[name].append(count / (time.perf_counter() - start))
+                continue
+            out = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--case", name],
+                                 capture_output=True, text=True, check=True).stdout
+            rates[name].append(json.loads(out.strip().splitlines()[-1]))
     base = statistics.median(rates["tf.io.parse_example"])
     for name, values in rates.items():
         rate = statistics.median(values)
