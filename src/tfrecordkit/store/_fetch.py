@@ -31,7 +31,7 @@ LOCAL_MERGE_GAP = 16 << 10
 __all__ = ["RecordFetcher", "RecordLocations", "open_file_budget"]
 
 _CACHE_BYTES = 64 << 20  # remote spans kept per fetcher
-_SHARDS_AT_ONCE = 32  # files held open by one compiled call reading spans
+_SHARDS_AT_ONCE = 32  # files held open by one compiled call reading spans (within the budget)
 #: Remote files read in order: blocks requested ahead of the one being used.
 AHEAD_BLOCKS = 2
 _INFLATE_CHUNK = {True: 256 << 10, False: 4 << 20}  # compressed bytes read a step: local, remote
@@ -246,15 +246,16 @@ class RecordFetcher:
             return 0
         n = len(shards)
         starts = np.flatnonzero(np.diff(shards, prepend=-1) != 0).tolist()  # each file's first
-        for g in range(0, len(starts), _SHARDS_AT_ONCE):
+        group = max(1, min(_SHARDS_AT_ONCE, self.max_open_files))  # files open at once
+        for g in range(0, len(starts), group):
             lo = starts[g]
-            hi = starts[g + _SHARDS_AT_ONCE] if g + _SHARDS_AT_ONCE < len(starts) else n
-            files = shards[starts[g : g + _SHARDS_AT_ONCE]].tolist()
+            hi = starts[g + group] if g + group < len(starts) else n
+            files = shards[starts[g : g + group]].tolist()
             fds: list[int] = []
             try:
                 for shard in files:
                     fds.append(self._acquire(shard))
-                counts = np.diff([*starts[g : g + _SHARDS_AT_ONCE], hi])
+                counts = np.diff([*starts[g : g + group], hi])
                 short = read_spans(np.repeat(np.asarray(fds, np.int64), counts),
                                    begins[lo:hi], ends[lo:hi] - begins[lo:hi], bases[lo:hi],
                                    into)
