@@ -232,3 +232,27 @@ def test_columnar_and_per_record_batches_are_identical(tmp_path, padding):
     assert len(columnar) == len(by_row) == 3  # 16 + 16 + 8: every record
     for a, b in zip(columnar, by_row, strict=True):
         same(a, b)
+
+
+def test_light_local_records_read_on_one_thread_the_rest_on_all(tmp_path):
+    """Records whose Python holds the GIL take one reading thread; images, compressed files
+    and per-record augmentation take every thread asked for, and every case gives the same
+    batches as one thread does."""
+    schema = Schema({"x": Scalar("int64")})
+    rows = [{"x": i} for i in range(300)]
+    write_dataset(rows, tmp_path / "plain", schema)
+    write_dataset(rows, tmp_path / "gzip", schema, shards=ShardOptions(compression="gzip"))
+    digits_folder(tmp_path / "digits", limit_per_class=4)
+    convert(ImageFolder(tmp_path / "digits"), tmp_path / "images", workers=1)
+
+    def loader(name, **kwargs):
+        return load_numpy_dataset(tmp_path / name, batch_size=32, num_threads=3, **kwargs)
+
+    assert loader("plain").pool_threads == 1
+    assert loader("gzip").pool_threads == 3
+    assert loader("images").pool_threads == 3
+    assert loader("plain", augment=lambda values, rng: values).pool_threads == 3
+    for name in ("plain", "gzip", "images"):
+        one = [b["__id"].tolist() for b in load_numpy_dataset(tmp_path / name, batch_size=32,
+                                                              num_threads=1)]
+        assert [b["__id"].tolist() for b in loader(name)] == one

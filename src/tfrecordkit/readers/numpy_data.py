@@ -247,9 +247,10 @@ class Loader:
         """Threads that read and decode steps ahead. Light records from local files take
         one: their Python holds the GIL for most of a step, so a second thread only added
         GIL hand-offs (16-feature records: 2.80 vs 2.15 CPU µs per record, 476k vs 491k
-        rec/s); images, audio, per-record augmentation and remote reads take them all."""
+        rec/s); images, audio, per-record augmentation, compressed files (inflating drops
+        the GIL) and remote reads take them all."""
         light = (not self.decoder.heavy and self.augment is None
-                 and self.records.storage.local)
+                 and self.records.storage.local and self.records.restarts is None)
         return 1 if light else self.num_threads
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
