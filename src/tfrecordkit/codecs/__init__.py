@@ -9,6 +9,7 @@ from tfrecordkit.codecs._image import (
     convert_channels,
     decode_image_bytes,
     load_pillow,
+    load_simplejpeg,
     scale_pixels,
 )
 from tfrecordkit.codecs._resize import resize_image, resize_image_with_pad
@@ -21,6 +22,7 @@ __all__ = [
     "decode_image_bytes",
     "image_header",
     "load_pillow",
+    "load_simplejpeg",
     "load_soundfile",
     "png_bit_depth",
     "resample_audio",

@@ -3,6 +3,7 @@ to uint8 pixels, channel conversions, float scaling."""
 
 from __future__ import annotations
 
+import functools
 import io
 from typing import Any
 
@@ -91,7 +92,15 @@ def _dct_scale(height: int, width: int, min_size: tuple[int, int] | None) -> int
     return 1
 
 
-_SIMPLEJPEG: Any = None
+@functools.cache
+def load_simplejpeg() -> Any:
+    """The ``simplejpeg`` module (libjpeg-turbo, decoding with the GIL released), or None
+    when it is not installed; imported once per process."""
+    try:
+        import simplejpeg
+    except ImportError:
+        return None
+    return simplejpeg
 
 
 def _decode_jpeg_turbo(data: bytes, channels: int | None,
@@ -101,17 +110,11 @@ def _decode_jpeg_turbo(data: bytes, channels: int | None,
     installed, not YCbCr/grey, or anything libjpeg warns about (Pillow then accepts or
     rejects exactly as before). Written straight into ``out`` (and it returned) when the
     decoded pixels need no conversion and have its shape."""
-    global _SIMPLEJPEG  # noqa: PLW0603 - one import attempt per process
-    if _SIMPLEJPEG is None:
-        try:
-            import simplejpeg
-        except ImportError:
-            simplejpeg = False
-        _SIMPLEJPEG = simplejpeg
-    if _SIMPLEJPEG is False:
+    simplejpeg = load_simplejpeg()
+    if simplejpeg is None:
         return None
     try:
-        height, width, space, _ = _SIMPLEJPEG.decode_jpeg_header(data)
+        height, width, space, _ = simplejpeg.decode_jpeg_header(data)
         if space not in ("Gray", "YCbCr"):
             return None
         grey = channels in (1, 2) or (channels is None and space == "Gray")
@@ -119,7 +122,7 @@ def _decode_jpeg_turbo(data: bytes, channels: int | None,
         shape = (-(-height // scale), -(-width // scale), 1 if grey else 3)
         direct = (out is not None and out.shape == shape and out.dtype == np.uint8
                   and out.flags.c_contiguous and channels in (None, shape[2]))
-        pixels = _SIMPLEJPEG.decode_jpeg(
+        pixels = simplejpeg.decode_jpeg(
             data, colorspace="GRAY" if grey else "RGB", fastdct=False, fastupsample=False,
             min_height=shape[0] if scale > 1 else 0, min_width=shape[1] if scale > 1 else 0,
             min_factor=scale, strict=True, buffer=out if direct else None)

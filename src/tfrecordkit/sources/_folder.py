@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from tfrecordkit.codecs import load_simplejpeg
 from tfrecordkit.errors import OptionError, SourceError
 from tfrecordkit.schema import Audio, ClassLabel, Image, Schema
 from tfrecordkit.sources._media import (
@@ -48,14 +49,6 @@ def walk_files(folder: str, extensions: frozenset[str],
             yield entry.path
         elif ignored is not None:
             ignored(entry.path)
-
-
-def _has_simplejpeg() -> bool:
-    try:
-        import simplejpeg  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 class _ClassFolder:
@@ -150,7 +143,7 @@ class ImageFolder(_ClassFolder):
         self.in_process = kept and not verify_images
         # Kept JPEGs test-decoded by libjpeg-turbo spend their time with the GIL released
         # (reading, decoding at 1/8 scale): threads beat pickling every file to a process.
-        self.threaded = kept and verify_images and _has_simplejpeg()
+        self.threaded = kept and verify_images and load_simplejpeg() is not None
 
     @property
     def conversions(self) -> dict[str, str]:

@@ -9,7 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.codecs import PIL_MODE_CHANNELS, image_header, load_pillow, png_bit_depth
+from tfrecordkit.codecs import (
+    PIL_MODE_CHANNELS,
+    image_header,
+    load_pillow,
+    load_simplejpeg,
+    png_bit_depth,
+)
 from tfrecordkit.errors import MissingDependencyError, SourceError
 from tfrecordkit.schema import sniff_bytes
 
@@ -63,9 +69,8 @@ def _check_size(path: str, width: int, height: int, max_pixels: int) -> None:
 
 def _decodes_cleanly(data: bytes) -> bool:
     """True when simplejpeg (if installed) decodes the JPEG at 1/8 scale without a warning."""
-    try:
-        import simplejpeg
-    except ImportError:
+    simplejpeg = load_simplejpeg()
+    if simplejpeg is None:
         return False
     try:
         simplejpeg.decode_jpeg(data, min_height=1, min_width=1, min_factor=8, strict=True)
