@@ -340,3 +340,33 @@ def test_a_fill_reusing_its_scan_equals_one_locating_again(batch, other):
             _same_columns(reused[1], again[1])
         else:
             assert reused[1] == again[1]
+
+
+@needs_compiled
+def test_what_a_scan_found_is_used_only_for_its_own_records_and_keys(monkeypatch):
+    """A fill handed another scan's findings (other records, or the same records scanned for
+    other keys in the same number) locates the keys again; batches too large to keep the
+    findings, or to share their row splits, give the same columns."""
+    from tfrecordkit.format import _columns
+
+    records = [encode_example({"a": [i, i + 1], "b": float(i), "c": b"x" * (i % 4)})
+               for i in range(40)]
+    specs = [KeySpec("a", "int64", (2,)), KeySpec("b", "float32", ()),
+             KeySpec("c", "string", None)]
+    want = parse_examples(records, specs)
+    codec = _columns._CODEC
+    swapped = _columns._spec_args([KeySpec("b", "float32", ()), KeySpec("a", "int64", (2,)),
+                                   KeySpec("c", "string", None)])
+    others = [encode_example({"a": [7, 7], "b": 1.0, "c": b"y"}) for _ in records]
+    for found in (codec.scan(records, swapped, True)[1],
+                  codec.scan(others, _columns._spec_args(specs), True)[1]):
+        handed = _FillWith(codec, lambda r, s, saved, found=found: (found,))
+        monkeypatch.setattr(_columns, "_CODEC", handed)
+        _same_columns(parse_examples(records, specs), want)
+    monkeypatch.setattr(_columns, "_CODEC", codec)
+    monkeypatch.setattr(_columns, "_KEEP_MAX", 0)
+    monkeypatch.setattr(_columns, "_SHARED_SPLITS_MAX", 0)
+    _same_columns(parse_examples(records, specs), want)
+    _same_columns(parse_examples(RecordSlices(b"".join(records),
+                                              np.cumsum([0] + [len(r) for r in records[:-1]]),
+                                              [len(r) for r in records]), specs), want)

@@ -703,6 +703,7 @@ typedef struct {
 typedef struct {
     Py_ssize_t n;
     int nspecs;
+    uint64_t specs_sig;   /* the specs scanned for: a fill for other specs ignores this */
     const uint8_t **data; /* the records scanned: a fill of other records ignores this */
     Py_ssize_t *len;
     SavedRun *runs;       /* n * nspecs */
@@ -718,12 +719,27 @@ static void saved_free(Saved *saved) {
     PyMem_RawFree(saved);
 }
 
-static Saved *saved_new(const Records *records, int nspecs) {
+/* FNV-1a over every spec's key, kind, count and default flag. */
+static uint64_t specs_signature(const Spec *specs, int nspecs) {
+    uint64_t h = 14695981039346656037ull;
+    for (int k = 0; k < nspecs; k++) {
+        int64_t fields[3] = {specs[k].kind, (int64_t)specs[k].count, specs[k].has_default};
+        const uint8_t *parts[2] = {(const uint8_t *)specs[k].key, (const uint8_t *)fields};
+        Py_ssize_t sizes[2] = {specs[k].key_len, (Py_ssize_t)sizeof fields};
+        for (int j = 0; j < 2; j++)
+            for (Py_ssize_t i = 0; i < sizes[j]; i++) h = (h ^ parts[j][i]) * 1099511628211ull;
+        h = (h ^ 0xFF) * 1099511628211ull; /* a separator: ("ab", "c") differs from ("a", "bc") */
+    }
+    return h;
+}
+
+static Saved *saved_new(const Records *records, const Spec *specs, int nspecs) {
     Saved *saved = PyMem_RawCalloc(1, sizeof(Saved));
     if (saved == NULL) return NULL;
     size_t n = (size_t)(records->n ? records->n : 1);
     saved->n = records->n;
     saved->nspecs = nspecs;
+    saved->specs_sig = specs_signature(specs, nspecs);
     saved->data = PyMem_RawMalloc(n * sizeof(uint8_t *));
     saved->len = PyMem_RawMalloc(n * sizeof(Py_ssize_t));
     saved->runs = PyMem_RawCalloc(n * (size_t)(nspecs ? nspecs : 1), sizeof(SavedRun));
@@ -739,8 +755,10 @@ static Saved *saved_new(const Records *records, int nspecs) {
     return saved;
 }
 
-static int saved_matches(const Saved *saved, const Records *records, int nspecs) {
+static int saved_matches(const Saved *saved, const Records *records, const Spec *specs,
+                         int nspecs) {
     return saved->n == records->n && saved->nspecs == nspecs &&
+           saved->specs_sig == specs_signature(specs, nspecs) &&
            (records->n == 0 ||
             (memcmp(saved->data, records->data, (size_t)records->n * sizeof(uint8_t *)) == 0 &&
              memcmp(saved->len, records->len, (size_t)records->n * sizeof(Py_ssize_t)) == 0));
@@ -819,7 +837,7 @@ static PyObject *codec_scan(PyObject *self, PyObject *args) {
         PyMem_Free(specs);
         return NULL;
     }
-    Saved *saved = keep ? saved_new(&records, nspecs) : NULL;  /* none: fill locates again */
+    Saved *saved = keep ? saved_new(&records, specs, nspecs) : NULL;  /* none: fill locates again */
     Error err = {0, -1, {0}};
     int ok;
     Py_BEGIN_ALLOW_THREADS
@@ -928,7 +946,7 @@ static PyObject *codec_fill(PyObject *self, PyObject *args) {
     if (ok) {
         int filled;
         Py_BEGIN_ALLOW_THREADS
-        if (saved && !saved_matches(saved, &records, nspecs)) saved = NULL;  /* other records */
+        if (saved && !saved_matches(saved, &records, specs, nspecs)) saved = NULL;  /* others' */
         filled = run_pass(&records, specs, nspecs, MODE_FILL, saved, &err);
         Py_END_ALLOW_THREADS
         if (!filled) {

@@ -187,8 +187,11 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
     args = _spec_args(specs)
     parts = _split(records, n)
     try:
-        # Each part's scan keeps what it found for its fill (no second look for the keys).
-        scanned = _run(lambda part: _CODEC.scan(part[2], args, True), parts)
+        # Each part's scan keeps what it found for its fill (no second look for the keys),
+        # unless that would take more than _KEEP_MAX entries of 24 bytes.
+        scanned = _run(lambda part: _CODEC.scan(part[2], args, True)
+                       if part[1] * len(args) <= _KEEP_MAX
+                       else (_CODEC.scan(part[2], args), None), parts)
     except _PartError as err:
         _raise(err.error, specs, where, err.first)
     totals = [found for found, _ in scanned]
@@ -229,6 +232,7 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
 
 
 _PARALLEL_MIN = 512  # records per thread below which splitting costs more than it saves
+_KEEP_MAX = 1 << 20  # (record, key) pairs a scan keeps for its fill: 24 MiB at most
 _POOL: Any = None
 
 
@@ -313,7 +317,7 @@ def _finish(spec: KeySpec, values: np.ndarray, row_counts: np.ndarray,
             grid[~missing] = values.reshape(-1, per_row) if per_row else grid[~missing]
             grid[missing] = np.asarray(defaults, values.dtype)
             values, row_counts = filled, np.full(n, per_row, np.int64)
-    if spec.shape is not None and lens is None:
+    if spec.shape is not None and lens is None and n <= _SHARED_SPLITS_MAX:
         # A fixed shape: every record holds its count (the codec checked it, defaults filled).
         splits = _fixed_splits(n, math.prod(spec.shape))
     else:
@@ -325,7 +329,10 @@ def _finish(spec: KeySpec, values: np.ndarray, row_counts: np.ndarray,
     return Column(spec, values, splits, missing)
 
 
-@functools.lru_cache(maxsize=256)
+_SHARED_SPLITS_MAX = 1 << 16  # records: batches this size share their fixed row splits
+
+
+@functools.lru_cache(maxsize=64)
 def _fixed_splits(n: int, per_row: int) -> np.ndarray:
     """``0, per_row, 2 * per_row, ... n * per_row``, read-only and shared: the row splits of
     every fixed-shape column of ``n`` records (made once per batch size, not per column)."""
