@@ -257,8 +257,9 @@ class RecordFetcher:
                     fds.append(self._acquire(shard))
                 counts = np.diff([*starts[g : g + group], hi])
                 short = read_spans(np.repeat(np.asarray(fds, np.int64), counts),
-                                   begins[lo:hi], ends[lo:hi] - begins[lo:hi], bases[lo:hi],
-                                   into)
+                                   *(np.ascontiguousarray(a, np.int64) for a in (
+                                       begins[lo:hi], ends[lo:hi] - begins[lo:hi],
+                                       bases[lo:hi])), into)
             finally:
                 for shard in files[: len(fds)]:
                     self._release(shard)
