@@ -110,6 +110,11 @@ class _SampledLoader:
     def __len__(self) -> int:
         raise NotImplementedError
 
+    @property
+    def pool_threads(self) -> int:
+        """Threads that build steps (each step's images split between them)."""
+        return self.num_threads
+
     def step_positions(self, epoch: int, step: int) -> list[np.ndarray]:
         """The positions (in the class index) of the records ``step`` of ``epoch`` reads, in
         groups fetched together."""
@@ -169,7 +174,7 @@ class _SampledLoader:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(self.num_threads) as pool:
+        with ThreadPoolExecutor(self.pool_threads) as pool:
             for step, batch in self.iter_steps(self.epoch,
                                                self.partition.steps(self.step, len(self)),
                                                pool):

@@ -113,10 +113,9 @@ class _Ring:
     written into a free one; the main process hands the batch over as tensors viewing it (no
     copy) and marks the buffer free again once nothing views it. Torch would make (and hand
     over by a socket) a new shared segment per batch, which cost more than reading small
-    records. With none free
-    (the main process holds more batches than there are buffers), a batch goes torch's way.
-    A buffer's name is removed once the main process has mapped it (it came back free), so
-    nothing is left behind however the processes end."""
+    records. With none free (the main process holds more batches than there are buffers), a
+    batch goes torch's way. A buffer's name is removed once the main process has mapped it
+    (it came back free), so nothing is left behind however the processes end."""
 
     def __init__(self) -> None:
         from multiprocessing import util
@@ -344,10 +343,12 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
         steps = len(loader)
         from concurrent.futures import ThreadPoolExecutor
 
-        threads = getattr(loader, "pool_threads", loader.num_threads)  # PK: all of them
+        threads = self.threads_per_worker or loader.pool_threads
         if workers > 1 and self.threads_per_worker is None:  # don't oversubscribe the cores
             threads = max(1, min(threads, (os.cpu_count() or 1) // workers))
-        with ThreadPoolExecutor(self.threads_per_worker or threads) as pool:
+        if info is not None:  # this worker's own copy: batches split for the threads it has
+            loader.num_threads = threads
+        with ThreadPoolExecutor(threads) as pool:
             for step, batch in loader.iter_steps(epoch, range(first, steps, workers), pool):
                 tensors = to_tensors(batch)
                 if info is not None:  # crosses to the main process: one buffer, not many
