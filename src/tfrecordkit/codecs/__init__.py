@@ -12,7 +12,13 @@ from tfrecordkit.codecs._image import (
     load_simplejpeg,
     scale_pixels,
 )
-from tfrecordkit.codecs._resize import resize_image, resize_image_with_pad
+from tfrecordkit.codecs._resize import (
+    pad_window,
+    resize_image,
+    resize_image_with_pad,
+    resize_into,
+    resize_kernel_name,
+)
 from tfrecordkit.codecs._sniff import ContentType, image_header, png_bit_depth, sniff_bytes
 
 __all__ = [
@@ -24,10 +30,13 @@ __all__ = [
     "load_pillow",
     "load_simplejpeg",
     "load_soundfile",
+    "pad_window",
     "png_bit_depth",
     "resample_audio",
     "resize_image",
     "resize_image_with_pad",
+    "resize_into",
+    "resize_kernel_name",
     "scale_pixels",
     "sniff_bytes",
 ]
