@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import io
+import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -30,7 +32,8 @@ PIL_MODE_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "P": 3, "1": 1, "I;16
 
 def decode_image_bytes(data: bytes, channels: int | None = None, *,
                        min_size: tuple[int, int] | None = None,
-                       out: np.ndarray | None = None) -> np.ndarray:
+                       out: np.ndarray | None = None,
+                       transient: bool = False) -> np.ndarray:
     """Decode JPEG/PNG (or any Pillow format) bytes to uint8 ``[h, w, c]`` pixels.
 
     The pixels equal ``tf.io.decode_jpeg(data, channels, dct_method="INTEGER_ACCURATE")`` and
@@ -42,12 +45,14 @@ def decode_image_bytes(data: bytes, channels: int | None = None, *,
     the result stays at least that size: faster, and close to but not equal to a full
     decode followed by a resize. ``out`` (a C-contiguous uint8 array, e.g. a batch's row)
     receives the pixels when they have its shape, and is returned; else a new array is.
+    ``transient=True``: the caller is done with the pixels before its thread decodes again
+    (e.g. it resizes them into a batch), so they may lie in a buffer the thread reuses.
 
     Raises:
         OSError, ValueError: the bytes are not a decodable image.
     """
     if data[:3] == b"\xff\xd8\xff":
-        pixels = _decode_jpeg_turbo(data, channels, min_size, out)
+        pixels = _decode_jpeg_turbo(data, channels, min_size, out, transient)
         if pixels is not None:
             return _into(convert_channels(pixels, channels), out)
     with load_pillow().open(io.BytesIO(data)) as opened:
@@ -103,9 +108,22 @@ def load_simplejpeg() -> Any:
     return simplejpeg
 
 
+_SCRATCH = threading.local()
+
+
+def _scratch(nbytes: int) -> np.ndarray:
+    """This thread's reusable decode buffer, of at least ``nbytes``."""
+    buffer: np.ndarray | None = getattr(_SCRATCH, "buffer", None)
+    if buffer is None or buffer.nbytes < nbytes:
+        buffer = np.empty(max(nbytes, 1 << 20), np.uint8)
+        _SCRATCH.buffer = buffer
+    return buffer
+
+
 def _decode_jpeg_turbo(data: bytes, channels: int | None,
                        min_size: tuple[int, int] | None,
-                       out: np.ndarray | None = None) -> np.ndarray | None:
+                       out: np.ndarray | None = None,
+                       transient: bool = False) -> np.ndarray | None:
     """Pixels through simplejpeg (GIL released), or None where Pillow must decide: not
     installed, not YCbCr/grey, or anything libjpeg warns about (Pillow then accepts or
     rejects exactly as before). Written straight into ``out`` (and it returned) when the
@@ -125,7 +143,8 @@ def _decode_jpeg_turbo(data: bytes, channels: int | None,
         pixels = simplejpeg.decode_jpeg(
             data, colorspace="GRAY" if grey else "RGB", fastdct=False, fastupsample=False,
             min_height=shape[0] if scale > 1 else 0, min_width=shape[1] if scale > 1 else 0,
-            min_factor=scale, strict=True, buffer=out if direct else None)
+            min_factor=scale, strict=True,
+            buffer=out if direct else _scratch(math.prod(shape)) if transient else None)
     except ValueError:
         return None
     pixels = pixels if pixels.ndim == 3 else pixels[:, :, None]

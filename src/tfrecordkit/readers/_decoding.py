@@ -12,11 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tfrecordkit.codecs import (
-    resize_image,
-    resize_image_with_pad,
-    scale_pixels,
-)
+from tfrecordkit.codecs import scale_pixels
 from tfrecordkit.errors import OptionError, SchemaError
 from tfrecordkit.format import (
     Column,
@@ -26,6 +22,7 @@ from tfrecordkit.format import (
     parse_feature_lists,
 )
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, stored_layout, stored_specs
+from tfrecordkit.readers._transform import Finish, ImageTransform
 from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
 
 __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_feature", "decode_options",
@@ -333,6 +330,9 @@ class RecordDecoder:
         self.shard_label = self.layout.shard_label
         size = options.image_size
         self._min_size = size if size is not None and options.fast_resize else None
+        # Resizing and scaling run on the decoding thread, into the batch's rows.
+        self._transform = (ImageTransform(options) if options.decode and size is not None
+                           else None)
         # Images the schema gives one decoded shape (size and channels), not resized: each
         # must have it, as tf.data's ensure_shape requires.
         self._fixed: dict[str, tuple[int, int, int]] = {}
@@ -395,8 +395,16 @@ class RecordDecoder:
 
     def batch_arrays(self, n: int) -> dict[str, np.ndarray]:
         """Empty ``[n, h, w, c]`` arrays for a batch's images to decode straight into (the
-        features whose images have one shape and are kept as decoded uint8 in a plain
-        array), for :meth:`decode_columns` and :meth:`assemble_columns`."""
+        features whose images have one shape in a plain array: resized to ``image_size``
+        with known channels, or of the schema's size and kept as uint8), for
+        :meth:`decode_columns` and :meth:`assemble_columns`."""
+        if self._transform is not None:
+            out = {}
+            for name in self._images:
+                layout = self.layout[name]
+                if not layout.varies and None not in layout.shape and layout.dtype is not None:
+                    out[name] = np.empty((n, *layout.shape), layout.dtype)
+            return out
         if self.options.image_dtype != "uint8":
             return {}
         return {name: np.empty((n, *shape), np.uint8) for name, shape in self._fixed.items()
@@ -410,34 +418,31 @@ class RecordDecoder:
         ``classes`` are the records' shard classes (needed when :attr:`shard_label` is
         set: a label taken from the shard); ``into``: rows of :meth:`batch_arrays`, one per
         record, the images are decoded into (that feature's value is then those rows)."""
+        finish: dict[str, Finish] | None = None
+        if self._transform is not None:
+            finish = {name: self._transform.finisher(None if into is None else into.get(name))
+                      for name in self._images}
         if self.schema is not None:
             columns = self.schema.decode_batch(records, features=self.features, where=where,
                                                image_min_size=self._min_size,
                                                audio_sample_rate=self.options.sample_rate,
-                                               shard_classes=classes, image_out=into)
+                                               shard_classes=classes,
+                                               image_out=into if finish is None else None,
+                                               image_finish=finish)
         else:
-            columns = self._columns_by_specs(records, where)
+            columns = self._columns_by_specs(records, where, finish)
         for name, shape in self._fixed.items():
             _check_shapes(name, columns[name], shape, where)
-        if self.options.image_size is not None:
-            resize = resize_image_with_pad if self.options.keep_aspect else resize_image
-            for name in self._images:
-                images = columns[name]
-                for i, image in enumerate(images):
-                    try:
-                        images[i] = resize(image, self.options.image_size)
-                    except ValueError as err:
-                        raise SchemaError(name, str(err), record=where(i)) from None
-        if self.options.image_dtype != "uint8":
+        if self._transform is None and self.options.image_dtype != "uint8":
             for name in self._images:
                 columns[name] = [scale_pixels(image, self.options.image_dtype, self.options.mean,
                                               self.options.std) for image in columns[name]]
         return columns
 
-    def _columns_by_specs(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any]
-                          ) -> dict[str, Any]:
-        """Files without a schema: the inferred specs' columns as values (images decoded;
-        SequenceExample feature lists as ``(steps, *step shape)`` arrays)."""
+    def _columns_by_specs(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
+                          finish: Mapping[str, Finish] | None = None) -> dict[str, Any]:
+        """Files without a schema: the inferred specs' columns as values (images decoded and
+        ``finish``ed; SequenceExample feature lists as ``(steps, *step shape)`` arrays)."""
         columns, lists = _parse_keys(records, list(self._specs.values()), where)
         out: dict[str, Any] = dict(lists)
         for name, spec in self._specs.items():
@@ -445,13 +450,19 @@ class RecordDecoder:
                 continue
             column, n = columns[name], len(records)
             if name in self._images:  # one encoded image per record (its spec's shape is ())
+                step = None if finish is None else finish[name]
                 images = []
                 for i, data in enumerate(column.to_bytes()):
                     try:
-                        images.append(decode_image_bytes(data, min_size=self._min_size))
+                        pixels = decode_image_bytes(data, min_size=self._min_size,
+                                                    transient=step is not None)
                     except (OSError, ValueError) as err:
                         raise SchemaError(name, f"cannot decode: {err}",
                                           record=where(i)) from None
+                    try:
+                        images.append(pixels if step is None else step(i, pixels))
+                    except ValueError as err:
+                        raise SchemaError(name, str(err), record=where(i)) from None
                 out[name] = images
             elif name in self.layout.tensors:  # serialized tensors: their arrays
                 out[name] = self._tensors(name, column.to_bytes(), where)

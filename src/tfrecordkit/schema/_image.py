@@ -214,20 +214,44 @@ class Image(Feature):
                       where: Callable[[int], Any], **options: Any) -> Any:
         """Every record's pixels (a list of ``[h, w, c]`` arrays; ``min_size`` as
         :meth:`decode` takes it), or ``out=`` (``[n, h, w, c]`` uint8) with the pixels
-        written into its rows when every image has a row's shape."""
+        written into its rows when every image has a row's shape. ``finish(i, pixels)``, if
+        given, turns record ``i``'s pixels into its value right after they are decoded, on the
+        same thread (a resize into the batch, say); the pixels may then lie in a buffer the
+        thread reuses, and ``out`` is not used."""
         min_size, out = options.get("min_size"), options.get("out")
+        finish: Callable[[int, np.ndarray], Any] | None = options.get("finish")
         column = columns[name]
         if self.encoding == "raw" or bool(column.missing.any()):
-            return super().decode_column(name, columns, n, where, min_size=min_size)
+            images = super().decode_column(name, columns, n, where, min_size=min_size)
+            return images if finish is None else [
+                _finished(name, finish, i, image, where) for i, image in enumerate(images)]
+        if finish is not None:
+            return [_finished(name, finish, i, self._decode_one(
+                name, data, min_size, row=None, transient=True, where=where, i=i), where)
+                    for i, data in enumerate(column.to_bytes())]
         rows = [None] * n if out is None else list(out)
-        images = []
-        for i, (data, row) in enumerate(zip(column.to_bytes(), rows, strict=True)):
-            try:
-                images.append(decode_image_bytes(data, self.channels, min_size=min_size,
-                                                 out=row))
-            except (OSError, ValueError, RuntimeError) as err:
-                raise SchemaError(name, f"cannot decode: {err}", record=where(i)) from None
+        images = [self._decode_one(name, data, min_size, row=row, transient=False, where=where,
+                                   i=i)
+                  for i, (data, row) in enumerate(zip(column.to_bytes(), rows, strict=True))]
         if out is not None and all(image is row for image, row in zip(images, rows,
                                                                          strict=True)):
             return out
         return images
+
+    def _decode_one(self, name: str, data: bytes, min_size: tuple[int, int] | None, *,
+                    row: np.ndarray | None, transient: bool, where: Callable[[int], Any],
+                    i: int) -> np.ndarray:
+        try:
+            return decode_image_bytes(data, self.channels, min_size=min_size, out=row,
+                                      transient=transient)
+        except (OSError, ValueError, RuntimeError) as err:
+            raise SchemaError(name, f"cannot decode: {err}", record=where(i)) from None
+
+
+def _finished(name: str, finish: Callable[[int, np.ndarray], Any], i: int, pixels: np.ndarray,
+              where: Callable[[int], Any]) -> Any:
+    """Record ``i``'s ``finish``ed pixels; a ValueError names the record."""
+    try:
+        return finish(i, pixels)
+    except ValueError as err:
+        raise SchemaError(name, str(err), record=where(i)) from None

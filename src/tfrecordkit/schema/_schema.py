@@ -269,7 +269,9 @@ class Schema(Mapping[str, Feature]):
                      image_min_size: tuple[int, int] | None = None,
                      audio_sample_rate: int | None = None,
                      shard_classes: Any = None,
-                     image_out: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
+                     image_out: Mapping[str, np.ndarray] | None = None,
+                     image_finish: Mapping[str, Callable[[int, np.ndarray], Any]] | None = None,
+                     ) -> dict[str, Any]:
         """Decode a batch at once: ``{feature name: n values}`` (an array for numbers and
         class labels, a list otherwise), checked as :meth:`decode` checks each record, through
         the compiled columnar codec (see :func:`tfrecordkit.format.parse_examples`).
@@ -300,7 +302,8 @@ class Schema(Mapping[str, Feature]):
             elif isinstance(feature, Image):
                 out[name] = feature.decode_column(
                     name, columns, n, name_of, min_size=image_min_size,
-                    out=None if image_out is None else image_out.get(name))
+                    out=None if image_out is None else image_out.get(name),
+                    finish=None if image_finish is None else image_finish.get(name))
             elif audio_sample_rate is not None and isinstance(feature, Audio):
                 out[name] = feature.decode_column(name, columns, n, name_of,
                                                   sample_rate=audio_sample_rate)
