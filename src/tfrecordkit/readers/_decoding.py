@@ -22,7 +22,7 @@ from tfrecordkit.format import (
     parse_feature_lists,
 )
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, stored_layout, stored_specs
-from tfrecordkit.readers._transform import Finish, ImageTransform
+from tfrecordkit.readers._transform import Finish, ImageTransform, RecordKeys
 from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
 
 __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_feature", "decode_options",
@@ -73,6 +73,14 @@ class DecodeOptions:
             ``{"text", "ids", "mask"}``; ``mask`` is False on padding.
         provenance: also return ``"__source"``: each record's input (its path relative to
             the folder converted, or ``table.csv:row``), as conversion stored it.
+        crop: with ``image_size``, the ImageNet recipe's window, cut from the full decode
+            (integer pixels) and then resized: ``"random"`` (training: torchvision's
+            random-resized-crop rule, ``crop_scale`` of the area, aspect in ``crop_ratio``),
+            ``"center"`` (evaluation: the centred window of the target's aspect, sides cut to
+            ``crop_fraction``). Random windows are a pure function of (seed, epoch, record
+            id): every reader cuts the same pixels, and resume repeats them.
+        flip: mirror each image left to right with probability 1/2, keyed like ``crop``.
+        crop_scale, crop_ratio, crop_fraction: see ``crop``.
     """
 
     decode: bool = True
@@ -89,6 +97,11 @@ class DecodeOptions:
     padding_values: Mapping[str, float] | None = None
     text_length: int | None = None
     provenance: bool = False
+    crop: Literal["random", "center"] | None = None
+    flip: bool = False
+    crop_scale: tuple[float, float] = (0.08, 1.0)
+    crop_ratio: tuple[float, float] = (3 / 4, 4 / 3)
+    crop_fraction: float = 0.875
 
     def __post_init__(self) -> None:
         if self.text_length is not None and (
@@ -141,6 +154,31 @@ class DecodeOptions:
             object.__setattr__(self, "image_size", size)
         if self.padding not in ("pad", "ragged"):
             raise OptionError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
+        self._check_crop()
+
+    def _check_crop(self) -> None:
+        if self.crop not in (None, "random", "center"):
+            raise OptionError(f"crop must be 'random', 'center' or None; got {self.crop!r}")
+        if not isinstance(self.flip, bool):
+            raise OptionError(f"flip must be True or False; got {self.flip!r}")
+        if (self.crop is not None or self.flip) and self.image_size is None:
+            raise OptionError("crop and flip work on resized images: give image_size too")
+        if self.crop is not None and (self.keep_aspect or self.fast_resize):
+            raise OptionError(f"crop={self.crop!r} cuts a window of the full decode: it does "
+                              "not combine with keep_aspect or fast_resize")
+        for name, low_bound in (("crop_scale", 0.0), ("crop_ratio", 0.0)):
+            value = getattr(self, name)
+            try:
+                low, high = (float(v) for v in value)
+            except (TypeError, ValueError):
+                raise OptionError(f"{name} must be two numbers (low, high); got "
+                                  f"{value!r}") from None
+            if not low_bound < low <= high or (name == "crop_scale" and high > 1):
+                raise OptionError(f"{name} must be (low, high) with 0 < low <= high"
+                                  f"{' <= 1' * (name == 'crop_scale')}; got {value!r}")
+            object.__setattr__(self, name, (low, high))
+        if not 0 < float(self.crop_fraction) <= 1:
+            raise OptionError(f"crop_fraction must be in (0, 1]; got {self.crop_fraction!r}")
 
 
 def batch_feature(layout: FeatureLayout, values: list[Any], padding: Padding) -> Any:
@@ -402,8 +440,9 @@ class RecordDecoder:
             out = {}
             for name in self._images:
                 layout = self.layout[name]
-                if not layout.varies and None not in layout.shape and layout.dtype is not None:
-                    out[name] = np.empty((n, *layout.shape), layout.dtype)
+                shape = tuple(d for d in layout.shape if d is not None)
+                if not layout.varies and len(shape) == 3 and layout.dtype is not None:
+                    out[name] = np.empty((n, *shape), layout.dtype)
             return out
         if self.options.image_dtype != "uint8":
             return {}
@@ -412,16 +451,18 @@ class RecordDecoder:
 
     def decode_columns(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
                        classes: np.ndarray | None = None,
-                       into: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
+                       into: Mapping[str, np.ndarray] | None = None,
+                       keys: RecordKeys | None = None) -> dict[str, Any]:
         """The records' values feature by feature (arrays for numbers, else per-record
         lists), through one columnar pass; ``where(i)`` names record ``i`` in errors;
         ``classes`` are the records' shard classes (needed when :attr:`shard_label` is
         set: a label taken from the shard); ``into``: rows of :meth:`batch_arrays`, one per
-        record, the images are decoded into (that feature's value is then those rows)."""
+        record, the images are decoded into (that feature's value is then those rows);
+        ``keys``: what the records' random crops and flips are keyed by."""
         finish: dict[str, Finish] | None = None
         if self._transform is not None:
-            finish = {name: self._transform.finisher(None if into is None else into.get(name))
-                      for name in self._images}
+            finish = {name: self._transform.finisher(None if into is None else into.get(name),
+                                                     keys) for name in self._images}
         if self.schema is not None:
             columns = self.schema.decode_batch(records, features=self.features, where=where,
                                                image_min_size=self._min_size,
@@ -495,18 +536,20 @@ class RecordDecoder:
         return out
 
     def decode_rows(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
-                    classes: np.ndarray | None = None) -> list[dict[str, Any]]:
+                    classes: np.ndarray | None = None, keys: RecordKeys | None = None
+                    ) -> list[dict[str, Any]]:
         """Each record's values, as :meth:`decode_columns` finds them (not yet in the batch
         structure: what augmentations see)."""
-        columns = self.decode_columns(records, where, classes)
+        columns = self.decode_columns(records, where, classes, keys=keys)
         return [{name: columns[name][i] for name in self.features}
                 for i in range(len(records))]
 
     def decode_one(self, record: bytes, source: str | int | None = None,
-                   shard_class: int | None = None) -> dict[str, Any]:
+                   shard_class: int | None = None, keys: RecordKeys | None = None
+                   ) -> dict[str, Any]:
         """One record's values in the batch structure without the batch dimension."""
         classes = None if shard_class is None else np.array([shard_class])
-        row = self.decode_rows([record], lambda _: source, classes)[0]
+        row = self.decode_rows([record], lambda _: source, classes, keys)[0]
         out = {}
         for name in self.features:
             try:
@@ -557,7 +600,7 @@ class RecordDecoder:
 
     def decode_batch(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
                      pool: Executor | None = None, classes: np.ndarray | None = None,
-                     threads: int = 1) -> dict[str, Any]:
+                     threads: int = 1, *, keys: RecordKeys | None = None) -> dict[str, Any]:
         """A batch of records; ``where(i)`` names record ``i`` in errors; ``classes`` as
         :meth:`decode_columns` takes them. With ``pool`` (of ``threads`` threads), heavy
         records (images, audio) decode in chunks on its threads."""
@@ -566,14 +609,15 @@ class RecordDecoder:
         size = chunk_size(len(records), threads)
         if pool is None or not self.heavy or len(records) <= size:
             arrays = self.batch_arrays(len(records))
-            return self.assemble_columns([self.decode_columns(records, where, classes, arrays)],
-                                         arrays)
+            return self.assemble_columns([self.decode_columns(records, where, classes, arrays,
+                                                              keys)], arrays)
         starts = range(0, len(records), size)
         arrays = self.batch_arrays(len(records))
         parts = pool.map(lambda s: self.decode_columns(
             records[s : s + size], lambda i: where(s + i),
             None if classes is None else classes[s : s + size],
-            {name: a[s : s + size] for name, a in arrays.items()}), starts)
+            {name: a[s : s + size] for name, a in arrays.items()},
+            None if keys is None else keys.part(s, s + size)), starts)
         return self.assemble_columns(list(parts), arrays)
 
 

@@ -20,6 +20,7 @@ from tfrecordkit.readers._decoding import (
     decode_options,
 )
 from tfrecordkit.readers._partition import Partition
+from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import (
     ClassIndex,
     EpochUnit,
@@ -103,6 +104,7 @@ class _SampledLoader:
 
     epoch: int
     step: int
+    seed: int
     num_threads: int
     partition: Partition
     fetcher: RecordFetcher
@@ -119,6 +121,11 @@ class _SampledLoader:
         """The positions (in the class index) of the records ``step`` of ``epoch`` reads, in
         groups fetched together."""
         raise NotImplementedError
+
+    def keys(self, epoch: int, step: int, positions: np.ndarray) -> RecordKeys:
+        """What the step's random crops and flips are keyed by: the seed, the step counter
+        (a record drawn at two steps of an epoch gets two windows) and its position."""
+        return RecordKeys(self.seed, epoch * max(len(self), 1) + step, positions)
 
     def build_step(self, epoch: int, step: int, groups: list[np.ndarray],
                    records: list[Records], pool: Executor | None) -> dict[str, Any]:
@@ -206,7 +213,7 @@ class PKLoader(_SampledLoader):
                  partition: Partition | None = None, options: DecodeOptions | None = None,
                  num_threads: int | None = None, max_open_files: int | None = None,
                  storage_options: dict[str, Any] | None = None) -> None:
-        self.partition = partition or Partition()
+        self.partition, self.seed = partition or Partition(), seed
         storage = Storage.of(path, storage_options)
         manifest = load_manifest(path, storage=storage)
         self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
@@ -233,7 +240,8 @@ class PKLoader(_SampledLoader):
         positions = groups[0]
         labels = self._class_of[positions]
         batch = self.decoder.decode_batch(records[0], _sources(self.index, positions), pool,
-                                          labels, self.num_threads)
+                                          labels, self.num_threads,
+                                          keys=self.keys(epoch, step, positions))
         batch["label"] = labels
         batch[CLASS_POSITION] = self._positions
         batch[RECORD_ID] = positions
@@ -414,7 +422,8 @@ class TripletLoader(_SampledLoader):
                                           strict=True):
             labels = self._class_of[positions]
             part = self.decoder.decode_batch(found, _sources(self.index, positions), pool,
-                                             labels, self.num_threads)
+                                             labels, self.num_threads,
+                                             keys=self.keys(epoch, step, positions))
             part["label"] = labels
             part[RECORD_ID] = positions
             batch[role] = part

@@ -1,21 +1,38 @@
 """The image step of the TF-free readers, run on the decoding thread right after each decode:
-resize (or fit and pad) and scale, written straight into the batch's row."""
+crop, resize (or fit and pad), flip and scale, written straight into the batch's row."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tfrecordkit.codecs import pad_window, resize_into, scale_pixels
+from tfrecordkit.errors import OptionError
+from tfrecordkit.sampling import center_crop_boxes, random_crop_boxes, random_flips
 
 if TYPE_CHECKING:
     from tfrecordkit.readers._decoding import DecodeOptions
 
-__all__ = ["ImageTransform"]
+__all__ = ["Finish", "ImageTransform", "RecordKeys"]
 
 Finish = Callable[[int, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class RecordKeys:
+    """What random crops and flips of a run of records are keyed by: the reader's ``seed``, the
+    ``epoch`` (P×K and triplets: the step counter) and each record's id in its split."""
+
+    seed: int
+    epoch: int
+    ids: np.ndarray
+
+    def part(self, start: int, stop: int) -> RecordKeys:
+        """The keys of records ``start:stop``."""
+        return RecordKeys(self.seed, self.epoch, self.ids[start:stop])
 
 
 class ImageTransform:
@@ -30,7 +47,38 @@ class ImageTransform:
         self.keep_aspect = options.keep_aspect
         self.dtype = np.dtype(options.image_dtype)
         self.mean, self.std = options.mean, options.std
+        self.crop, self.flip = options.crop, options.flip
+        self.crop_scale, self.crop_ratio = options.crop_scale, options.crop_ratio
+        self.crop_fraction = options.crop_fraction
         self._fills: dict[int, np.ndarray] = {}
+
+    @property
+    def keyed(self) -> bool:
+        """Whether images need their :class:`RecordKeys` (random crops or flips)."""
+        return self.crop == "random" or self.flip
+
+    def window(self, height: int, width: int, keys: RecordKeys | None, i: int
+               ) -> tuple[int, int, int, int, bool]:
+        """Record ``i``'s crop window ``(top, left, height, width)`` and flip."""
+        if self.keyed and keys is None:
+            raise OptionError("random crops and flips are keyed by (seed, epoch, record id); "
+                              "this reader gives no record ids")
+        one = None if keys is None else keys.ids[i : i + 1]
+        if self.crop == "random":
+            assert keys is not None and one is not None
+            box = random_crop_boxes(np.array([height]), np.array([width]), seed=keys.seed,
+                                    epoch=keys.epoch, ids=one, scale=self.crop_scale,
+                                    ratio=self.crop_ratio, flip=self.flip)[0]
+            return int(box[0]), int(box[1]), int(box[2]), int(box[3]), bool(box[4])
+        flip = False
+        if self.flip:
+            assert keys is not None and one is not None
+            flip = bool(random_flips(seed=keys.seed, epoch=keys.epoch, ids=one)[0])
+        if self.crop == "center":
+            box = center_crop_boxes(np.array([height]), np.array([width]), self.size,
+                                    self.crop_fraction)[0]
+            return int(box[0]), int(box[1]), int(box[2]), int(box[3]), flip
+        return 0, 0, height, width, flip
 
     def _fill(self, channels: int) -> np.ndarray:
         """What padding holds: black, scaled as the pixels are."""
@@ -41,10 +89,11 @@ class ImageTransform:
             self._fills[channels] = fill
         return fill
 
-    def finisher(self, rows: np.ndarray | None = None) -> Finish:
+    def finisher(self, rows: np.ndarray | None = None, keys: RecordKeys | None = None
+                 ) -> Finish:
         """``finish(i, pixels)``: record ``i``'s uint8 ``[h, w, c]`` pixels transformed into
         ``rows[i]`` (a batch's ``[n, H, W, C]`` array) when its channels match, else into a new
-        array, which is returned."""
+        array, which is returned; ``keys`` key random crops and flips."""
 
         def finish(i: int, pixels: np.ndarray) -> np.ndarray:
             channels = pixels.shape[2]
@@ -52,12 +101,19 @@ class ImageTransform:
                 out = rows[i]
             else:
                 out = np.empty((*self.size, channels), self.dtype)
-            return self.transform(pixels, out)
+            if self.crop is None and not self.flip:
+                return self.transform(pixels, out)
+            top, left, height, width, flip = self.window(pixels.shape[0], pixels.shape[1],
+                                                         keys, i)
+            window = pixels[top : top + height, left : left + width]
+            return self.transform(window, out, flip=flip)
 
         return finish
 
-    def transform(self, pixels: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """``pixels`` transformed into ``out`` (``[H, W, c]`` of the options' dtype).
+    def transform(self, pixels: np.ndarray, out: np.ndarray, *, flip: bool = False
+                  ) -> np.ndarray:
+        """``pixels`` transformed into ``out`` (``[H, W, c]`` of the options' dtype), mirrored
+        left to right when ``flip``.
 
         Raises:
             ValueError: the image cannot be fitted (``keep_aspect`` would scale it to nothing).
@@ -65,7 +121,7 @@ class ImageTransform:
         scaled = self.dtype == np.float32
         mean, std = (self.mean, self.std) if scaled else (None, None)
         if not self.keep_aspect:
-            return resize_into(pixels, out, mean=mean, std=std)
+            return resize_into(pixels, out, flip=flip, mean=mean, std=std)
         top, left, height, width = pad_window(pixels.shape[0], pixels.shape[1], self.size)
         fill = self._fill(pixels.shape[2])
         out[:top] = fill
@@ -73,4 +129,6 @@ class ImageTransform:
         out[top : top + height, :left] = fill
         out[top : top + height, left + width :] = fill
         resize_into(pixels, out[top : top + height, left : left + width], mean=mean, std=std)
+        if flip:
+            out[...] = out[:, ::-1].copy()
         return out

@@ -14,6 +14,7 @@ import numpy as np
 from tfrecordkit.readers import RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._plan import PathArg, open_records
+from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import EpochOrder, ShuffleMode
 
 __all__ = ["GrainSource", "load_grain_source"]
@@ -25,12 +26,14 @@ class GrainSource:
     its stored keys parsed but not decoded, plus its ``"__id"``. Thread-safe and picklable
     (files reopen after unpickling); numbers carry their schema dtype. Grain's default
     batching stacks fixed shapes; :meth:`collate` batches any record as the other readers
-    do."""
+    do. Random crops and flips (``DecodeOptions(crop="random")``) are keyed by ``seed``, the
+    epoch (a key ``k`` past the end reads record ``k % len`` in epoch ``k // len``) and the
+    record, as in every reader."""
 
     def __init__(self, path: PathArg, split: str = "train", *,
                  options: DecodeOptions | None = None, max_open_files: int | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
-        self.options = options or DecodeOptions()
+                 storage_options: dict[str, Any] | None = None, seed: int = 0) -> None:
+        self.options, self.seed = options or DecodeOptions(), seed
         read, self.records, self.decoder = open_records(path, split, self.options,
                                                         max_open_files=max_open_files,
                                                         storage_options=storage_options)
@@ -39,26 +42,30 @@ class GrainSource:
     def __len__(self) -> int:
         return len(self.records)
 
-    def _values(self, record: bytes, key: int) -> dict[str, Any]:
+    def _values(self, record: bytes, key: int, epoch: int = 0) -> dict[str, Any]:
         label = self.decoder.shard_label
         shard_class = int(self.records.shard_classes([key])[0]) if label else None
         if not self.options.decode:  # parsed, not decoded
             values = self.decoder.raw_one(record, self.records.where(key), shard_class)
             values[RECORD_ID] = np.int64(key)
             return values
-        values = self.decoder.decode_one(record, self.records.where(key), shard_class)
+        keys = RecordKeys(self.seed, epoch, np.array([key], np.int64))
+        values = self.decoder.decode_one(record, self.records.where(key), shard_class, keys)
         values[RECORD_ID] = np.int64(key)
         return values
 
     def __getitem__(self, key: int) -> dict[str, Any]:
         key = int(key)
-        return self._values(self.records[key], key % len(self))
+        if key < 0:
+            raise IndexError(f"record keys are not negative; got {key}")
+        return self._values(self.records[key % len(self)], key % len(self), key // len(self))
 
     def _getitems(self, keys: Sequence[int]) -> list[dict[str, Any]]:
         """Many records in one call (grain uses it for batched reads): read in file order."""
         ids = [int(k) % len(self) for k in keys]
-        return [self._values(r, k) for r, k in zip(self.records.get_many(ids), ids,
-                                                   strict=True)]
+        epochs = [int(k) // len(self) for k in keys]
+        return [self._values(r, k, e) for r, k, e in zip(self.records.get_many(ids), ids,
+                                                         epochs, strict=True)]
 
     def order(self, seed: int = 0, epoch: int = 0, shuffle: ShuffleMode = "block"
               ) -> np.ndarray:
@@ -88,11 +95,13 @@ def load_grain_source(path: PathArg, split: str = "train", *,
                       features: Sequence[str] | None = None, decode: bool = True,
                       image_size: tuple[int, int] | None = None,
                       options: DecodeOptions | None = None,
-                      storage_options: dict[str, Any] | None = None) -> GrainSource:
+                      storage_options: dict[str, Any] | None = None,
+                      seed: int = 0) -> GrainSource:
     """A split as a grain ``RandomAccessDataSource``: ``grain.MapDataset.source(...)`` or
-    ``grain.DataLoader(data_source=...)`` then shuffle, shard, batch and checkpoint it."""
+    ``grain.DataLoader(data_source=...)`` then shuffle, shard, batch and checkpoint it.
+    ``seed`` keys random crops and flips (see :class:`GrainSource`)."""
     from tfrecordkit.readers._decoding import decode_options
 
     return GrainSource(path, split, options=decode_options(
         options, decode=decode, features=features, image_size=image_size),
-        storage_options=storage_options)
+        storage_options=storage_options, seed=seed)

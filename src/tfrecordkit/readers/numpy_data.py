@@ -28,6 +28,7 @@ from tfrecordkit.readers._metric import (
 )
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg, open_records
+from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import (
     EpochOrder,
     ShuffleMode,
@@ -182,11 +183,13 @@ class Loader:
             if not decoder.options.decode:
                 return decoder.raw_columns(raw, lambda i: records.where(int(chunk[i])),
                                            classes)
+            keys = RecordKeys(seed, epoch, chunk)
             if augment is None:  # feature by feature: no per-record rows at all
                 return decoder.decode_columns(
                     raw, lambda i: records.where(int(chunk[i])), classes,
-                    {name: a[at : at + len(chunk)] for name, a in arrays.items()})
-            rows = decoder.decode_rows(raw, lambda i: records.where(int(chunk[i])), classes)
+                    {name: a[at : at + len(chunk)] for name, a in arrays.items()}, keys)
+            rows = decoder.decode_rows(raw, lambda i: records.where(int(chunk[i])), classes,
+                                       keys)
             if augment is not None:  # randomness keyed by the record, not by the thread
                 rows = [augment(row, np.random.default_rng([seed, epoch, int(i)]))
                         for row, i in zip(rows, chunk, strict=True)]

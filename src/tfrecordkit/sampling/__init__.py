@@ -3,6 +3,7 @@ functions of seed, epoch and step). Random access to a split lives in :mod:`tfre
 (re-exported here)."""
 
 from tfrecordkit.sampling._class_index import ClassIndex
+from tfrecordkit.sampling._crop import center_crop_boxes, random_crop_boxes, random_flips
 from tfrecordkit.sampling._order import EpochOrder, ShuffleMode, fingerprint
 from tfrecordkit.sampling._plan import EpochUnit, PKSampler, TripletSampler
 from tfrecordkit.sampling._state import MAX_EPOCH, check_state, state_int
@@ -27,9 +28,12 @@ __all__ = [
     "SplitLocations",
     "SplitRecords",
     "TripletSampler",
+    "center_crop_boxes",
     "check_state",
     "fingerprint",
     "open_split",
+    "random_crop_boxes",
+    "random_flips",
     "split_locations",
     "state_int",
 ]

@@ -16,15 +16,16 @@ from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
 from tfrecordkit.readers.tf_data._augment import (
     _compose,
 )
+from tfrecordkit.readers.tf_data._crop import CROP_KEY
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     Example,
     _decode_common,
     _decode_one,
     _needs_per_example_decode,
-    _resize,
     _scale_image,
     decode_image_tensor,
+    finish_image,
 )
 from tfrecordkit.schema import (
     ClassLabel,
@@ -50,6 +51,7 @@ class _DecodePlan:
     augment: Any
     ordered: bool
     stored: BatchLayout  # decode=False: the stored keys (see readers' stored_layout)
+    seed: int = 0  # keys random crops and flips
 
     @property
     def shaping(self) -> BatchLayout:
@@ -125,14 +127,16 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             if not plan.decode or not plan.selected:
                 out = dict(parsed)
                 for key in plan.foreign_images if plan.decode else ():
-                    out[key] = _resize(decode_image_tensor(out[key]), options.image_size,
-                                       options.keep_aspect)
+                    out[key] = finish_image(decode_image_tensor(out[key]), parsed, options,
+                                            plan.seed)
                 for key in plan.foreign_tensors if plan.decode else ():
                     held = layout[key]
                     out[key] = tf.ensure_shape(
                         tf.io.parse_tensor(out[key], tf.as_dtype(held.dtype)), held.shape)
             else:
-                out = {n: _decode_one(f, parsed, n, options) for n, f in plan.selected.items()}
+                out = {n: _decode_one(f, parsed, n, options, plan.seed)
+                       for n, f in plan.selected.items()}
+            out.pop(CROP_KEY, None)  # the record's tag, read by finish_image
             if plan.decode and options.image_dtype != "uint8":
                 for key in layout.images:
                     out[key] = _scale_image(out[key], options.image_dtype, options.mean,

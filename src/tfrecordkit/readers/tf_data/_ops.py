@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from tfrecordkit.codecs import load_soundfile, resample_audio
 from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers.tf_data._crop import CROP_KEY, crop_window
 from tfrecordkit.schema import (
     Audio,
     Feature,
@@ -22,7 +23,7 @@ from tfrecordkit.schema import (
     Text,
 )
 
-__all__ = ["AUTOTUNE", "Example", "decode_image_tensor", "feature_description"]
+__all__ = ["AUTOTUNE", "Example", "decode_image_tensor", "feature_description", "finish_image"]
 
 AUTOTUNE = tf.data.AUTOTUNE
 Example = dict[str, Any]
@@ -114,8 +115,8 @@ def decode_image_tensor(data: Any, channels: int | None = None, encoding: str = 
     return image
 
 
-def _decode_image(feature: Image, parsed: Example, name: str,
-                  image_size: tuple[int, int] | None, keep_aspect: bool) -> Any:
+def _decode_image(feature: Image, parsed: Example, name: str, options: DecodeOptions,
+                  seed: int = 0) -> Any:
     data = parsed[name]
     if feature.encoding == "raw":
         shape = tf.stack([parsed[f"{name}/height"], parsed[f"{name}/width"],
@@ -124,9 +125,21 @@ def _decode_image(feature: Image, parsed: Example, name: str,
                                 feature.channels)
     else:
         image = decode_image_tensor(data, feature.channels, feature.encoding)
-    if image_size is None and feature.fixed_shape is not None:
+    if options.image_size is None and feature.fixed_shape is not None:
         image = tf.ensure_shape(image, feature.fixed_shape)  # a static shape for Keras
-    return _resize(image, image_size, keep_aspect)
+    return finish_image(image, parsed, options, seed)
+
+
+def finish_image(image: Any, parsed: Example, options: DecodeOptions, seed: int = 0) -> Any:
+    """A decoded image cropped, resized and flipped as ``options`` say (the TF-free readers'
+    :class:`ImageTransform` steps, in-graph); random windows and flips read the record's tag
+    (``CROP_KEY``, see :mod:`._crop`)."""
+    if options.crop is None and not options.flip:
+        return _resize(image, options.image_size, options.keep_aspect)
+    key = parsed.get(CROP_KEY, tf.constant(b""))
+    window, flip = crop_window(image, key, seed, options)
+    resized = _resize(window, options.image_size, options.keep_aspect)
+    return tf.cond(flip, lambda: tf.image.flip_left_right(resized), lambda: resized)
 
 
 def _scale_image(image: Any, dtype: str, mean: tuple[float, ...] | None,
@@ -231,9 +244,10 @@ def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool,
     return parsed[name]  # ClassLabel (int64), Sequence (ragged)
 
 
-def _decode_one(feature: Feature, parsed: Example, name: str, options: DecodeOptions) -> Any:
+def _decode_one(feature: Feature, parsed: Example, name: str, options: DecodeOptions,
+                seed: int = 0) -> Any:
     if isinstance(feature, Image):
-        return _decode_image(feature, parsed, name, options.image_size, options.keep_aspect)
+        return _decode_image(feature, parsed, name, options, seed)
     if isinstance(feature, Audio):
         return _decode_audio(feature, parsed, name, options.sample_rate)
     return _decode_common(feature, parsed, name, batched=False,

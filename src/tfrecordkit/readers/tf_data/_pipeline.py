@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from tfrecordkit.errors import OptionError
@@ -15,7 +16,7 @@ from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.readers._decoding import DecodeOptions, decode_options
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._plan import plan_read
+from tfrecordkit.readers._plan import ReadPlan, plan_read
 from tfrecordkit.readers.tf_data._augment import (
     Augment,
 )
@@ -27,6 +28,7 @@ from tfrecordkit.readers.tf_data._batching import (
     _shard_label,
     _supervised,
 )
+from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, keyed, tag_records
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     _tf_spec,
@@ -123,6 +125,9 @@ def load_tf_dataset(
             schema mismatch), before any training starts.
     """
     options = decode_options(options, decode=decode, features=features, image_size=image_size)
+    if options.fast_resize:
+        raise OptionError("fast_resize decodes JPEGs at a reduced DCT scale in the TF-free "
+                          "readers only; tf.data decodes them whole (leave fast_resize off)")
     if options.padded_shapes and batch_size is None:
         raise OptionError("padded_shapes pads batches: give batch_size")
     if batch_size is not None and batch_size < 1:
@@ -157,19 +162,38 @@ def load_tf_dataset(
     ordered = seed is not None or by_record or not shuffle
     # A label taken from the shard: each file's records get it appended (_with_shard_label).
     shard_label = _shard_label(schema, names, description)
-    files_ds = tf.data.Dataset.from_tensor_slices(
-        (list(file_paths), _shard_entries(schema, shard_label, file_classes)) if shard_label
-        else list(file_paths))
+    # Random crops and flips: each record is tagged with its epoch and id as it is read.
+    tagged = keyed(options)
+    if tagged:
+        if cache:
+            raise OptionError("random crops and flips are keyed by the epoch: they cannot be "
+                              "cached (give cache=False)")
+        description[CROP_KEY] = tf.io.FixedLenFeature([], tf.string, default_value=b"")
+    files: dict[str, Any] = {"file": list(file_paths)}
+    if shard_label:
+        files["entry"] = _shard_entries(schema, shard_label, file_classes)
+    if tagged:
+        files["first"] = np.asarray(_first_ids(read, file_paths), np.int64)
+    files_ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle and len(file_paths) > 1:
         files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
+    counter = EpochCounter() if tagged else None
+    if counter is not None:
+        files_ds = counter.starting(files_ds)
     cycle = max(1, min(len(file_paths), 16)) if shuffle else 1
 
     # Files are interleaved in runs of records: a parallel interleave of single records
     # costs ~15 µs each (one file: 15x slower than reading it; bench/vocabulary.py found it).
-    def runs(file: Any, entry: Any = None) -> Any:
-        records = open_file(file).batch(_INTERLEAVE_RUN)
-        return records if entry is None else records.map(
-            lambda r: tf.strings.join([r, tf.fill(tf.shape(r), entry)]))
+    def runs(file: dict[str, Any]) -> Any:
+        records = open_file(file["file"]).batch(_INTERLEAVE_RUN)
+        if "entry" in file:
+            records = records.map(lambda r: tf.strings.join(
+                [r, tf.fill(tf.shape(r), file["entry"])]))
+        if counter is not None:
+            records = records.enumerate().map(lambda run, r: tag_records(
+                r, counter.value(), file["first"] + run * _INTERLEAVE_RUN
+                + tf.range(tf.size(r, out_type=tf.int64))))
+        return records
 
     ds = files_ds.interleave(runs, cycle_length=cycle, block_length=1,
                              num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
@@ -186,7 +210,8 @@ def load_tf_dataset(
 
     selected = {n: schema[n] for n in names} if schema is not None else {}
     stored = stored_layout(stored_specs(schema, names, read.specs), options.padding)
-    plan = _DecodePlan(description, selected, layout, options, augment, ordered, stored)
+    plan = _DecodePlan(description, selected, layout, options, augment, ordered, stored,
+                       seed=seed if seed is not None else 0)
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
     ds = ds.batch(parse_size, drop_remainder=drop_last and not plan.per_example
                   and batch_size is not None)
@@ -203,6 +228,17 @@ def load_tf_dataset(
             cardinality = math.ceil(records / batch_size)
         ds = ds.apply(tf.data.experimental.assert_cardinality(cardinality))
     return _finish(ds, manifest, schema, ordered)
+
+
+def _first_ids(read: ReadPlan, files: Sequence[str]) -> list[int]:
+    """The split position (record id, as every reader numbers records) of each file's first
+    record."""
+    counts = np.asarray(read.counts, dtype=np.int64)
+    if (counts < 0).any():  # files without a manifest: counted from their records
+        counts = np.bincount(read.locations().shard, minlength=len(read.files))
+    starts = dict(zip(read.files, np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist(),
+                      strict=True))
+    return [int(starts[f]) for f in files]
 
 
 def _file_reader(storage: Storage, compression: str,

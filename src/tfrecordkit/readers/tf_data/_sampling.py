@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import tensorflow as tf
 
-from tfrecordkit.errors import DatasetError, StateError
+from tfrecordkit.errors import DatasetError, OptionError, StateError
 from tfrecordkit.format import Storage
 from tfrecordkit.readers._decoding import DecodeOptions, decode_options
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
@@ -33,6 +33,7 @@ from tfrecordkit.readers.tf_data._batching import (
     _supervised,
     _with_shard_label,
 )
+from tfrecordkit.readers.tf_data._crop import keyed
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     Example,
@@ -178,6 +179,7 @@ def load_tf_pk_dataset(
     from tfrecordkit.sampling import ClassIndex, PKSampler, RecordFetcher
 
     options = decode_options(options, decode=decode, features=features, image_size=image_size)
+    _refuse_keyed(options)
     storage = Storage.of(path, storage_options)
     manifest, schema, names, rank, world = _sampling_context(path, split, options,
                                                             input_context, storage)
@@ -247,6 +249,7 @@ def load_tf_triplet_dataset(
     from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
 
     options = decode_options(options, decode=decode, features=features, image_size=image_size)
+    _refuse_keyed(options)
     storage = Storage.of(path, storage_options)
     manifest, schema, names, rank, world = _sampling_context(path, split, options,
                                                             input_context, storage)
@@ -300,3 +303,12 @@ def load_tf_triplet_dataset(
     if count is not None:
         ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(count / batch_size)))
     return _attach_state(_finish(ds, manifest, schema, True), sampler, fetcher, anchors, first)
+
+
+def _refuse_keyed(options: DecodeOptions) -> None:
+    """Random crops and flips need each record's tag, which sampled tf.data batches lack."""
+    if keyed(options) or options.fast_resize:
+        raise OptionError("P×K and triplet datasets in tf.data take neither random crops and "
+                          "flips nor fast_resize: use crop='center' here, or the NumPy and "
+                          "PyTorch loaders (iter_pk_batches, load_torch_pk_dataset), which "
+                          "key them by (seed, step, record)")

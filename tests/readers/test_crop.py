@@ -1,0 +1,267 @@
+"""The ImageNet recipe (random-resized-crop + flip for training, centre crop for evaluation):
+windows are a pure function of (seed, epoch, record id) and the image's size, cut from the full
+decode and resized with the library's arithmetic, and every reader gives the same pixels."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tfrecordkit as tk
+from tfrecordkit import OptionError
+from tfrecordkit.codecs import resize_image
+from tfrecordkit.sampling import center_crop_boxes, random_crop_boxes, random_flips
+from tfrecordkit.schema import decode_image_bytes
+
+SIZE = (24, 28)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 600), st.integers(1, 600)), min_size=1, max_size=20),
+       st.integers(0, 2**31), st.integers(0, 1000), st.booleans())
+def test_random_windows_lie_inside_and_are_keyed_by_record(sizes, seed, epoch, flip):
+    heights, widths = (np.array(v) for v in zip(*sizes, strict=True))
+    ids = np.arange(len(sizes)) * 7919 + 3
+    boxes = random_crop_boxes(heights, widths, seed=seed, epoch=epoch, ids=ids, flip=flip)
+    top, left, h, w, flips = boxes.T
+    assert (top >= 0).all() and (left >= 0).all() and (h >= 1).all() and (w >= 1).all()
+    assert (top + h <= heights).all() and (left + w <= widths).all()
+    assert set(flips.tolist()) <= ({0, 1} if flip else {0})
+    # One record's window does not depend on the others in its batch, nor on their order.
+    for i in range(len(sizes)):
+        alone = random_crop_boxes(heights[i : i + 1], widths[i : i + 1], seed=seed,
+                                  epoch=epoch, ids=ids[i : i + 1], flip=flip)
+        assert (alone[0] == boxes[i]).all()
+
+
+def _torchvision_rule(height, width, draws, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    """RandomResizedCrop.get_params as torchvision documents it, one record at a time, with
+    ``draws`` (4 per try: area, log-aspect, top, left) in place of torch's generator."""
+    area = height * width
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    for t in range(10):
+        u_area, u_aspect, u_top, u_left = draws[4 * t : 4 * t + 4]
+        target_area = area * (scale[0] + (scale[1] - scale[0]) * u_area)
+        aspect = math.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) * u_aspect)
+        w = round(math.sqrt(target_area * aspect))
+        h = round(math.sqrt(target_area / aspect))
+        if 0 < w <= width and 0 < h <= height:
+            return int(u_top * (height - h + 1)), int(u_left * (width - w + 1)), h, w
+    in_ratio = width / height
+    if in_ratio < min(ratio):
+        w, h = width, round(width / min(ratio))
+    elif in_ratio > max(ratio):
+        h, w = height, round(height * max(ratio))
+    else:
+        w, h = width, height
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 900), st.integers(1, 900)), min_size=1, max_size=30),
+       st.integers(0, 2**31), st.floats(0.01, 0.9), st.floats(1.0, 3.0))
+def test_random_windows_follow_torchvisions_rule(sizes, seed, low_scale, high_ratio):
+    from tfrecordkit.sampling._crop import _uniforms
+
+    heights, widths = (np.array(v) for v in zip(*sizes, strict=True))
+    ids = np.arange(len(sizes))
+    scale, ratio = (low_scale, 1.0), (1 / high_ratio, high_ratio)
+    boxes = random_crop_boxes(heights, widths, seed=seed, epoch=2, ids=ids, scale=scale,
+                              ratio=ratio)
+    draws = _uniforms(seed, 2, ids)
+    for i, (h, w) in enumerate(sizes):
+        assert tuple(boxes[i, :4]) == _torchvision_rule(h, w, draws[i].tolist(), scale, ratio)
+
+
+def test_random_windows_are_spread_as_the_rule_says():
+    n = 20_000
+    boxes = random_crop_boxes(np.full(n, 500), np.full(n, 500), seed=1, epoch=0,
+                              ids=np.arange(n), flip=True)
+    area = boxes[:, 2] * boxes[:, 3] / (500 * 500)
+    aspect = boxes[:, 3] / boxes[:, 2]
+    assert 0.07 <= area.min() and area.max() <= 1.0
+    assert ((aspect > 3 / 4 * 0.97) & (aspect < 4 / 3 * 1.03)).mean() > 0.99
+    assert abs(np.log(aspect).mean()) < 0.01  # log-uniform about 1
+    assert 0.48 < boxes[:, 4].mean() < 0.52
+    assert (boxes[:, 4] == random_flips(seed=1, epoch=0, ids=np.arange(n))).all()
+    other = random_crop_boxes(np.full(n, 500), np.full(n, 500), seed=1, epoch=1,
+                              ids=np.arange(n))
+    assert (other[:, :4] != boxes[:, :4]).any(axis=1).mean() > 0.99
+
+
+def test_a_thin_image_falls_back_to_the_centred_window_within_the_ratio():
+    # 10 tries can't fit a 4:3-at-most window of >= 8% of the area into 1000 x 10 often.
+    boxes = random_crop_boxes(np.full(50, 1000), np.full(50, 10), seed=0, epoch=0,
+                              ids=np.arange(50))
+    fallback = boxes[(boxes[:, 2] == round(10 / (3 / 4))) & (boxes[:, 3] == 10)]
+    assert len(fallback) > 0
+    assert (fallback[:, 0] == (1000 - 13) // 2).all() and (fallback[:, 1] == 0).all()
+
+
+def test_center_windows_are_centred_with_the_targets_aspect():
+    boxes = center_crop_boxes(np.array([256, 300, 100]), np.array([256, 400, 50]), (224, 224))
+    assert boxes[0].tolist() == [16, 16, 224, 224, 0]
+    assert boxes[1].tolist() == [19, 69, 262, 262, 0]
+    assert boxes[2, 2] == boxes[2, 3] == round(50 * 0.875)
+
+
+def _dataset(path, n: int = 40, seed: int = 0) -> list[bytes]:
+    from PIL import Image
+    from skimage import data
+
+    rng = np.random.default_rng(seed)
+    shots = [data.astronaut(), data.coffee(), data.chelsea(), data.rocket()]
+    rows, encoded = [], []
+    for i in range(n):
+        shot = shots[i % len(shots)]
+        h, w = int(rng.integers(30, 90)), int(rng.integers(30, 90))
+        top = int(rng.integers(0, shot.shape[0] - h))
+        left = int(rng.integers(0, shot.shape[1] - w))
+        buffer = io.BytesIO()
+        Image.fromarray(shot[top : top + h, left : left + w]).save(buffer, format="JPEG", quality=90)
+        encoded.append(buffer.getvalue())
+        rows.append({"image": {"bytes": buffer.getvalue(), "height": h, "width": w,
+                               "channels": 3}, "label": i % 4})
+    schema = tk.Schema({"image": tk.Image("jpeg", channels=3),
+                        "label": tk.ClassLabel(["a", "b", "c", "d"])})
+    tk.write_dataset(rows, path, schema, shards=tk.ShardOptions(num_shards=3, shuffle=False),
+                     progress=False)
+    return encoded
+
+
+RANDOM = tk.DecodeOptions(image_size=SIZE, crop="random", flip=True)
+CENTER = tk.DecodeOptions(image_size=SIZE, crop="center")
+
+
+def _numpy_epoch(path, options, epoch: int = 0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    loader = tk.load_numpy_dataset(path, batch_size=8, shuffle="global", seed=seed,
+                                   options=options)
+    loader.set_epoch(epoch)
+    batches = list(loader)
+    return (np.concatenate([b["image"] for b in batches]),
+            np.concatenate([b["__id"] for b in batches]))
+
+
+def test_pixels_are_a_full_decode_cut_resized_and_flipped(tmp_path):
+    encoded = _dataset(tmp_path / "ds")
+    images, ids = _numpy_epoch(tmp_path / "ds", RANDOM, epoch=3, seed=5)
+    for image, record in zip(images, ids, strict=True):
+        pixels = decode_image_bytes(encoded[record], 3)
+        top, left, h, w, flip = random_crop_boxes(
+            np.array([pixels.shape[0]]), np.array([pixels.shape[1]]), seed=5, epoch=3,
+            ids=np.array([record]), flip=True)[0]
+        expected = resize_image(pixels[top : top + h, left : left + w], SIZE)
+        np.testing.assert_array_equal(image, expected[:, ::-1] if flip else expected)
+    centred, ids = _numpy_epoch(tmp_path / "ds", CENTER)
+    for image, record in zip(centred, ids, strict=True):
+        pixels = decode_image_bytes(encoded[record], 3)
+        top, left, h, w, _ = center_crop_boxes(np.array([pixels.shape[0]]),
+                                               np.array([pixels.shape[1]]), SIZE)[0]
+        np.testing.assert_array_equal(image, resize_image(pixels[top : top + h,
+                                                                 left : left + w], SIZE))
+
+
+def test_windows_follow_the_record_not_the_order_threads_or_batch(tmp_path):
+    _dataset(tmp_path / "ds")
+    first, ids = _numpy_epoch(tmp_path / "ds", RANDOM, epoch=0)
+    by_id = dict(zip(ids.tolist(), first, strict=True))
+    loader = tk.load_numpy_dataset(tmp_path / "ds", batch_size=5, shuffle=False,
+                                   num_threads=1, options=RANDOM)
+    for batch in loader:
+        for record, image in zip(batch["__id"].tolist(), batch["image"], strict=True):
+            np.testing.assert_array_equal(image, by_id[record])
+    later, later_ids = _numpy_epoch(tmp_path / "ds", RANDOM, epoch=1)
+    changed = [not np.array_equal(by_id[r], image) for r, image in zip(later_ids, later,
+                                                                       strict=True)]
+    assert sum(changed) > len(changed) // 2  # another epoch, other windows
+
+
+def test_resume_repeats_the_windows(tmp_path):
+    _dataset(tmp_path / "ds")
+    loader = tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, seed=2, options=RANDOM)
+    whole = [b["image"] for b in loader]
+    again = tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, seed=2, options=RANDOM)
+    iterator = iter(again)
+    next(iterator)
+    state = again.state_dict()
+    resumed = tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, seed=2, options=RANDOM)
+    resumed.load_state_dict(state)
+    for expected, batch in zip(whole[1:], resumed, strict=True):
+        np.testing.assert_array_equal(batch["image"], expected)
+
+
+def test_pk_batches_crop_by_step_and_record(tmp_path):
+    path = tmp_path / "pc"
+    rows = [{"image": encoded, "label": i % 4} for i, encoded in
+            enumerate(_dataset(tmp_path / "ds"))]
+    schema = tk.Schema({"image": tk.Image("jpeg", channels=3),
+                        "label": tk.ClassLabel(["a", "b", "c", "d"])})
+    tk.write_dataset(rows, path, schema, shards=tk.ShardOptions(layout="per_class"),
+                     progress=False)
+    first = list(tk.iter_pk_batches(path, classes_per_batch=2, examples_per_class=2,
+                                    options=RANDOM, steps=6))
+    second = list(tk.iter_pk_batches(path, classes_per_batch=2, examples_per_class=2,
+                                     options=RANDOM, steps=6))
+    for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a["image"], b["image"])
+    assert all(b["image"].shape == (4, *SIZE, 3) for b in first)
+
+
+def test_options_that_cannot_hold_are_refused():
+    with pytest.raises(OptionError, match="image_size"):
+        tk.DecodeOptions(crop="random")
+    with pytest.raises(OptionError, match="keep_aspect"):
+        tk.DecodeOptions(image_size=SIZE, crop="center", keep_aspect=True)
+    with pytest.raises(OptionError, match="crop must be"):
+        tk.DecodeOptions(image_size=SIZE, crop="centre")  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match="crop_scale"):
+        tk.DecodeOptions(image_size=SIZE, crop="random", crop_scale=(0.5, 1.5))
+    with pytest.raises(OptionError, match="crop_ratio"):
+        tk.DecodeOptions(image_size=SIZE, crop="random", crop_ratio=(0, 1))
+    assert tk.DecodeOptions(image_size=SIZE, crop="random").crop_ratio == (0.75, 4 / 3)
+    assert math.isclose(tk.DecodeOptions().crop_fraction, 0.875)
+
+
+@pytest.mark.integration
+def test_every_reader_crops_the_same_pixels(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    torch = pytest.importorskip("torch")
+    _dataset(tmp_path / "ds")
+    path = tmp_path / "ds"
+    for options in (RANDOM, CENTER):
+        ds = tk.load_tf_dataset(path, batch_size=8, shuffle=False, seed=0, options=options)
+        for epoch in range(2):  # iterating again is the next epoch
+            tf_images = np.concatenate([b["image"].numpy() for b in ds])
+            loader = tk.load_numpy_dataset(path, batch_size=8, shuffle=False, options=options)
+            loader.set_epoch(epoch)
+            np_images = np.concatenate([b["image"] for b in loader])
+            np.testing.assert_array_equal(tf_images, np_images)
+            torch_ds = tk.load_torch_dataset(path, batch_size=8, shuffle=False,
+                                             options=options)
+            torch_ds.set_epoch(epoch)
+            batches = torch.utils.data.DataLoader(torch_ds, batch_size=None, num_workers=2)
+            np.testing.assert_array_equal(
+                np.concatenate([b["image"].numpy() for b in batches]), np_images)
+            source = tk.load_grain_source(path, options=options)
+            grain = np.stack([source[epoch * len(source) + i]["image"]
+                              for i in range(len(source))])
+            np.testing.assert_array_equal(grain, np_images)
+    # Repeated, the epochs count on.
+    repeated = tk.load_tf_dataset(path, batch_size=8, shuffle=False, seed=0, options=RANDOM,
+                                  repeat=True)
+    two = np.concatenate([b["image"].numpy() for b in repeated.take(10)])
+    loader = tk.load_numpy_dataset(path, batch_size=8, shuffle=False, options=RANDOM)
+    loader.set_epoch(1)
+    np.testing.assert_array_equal(two[40:], np.concatenate([b["image"] for b in loader]))
+    with pytest.raises(OptionError, match="tf.data"):
+        tk.load_tf_pk_dataset(path, classes_per_batch=2, examples_per_class=2, options=RANDOM)
+    with pytest.raises(OptionError, match="fast_resize"):
+        tk.load_tf_dataset(path, options=tk.DecodeOptions(image_size=SIZE, fast_resize=True))
+    with pytest.raises(OptionError, match="cache"):
+        tk.load_tf_dataset(path, options=RANDOM, cache=True)
+    del tf
