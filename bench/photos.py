@@ -16,6 +16,9 @@ images (the process and its reaped children, creation included), time to the fir
   ceiling     the same JPEG bytes, already in memory, decoded by simplejpeg (accurate DCT, as
               the loaders decode) and resized by the library's kernel into a batch array, on
               one thread per core, 128 images per task: nothing else
+  decode numpy / decode ceiling
+              no resize: load_numpy_dataset(path, batch_size=128) (variable sizes padded, with
+              their lengths) against simplejpeg decoding the same bytes on every core
   pk tf.data / pk numpy
               P x K = 32 x 4 batches, image_size 224: load_tf_pk_dataset / iter_pk_batches
   crop numpy / crop tf.data / crop torch
@@ -116,8 +119,8 @@ def _plain_tf_data(path: Path, shuffle: int) -> Any:
     return ds.batch(BATCH).prefetch(tf.data.AUTOTUNE)
 
 
-def _ceiling(path: Path) -> Any:
-    """An iterable of batches decoded and resized from bytes in memory on every core."""
+def _ceiling(path: Path, resize: bool = True) -> Any:
+    """An iterable of batches decoded (and resized) from bytes in memory on every core."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
@@ -131,11 +134,14 @@ def _ceiling(path: Path) -> Any:
     chunks = [images[i : i + BATCH] for i in range(0, len(images), BATCH)]
 
     def decode(chunk: list[bytes]) -> Any:
-        out = np.empty((len(chunk), *SIZE, 3), np.uint8)
+        out = np.empty((len(chunk), *SIZE, 3), np.uint8) if resize else []
         for i, data in enumerate(chunk):
             pixels = simplejpeg.decode_jpeg(data, colorspace="RGB", fastdct=False,
                                             fastupsample=False)
-            resize_into(pixels, out[i])
+            if resize:
+                resize_into(pixels, out[i])
+            else:
+                out.append(pixels)
         return out
 
     class Ceiling:
@@ -173,8 +179,8 @@ def make_case(case: str, path: Path, shuffle: int, steps: int) -> Any:
                                    options=crop)
         del tf
         return load_tf_dataset(path, batch_size=BATCH, image_size=SIZE, shuffle=shuffle)
-    if case == "ceiling":
-        return _ceiling(path)
+    if case in ("ceiling", "decode ceiling"):
+        return _ceiling(path, resize=case == "ceiling")
     from tfrecordkit import iter_pk_batches, load_numpy_dataset
 
     if case == "pk numpy":
@@ -190,6 +196,8 @@ def make_case(case: str, path: Path, shuffle: int, steps: int) -> Any:
         return torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2)
     if crop is not None:
         return load_numpy_dataset(path, batch_size=BATCH, options=crop)
+    if case == "decode numpy":
+        return load_numpy_dataset(path, batch_size=BATCH)
     return load_numpy_dataset(path, batch_size=BATCH, image_size=SIZE)
 
 
@@ -221,6 +229,8 @@ def _count(batch: Any) -> int:
     if isinstance(batch, tuple):
         batch = batch[0]
     value = batch["image"] if isinstance(batch, dict) else batch
+    if isinstance(value, dict):  # padded: {"values", "lengths"}
+        value = value["values"]
     return int(value.shape[0])
 
 
@@ -234,8 +244,8 @@ def _in_process(case: str, path: Path, shuffle: int, steps: int) -> dict[str, fl
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-CASES = ("tf.data", "tk.tf", "numpy", "torch", "ceiling", "pk tf.data", "pk numpy",
-         "crop tf.data", "crop numpy", "crop torch")
+CASES = ("tf.data", "tk.tf", "numpy", "torch", "ceiling", "decode numpy", "decode ceiling",
+         "pk tf.data", "pk numpy", "crop tf.data", "crop numpy", "crop torch")
 
 
 def machine() -> dict[str, Any]:
@@ -284,6 +294,8 @@ def main() -> None:
     ratios = {}
     for ours, base in (("numpy", "tf.data"), ("numpy", "tk.tf"), ("numpy", "ceiling"),
                        ("torch", "numpy"), ("torch", "ceiling"), ("tk.tf", "tf.data"),
+                       ("decode numpy", "decode ceiling"), ("crop numpy", "ceiling"),
+                       ("crop torch", "ceiling"), ("pk numpy", "ceiling"),
                        ("pk numpy", "pk tf.data"), ("crop numpy", "crop tf.data"),
                        ("crop torch", "crop numpy")):
         if ours in rate and base in rate:

@@ -22,6 +22,8 @@ EXPECTED = {
                                  r"[\s\S]*held-out files: [\d.]+ before training, "
                                  r"0\.9\d after"),
     "quickstart.py": ([], r"pixels identical to the source"),
+    "imagenet_recipe_torch.py": (["8"], r"random-resized-crop \+ flip; held-out accuracy "
+                                        r"[\d.]+ before training, (0\.[89]\d|1\.00) after"),
     "triplet_digits.py": (["2"], r"accuracy on held-out digits: [\d.]+ before training"),
     "triplet_many_classes.py": ([], r"1,200 classes x 6 images in 2,400 per-class shards"
                                     r"[\s\S]*triplet loss per epoch"),

@@ -170,3 +170,62 @@ def test_damaged_bytes_are_refused_or_read_as_tensorflow_reads_them(data):
     except Exception:  # TensorFlow refuses what we read: say which
         pytest.fail(f"read {got.dtype}{got.shape} from bytes TensorFlow refuses: {damaged!r}")
     assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+def _wire(field: int, wire: int, payload: bytes | int) -> bytes:
+    from tfrecordkit.format._wire import varint
+
+    if wire == 0:
+        return varint(field << 3) + varint(int(payload))
+    return varint(field << 3 | 2) + varint(len(payload)) + payload  # type: ignore[arg-type]
+
+
+@st.composite
+def _tensor_protos(draw: st.DrawFn) -> bytes:
+    """Valid wire encodings of TensorProtos that protobuf reads: fields in any order, scalar
+    fields repeated (the last wins), shape messages split (they merge), unknown fields."""
+    parts = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["dtype", "shape", "content", "float_val", "unknown"]))
+        if kind == "dtype":
+            parts.append(_wire(1, 0, draw(st.sampled_from([1, 2, 3, 8, 9, 30]))))
+        elif kind == "shape":
+            dims = b"".join(_wire(2, 2, _wire(1, 0, d)) for d in
+                            draw(st.lists(st.integers(0, 3), max_size=2)))
+            parts.append(_wire(2, 2, dims))
+        elif kind == "content":
+            parts.append(_wire(4, 2, draw(st.binary(max_size=24))))
+        elif kind == "float_val":
+            parts.append(_wire(5, 2, draw(st.binary(max_size=12).filter(
+                lambda b: len(b) % 4 == 0))))
+        else:
+            parts.append(_wire(draw(st.integers(20, 30)), 0, draw(st.integers(0, 300))))
+    return b"".join(parts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_tensor_protos())
+def test_arbitrary_wire_encodings_are_read_as_tensorflow_reads_them(data):
+    try:
+        got = decode_tensor_proto(data)
+    except tk.RecordFormatError:
+        got = None
+    for dtype in ("float32", "float64", "int32", "int64"):
+        try:
+            want = tf.io.parse_tensor(data, getattr(tf, dtype)).numpy()
+        except Exception:  # TensorFlow refuses these bytes as this dtype
+            continue
+        assert got is not None, f"refused bytes TensorFlow reads as {dtype}: {data!r}"
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes()
+        return
+    assert got is None or got.dtype.name not in ("float32", "float64", "int32", "int64"), (
+        f"read {got.dtype}{got.shape} from bytes TensorFlow refuses: {data!r}")
+
+
+def test_a_repeated_dtype_keeps_the_last_as_tensorflow_does():
+    damaged = b"\x08\x01\x08\x08"  # float32, then complex64: TensorFlow refuses it
+    with pytest.raises(tk.RecordFormatError, match="not a serialized tensor"):
+        decode_tensor_proto(damaged)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.io.parse_tensor(damaged, tf.float32)

@@ -1,8 +1,9 @@
 """``tf.io.serialize_tensor`` bytes (a ``TensorProto``) decoded without TensorFlow, as
 ``tf.io.parse_tensor`` decodes them: dtype and shape from the proto, values from its
 ``tensor_content`` or its typed value lists (the last value repeated to fill the shape, zeros
-when there are none). Untrusted input: every length is checked, and a shape is refused when it
-claims far more values than the bytes could describe."""
+when there are none, the first ones kept when there are more). Untrusted input: every length
+is checked, and a shape is refused when it claims far more values than the bytes could
+describe."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import struct
 
 import numpy as np
 
+from tfrecordkit.errors import RecordFormatError
 from tfrecordkit.format._example import _read_varint
 from tfrecordkit.format._wire import varint
 
@@ -61,9 +63,10 @@ def _signed(value: int) -> int:
 
 def _shape(data: bytes) -> tuple[int, ...]:
     dims = []
-    for field, wire, value in _fields(data):
-        if field == 3 and wire == 0 and value:
-            raise ValueError("a tensor of unknown rank")
+    fields = _fields(data)
+    if _last(fields, 3, 0):
+        raise ValueError("a tensor of unknown rank")
+    for field, wire, value in fields:
         if field == 2 and wire == 2:
             size = 0
             for dim_field, dim_wire, dim_value in _fields(value):  # type: ignore[arg-type]
@@ -104,29 +107,50 @@ def decode_tensor_proto(data: bytes) -> np.ndarray:
     """The array ``tf.io.parse_tensor`` gives for ``data`` (strings as an object array of
     bytes).
 
+    Fields follow protobuf's rules, as TensorFlow's parser applies them: a repeated scalar
+    field (``dtype``, ``tensor_content``) keeps its last value, repeated ``tensor_shape``
+    messages merge, a field of an unexpected wire type is skipped as unknown.
+
     Raises:
-        ValueError: the bytes are not a TensorProto of a supported dtype, or their values
-            disagree with their shape.
+        RecordFormatError: the bytes are not a TensorProto of a supported dtype, or their
+            values disagree with their shape (a ``ValueError`` too).
     """
-    fields = _fields(bytes(data))
-    code = next((v for f, w, v in fields if f == 1 and w == 0), None)
+    try:
+        return _decode(bytes(data))
+    except RecordFormatError:
+        raise
+    except ValueError as err:
+        raise RecordFormatError(f"not a serialized tensor: {err}") from None
+
+
+def _last(fields: list[tuple[int, int, object]], field: int, wire: int) -> object:
+    """The last value of a singular field (protobuf keeps the last), or None."""
+    found = [v for f, w, v in fields if f == field and w == wire]
+    return found[-1] if found else None
+
+
+def _decode(data: bytes) -> np.ndarray:
+    fields = _fields(data)
+    code = _last(fields, 1, 0)
     if code not in _DTYPES:
         raise ValueError(f"not a serialized tensor of a supported dtype (DataType {code})")
     dtype, typed_field = _DTYPES[code]
-    shape_bytes = next((v for f, w, v in fields if f == 2 and w == 2), b"")
-    shape = _shape(shape_bytes)  # type: ignore[arg-type]
+    # Repeated occurrences of a message field merge: parse their concatenation.
+    shape_bytes = b"".join(v for f, w, v in fields if f == 2 and w == 2)  # type: ignore[misc]
+    shape = _shape(shape_bytes)
     count = math.prod(shape)
-    content = [v for f, w, v in fields if f == 4 and w == 2]
+    if count == 0:  # TensorFlow reads no values, whatever the proto lists
+        return np.empty(shape, dtype=object if dtype == "object" else dtype)
+    content = _last(fields, 4, 2)
     if content and dtype != "object":
-        raw = b"".join(content)  # type: ignore[arg-type]
+        raw: bytes = content  # type: ignore[assignment]
         itemsize = np.dtype(dtype).itemsize
         if len(raw) != count * itemsize:
             raise ValueError(f"tensor_content holds {len(raw)} bytes; shape {shape} of "
                              f"{dtype} needs {count * itemsize}")
         return np.frombuffer(raw, np.dtype(dtype).newbyteorder("<")).astype(dtype).reshape(shape)
     values = _typed([(w, v) for f, w, v in fields if f == typed_field], dtype)
-    if len(values) > count:
-        raise ValueError(f"{len(values)} values for shape {shape}")
+    values = values[:count]  # TensorFlow takes the first values a shape holds
     if count > len(values) and count > _FILL_LIMIT:
         raise ValueError(f"shape {shape} claims {count} values")
     if dtype not in ("object", "float32", "float64", "float16", "uint64"):
