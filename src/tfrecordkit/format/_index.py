@@ -77,10 +77,13 @@ def _stale(index_path: str, record_path: PathLike | None, why: str) -> DatasetEr
 
 
 def parse_index(text: bytes, index_path: PathLike, *, record_path: PathLike | None = None,
-                record_size: int | None = None) -> np.ndarray:
+                record_size: int | None = None, stream: bool = False) -> np.ndarray:
     """An index file's bytes as an ``(n, 2)`` int64 array, checked to cover the record file
     of ``record_size`` bytes exactly, frame after frame (when given): an empty index of a
     non-empty file, a missing line or a foreign index is refused, never read as fewer records.
+    ``stream=True`` (a compressed file's index, whose offsets are in the decompressed stream
+    of unknown length): frames checked to follow each other from 0 (a swapped, repeated,
+    negative or shifted line is refused); each frame is checked where it is read.
 
     Raises:
         DatasetError: the text is not an index, or it does not cover the file exactly.
@@ -95,6 +98,8 @@ def parse_index(text: bytes, index_path: PathLike, *, record_path: PathLike | No
         raise DatasetError(f"{index_path}: odd number of values; expected 'offset length' lines")
     offsets = values.reshape(-1, 2)
     if record_size is None:
+        if stream:
+            check_contiguous(offsets, index_path, record_path)
         return offsets
     if not len(offsets):
         if record_size:
@@ -109,6 +114,27 @@ def parse_index(text: bytes, index_path: PathLike, *, record_path: PathLike | No
         raise _stale(index_path, record_path,
                      f"covers {int(ends[-1])} of {record_size} bytes, contiguous={contiguous}")
     return offsets
+
+
+def check_contiguous(offsets: np.ndarray, index_path: PathLike,
+                     record_path: PathLike | None) -> None:
+    """Frames of at least 16 bytes, each starting where the one before it ends, the first at
+    0.
+
+    Raises:
+        DatasetError: naming the index, the first line at fault and ``tfrecordkit index``.
+    """
+    if not len(offsets):
+        return
+    ends = offsets[:, 0] + offsets[:, 1]
+    starts = np.concatenate([[0], ends[:-1]])
+    bad = np.flatnonzero((offsets[:, 0] != starts) | (offsets[:, 1] < FRAME_OVERHEAD))
+    if bad.size:
+        line = int(bad[0])
+        raise _stale(os.fspath(index_path), record_path,
+                     f"line {line + 1} says a frame of {int(offsets[line, 1])} bytes at offset "
+                     f"{int(offsets[line, 0])}; frames follow each other from 0, so it must "
+                     f"start at {int(starts[line])}")
 
 
 def check_index_frames(offsets: np.ndarray, index_path: PathLike, record_path: PathLike,

@@ -78,10 +78,42 @@ def load_restarts(record_path: PathLike, storage: Storage) -> np.ndarray | None:
 class Restarts:
     """How a set of compressed files is read at random positions: their ``compression`` and,
     per file, its restart points (``(k, 2)``: compressed offset, decompressed offset; the
-    first row ``(0, 0)`` is the stream's start)."""
+    first row ``(0, 0)`` is the stream's start) and, where known (from its index), the size
+    of its decompressed stream.
+
+    Restart points are claims of a sidecar: each is checked against the stream before it is
+    first used (see :meth:`Inflater.check_point`)."""
 
     compression: str
     points: tuple[np.ndarray, ...]
+    sizes: tuple[int | None, ...] | None = None
+
+    def size(self, file: int) -> int | None:
+        """File ``file``'s decompressed size, if known."""
+        return None if self.sizes is None else self.sizes[file]
+
+
+def _inflated_length(read_at: ReadAt, start: int, end: int | None, limit: int) -> int:
+    """Bytes a raw deflate stream gives from compressed offset ``start`` to ``end`` (None:
+    to the end of its last block), counting no more than ``limit`` + 1.
+
+    Raises:
+        zlib.error: not a deflate stream there.
+    """
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    produced, at = 0, start
+    while (end is None or at < end) and not inflater.eof and produced <= limit:
+        size = 1 << 18 if end is None else min(1 << 18, end - at)
+        data = read_at(at, size)
+        if not data:
+            break
+        at += len(data)
+        produced += len(inflater.decompress(data, limit + 1 - produced))
+        while inflater.unconsumed_tail and produced <= limit:
+            produced += len(inflater.decompress(inflater.unconsumed_tail, limit + 1 - produced))
+    if produced <= limit and not inflater.unconsumed_tail:
+        produced += len(inflater.flush())
+    return produced
 
 
 class _Cursor(MemberInflater):
@@ -126,6 +158,40 @@ class Inflater:
         self._snapshot_every = [SNAPSHOT_EVERY] * len(self.paths)
         self._lru: dict[int, tuple[int, _Cursor]] = {}  # id -> (file, cursor), oldest first
         self._lru_lock = threading.Lock()
+        self._checked: list[set[int]] = [{0} for _ in self.paths]  # restart points checked
+
+    def check_point(self, file: int, row: int, read_at: ReadAt) -> None:
+        """Check restart point ``row`` of file ``file`` against the stream: inflating from its
+        compressed offset to the next point's (or to the stream's end) must give exactly the
+        bytes between their decompressed offsets (or up to the stream's size), so a point
+        moved by as little as one record, or into another's place, is refused.
+
+        Raises:
+            DatasetError: naming the sidecar, the point and the file.
+        """
+        points = self.restarts.points[file]
+        c, u = int(points[row, 0]), int(points[row, 1])
+        if row + 1 < len(points):
+            end: int | None = int(points[row + 1, 0])
+            expected: int | None = int(points[row + 1, 1]) - u
+        else:
+            size = self.restarts.size(file)
+            end, expected = None, None if size is None else size - u
+        limit = expected if expected is not None else 1 << 62
+        try:
+            found = _inflated_length(read_at, c, end, limit)
+            problem = None if expected is None or found == expected else (
+                f"inflating from it gives {'more than ' if found > limit else ''}"
+                f"{min(found, limit)} bytes up to the "
+                f"{'next point' if end is not None else 'stream end'}, where the offsets say "
+                f"{expected}")
+        except zlib.error as err:
+            problem = f"no deflate stream starts there ({err})"
+        if problem is not None:
+            path = self.paths[file]
+            raise DatasetError(f"{restarts_path_for(path)}: restart point {row} (compressed "
+                               f"{c}, decompressed {u}) disagrees with {path}: {problem}; "
+                               "delete the sidecar (reads then inflate from the start)")
 
     def read(self, file: int, ranges: Sequence[tuple[int, int]], read_at: ReadAt,
              chunk: int = 1 << 18) -> list[bytes]:
@@ -141,7 +207,7 @@ class Inflater:
             for k in sorted(range(len(ranges)), key=lambda k: ranges[k][0]):
                 start, end = ranges[k]
                 if cursor is None or not cursor.kept_from <= start <= cursor.u:
-                    cursor = self._cursor_for(file, start)
+                    cursor = self._cursor_for(file, start, read_at)
                 if cursor.u < end:
                     # Inflate a little ahead (not past the next restart point): the next
                     # records are likely wanted next, and zlib costs per call.
@@ -163,8 +229,9 @@ class Inflater:
             self._trim(file, cursor)
         return out
 
-    def _cursor_for(self, file: int, start: int) -> _Cursor:
-        """A cursor at or before ``start`` holding it or able to reach it the soonest."""
+    def _cursor_for(self, file: int, start: int, read_at: ReadAt) -> _Cursor:
+        """A cursor at or before ``start`` holding it or able to reach it the soonest (a
+        restart point is checked before its first use)."""
         cursors = self._cursors[file]
         for cursor in cursors:
             if cursor.kept_from <= start <= cursor.u:
@@ -184,6 +251,9 @@ class Inflater:
         if snapshot is not None:
             cursor = snapshot.copy()
         else:
+            if row not in self._checked[file]:
+                self.check_point(file, row, read_at)
+                self._checked[file].add(row)
             c = int(points[row, 0])
             cursor = _Cursor(self.restarts.compression, c, best_u, raw=c > 0)
         cursors.append(cursor)

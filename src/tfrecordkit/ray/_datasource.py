@@ -190,7 +190,7 @@ def _steps_column(values: list[list[Any]]) -> np.ndarray:
 
 def read_dataset(path: PathArg, split: str = "train", *,
                  features: Sequence[str] | None = None, decode: bool = True,
-                 image_size: tuple[int, int] | None = None,
+                 image_size: int | tuple[int, int] | None = None,
                  options: DecodeOptions | None = None,
                  storage_options: dict[str, Any] | None = None,
                  override_num_blocks: int | None = None,

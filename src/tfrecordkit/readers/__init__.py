@@ -12,11 +12,12 @@ from tfrecordkit.readers._decoding import (
     decode_options,
     record_values,
 )
-from tfrecordkit.readers._keys import CLASS_POSITION, RECORD_ID, SOURCE, VALID
+from tfrecordkit.readers._keys import CLASS_ID, CLASS_POSITION, RECORD_ID, SOURCE, VALID
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, Kind
 from tfrecordkit.readers._plan import PathArg, plan_read
 
 __all__ = [
+    "CLASS_ID",
     "CLASS_POSITION",
     "RECORD_ID",
     "SOURCE",

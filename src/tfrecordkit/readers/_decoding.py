@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Names
@@ -48,8 +49,9 @@ class DecodeOptions:
         decode: False returns each feature's stored Example keys parsed but not decoded (images
             and audio still encoded), as ``load_tf_dataset(decode=False)`` does.
         features: the features to return (default: all of the schema's).
-        image_size: resize every image to ``(height, width)`` with ``tf.image.resize``'s
-            arithmetic (bilinear, half-pixel centres); ``keep_aspect`` fits and pads instead.
+        image_size: resize every image to ``(height, width)`` (an int ``n``: ``(n, n)``) with
+            ``tf.image.resize``'s arithmetic (bilinear, half-pixel centres); ``keep_aspect``
+            fits and pads instead.
         padding: variable shapes in a batch are zero-padded with a ``lengths`` array
             (``"pad"``) or kept as a list of arrays (``"ragged"``).
         fast_resize: with ``image_size``, decode JPEGs at 1/2, 1/4 or 1/8 scale when the
@@ -147,6 +149,8 @@ class DecodeOptions:
                 raise OptionError(f"features must be a list of names; got {self.features!r}")
             object.__setattr__(self, "features", tuple(self.features))
         if self.image_size is not None:
+            if isinstance(self.image_size, int | np.integer):  # one int: a square
+                object.__setattr__(self, "image_size", (int(self.image_size),) * 2)
             size = tuple(int(d) for d in self.image_size)
             if len(size) != 2 or min(size) < 1:
                 raise OptionError(f"image_size must be (height, width), both positive; got "
@@ -653,17 +657,33 @@ def _fixed(column: Column, n: int) -> Any:
 
 def decode_options(options: DecodeOptions | None, *, decode: bool = True,
                    features: Names[str] | None = None,
-                   image_size: tuple[int, int] | None = None) -> DecodeOptions:
-    """``options`` if given (then the shortcut keywords must be left at their defaults), else
-    one built from the shortcuts every entry point takes: ``decode``, ``features`` and
-    ``image_size``."""
+                   image_size: int | tuple[int, int] | None = None) -> DecodeOptions:
+    """The decode options of an entry point: ``options`` combined with the shortcut keywords
+    every entry point takes (``decode``, ``features`` and ``image_size``, an int meaning a
+    square). A keyword left at its default takes the options' value; one given where the
+    options say otherwise is a conflict.
+
+    Raises:
+        OptionError: a keyword and ``options`` disagree (naming both values).
+    """
+    chosen = tuple(features) if features is not None else None
+    if isinstance(chosen, tuple) and any(not isinstance(f, str) for f in chosen):
+        raise OptionError(f"features must be names; got {features!r}")
     if options is None:
-        chosen = tuple(features) if features is not None else None
-        return DecodeOptions(decode=decode, features=chosen, image_size=image_size)
-    if (decode, features, image_size) != (True, None, None):
-        raise OptionError("give either options= or the decode, features and image_size "
-                          "keywords, not both")
-    return options
+        return DecodeOptions(decode=decode, features=chosen, image_size=image_size)  # type: ignore[arg-type]
+    given = {"decode": decode, "features": chosen,
+             "image_size": DecodeOptions(image_size=image_size).image_size}  # type: ignore[arg-type]
+    defaults = {"decode": True, "features": None, "image_size": None}
+    changes: dict[str, Any] = {}
+    for name, value in given.items():
+        if value == defaults[name]:
+            continue
+        held = getattr(options, name)
+        if held != defaults[name] and held != value:
+            raise OptionError(f"{name}={value!r} conflicts with options.{name}={held!r}: "
+                              "give it once")
+        changes[name] = value
+    return dataclasses.replace(options, **changes) if changes else options
 
 
 def _parse_keys(records: Names[bytes] | RecordSlices, specs: Names[KeySpec],

@@ -13,7 +13,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.format import RecordSlices, Storage
-from tfrecordkit.readers import CLASS_POSITION, RECORD_ID
+from tfrecordkit.readers import CLASS_ID, CLASS_POSITION, RECORD_ID
 from tfrecordkit.readers._decoding import (
     DecodeOptions,
     RecordDecoder,
@@ -203,8 +203,9 @@ class PKLoader(_SampledLoader):
     """P×K batches by ``(epoch, step)`` with :class:`Loader`'s interface (``len``, epochs,
     JSON state, loading workers taking steps in turn), so every framework adapter serves both.
 
-    Each batch holds the decoded features, ``"label"`` (class ids, class-major: K per class),
-    ``"__class_position"`` (0..P-1) and ``"__id"`` (positions in the class index).
+    Each batch holds the decoded features as stored, ``"__class"`` (class ids, class-major: K
+    per class), ``"__class_position"`` (0..P-1) and ``"__id"`` (positions in the class
+    index).
     """
 
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
@@ -242,7 +243,7 @@ class PKLoader(_SampledLoader):
         batch = self.decoder.decode_batch(records[0], _sources(self.index, positions), pool,
                                           labels, self.num_threads,
                                           keys=self.keys(epoch, step, positions))
-        batch["label"] = labels
+        batch[CLASS_ID] = labels
         batch[CLASS_POSITION] = self._positions
         batch[RECORD_ID] = positions
         return batch
@@ -335,14 +336,14 @@ def iter_pk_batches(
     world_size: int = 1,
     max_open_files: int | None = None,
     state: dict[str, Any] | None = None,
-    image_size: tuple[int, int] | None = None,
+    image_size: int | tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> PKBatches:
     """Class-balanced batches: P distinct classes × K records each, as NumPy arrays.
 
     Batches are class-major (record ``i`` belongs to the batch's class ``i // K``); each
-    carries ``"label"`` (class ids) and ``"__class_position"`` (0..P-1). ``steps`` bounds the
+    carries ``"__class"`` (class ids) and ``"__class_position"`` (0..P-1). ``steps`` bounds the
     number of batches (default: endless; ``steps_per_epoch`` on the result gives an epoch).
     ``rank``/``world_size`` split classes between workers; ``state`` (a previous result's
     ``state_dict()``, JSON) continues exactly where it stopped. At most ``max_open_files``
@@ -365,7 +366,7 @@ class TripletLoader(_SampledLoader):
     per epoch, ``batch_size`` triplets a step (the last step may be short), JSON state.
 
     Each batch is ``{"anchor": ..., "positive": ..., "negative": ...}``, each a decoded batch
-    with its ``"label"`` (class ids) and ``"__id"`` (positions in the class index).
+    with its ``"__class"`` (class ids) and ``"__id"`` (positions in the class index).
     """
 
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
@@ -424,7 +425,7 @@ class TripletLoader(_SampledLoader):
             part = self.decoder.decode_batch(found, _sources(self.index, positions), pool,
                                              labels, self.num_threads,
                                              keys=self.keys(epoch, step, positions))
-            part["label"] = labels
+            part[CLASS_ID] = labels
             part[RECORD_ID] = positions
             batch[role] = part
         return batch
@@ -454,13 +455,13 @@ def iter_triplets(
     rank: int = 0,
     world_size: int = 1,
     max_open_files: int | None = None,
-    image_size: tuple[int, int] | None = None,
+    image_size: int | tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
     state: dict[str, Any] | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Batches of ``{"anchor": ..., "positive": ..., "negative": ...}`` (each a decoded batch
-    with its ``"label"``); every anchor once per epoch, for ``epochs`` epochs (None: endless).
+    with its ``"__class"``); every anchor once per epoch, for ``epochs`` epochs (None: endless).
     ``state`` (a :class:`TripletLoader`'s ``state_dict()``) continues a run exactly; for
     epochs, workers and saving state use :class:`TripletLoader` directly."""
     loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,

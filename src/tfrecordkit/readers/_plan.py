@@ -32,7 +32,14 @@ from tfrecordkit.format import (
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.sampling import SplitLocations, SplitRecords, fingerprint, split_locations
-from tfrecordkit.schema import KeySpec, Schema, profile_records, serialized_tensor_feature
+from tfrecordkit.schema import (
+    RESERVED_PREFIX,
+    SOURCE_FEATURE,
+    KeySpec,
+    Schema,
+    profile_records,
+    serialized_tensor_feature,
+)
 from tfrecordkit.store import (
     MANIFEST_NAME,
     Manifest,
@@ -225,6 +232,13 @@ def _inferred_specs(files: list[str], sample: int, storage: Storage
     if not profile.records:
         raise DatasetError(f"{files[0]}: cannot infer a schema (records are not "
                            f"tf.train.Example or SequenceExample)")
+    reserved = [name for name in profile.features
+                if name.startswith(RESERVED_PREFIX) and name != SOURCE_FEATURE]
+    if reserved:
+        raise DatasetError(f"{files[0]}: key {reserved[0]!r} starts with "
+                           f"{RESERVED_PREFIX!r}, which readers keep for what they add beside "
+                           "the features (__id, __valid, __class); read the files with a "
+                           "schema= that leaves it out, or rewrite them under another name")
     specs = tuple(feature.key_spec(profile.records) for feature in profile.features.values())
     plain = {name: f for name, f in profile.features.items() if not f.sequence}
     images = tuple(name for name, f in plain.items()

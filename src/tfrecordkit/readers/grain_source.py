@@ -93,7 +93,7 @@ class GrainSource:
 
 def load_grain_source(path: PathArg, split: str = "train", *,
                       features: Sequence[str] | None = None, decode: bool = True,
-                      image_size: tuple[int, int] | None = None,
+                      image_size: int | tuple[int, int] | None = None,
                       options: DecodeOptions | None = None,
                       storage_options: dict[str, Any] | None = None,
                       seed: int = 0) -> GrainSource:

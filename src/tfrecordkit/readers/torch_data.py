@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import MissingDependencyError, StateError
+from tfrecordkit.errors import MissingDependencyError, OptionError, StateError
 from tfrecordkit.readers._decoding import DecodeOptions, decode_options
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
@@ -25,6 +25,7 @@ from tfrecordkit.sampling import MAX_EPOCH, EpochUnit, ShuffleMode, state_int
 try:
     import torch
     from torch.utils.data import IterableDataset, get_worker_info
+    from torch.utils.data._utils.collate import default_collate_fn_map
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("torch", "torch", "the PyTorch reader") from err
 
@@ -57,7 +58,23 @@ class _Slot(int):
     """Where a tensor stood in a packed batch (its index among the batch's tensors)."""
 
 
-class _Packed(dict):  # type: ignore[type-arg]
+class _Batch(dict):  # type: ignore[type-arg]
+    """A whole batch as the datasets here yield it. torch's default collation refuses it: a
+    ``DataLoader(ds, batch_size=4)`` would otherwise stack four batches into one of batches
+    (``image (4, 16, ...)``) without a word."""
+
+
+def _refuse_collation(batch: Any, *, collate_fn_map: Any = None) -> Any:
+    raise OptionError("these datasets yield whole batches (their batch_size is the batch): "
+                      "give the DataLoader batch_size=None; a DataLoader batch_size stacks "
+                      "batches into batches of batches")
+
+
+# torch's documented way to extend default_collate: a function per type.
+default_collate_fn_map[_Batch] = _refuse_collation
+
+
+class _Packed(_Batch):
     """A batch built in a DataLoader worker. Pickled to the main process, all its tensors
     travel in one buffer (not one per tensor: with 16 features that was most of the time):
     one of the worker's reused shared buffers (:class:`_Ring`) when one is free, else a
@@ -351,8 +368,8 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
         with ThreadPoolExecutor(threads) as pool:
             for step, batch in loader.iter_steps(epoch, range(first, steps, workers), pool):
                 tensors = to_tensors(batch)
-                if info is not None:  # crosses to the main process: one buffer, not many
-                    tensors = _Packed(tensors)
+                # A worker's batch crosses to the main process in one buffer, not many.
+                tensors = _Packed(tensors) if info is not None else _Batch(tensors)
                 self._record(epoch, step + 1, worker, workers)
                 yield tensors
         self._record(epoch + 1, 0, worker, workers)
@@ -434,7 +451,7 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
                        batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
                        drop_last: bool = False, rank: int | None = None,
                        world_size: int | None = None, features: Sequence[str] | None = None,
-                       decode: bool = True, image_size: tuple[int, int] | None = None,
+                       decode: bool = True, image_size: int | tuple[int, int] | None = None,
                        num_threads: int | None = None,
                        options: DecodeOptions | None = None,
                        augment: Augment | None = None,
@@ -464,12 +481,12 @@ def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
                           epoch: EpochUnit = "classes", exclude_small: bool = False,
                           rank: int | None = None, world_size: int | None = None,
                           features: Sequence[str] | None = None, decode: bool = True,
-                          image_size: tuple[int, int] | None = None,
+                          image_size: int | tuple[int, int] | None = None,
                           num_threads: int | None = None, max_open_files: int | None = None,
                           options: DecodeOptions | None = None,
                           storage_options: dict[str, Any] | None = None) -> TorchDataset:
     """Class-balanced P×K batches as tensors, for ``DataLoader(ds, batch_size=None,
-    num_workers=N)``: the batches of :func:`~tfrecordkit.iter_pk_batches` (``"label"``,
+    num_workers=N)``: the batches of :func:`~tfrecordkit.iter_pk_batches` (``"__class"``,
     ``"__class_position"``, class-major), with :func:`load_torch_dataset`'s workers, ranks
     (each rank gets P other classes every step) and JSON state."""
     loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
@@ -487,12 +504,12 @@ def load_torch_triplet_dataset(path: str | os.PathLike[str], split: str = "train
                                batch_size: int, seed: int = 0, rank: int | None = None,
                                world_size: int | None = None,
                                features: Sequence[str] | None = None, decode: bool = True,
-                               image_size: tuple[int, int] | None = None,
+                               image_size: int | tuple[int, int] | None = None,
                                num_threads: int | None = None, max_open_files: int | None = None,
                                options: DecodeOptions | None = None,
                                storage_options: dict[str, Any] | None = None
                                ) -> TorchDataset:
-    """Triplet batches (``{"anchor", "positive", "negative"}``, each with ``"label"``) as
+    """Triplet batches (``{"anchor", "positive", "negative"}``, each with ``"__class"``) as
     tensors, every anchor once per epoch, with :func:`load_torch_dataset`'s workers, ranks
     (anchors split between them) and JSON state."""
     loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,

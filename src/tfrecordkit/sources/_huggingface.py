@@ -87,6 +87,16 @@ class HuggingFace:
             raise SourceError("<datasets>", "the dataset declares no features (an "
                                             "IterableDataset of unknown columns: call "
                                             "._resolve_features() or cast it first)")
+        first_name = next(iter(self._splits))
+        for name, part in self._splits.items():
+            if part.features != self._features:
+                theirs, ours = dict(part.features or {}), dict(self._features)
+                differ = sorted((theirs.keys() ^ ours.keys())
+                                or {k for k in ours if theirs[k] != ours[k]})
+                raise SourceError(f"datasets split {name!r}", f"its features differ from "
+                                  f"split {first_name!r}'s in {differ}: every split becomes "
+                                  "one schema, so a column of one split would be dropped or "
+                                  "missing in another; cast the splits to the same features")
 
     def __getstate__(self) -> dict[str, Any]:
         # Items carry their rows: workers (Ray tasks) need the schema, not the dataset.
@@ -117,10 +127,12 @@ class HuggingFace:
             # A list of dicts: one sequence per inner key, as TFDS's Sequence(FeaturesDict).
             for key, inner in _inner(hf).items():
                 feature, convert = _element_list(f"{name}/{key}", inner, _length(hf))
+                _claim(features, f"{name}/{key}", path)
                 features[f"{name}/{key}"] = feature
                 converters[f"{name}/{key}"] = (path, _pluck(key, convert))
             return
         feature, convert = _leaf(name, hf, self._sample(path) if kind == "Audio" else [])
+        _claim(features, name, path)
         features[name] = feature
         converters[name] = (path, convert)
 
@@ -151,6 +163,15 @@ class HuggingFace:
                 raise SourceError(f"datasets column {name!r}", "missing value (None)")
             record[name] = convert(value, name)
         return record
+
+
+def _claim(features: dict[str, Feature], name: str, path: tuple[str, ...]) -> None:
+    """Refuse a second feature under one name (a nested ``a: {b}`` flattened to ``a/b``
+    beside a column named ``a/b``): one would overwrite the other."""
+    if name in features:
+        raise SourceError(f"datasets column {'.'.join(path)!r}", f"becomes feature {name!r}, "
+                          "which another column already is (nested dicts are flattened to "
+                          "'outer/inner'); rename one of them")
 
 
 def _undecoded(part: Any) -> Any:

@@ -78,6 +78,7 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
     compressed = manifest.compression is not None
     files, infos, shard_ids, offsets, lengths = [], [], [], [], []
     points: list[np.ndarray] = []
+    sizes: list[int] = []  # compressed shards: each one's decompressed size, by its index
     shards = ([(storage.join(path, info.file), info) for info in manifest.split(split).shards]
               if checked else shard_paths(path, manifest, split, storage=storage))
     sidecars: dict[str, bytes | None] = {}
@@ -95,10 +96,11 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
         has_index = text is not None
         # A compressed shard's index holds decompressed offsets: no file size to check.
         table = (parse_index(text, index_file, record_path=file,
-                             record_size=None if compressed else info.bytes)
+                             record_size=None if compressed else info.bytes, stream=compressed)
                  if text is not None else scan_offsets(file, storage=storage))
         if compressed:
             points.append(_restart_points(file, info, sidecars))
+            sizes.append(int(table[-1].sum()) if len(table) else 0)
         elif text is not None and storage.local:  # remotely, reads check each frame anyway
             check_index_frames(table, index_file, file, storage)
         if len(table) != info.records:
@@ -114,7 +116,7 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
         raise DatasetError(f"{os.fspath(path)}: split {split!r} has no shards")
     return SplitLocations(tuple(files), np.concatenate(shard_ids), np.concatenate(offsets),
                           np.concatenate(lengths), tuple(infos),
-                          Restarts(manifest.compression, tuple(points))
+                          Restarts(manifest.compression, tuple(points), tuple(sizes))
                           if manifest.compression is not None else None)
 
 

@@ -33,6 +33,8 @@ __all__ = ["TFDS_INFO", "is_tfds_dir", "tfds_manifest"]
 
 TFDS_INFO = "dataset_info.json"
 TFDS_FEATURES = "features.json"
+#: Classes a ClassLabel without a labels file may claim (their names are made up, "0".."n-1").
+MAX_CLASSES = 1_000_000
 _MAX_JSON = 64 << 20
 _PLAIN_NAME = re.compile(r"^(?!\.{1,2}$)[^/\\\x00{}]{1,255}$")
 _SCALARS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "bool",
@@ -108,6 +110,7 @@ def _splits(info: Mapping[str, Any], root: str, storage: Storage) -> dict[str, S
     """Each split's shards (file names from TFDS's template) and record counts."""
     name = str(info.get("name", ""))
     splits = {}
+    listed: dict[str, str] = {}  # shard file -> the split that lists it
     for split in info.get("splits", []):
         lengths = [int(n) for n in split.get("shardLengths", [])]
         template = split.get("filepathTemplate") or "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
@@ -127,6 +130,11 @@ def _splits(info: Mapping[str, Any], root: str, storage: Storage) -> dict[str, S
             except (FileNotFoundError, StorageError):
                 raise DatasetError(f"{root}: shard {file} is missing ({TFDS_INFO} lists "
                                    "it)") from None
+            if file in listed:
+                raise DatasetError(f"{root}: {TFDS_INFO} lists shard {file} twice (splits "
+                                   f"{listed[file]!r} and {split['name']!r}): its records "
+                                   "would be read twice")
+            listed[file] = str(split["name"])
             shards.append(ShardInfo(file=file, records=count, bytes=size, crc32c=""))
         if not _PLAIN_NAME.match(str(split["name"])):
             raise DatasetError(f"{root}: split name {split['name']!r} is not understood")
@@ -165,8 +173,13 @@ def _map(node: Mapping[str, Any], name: str, out: dict[str, Feature], root: str,
         return
     lead: tuple[int | None, ...] = (length,) if in_sequence else ()
     if "classLabel" in node:
-        names = _label_names(root, name, storage) or [
-            str(i) for i in range(int(node["classLabel"].get("numClasses", 0)))]
+        names = _label_names(root, name, storage)
+        if names is None:
+            count = int(node["classLabel"].get("numClasses", 0))
+            if not 0 <= count <= MAX_CLASSES:
+                raise DatasetError(f"feature {name!r}: {TFDS_FEATURES} claims {count} classes "
+                                   f"and no labels file; at most {MAX_CLASSES:,} are read")
+            names = [str(i) for i in range(count)]
         label = ClassLabel(names)
         out[name] = Sequence(label) if in_sequence else label
         return
@@ -221,4 +234,7 @@ def _label_names(root: str, name: str, storage: Storage) -> list[str] | None:
     path = storage.join(root, f"{name.replace('/', '-')}.labels.txt")
     if not storage.exists(path):
         return None
-    return storage.read_bytes(path).decode("utf-8").splitlines()
+    # As TFDS reads them: text lines (universal newlines), each stripped, blank ones dropped;
+    # only "\n" (after "\r\n" and "\r") ends a line, not U+2028, \x1c or \x85.
+    text = storage.read_bytes(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    return [line.strip() for line in text.split("\n") if line.strip()]

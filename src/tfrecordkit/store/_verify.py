@@ -7,9 +7,21 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfrecordkit.format import RecordReader, Storage, file_crc32c
+import numpy as np
+
+from tfrecordkit.errors import TFRecordKitError
+from tfrecordkit.format import (
+    Inflater,
+    RecordReader,
+    Restarts,
+    Storage,
+    file_crc32c,
+    parse_index,
+    parse_restarts,
+    scan_offsets,
+)
 from tfrecordkit.store._inputs import expand_record_paths
-from tfrecordkit.store._manifest import is_dataset_dir, load_manifest
+from tfrecordkit.store._manifest import ShardInfo, is_dataset_dir, load_manifest
 
 __all__ = ["Verification", "verify_file", "verify_paths"]
 
@@ -88,6 +100,9 @@ def _against_manifest(dataset: str, files: list[dict[str, Any]],
             if not seen["problems"] and seen["records"] != shard.records:
                 problems.append(f"{path}: manifest says {shard.records} records, "
                                 f"file holds {seen['records']}")
+            if not seen["problems"] and manifest.compression is not None:
+                problems += _sidecar_problems(dataset, path, shard, manifest.compression,
+                                              storage)
             if not shard.crc32c:  # none recorded (a TFDS-prepared folder): nothing to compare
                 continue
             checksum = file_crc32c(path, storage=None if storage.local else storage)
@@ -97,10 +112,53 @@ def _against_manifest(dataset: str, files: list[dict[str, Any]],
     return problems
 
 
+def _sidecar_problems(dataset: str, path: str, shard: ShardInfo, compression: str,
+                      storage: Storage) -> list[str]:
+    """A compressed shard's sidecars against its stream: the index line by line against the
+    records a scan finds, every restart point inflated to the next."""
+    problems: list[str] = []
+    found = scan_offsets(path, storage=storage)
+    if shard.index:
+        index_file = storage.join(dataset, shard.index)
+        text = storage.read_many([index_file])[index_file]
+        if text is None:
+            return [f"{index_file}: missing ({path} lists it)"]
+        try:
+            listed = parse_index(text, index_file, record_path=path, stream=True)
+        except TFRecordKitError as err:
+            return [str(err)]
+        if listed.shape != found.shape or not np.array_equal(listed, found):
+            differ = [i for i in range(min(len(listed), len(found)))
+                      if tuple(listed[i]) != tuple(found[i])]
+            where = f"line {differ[0] + 1}" if differ else f"{len(listed)} lines"
+            problems.append(f"{index_file}: disagrees with {path} ({where}; the file holds "
+                            f"{len(found)} records); rebuild it with `tfrecordkit index`")
+    if shard.restarts:
+        sidecar = storage.join(dataset, shard.restarts)
+        text = storage.read_many([sidecar])[sidecar]
+        if text is None:
+            return [*problems, f"{sidecar}: missing ({path} lists it)"]
+        try:
+            points = parse_restarts(text, sidecar, compressed_size=shard.bytes)
+            size = int(found[-1].sum()) if len(found) else 0
+            inflater = Inflater(Restarts(compression, (points,), (size,)), [path])
+            with storage.open(path) as handle:
+                def read_at(at: int, n: int) -> bytes:
+                    handle.seek(at)
+                    return bytes(handle.read(n))
+
+                for row in range(1, len(points)):
+                    inflater.check_point(0, row, read_at)
+        except TFRecordKitError as err:
+            problems.append(str(err))
+    return problems
+
+
 def verify_paths(paths: Sequence[str], storage_options: dict[str, Any] | None = None,
                  wrap: Wrap = _unwrapped) -> Verification:
     """Check record files, globs and dataset directories: every record's CRCs, and each
-    dataset's shards against its manifest (missing, record counts, file checksums)."""
+    dataset's shards against its manifest (missing, record counts, file checksums) and, for
+    compressed shards, their index and restart-point sidecars against their streams."""
     result = Verification()
     for arg in paths:
         storage = Storage.of(arg, storage_options)

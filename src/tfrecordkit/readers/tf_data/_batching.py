@@ -52,6 +52,7 @@ class _DecodePlan:
     ordered: bool
     stored: BatchLayout  # decode=False: the stored keys (see readers' stored_layout)
     seed: int = 0  # keys random crops and flips
+    passthrough: tuple[str, ...] = ()  # parsed keys handed on as they are (``__class``)
 
     @property
     def shaping(self) -> BatchLayout:
@@ -137,6 +138,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
                 out = {n: _decode_one(f, parsed, n, options, plan.seed)
                        for n, f in plan.selected.items()}
             out.pop(CROP_KEY, None)  # the record's tag, read by finish_image
+            out.update({k: parsed[k] for k in plan.passthrough})
             if plan.decode and options.image_dtype != "uint8":
                 for key in layout.images:
                     out[key] = _scale_image(out[key], options.image_dtype, options.mean,
@@ -177,6 +179,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             out = {n: _decode_common(f, parsed, n, batched=True,
                                      text_length=options.text_length)
                    for n, f in plan.selected.items()}
+            out.update({k: parsed[k] for k in plan.passthrough})
         if batch_size is None or options.padding != "pad":
             return out  # single examples: structured one by one after unbatching
         shaping = plan.shaping

@@ -69,7 +69,7 @@ def load_tf_dataset(
     repeat: bool = False,
     decode: bool = True,
     features: Sequence[str] | None = None,
-    image_size: tuple[int, int] | None = None,
+    image_size: int | tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
     augment: Augment | None = None,
     drop_last: bool = False,

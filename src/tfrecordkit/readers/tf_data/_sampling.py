@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from tfrecordkit.errors import DatasetError, OptionError, StateError
 from tfrecordkit.format import Storage
+from tfrecordkit.readers import CLASS_ID
 from tfrecordkit.readers._decoding import DecodeOptions, decode_options
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._partition import Partition
@@ -41,6 +42,7 @@ from tfrecordkit.readers.tf_data._ops import (
 )
 from tfrecordkit.sampling import MAX_EPOCH, state_int
 from tfrecordkit.schema import (
+    ClassLabel,
     Schema,
 )
 from tfrecordkit.store import MANIFEST_NAME, Manifest, is_dataset_dir
@@ -73,12 +75,29 @@ def _sampling_context(path: str | os.PathLike[str], split: str, options: DecodeO
 
 def _sampling_plan(schema: Schema, names: list[str], description: dict[str, Any],
                    options: DecodeOptions, augment: Augment | None) -> _DecodePlan:
-    """How P×K and triplet batches decode: in stored order, the one batch layout."""
+    """How P×K and triplet batches decode: in stored order, the one batch layout, each
+    record's class id passed through as ``__class``."""
     options = dataclasses.replace(options, features=tuple(names))
     layout = BatchLayout.of(schema, options)
     stored = stored_layout(stored_specs(schema, names), options.padding)
     return _DecodePlan(description, {n: schema[n] for n in names}, layout, options, augment,
-                       True, stored)
+                       True, stored, passthrough=(CLASS_ID,))
+
+
+def _class_entries(schema: Schema, names: list[str], description: dict[str, Any],
+                   class_names: Sequence[str]) -> list[bytes]:
+    """Per class id, what its records get appended: the class id as ``__class`` (every
+    sampled batch carries it, as in the other readers), and the label taken from the shard
+    where the features read one; their parsing specs are added to ``description``."""
+    description[CLASS_ID] = tf.io.FixedLenFeature([], tf.int64)
+    ids = ClassLabel(list(class_names))
+    classes = range(len(class_names))
+    entries = [ids.shard_entry(CLASS_ID, c) for c in classes]
+    shard_label = _shard_label(schema, names, description)
+    if shard_label:
+        entries = [e + s for e, s in zip(entries, _shard_entries(schema, shard_label, classes),
+                                         strict=True)]
+    return entries
 
 
 def _step_number(start: Any) -> int:
@@ -148,7 +167,7 @@ def load_tf_pk_dataset(
     seed: int = 0,
     decode: bool = True,
     features: Sequence[str] | None = None,
-    image_size: tuple[int, int] | None = None,
+    image_size: int | tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
     augment: Augment | None = None,
     as_supervised: bool = False,
@@ -192,17 +211,12 @@ def load_tf_pk_dataset(
     first, count = _global_steps(start, steps, repeat, sampler)
 
     description = feature_description(schema, names)
-    shard_label = _shard_label(schema, names, description)
-    entries = _shard_entries(schema, shard_label, range(len(manifest.class_names))
-                             ) if shard_label else []
+    entries = _class_entries(schema, names, description, manifest.class_names)
     class_of = np.repeat(index.classes, index.counts)
 
     def fetch(g: int) -> np.ndarray:
         positions = sampler.batch(*divmod(g, steps))
-        records = fetcher.fetch(positions)
-        if shard_label:
-            return _with_shard_label(records, class_of[positions], entries)
-        return np.array(records, dtype=object)
+        return _with_shard_label(fetcher.fetch(positions), class_of[positions], entries)
 
     ds = _step_dataset(first, count, fetch, size)
     plan = _sampling_plan(schema, names, description, options, augment)
@@ -222,7 +236,7 @@ def load_tf_triplet_dataset(
     seed: int = 0,
     decode: bool = True,
     features: Sequence[str] | None = None,
-    image_size: tuple[int, int] | None = None,
+    image_size: int | tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
     augment: Augment | None = None,
     with_labels: bool = True,
@@ -266,9 +280,7 @@ def load_tf_triplet_dataset(
     first, count = _global_steps(start, anchors, repeat, sampler)
     cache: dict[int, np.ndarray] = {}
     description = feature_description(schema, names)
-    shard_label = _shard_label(schema, names, description)
-    entries = _shard_entries(schema, shard_label, range(len(manifest.class_names))
-                             ) if shard_label else []
+    entries = _class_entries(schema, names, description, manifest.class_names)
     class_of = np.repeat(index.classes, index.counts)
 
     def fetch(g: int) -> np.ndarray:
@@ -277,10 +289,7 @@ def load_tf_triplet_dataset(
             cache.clear()
             cache[epoch] = sampler.triplets(epoch)
         positions = cache[epoch][i]
-        records = fetcher.fetch(positions)
-        if shard_label:
-            return _with_shard_label(records, class_of[positions], entries)
-        return np.array(records, dtype=object)
+        return _with_shard_label(fetcher.fetch(positions), class_of[positions], entries)
 
     ds = _step_dataset(first, count, fetch, 3)
     plan = _sampling_plan(schema, names, description, options, augment)
@@ -290,7 +299,8 @@ def load_tf_triplet_dataset(
         assert label is not None
 
         def supervised(e: Example) -> Any:
-            parts = [{k: v[i] for k, v in e.items() if k != label} for i in range(3)]
+            parts = [{k: v[i] for k, v in e.items() if k not in (label, CLASS_ID)}
+                     for i in range(3)]
             inputs = tuple(next(iter(p.values())) if len(p) == 1 else p for p in parts)
             return inputs, e[label][0]
 
