@@ -42,6 +42,7 @@ CorruptionCheck = Literal[
     "truncated data",
     "bad compressed stream",
     "record too large",
+    "restart point",
 ]
 
 

@@ -126,8 +126,10 @@ def test_mixed_files_and_an_output_folder_elsewhere(tmp_path):
     assert os.stat(linked).st_ino == os.stat(tmp_path / "raw" / "part-0.tfrecord").st_ino
     batch = next(tk.iter_pk_batches(tmp_path / "ds", "val", classes_per_batch=4,
                                     examples_per_class=5, seed=1, steps=1))
-    assert sorted(set(batch["label"].tolist())) == [0, 1, 2, 3]
-    for x, y in zip(batch["x"], batch["label"], strict=True):
+    assert sorted(set(batch["__class"].tolist())) == [0, 1, 2, 3]
+    # The label feature keeps its name and values; "label" is no feature here.
+    assert "label" not in batch and (batch["y"] == batch["__class"]).all()
+    for x, y in zip(batch["x"], batch["__class"], strict=True):
         assert int(y) in {(int(x) + part) % 4 for part in range(3)}
 
 

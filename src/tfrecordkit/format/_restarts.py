@@ -32,6 +32,8 @@ SNAPSHOT_EVERY = 4 << 20  # decompressed bytes between kept states (files withou
 _SNAPSHOTS_PER_FILE = 64
 _CURSORS_PER_FILE = 16
 _KEEP_BYTES = 128 << 20  # decompressed bytes kept for later reads, per Inflater
+_HEADER_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "zlib": zlib.MAX_WBITS}
+_FLUSH_MARK = b"\x00\x00\xff\xff"
 
 
 
@@ -78,29 +80,25 @@ def load_restarts(record_path: PathLike, storage: Storage) -> np.ndarray | None:
 class Restarts:
     """How a set of compressed files is read at random positions: their ``compression`` and,
     per file, its restart points (``(k, 2)``: compressed offset, decompressed offset; the
-    first row ``(0, 0)`` is the stream's start) and, where known (from its index), the size
-    of its decompressed stream.
+    first row ``(0, 0)`` is the stream's start).
 
     Restart points are claims of a sidecar: each is checked against the stream before it is
     first used (see :meth:`Inflater.check_point`)."""
 
     compression: str
     points: tuple[np.ndarray, ...]
-    sizes: tuple[int | None, ...] | None = None
-
-    def size(self, file: int) -> int | None:
-        """File ``file``'s decompressed size, if known."""
-        return None if self.sizes is None else self.sizes[file]
 
 
-def _inflated_length(read_at: ReadAt, start: int, end: int | None, limit: int) -> int:
-    """Bytes a raw deflate stream gives from compressed offset ``start`` to ``end`` (None:
-    to the end of its last block), counting no more than ``limit`` + 1.
+def _inflated_length(read_at: ReadAt, start: int, end: int | None, limit: int,
+                     wbits: int = -zlib.MAX_WBITS) -> int:
+    """Bytes a deflate stream (raw, or with the header ``wbits`` says) gives from compressed
+    offset ``start`` to ``end`` (None: to the end of its last block), counting no more than
+    ``limit`` + 1.
 
     Raises:
         zlib.error: not a deflate stream there.
     """
-    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    inflater = zlib.decompressobj(wbits)
     produced, at = 0, start
     while (end is None or at < end) and not inflater.eof and produced <= limit:
         size = 1 << 18 if end is None else min(1 << 18, end - at)
@@ -158,40 +156,46 @@ class Inflater:
         self._snapshot_every = [SNAPSHOT_EVERY] * len(self.paths)
         self._lru: dict[int, tuple[int, _Cursor]] = {}  # id -> (file, cursor), oldest first
         self._lru_lock = threading.Lock()
-        self._checked: list[set[int]] = [{0} for _ in self.paths]  # restart points checked
+        self._confirmed = [1] * len(self.paths)  # leading restart points checked, per file
 
     def check_point(self, file: int, row: int, read_at: ReadAt) -> None:
-        """Check restart point ``row`` of file ``file`` against the stream: inflating from its
-        compressed offset to the next point's (or to the stream's end) must give exactly the
-        bytes between their decompressed offsets (or up to the stream's size), so a point
-        moved by as little as one record, or into another's place, is refused.
+        """Check restart points ``1 .. row`` of file ``file`` against the stream, each from the
+        one before it (the stream's start is the first): inflating from a point's compressed
+        offset to the next point's must give exactly the bytes between their decompressed
+        offsets, so a point moved by as little as one record (or every point moved alike) is
+        refused. Points are checked once; a read at any point costs, the first time, one
+        inflate pass up to it.
 
         Raises:
-            DatasetError: naming the sidecar, the point and the file.
+            CorruptRecordError: check ``"restart point"``, naming the file, the point's
+                decompressed offset and the sidecar (the point or the stream is damaged).
         """
         points = self.restarts.points[file]
-        c, u = int(points[row, 0]), int(points[row, 1])
-        if row + 1 < len(points):
-            end: int | None = int(points[row + 1, 0])
-            expected: int | None = int(points[row + 1, 1]) - u
-        else:
-            size = self.restarts.size(file)
-            end, expected = None, None if size is None else size - u
-        limit = expected if expected is not None else 1 << 62
-        try:
-            found = _inflated_length(read_at, c, end, limit)
-            problem = None if expected is None or found == expected else (
-                f"inflating from it gives {'more than ' if found > limit else ''}"
-                f"{min(found, limit)} bytes up to the "
-                f"{'next point' if end is not None else 'stream end'}, where the offsets say "
-                f"{expected}")
-        except zlib.error as err:
-            problem = f"no deflate stream starts there ({err})"
-        if problem is not None:
-            path = self.paths[file]
-            raise DatasetError(f"{restarts_path_for(path)}: restart point {row} (compressed "
-                               f"{c}, decompressed {u}) disagrees with {path}: {problem}; "
-                               "delete the sidecar (reads then inflate from the start)")
+        while self._confirmed[file] <= row:
+            k = self._confirmed[file]  # confirm point k from point k - 1
+            c, u = int(points[k - 1, 0]), int(points[k - 1, 1])
+            end, expected = int(points[k, 0]), int(points[k, 1]) - u
+            wbits = -zlib.MAX_WBITS if c else _HEADER_WBITS[self.restarts.compression]
+            try:
+                found = _inflated_length(read_at, c, end, expected, wbits)
+                problem = None if found == expected else (
+                    f"inflating from point {k - 1} up to it gives "
+                    f"{'more than ' if found > expected else ''}{min(found, expected)} bytes, "
+                    f"where the offsets say {expected}")
+            except zlib.error as err:
+                problem = f"no deflate stream between it and point {k - 1} ({err})"
+            # A full flush ends with an empty stored block: its lengths 0000 FFFF end
+            # right where inflating can begin afresh.
+            if problem is None and read_at(end - 4, 4) != _FLUSH_MARK:
+                problem = "no full flush ends there"
+            if problem is not None:
+                path = self.paths[file]
+                raise CorruptRecordError(
+                    path, int(points[k, 1]), -1, "restart point",
+                    f"point {k} of {restarts_path_for(path)} (compressed {end}): {problem}; "
+                    "the stream or its restart points are damaged (without the sidecar, "
+                    "reads inflate from the start)")
+            self._confirmed[file] = k + 1
 
     def read(self, file: int, ranges: Sequence[tuple[int, int]], read_at: ReadAt,
              chunk: int = 1 << 18) -> list[bytes]:
@@ -251,9 +255,7 @@ class Inflater:
         if snapshot is not None:
             cursor = snapshot.copy()
         else:
-            if row not in self._checked[file]:
-                self.check_point(file, row, read_at)
-                self._checked[file].add(row)
+            self.check_point(file, row, read_at)
             c = int(points[row, 0])
             cursor = _Cursor(self.restarts.compression, c, best_u, raw=c > 0)
         cursors.append(cursor)

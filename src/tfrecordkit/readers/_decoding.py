@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
+import sys
+import threading
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Names
 from concurrent.futures import Executor
@@ -292,7 +295,10 @@ def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) ->
                                  f"{tuple(shapes[too_big[0]].tolist())}, larger than the "
                                  f"padded shape {layout.padded_shape}")
             target[axis] = size
-    out = np.full((len(arrays), *target), layout.fill, dtype=arrays[0].dtype)
+    shape, dtype = (len(arrays), *target), arrays[0].dtype
+    # Zeros come from calloc: padding pages are never written, only mapped when read.
+    out = (np.zeros(shape, dtype) if layout.fill == 0 and dtype.kind != "O"
+           else np.full(shape, layout.fill, dtype=dtype))
     for i, a in enumerate(arrays):
         region: tuple[int | slice, ...] = (i, *[slice(0, d) for d in a.shape])
         out[region] = a
@@ -372,6 +378,7 @@ class RecordDecoder:
         self.shard_label = self.layout.shard_label
         size = options.image_size
         self._min_size = size if size is not None and options.fast_resize else None
+        self._memory = BatchMemory()
         # Resizing and scaling run on the decoding thread, into the batch's rows.
         self._transform = (ImageTransform(options) if options.decode and size is not None
                            else None)
@@ -435,6 +442,44 @@ class RecordDecoder:
                 out[key] = np.stack([np.asarray(v) for v in values])
         return out
 
+    @property
+    def padded_images(self) -> list[str]:
+        """Image features batched ``{"values", "lengths"}`` (sizes vary, not resized) with
+        known channels: decoded straight into a zero-padded batch array when the batch's
+        largest size is known first (see :meth:`padded_arrays`)."""
+        if not self.options.decode or self._transform is not None or self.schema is None:
+            return []
+        out = []
+        for name in self._images:
+            layout = self.layout[name]
+            feature = self.schema[name]
+            if (layout.varies and layout.padded_shape is None and layout.shape[2] is not None
+                    and self.options.padding == "pad" and self.options.image_dtype == "uint8"
+                    and getattr(feature, "dims", False)
+                    and getattr(feature, "encoding", "raw") != "raw"):
+                out.append(name)
+        return out
+
+    def padded_arrays(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any]
+                      ) -> dict[str, np.ndarray]:
+        """Zero-filled ``[n, H, W, C]`` arrays for :attr:`padded_images`, ``H`` and ``W`` the
+        largest sizes the records store (an image larger than its stored size is found when
+        it is decoded, and its batch is then padded afresh)."""
+        names = self.padded_images
+        specs = [KeySpec(f"{n}/{d}", "int64", ()) for n in names for d in ("height", "width")]
+        if not names or not len(records):
+            return {}
+        columns = parse_examples(records, specs, where=where)
+        out = {}
+        for name in names:
+            height = int(columns[f"{name}/height"].values.max())
+            width = int(columns[f"{name}/width"].values.max())
+            channels = self.layout[name].shape[2]
+            assert channels is not None
+            out[name] = self._memory.take((len(records), max(height, 0), max(width, 0),
+                                           channels))
+        return out
+
     def batch_arrays(self, n: int) -> dict[str, np.ndarray]:
         """Empty ``[n, h, w, c]`` arrays for a batch's images to decode straight into (the
         features whose images have one shape in a plain array: resized to ``image_size``
@@ -467,13 +512,16 @@ class RecordDecoder:
         if self._transform is not None:
             finish = {name: self._transform.finisher(None if into is None else into.get(name),
                                                      keys) for name in self._images}
+        elif into is not None and any(name in into for name in self.padded_images):
+            finish = {name: _pad_into(into[name]) for name in self.padded_images
+                      if name in into}
+            into = {name: rows for name, rows in into.items() if name not in finish}
         if self.schema is not None:
             columns = self.schema.decode_batch(records, features=self.features, where=where,
                                                image_min_size=self._min_size,
                                                audio_sample_rate=self.options.sample_rate,
                                                shard_classes=classes,
-                                               image_out=into if finish is None else None,
-                                               image_finish=finish)
+                                               image_out=into, image_finish=finish)
         else:
             columns = self._columns_by_specs(records, where, finish)
         for name, shape in self._fixed.items():
@@ -567,13 +615,23 @@ class RecordDecoder:
         """Parts from :meth:`decode_columns` as one batch, as :meth:`assemble` makes it;
         ``arrays``: the :meth:`batch_arrays` the parts decoded into, in order (each one is
         the batch's value when every part's images filled their rows)."""
-        batch = {}
+        batch: dict[str, Any] = {}
         for name in self.features:
             pieces = [p[name] for p in parts]
             layout = self.layout[name]
             whole = None if arrays is None else arrays.get(name)
-            if whole is not None and all(x is whole or (isinstance(x, np.ndarray)
-                                                        and x.base is whole) for x in pieces):
+            if whole is not None and layout.varies:  # padded in place, if every image fit
+                values = [v for x in pieces for v in x]
+                owner = _owner(whole)
+                if all(isinstance(v, np.ndarray) and _owner(v) is owner for v in values):
+                    lengths = np.array([[v.shape[a] for a in layout.length_axes]
+                                        for v in values], np.int64)
+                    batch[name] = {"values": whole,
+                                   "lengths": lengths.reshape(len(values), -1)}
+                else:
+                    batch[name] = self._batch(name, values)
+            elif whole is not None and all(x is whole or (isinstance(x, np.ndarray)
+                                                          and x.base is whole) for x in pieces):
                 batch[name] = whole
             elif layout.kind == "numbers" and not layout.varies and all(
                     isinstance(x, np.ndarray) and x.ndim >= 1 for x in pieces):
@@ -623,6 +681,64 @@ class RecordDecoder:
             {name: a[s : s + size] for name, a in arrays.items()},
             None if keys is None else keys.part(s, s + size)), starts)
         return self.assemble_columns(list(parts), arrays)
+
+
+def _owner(array: np.ndarray) -> np.ndarray:
+    """The array owning ``array``'s memory (NumPy keeps a view's base at the owner)."""
+    return array if array.base is None else array.base
+
+
+def _pad_into(rows: np.ndarray) -> Finish:
+    """``finish(i, pixels)``: record ``i``'s pixels copied into the top left of ``rows[i]``,
+    the rest of the row zeroed (the memory may hold an earlier batch), and that window
+    returned; pixels that do not fit (a stored size smaller than the image) come back as
+    their own copy."""
+
+    def finish(i: int, pixels: np.ndarray) -> np.ndarray:
+        row = rows[i]
+        h, w, c = pixels.shape
+        if h > row.shape[0] or w > row.shape[1] or c != row.shape[2]:
+            return np.array(pixels)
+        window: np.ndarray = row[:h, :w]
+        window[...] = pixels
+        row[:h, w:] = 0
+        row[h:] = 0
+        return window
+
+    return finish
+
+
+class BatchMemory:
+    """uint8 batch arrays of earlier batches, handed out again once nothing outside holds them
+    (no array, view, tensor or buffer of the user's refers to one: only this pool does), so
+    large padded batches are written into memory already mapped rather than fresh pages;
+    callers overwrite every byte of what they take."""
+
+    _KEEP = 4
+
+    def __init__(self) -> None:
+        self._kept: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, object]:
+        return {}  # a copy in another process starts empty
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def take(self, shape: tuple[int, ...]) -> np.ndarray:
+        """An uninitialised uint8 array of ``shape``."""
+        size = math.prod(shape)
+        with self._lock:
+            for kept in self._kept:
+                # Referenced by the list, the loop variable and getrefcount's argument only.
+                if sys.getrefcount(kept) <= 3 and kept.size >= size:
+                    return kept[:size].reshape(shape)
+            fresh = np.empty(max(size, 1), np.uint8)
+            self._kept.append(fresh)
+            if len(self._kept) > self._KEEP:
+                self._kept.pop(0)
+            return fresh[:size].reshape(shape)
 
 
 def _check_shapes(name: str, images: Any, shape: tuple[int, ...],

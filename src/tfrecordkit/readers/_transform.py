@@ -11,7 +11,7 @@ import numpy as np
 
 from tfrecordkit.codecs import pad_window, resize_into, scale_pixels
 from tfrecordkit.errors import OptionError
-from tfrecordkit.sampling import center_crop_boxes, random_crop_boxes, random_flips
+from tfrecordkit.sampling import center_crop_box, crop_draws, random_crop_box
 
 if TYPE_CHECKING:
     from tfrecordkit.readers._decoding import DecodeOptions
@@ -52,34 +52,6 @@ class ImageTransform:
         self.crop_fraction = options.crop_fraction
         self._fills: dict[int, np.ndarray] = {}
 
-    @property
-    def keyed(self) -> bool:
-        """Whether images need their :class:`RecordKeys` (random crops or flips)."""
-        return self.crop == "random" or self.flip
-
-    def window(self, height: int, width: int, keys: RecordKeys | None, i: int
-               ) -> tuple[int, int, int, int, bool]:
-        """Record ``i``'s crop window ``(top, left, height, width)`` and flip."""
-        if self.keyed and keys is None:
-            raise OptionError("random crops and flips are keyed by (seed, epoch, record id); "
-                              "this reader gives no record ids")
-        one = None if keys is None else keys.ids[i : i + 1]
-        if self.crop == "random":
-            assert keys is not None and one is not None
-            box = random_crop_boxes(np.array([height]), np.array([width]), seed=keys.seed,
-                                    epoch=keys.epoch, ids=one, scale=self.crop_scale,
-                                    ratio=self.crop_ratio, flip=self.flip)[0]
-            return int(box[0]), int(box[1]), int(box[2]), int(box[3]), bool(box[4])
-        flip = False
-        if self.flip:
-            assert keys is not None and one is not None
-            flip = bool(random_flips(seed=keys.seed, epoch=keys.epoch, ids=one)[0])
-        if self.crop == "center":
-            box = center_crop_boxes(np.array([height]), np.array([width]), self.size,
-                                    self.crop_fraction)[0]
-            return int(box[0]), int(box[1]), int(box[2]), int(box[3]), flip
-        return 0, 0, height, width, flip
-
     def _fill(self, channels: int) -> np.ndarray:
         """What padding holds: black, scaled as the pixels are."""
         fill = self._fills.get(channels)
@@ -89,11 +61,38 @@ class ImageTransform:
             self._fills[channels] = fill
         return fill
 
+    @property
+    def keyed(self) -> bool:
+        """Whether images need their :class:`RecordKeys` (random crops or flips)."""
+        return self.crop == "random" or self.flip
+
+    def window(self, height: int, width: int, draws: list[float] | None
+               ) -> tuple[int, int, int, int, bool]:
+        """A record's crop window ``(top, left, height, width)`` and flip, from its
+        :func:`~tfrecordkit.sampling.crop_draws` (None when nothing random is asked)."""
+        if self.crop == "random":
+            assert draws is not None
+            top, left, h, w, flip = random_crop_box(height, width, draws,
+                                                    scale=self.crop_scale,
+                                                    ratio=self.crop_ratio, flip=self.flip)
+            return top, left, h, w, bool(flip)
+        flipped = self.flip and draws is not None and draws[-1] < 0.5
+        if self.crop == "center":
+            top, left, h, w, _ = center_crop_box(height, width, self.size, self.crop_fraction)
+            return top, left, h, w, flipped
+        return 0, 0, height, width, flipped
+
     def finisher(self, rows: np.ndarray | None = None, keys: RecordKeys | None = None
                  ) -> Finish:
         """``finish(i, pixels)``: record ``i``'s uint8 ``[h, w, c]`` pixels transformed into
         ``rows[i]`` (a batch's ``[n, H, W, C]`` array) when its channels match, else into a new
         array, which is returned; ``keys`` key random crops and flips."""
+
+        if self.keyed and keys is None:
+            raise OptionError("random crops and flips are keyed by (seed, epoch, record id); "
+                              "this reader gives no record ids")
+        draws = (crop_draws(keys.seed, keys.epoch, keys.ids).tolist()
+                 if self.keyed and keys is not None else None)
 
         def finish(i: int, pixels: np.ndarray) -> np.ndarray:
             channels = pixels.shape[2]
@@ -103,8 +102,8 @@ class ImageTransform:
                 out = np.empty((*self.size, channels), self.dtype)
             if self.crop is None and not self.flip:
                 return self.transform(pixels, out)
-            top, left, height, width, flip = self.window(pixels.shape[0], pixels.shape[1],
-                                                         keys, i)
+            top, left, height, width, flip = self.window(
+                pixels.shape[0], pixels.shape[1], None if draws is None else draws[i])
             window = pixels[top : top + height, left : left + width]
             return self.transform(window, out, flip=flip)
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, OptionError
+from tfrecordkit.format import RecordSlices
 from tfrecordkit.readers import RECORD_ID, VALID
 from tfrecordkit.readers._decoding import (
     DecodeOptions,
@@ -174,11 +175,19 @@ class Loader:
         records, decoder = self.records, self.decoder
 
         augment, seed = self.augment, self.seed
-        # Fixed-shape images are decoded straight into the batch's array.
+        # Fixed-shape images are decoded straight into the batch's array; images of varying
+        # sizes into a zero-padded one, once the records say how large it must be (read
+        # here, decoded on the pool).
         arrays = decoder.batch_arrays(len(ids)) if augment is None else {}
+        ahead: RecordSlices | list[bytes] | None = None
+        if augment is None and decoder.padded_images and len(ids):
+            ahead = records.get_slices(ids)
+            arrays.update(decoder.padded_arrays(ahead, lambda i: records.where(int(ids[i]))))
 
         def part(chunk: np.ndarray, at: int = 0) -> Any:
-            raw = records.get_slices(chunk)  # local files: decoded where they lie
+            # Local files: decoded where they lie.
+            raw = records.get_slices(chunk) if ahead is None else _part_of(ahead, at,
+                                                                          len(chunk))
             classes = records.shard_classes(chunk) if decoder.shard_label else None
             if not decoder.options.decode:
                 return decoder.raw_columns(raw, lambda i: records.where(int(chunk[i])),
@@ -315,3 +324,12 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
                   options=decode_options(options, decode=decode, features=features,
                                          image_size=image_size),
                   num_threads=num_threads, augment=augment, storage_options=storage_options)
+
+
+def _part_of(records: RecordSlices | list[bytes], start: int, count: int
+             ) -> RecordSlices | list[bytes]:
+    """Records ``start : start + count`` of a batch read at once."""
+    if isinstance(records, RecordSlices):
+        return RecordSlices(records.buffer, records.offsets[start : start + count],
+                            records.lengths[start : start + count])
+    return records[start : start + count]

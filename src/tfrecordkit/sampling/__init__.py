@@ -3,7 +3,14 @@ functions of seed, epoch and step). Random access to a split lives in :mod:`tfre
 (re-exported here)."""
 
 from tfrecordkit.sampling._class_index import ClassIndex
-from tfrecordkit.sampling._crop import center_crop_boxes, random_crop_boxes, random_flips
+from tfrecordkit.sampling._crop import (
+    center_crop_box,
+    center_crop_boxes,
+    crop_draws,
+    random_crop_box,
+    random_crop_boxes,
+    random_flips,
+)
 from tfrecordkit.sampling._order import EpochOrder, ShuffleMode, fingerprint
 from tfrecordkit.sampling._plan import EpochUnit, PKSampler, TripletSampler
 from tfrecordkit.sampling._state import MAX_EPOCH, check_state, state_int
@@ -28,10 +35,13 @@ __all__ = [
     "SplitLocations",
     "SplitRecords",
     "TripletSampler",
+    "center_crop_box",
     "center_crop_boxes",
     "check_state",
+    "crop_draws",
     "fingerprint",
     "open_split",
+    "random_crop_box",
     "random_crop_boxes",
     "random_flips",
     "split_locations",

@@ -10,7 +10,9 @@ import numpy as np
 
 from tfrecordkit.sampling._order import _splitmix, mix_keys
 
-__all__ = ["CROP_TRIES", "center_crop_boxes", "random_crop_boxes", "random_flips"]
+__all__ = ["CROP_TRIES", "center_crop_box", "center_crop_boxes", "crop_draws", "random_crop_box",
+           "random_crop_boxes",
+           "random_flips"]
 
 #: Tries at a random window before the fallback to a centred one (torchvision's rule).
 CROP_TRIES = 10
@@ -28,6 +30,45 @@ def _uniforms(seed: int, epoch: int, ids: np.ndarray) -> np.ndarray:
     return (bits >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
 
 
+def crop_draws(seed: int, epoch: int, ids: np.ndarray) -> np.ndarray:
+    """The uniform draws random windows and flips are made of: ``[n, 41]`` float64 in
+    [0, 1) per record, keyed by (seed, epoch, record id) (counter-based: a record's draws do
+    not depend on the others asked with it)."""
+    return _uniforms(seed, epoch, ids)
+
+
+def random_crop_box(height: int, width: int, draws: np.ndarray | list[float], *,
+                    scale: tuple[float, float] = (0.08, 1.0),
+                    ratio: tuple[float, float] = (3 / 4, 4 / 3),
+                    flip: bool = False) -> tuple[int, int, int, int, int]:
+    """One record's window from its :func:`crop_draws`: ``(top, left, height, width,
+    flip)``, by torchvision's ``RandomResizedCrop`` rule (see :func:`random_crop_boxes`).
+    Scalar arithmetic (Python floats): every reader computes the same window with it."""
+    u = draws.tolist() if isinstance(draws, np.ndarray) else draws
+    area = float(height * width)
+    low, high = math.log(ratio[0]), math.log(ratio[1])
+    flipped = int(flip and u[_DRAWS - 1] < 0.5)
+    for t in range(CROP_TRIES):
+        u_area, u_aspect, u_top, u_left = u[4 * t : 4 * t + 4]
+        target = area * (scale[0] + (scale[1] - scale[0]) * u_area)
+        aspect = math.exp(low + (high - low) * u_aspect)
+        w = round(math.sqrt(target * aspect))
+        h = round(math.sqrt(target / aspect))
+        if 0 < w <= width and 0 < h <= height:
+            return (int(u_top * (height - h + 1)), int(u_left * (width - w + 1)), h, w,
+                    flipped)
+    # The fallback: the whole image, cut to the nearest aspect inside ratio, centred.
+    in_ratio = width / max(height, 1)
+    if in_ratio < min(ratio):
+        w, h = width, round(width / min(ratio))
+    elif in_ratio > max(ratio):
+        h, w = height, round(height * max(ratio))
+    else:
+        w, h = width, height
+    h, w = min(max(h, 1), height), min(max(w, 1), width)
+    return (height - h) // 2, (width - w) // 2, h, w, flipped
+
+
 def random_crop_boxes(heights: np.ndarray, widths: np.ndarray, *, seed: int, epoch: int,
                       ids: np.ndarray, scale: tuple[float, float] = (0.08, 1.0),
                       ratio: tuple[float, float] = (3 / 4, 4 / 3),
@@ -40,35 +81,11 @@ def random_crop_boxes(heights: np.ndarray, widths: np.ndarray, *, seed: int, epo
         int64 ``[n, 5]``: ``top, left, height, width`` of each record's window and ``flip``
         (1: mirror left to right, with probability 1/2 when ``flip``, else 0).
     """
-    heights = np.asarray(heights, dtype=np.int64)
-    widths = np.asarray(widths, dtype=np.int64)
-    u = _uniforms(seed, epoch, ids)
-    n = len(heights)
-    area = (heights * widths).astype(np.float64)[:, None]
-    tries = u[:, : 4 * CROP_TRIES].reshape(n, CROP_TRIES, 4)
-    target = area * (scale[0] + (scale[1] - scale[0]) * tries[:, :, 0])
-    low, high = math.log(ratio[0]), math.log(ratio[1])
-    aspect = np.exp(low + (high - low) * tries[:, :, 1])
-    w = np.rint(np.sqrt(target * aspect)).astype(np.int64)
-    h = np.rint(np.sqrt(target / aspect)).astype(np.int64)
-    fits = (w > 0) & (w <= widths[:, None]) & (h > 0) & (h <= heights[:, None])
-    first = np.argmax(fits, axis=1)
-    found = fits[np.arange(n), first]
-    h, w = h[np.arange(n), first], w[np.arange(n), first]
-    top = np.floor(tries[np.arange(n), first, 2] * (heights - h + 1)).astype(np.int64)
-    left = np.floor(tries[np.arange(n), first, 3] * (widths - w + 1)).astype(np.int64)
-    # The fallback: the whole image, cut to the nearest aspect inside ratio, centred.
-    in_ratio = widths / np.maximum(heights, 1)
-    fb_w, fb_h = widths.copy(), heights.copy()
-    narrow, wide = in_ratio < min(ratio), in_ratio > max(ratio)
-    fb_h[narrow] = np.rint(widths[narrow] / min(ratio)).astype(np.int64)
-    fb_w[wide] = np.rint(heights[wide] * max(ratio)).astype(np.int64)
-    fb_h, fb_w = np.clip(fb_h, 1, heights), np.clip(fb_w, 1, widths)
-    h, w = np.where(found, h, fb_h), np.where(found, w, fb_w)
-    top = np.where(found, top, (heights - h) // 2)
-    left = np.where(found, left, (widths - w) // 2)
-    flips = (u[:, -1] < 0.5).astype(np.int64) if flip else np.zeros(n, np.int64)
-    return np.stack([top, left, h, w, flips], axis=1)
+    draws = crop_draws(seed, epoch, ids)
+    boxes = [random_crop_box(int(h), int(w), d, scale=scale, ratio=ratio, flip=flip)
+             for h, w, d in zip(np.asarray(heights).tolist(), np.asarray(widths).tolist(),
+                                draws, strict=True)]
+    return np.array(boxes, dtype=np.int64).reshape(len(boxes), 5)
 
 
 def random_flips(*, seed: int, epoch: int, ids: np.ndarray) -> np.ndarray:
@@ -77,16 +94,22 @@ def random_flips(*, seed: int, epoch: int, ids: np.ndarray) -> np.ndarray:
     return (_uniforms(seed, epoch, ids)[:, -1] < 0.5).astype(np.int64)
 
 
+def center_crop_box(height: int, width: int, size: tuple[int, int],
+                    fraction: float = 0.875) -> tuple[int, int, int, int, int]:
+    """One image's evaluation window (see :func:`center_crop_boxes`), in scalar arithmetic."""
+    aspect = size[1] / size[0]
+    full_h = min(float(height), width / aspect)
+    h = min(max(round(full_h * fraction), 1), height)
+    w = min(max(round(full_h * aspect * fraction), 1), width)
+    return (height - h) // 2, (width - w) // 2, h, w, 0
+
+
 def center_crop_boxes(heights: np.ndarray, widths: np.ndarray, size: tuple[int, int],
                       fraction: float = 0.875) -> np.ndarray:
     """Evaluation windows: the largest centred window of ``size``'s aspect, its sides cut to
     ``fraction`` (0.875: a 224 crop of an image resized to 256), as ``[n, 5]`` int64
     ``top, left, height, width, flip`` (flip always 0)."""
-    heights = np.asarray(heights, dtype=np.int64)
-    widths = np.asarray(widths, dtype=np.int64)
-    aspect = size[1] / size[0]
-    full_h = np.minimum(heights.astype(np.float64), widths / aspect)
-    h = np.clip(np.rint(full_h * fraction).astype(np.int64), 1, heights)
-    w = np.clip(np.rint(full_h * aspect * fraction).astype(np.int64), 1, widths)
-    zeros = np.zeros(len(heights), np.int64)
-    return np.stack([(heights - h) // 2, (widths - w) // 2, h, w, zeros], axis=1)
+    boxes = [center_crop_box(int(h), int(w), size, fraction)
+             for h, w in zip(np.asarray(heights).tolist(), np.asarray(widths).tolist(),
+                             strict=True)]
+    return np.array(boxes, dtype=np.int64).reshape(len(boxes), 5)

@@ -78,7 +78,6 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
     compressed = manifest.compression is not None
     files, infos, shard_ids, offsets, lengths = [], [], [], [], []
     points: list[np.ndarray] = []
-    sizes: list[int] = []  # compressed shards: each one's decompressed size, by its index
     shards = ([(storage.join(path, info.file), info) for info in manifest.split(split).shards]
               if checked else shard_paths(path, manifest, split, storage=storage))
     sidecars: dict[str, bytes | None] = {}
@@ -100,7 +99,6 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
                  if text is not None else scan_offsets(file, storage=storage))
         if compressed:
             points.append(_restart_points(file, info, sidecars))
-            sizes.append(int(table[-1].sum()) if len(table) else 0)
         elif text is not None and storage.local:  # remotely, reads check each frame anyway
             check_index_frames(table, index_file, file, storage)
         if len(table) != info.records:
@@ -116,7 +114,7 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
         raise DatasetError(f"{os.fspath(path)}: split {split!r} has no shards")
     return SplitLocations(tuple(files), np.concatenate(shard_ids), np.concatenate(offsets),
                           np.concatenate(lengths), tuple(infos),
-                          Restarts(manifest.compression, tuple(points), tuple(sizes))
+                          Restarts(manifest.compression, tuple(points))
                           if manifest.compression is not None else None)
 
 

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._keys import CLASS_ID
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
 from tfrecordkit.readers.tf_data._augment import (
     _compose,
@@ -372,7 +373,8 @@ def _supervised(ds: Any, manifest: Manifest | None, schema: Schema | None,
         raise DatasetError(_no_label_hint(schema))
 
     def split_label(example: Example) -> tuple[Any, Any]:
-        inputs = {k: v for k, v in example.items() if k != label}
+        # The class ids PxK batches carry are the label's values: not an input.
+        inputs = {k: v for k, v in example.items() if k not in (label, CLASS_ID)}
         return (next(iter(inputs.values())) if len(inputs) == 1 else inputs), example[label]
 
     return ds.map(split_label, num_parallel_calls=AUTOTUNE, deterministic=ordered)

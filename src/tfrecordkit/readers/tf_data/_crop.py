@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrecordkit.readers._decoding import DecodeOptions
-from tfrecordkit.sampling import center_crop_boxes, random_crop_boxes, random_flips
+from tfrecordkit.sampling import center_crop_box, crop_draws, random_crop_box
 
 __all__ = ["CROP_KEY", "EpochCounter", "crop_window", "keyed", "tag_records"]
 
@@ -71,25 +71,22 @@ def tag_records(records: Any, epoch: Any, ids: Any) -> Any:
 
 def _window(height: Any, width: Any, key: Any, seed: int,
             options: DecodeOptions) -> np.ndarray:
-    """``top, left, height, width, flip`` of one record, by the library's pure functions."""
-    size = np.array([int(height)]), np.array([int(width)])
+    """``top, left, height, width, flip`` of one record, by the library's functions (those
+    the TF-free readers call)."""
     epoch, record = (0, 0)
     if key:
         epoch, record = (int(v) for v in bytes(key).split(b","))
-    ids = np.array([record], np.int64)
+    draws = crop_draws(seed, epoch, np.array([record], np.int64))[0].tolist()
+    h, w = int(height), int(width)
     if options.crop == "random":
-        box: np.ndarray = random_crop_boxes(*size, seed=seed, epoch=epoch, ids=ids,
-                                            scale=options.crop_scale, ratio=options.crop_ratio,
-                                            flip=options.flip)[0]
-        return box
-    if options.crop == "center":
-        assert options.image_size is not None
-        box = center_crop_boxes(*size, options.image_size, options.crop_fraction)[0]
+        box = random_crop_box(h, w, draws, scale=options.crop_scale, ratio=options.crop_ratio,
+                              flip=options.flip)
     else:
-        box = np.array([0, 0, int(height), int(width), 0], np.int64)
-    if options.flip:
-        box[4] = random_flips(seed=seed, epoch=epoch, ids=ids)[0]
-    return np.asarray(box, np.int64)
+        assert options.image_size is not None
+        box = (center_crop_box(h, w, options.image_size, options.crop_fraction)
+               if options.crop == "center" else (0, 0, h, w, 0))
+        box = (*box[:4], int(options.flip and draws[-1] < 0.5))
+    return np.array(box, np.int64)
 
 
 def crop_window(image: Any, key: Any, seed: int, options: DecodeOptions) -> tuple[Any, Any]:
