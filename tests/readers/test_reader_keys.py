@@ -77,3 +77,82 @@ def test_pk_batches_keep_the_stored_id_beside_their_own_keys(with_ids):
 def test_reserved_names_are_refused_for_features(name):
     with pytest.raises(SchemaError, match="kept for what readers add"):
         tk.Schema({name: tk.Scalar("int64")})
+
+
+@pytest.fixture(scope="module")
+def other_label(tmp_path_factory):
+    """Per-class records whose class feature is ``kind`` and whose ``label`` is a plain
+    number (not the class)."""
+    path = tmp_path_factory.mktemp("other") / "ds"
+    schema = tk.Schema({"label": tk.Scalar("int64"), "kind": tk.ClassLabel(["a", "b", "c"])})
+    rows = [{"label": 500 + i, "kind": i % 3} for i in range(N)]
+    tk.write_dataset(rows, path, schema, shards=tk.ShardOptions(layout="per_class"),
+                     label_feature="kind")
+    return path
+
+
+def _pk_readers(path):
+    torch = pytest.importorskip("torch")
+    pk = {"classes_per_batch": 3, "examples_per_class": 2}
+    out = {"numpy": next(iter(tk.iter_pk_batches(path, steps=1, **pk))),
+           "torch": {k: v.numpy() if hasattr(v, "numpy") else v for k, v in next(iter(
+               torch.utils.data.DataLoader(tk.load_torch_pk_dataset(path, **pk),
+                                           batch_size=None))).items()}}
+    triplets = next(iter(tk.iter_triplets(path, batch_size=4)))
+    return out, triplets
+
+
+def test_pk_and_triplets_keep_a_label_feature_and_give_class_ids_apart(other_label):
+    batches, triplets = _pk_readers(other_label)
+    for name, batch in batches.items():
+        assert set(np.asarray(batch["label"]).tolist()) <= set(range(500, 500 + N)), name
+        assert (np.asarray(batch["__class"]) == np.asarray(batch["kind"])).all(), name
+        assert ((np.asarray(batch["label"]) - 500) % 3 == np.asarray(batch["kind"])).all()
+    for role in ("anchor", "positive", "negative"):
+        part = triplets[role]
+        assert ((part["label"] - 500) % 3 == part["__class"]).all()
+
+
+@pytest.mark.integration
+def test_tf_pk_and_triplets_give_class_ids_the_same_way(other_label):
+    pytest.importorskip("tensorflow")
+    batch = next(iter(tk.load_tf_pk_dataset(other_label, classes_per_batch=3,
+                                            examples_per_class=2)))
+    assert (batch["__class"].numpy() == batch["kind"].numpy()).all()
+    assert ((batch["label"].numpy() - 500) % 3 == batch["kind"].numpy()).all()
+    triplet = next(iter(tk.load_tf_triplet_dataset(other_label, batch_size=4)))
+    assert ((triplet["anchor"]["label"].numpy() - 500) % 3
+            == triplet["anchor"]["__class"].numpy()).all()
+    # as_supervised: the class ids are the label, not an input.
+    inputs, labels = next(iter(tk.load_tf_pk_dataset(other_label, classes_per_batch=3,
+                                                     examples_per_class=2,
+                                                     as_supervised=True)))
+    # the one input left is the "label" feature's numbers
+    assert (inputs.numpy() >= 500).all() and labels.shape == (6,)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("key", ["__id", "__valid", "__class"])
+def test_globbed_files_with_reserved_keys_are_refused(tmp_path, key):
+    pytest.importorskip("tensorflow")
+    with tk.RecordWriter(tmp_path / "f.tfrecord") as writer:
+        for i in range(3):
+            writer.write(tk.encode_example({key: [i], "x": [float(i)]}))
+    with pytest.raises(tk.DatasetError, match=rf"key '{key}' starts with '__'"):
+        tk.load_numpy_dataset(str(tmp_path / "*.tfrecord"), batch_size=2)
+    # Given a schema that leaves the key out, the files read.
+    schema = tk.Schema({"x": tk.Scalar("float32")})
+    batch = next(iter(tk.load_tf_dataset(str(tmp_path / "*.tfrecord"), batch_size=3,
+                                         shuffle=False, schema=schema)))
+    assert batch["x"].numpy().tolist() == [0.0, 1.0, 2.0] and key not in batch
+
+
+def test_image_size_takes_one_int_for_a_square():
+    assert tk.DecodeOptions(image_size=32).image_size == (32, 32)
+    from tfrecordkit.readers import decode_options
+
+    assert decode_options(None, image_size=16).image_size == (16, 16)
+    combined = decode_options(tk.DecodeOptions(image_dtype="float32"), image_size=8)
+    assert combined.image_size == (8, 8) and combined.image_dtype == "float32"
+    with pytest.raises(tk.OptionError, match="conflicts"):
+        decode_options(tk.DecodeOptions(image_size=(4, 4)), image_size=8)

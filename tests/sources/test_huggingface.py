@@ -233,3 +233,32 @@ def test_the_ray_engine_writes_the_same_bytes(dataset, tmp_path):
         return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if ".tfrecord" in p.name}
 
     assert files(tmp_path / "ray") == files(tmp_path / "local")
+
+
+def test_dataset_dict_records_carry_split_and_row(tmp_path):
+    data = datasets.Dataset.from_dict({"x": list(range(6))})
+    both = datasets.DatasetDict({"train": data, "test": data.select(range(2))})
+    tk.convert(tk.open_source(both), tmp_path / "ds", progress=False)
+    sources = set()
+    for split in ("train", "test"):
+        loader = tk.load_numpy_dataset(tmp_path / "ds", split, batch_size=8, shuffle=False,
+                                       options=tk.DecodeOptions(provenance=True))
+        sources |= {s for b in loader for s in b["__source"]}
+    assert sources == {f"train[{i}]" for i in range(6)} | {"test[0]", "test[1]"}
+
+
+def test_a_flattened_name_beside_a_real_column_is_refused(tmp_path):
+    features = datasets.Features({"a": {"b": datasets.Value("int64")},
+                                  "a/b": datasets.Value("int64")})
+    data = datasets.Dataset.from_dict({"a": [{"b": 1}], "a/b": [2]}, features=features)
+    with pytest.raises(SourceError, match="'a/b'.*already"):
+        tk.convert(tk.open_source(data), tmp_path / "ds", progress=False)
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+
+
+def test_splits_with_other_columns_are_refused_naming_them(tmp_path):
+    both = datasets.DatasetDict({
+        "train": datasets.Dataset.from_dict({"x": [1, 2]}),
+        "test": datasets.Dataset.from_dict({"x": [3], "extra": [4]})})
+    with pytest.raises(SourceError, match=r"'test'.*\['extra'\]"):
+        tk.convert(tk.open_source(both), tmp_path / "ds", progress=False)

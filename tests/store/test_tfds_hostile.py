@@ -122,3 +122,42 @@ def test_shard_names_that_leave_the_folder_are_refused(tmp_path):
     info["splits"][0]["filepathTemplate"] = "{DATASET}"
     with pytest.raises(tk.DatasetError, match="not a file of this folder"):
         tk.load_manifest(_folder(tmp_path / "a", info=info))
+
+
+@pytest.mark.parametrize("second", ["train", "test"])
+def test_a_shard_listed_twice_is_refused(tmp_path, second):
+    """Two entries naming one file would serve every record twice."""
+    info = copy.deepcopy(INFO)
+    info["splits"][0]["filepathTemplate"] = "toy-train.tfrecord-00000-of-00001"
+    info["splits"][0]["shardLengths"] = ["2", "2"] if second == "train" else ["4"]
+    if second == "test":
+        info["splits"].append({"name": "test", "shardLengths": ["4"],
+                               "filepathTemplate": "toy-train.tfrecord-00000-of-00001"})
+    with pytest.raises(tk.DatasetError, match="twice"):
+        tk.load_manifest(_folder(tmp_path / "a", info=info))
+
+
+@pytest.mark.parametrize("text", [
+    "a\n\nb\nc\n",            # a blank line
+    "a\nb\u2028x\nc",         # U+2028 is no line end for TFDS
+    "a\nb\x1cx\nc\n",         # nor \x1c
+    "a\r\nb\x85x\r\nc\r\n",   # nor \x85; \r\n is
+    "  a \n\tb\u2028x \n c\n\n",  # surrounding spaces stripped
+])
+def test_label_files_are_read_as_tfds_reads_them(tmp_path, text):
+    pytest.importorskip("tensorflow_datasets")
+    from tensorflow_datasets.core.features import class_label_feature
+
+    root = _folder(tmp_path / "toy" / "1.0.0")
+    (root / "label.labels.txt").write_text(text, encoding="utf-8", newline="")
+    from etils import epath
+
+    theirs = class_label_feature._load_names_from_file(epath.Path(root / "label.labels.txt"))
+    assert list(tk.load_manifest(root).schema["label"].names) == theirs
+
+
+def test_a_class_count_without_names_is_bounded(tmp_path):
+    features = copy.deepcopy(FEATURES)
+    features["featuresDict"]["features"]["label"]["classLabel"]["numClasses"] = str(10**12)
+    with pytest.raises(tk.DatasetError, match="at most 1,000,000"):
+        tk.load_manifest(_folder(tmp_path / "a", features=features))
