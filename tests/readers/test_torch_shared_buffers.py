@@ -37,7 +37,10 @@ def dataset(tmp_path_factory):
 
 
 def _names() -> set[str]:
-    return {p.name for p in SHM.iterdir()}
+    """Shared memory this project's loaders make: the workers' buffers (their prefix).
+    Other programs' names (semaphores, buffers) come and go on a busy machine and are not
+    ours to count."""
+    return {p.name for p in SHM.iterdir() if p.name.startswith(torch_data.SHARED_PREFIX)}
 
 
 def _same(a, b) -> None:

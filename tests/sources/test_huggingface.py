@@ -251,7 +251,7 @@ def test_a_flattened_name_beside_a_real_column_is_refused(tmp_path):
     features = datasets.Features({"a": {"b": datasets.Value("int64")},
                                   "a/b": datasets.Value("int64")})
     data = datasets.Dataset.from_dict({"a": [{"b": 1}], "a/b": [2]}, features=features)
-    with pytest.raises(SourceError, match="'a/b'.*already"):
+    with pytest.raises(SourceError, match=r"'a/b'.*already"):
         tk.convert(tk.open_source(data), tmp_path / "ds", progress=False)
     assert not (tmp_path / "ds" / "dataset.json").exists()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -52,6 +53,8 @@ def to_tensors(value: Any) -> Any:
 
 
 _ALIGN = 64  # bytes: every tensor of a packed batch starts at a multiple of it
+#: Names of the shared-memory buffers workers hand batches over in start with it.
+SHARED_PREFIX = "tfrk-"
 
 
 class _Slot(int):
@@ -165,7 +168,9 @@ class _Ring:
     def _new(self, i: int, size: int) -> Any:
         from multiprocessing.shared_memory import SharedMemory
 
-        slot = self._slots[i] = SharedMemory(create=True, size=size)
+        # Named after this project and the process, so leaks are told from other programs'.
+        name = f"{SHARED_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+        slot = self._slots[i] = SharedMemory(create=True, size=size, name=name)
         self._named.add(i)
         return slot
 
