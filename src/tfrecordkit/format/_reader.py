@@ -253,8 +253,10 @@ class RecordReader:
                     c = crc(view[pos : pos + 8])
                     if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != length_crc:
                         if resyncing_from < 0:
+                            first = window.offset(pos) == 0
                             self._problem(stats, window.offset(pos), index, "length crc",
-                                          "the length does not match its CRC")
+                                          _not_records(bytes(view[pos:end][:64]))
+                                          if first else "the length does not match its CRC")
                             stats.skipped_records += 1
                             index += 1
                             resyncing_from = window.offset(pos)
@@ -448,3 +450,22 @@ def build_index(path: PathLike, index_path: PathLike | None = None, *, verify: b
     write_index(offsets, index_path if index_path is not None else index_path_for(path),
                 storage)
     return len(offsets)
+
+
+_LOOKS_LIKE = ((b"\xff\xd8\xff", "a JPEG image"), (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+               (b"GIF8", "a GIF image"), (b"BM", "a BMP image"), (b"PK\x03\x04", "a zip file"),
+               (b"PAR1", "a Parquet file"), (b"\x93NUMPY", "a NumPy .npy file"),
+               (b"%PDF", "a PDF"), (b"fLaC", "FLAC audio"), (b"\x1f\x8b", "gzip data"),
+               (b"\x28\xb5\x2f\xfd", "zstd data"), (b"BZh", "bzip2 data"))
+
+
+def _not_records(head: bytes) -> str:
+    """What to say when a file's very first frame header fails: it is most likely not a
+    TFRecord file at all; and what it looks like, when its first bytes tell."""
+    what = next((name for magic, name in _LOOKS_LIKE if head.startswith(magic)), None)
+    if what is None and head[:4] == b"RIFF" and head[8:12] in (b"WAVE", b"WEBP"):
+        what = "WAV audio" if head[8:12] == b"WAVE" else "a WebP image"
+    if what is None and head and all(32 <= c < 127 or c in (9, 10, 13) for c in head):
+        what = "text (CSV, JSON or similar)"
+    looks = f"; it looks like {what}" if what else ""
+    return f"not a TFRecord file: its first bytes are no record header{looks}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from itertools import islice
@@ -27,8 +28,9 @@ from tfrecordkit.schema import (
 )
 from tfrecordkit.sources._media import load_audio, load_image, media_kind
 from tfrecordkit.sources._protocol import SourceItem
-from tfrecordkit.sources._records import LABEL_NAMES
 from tfrecordkit.store import text_of_name
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["Table"]
 
@@ -118,7 +120,7 @@ class Table:
         if not sample:
             raise SourceError(self.path, "table has no rows")
         columns = list(sample[0])
-        label = self._label_column or next((c for c in columns if c.lower() in LABEL_NAMES), None)
+        label = self._label_column or _label_column(self.path, columns)
         features: dict[str, Feature] = {}
         for column in columns:
             if column in self._given:
@@ -210,3 +212,19 @@ class Table:
             except json.JSONDecodeError:
                 raise SourceError(where, f"column {name!r}: expected a JSON list") from None
         return value
+
+
+#: Columns taken as the class label when none is named, in this order of preference.
+TABLE_LABEL_NAMES = ("label", "labels", "class", "target", "y")
+
+
+def _label_column(path: str, columns: list[str]) -> str | None:
+    """The column taken as the class label (the first of :data:`TABLE_LABEL_NAMES` present);
+    when others could be, say so (which was taken and how to choose)."""
+    candidates = sorted((c for c in columns if c.lower() in TABLE_LABEL_NAMES),
+                        key=lambda c: TABLE_LABEL_NAMES.index(c.lower()))
+    if len(candidates) > 1:
+        logger.warning("%s: %r is taken as the class label; %s could be too (give "
+                       "tk.open_source(path, label_column=...) to choose)", path, candidates[0],
+                       ", ".join(repr(c) for c in candidates[1:]))
+    return candidates[0] if candidates else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -511,6 +512,8 @@ class RecordFetcher:
         self.close()
 
     def __del__(self) -> None:
-        if hasattr(self, "_lock"):
+        # At interpreter exit the process closes the files; closing them here then could
+        # meet modules already torn down (a TypeError traceback printed at exit).
+        if hasattr(self, "_lock") and not sys.is_finalizing():
             self._dropped = True
             self.close()

@@ -7,11 +7,22 @@ from typing import Any
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Storage
+from tfrecordkit.store._lock import LOCK_NAME
 from tfrecordkit.store._manifest import MANIFEST_NAME, is_dataset_dir, load_manifest
+from tfrecordkit.store._writer import STAGING
 
 __all__ = ["expand_record_paths"]
 
-_NOT_RECORDS = (".index", ".json", ".tmp")
+_NOT_RECORDS = (".index", ".json", ".tmp", ".restarts")
+
+
+def _is_record_file(name: str) -> bool:
+    """A record file's name as writers name them: ``*.tfrecord*`` (ours, TensorFlow's), TFX's
+    ``data_tfrecord-00000-of-00001.gz``, ``*.tfrecords``, ``*.tfrec``; not sidecars or
+    hidden files."""
+    lower = name.lower()
+    return (("tfrecord" in lower or lower.endswith(".tfrec"))
+            and not lower.endswith(_NOT_RECORDS) and not name.startswith("."))
 
 
 def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None = None, *,
@@ -37,18 +48,19 @@ def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None 
             paths.extend(storage.join(arg, shard.file) for split in manifest.splits.values()
                          for shard in split.shards)
         elif storage.isdir(arg):
+            names = storage.listdir(arg)
+            if STAGING in names or LOCK_NAME in names:
+                raise DatasetError(f"{arg}: a conversion into this folder did not finish (it "
+                                   f"has no {MANIFEST_NAME} yet, and its staging files are "
+                                   "there): run the same conversion again to resume it "
+                                   "(or finish it), then read the folder")
             if not folders:
                 raise DatasetError(f"{arg}: a directory without {MANIFEST_NAME}; pass its "
                                    "TFRecord files (or a glob) instead")
-            found = sorted(
-                storage.join(arg, name)
-                for name in storage.listdir(arg)
-                if ".tfrecord" in name
-                and not name.endswith(_NOT_RECORDS)
-                and not name.startswith(".")
-            )
+            found = sorted(storage.join(arg, name) for name in names if _is_record_file(name))
             if not found:
-                raise DatasetError(f"{arg}: directory holds no *.tfrecord files")
+                raise DatasetError(f"{arg}: directory holds no TFRecord files (names with "
+                                   "'tfrecord' in them, *.tfrec)")
             paths.extend(_files_only(found, storage))
         elif storage.exists(arg):
             paths.append(arg)
