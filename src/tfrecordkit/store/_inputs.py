@@ -7,9 +7,8 @@ from typing import Any
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Storage
-from tfrecordkit.store._lock import LOCK_NAME
+from tfrecordkit.store._lock import unfinished_conversion
 from tfrecordkit.store._manifest import MANIFEST_NAME, is_dataset_dir, load_manifest
-from tfrecordkit.store._writer import STAGING
 
 __all__ = ["expand_record_paths"]
 
@@ -49,11 +48,9 @@ def expand_record_paths(args: list[str], storage_options: dict[str, Any] | None 
                          for shard in split.shards)
         elif storage.isdir(arg):
             names = storage.listdir(arg)
-            if STAGING in names or LOCK_NAME in names:
-                raise DatasetError(f"{arg}: a conversion into this folder did not finish (it "
-                                   f"has no {MANIFEST_NAME} yet, and its staging files are "
-                                   "there): run the same conversion again to resume it "
-                                   "(or finish it), then read the folder")
+            unfinished = unfinished_conversion(arg, names)
+            if unfinished is not None:
+                raise unfinished
             if not folders:
                 raise DatasetError(f"{arg}: a directory without {MANIFEST_NAME}; pass its "
                                    "TFRecord files (or a glob) instead")

@@ -11,9 +11,21 @@ from pathlib import Path
 
 from tfrecordkit.errors import DatasetError
 
-__all__ = ["LOCK_NAME", "OutputLock"]
+__all__ = ["LOCK_NAME", "STAGING", "OutputLock", "unfinished_conversion"]
 
 LOCK_NAME = ".tfrecordkit.lock"
+#: The folder a conversion spills and stages shards in, inside its output directory.
+STAGING = ".tfrecordkit-staging"
+
+
+def unfinished_conversion(directory: str, names: list[str] | set[str]) -> DatasetError | None:
+    """The error to give for a folder a conversion left unfinished (its staging folder or
+    lock file is there, its manifest not yet), given the folder's file ``names``."""
+    if STAGING not in names and LOCK_NAME not in names:
+        return None
+    return DatasetError(f"{directory}: a conversion into this folder did not finish (it has "
+                        "no dataset.json yet, and its staging files are there): run the same "
+                        "conversion again to resume it (or finish it), then read the folder")
 
 
 class OutputLock:

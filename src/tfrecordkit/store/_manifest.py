@@ -326,12 +326,18 @@ def load_manifest(directory: str | os.PathLike[str], *,
     except (FileNotFoundError, StorageError) as err:
         if isinstance(err, StorageError) and not err.reason.startswith("not found"):
             raise
+        from tfrecordkit.store._lock import unfinished_conversion
         from tfrecordkit.store._tfds import is_tfds_dir, tfds_manifest
 
         if is_tfds_dir(directory, storage):  # a TFDS-prepared dataset, read as it is
             return tfds_manifest(directory, storage)
         if not storage.local:
             storage.check_writable_root(os.fspath(directory))  # a missing bucket, said so
+        elif storage.isdir(os.fspath(directory)):
+            unfinished = unfinished_conversion(os.fspath(directory),
+                                               storage.listdir(os.fspath(directory)))
+            if unfinished is not None:
+                raise unfinished from None
         raise DatasetError(
             f"{directory}: no {MANIFEST_NAME} (not a dataset, or its conversion did not finish)"
         ) from None

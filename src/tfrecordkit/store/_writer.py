@@ -39,7 +39,7 @@ from tfrecordkit.format import (
     frame_record,
 )
 from tfrecordkit.schema import Schema
-from tfrecordkit.store._lock import OutputLock
+from tfrecordkit.store._lock import STAGING, OutputLock
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo
 from tfrecordkit.store._naming import is_shard_file
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
@@ -68,7 +68,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-STAGING = ".tfrecordkit-staging"
 _BUCKETS = 64
 _BUCKET_SHIFT = 58  # top 6 bits of h pick the bucket, so buckets are in h order
 _ENTRY = np.dtype([("h", "<u8"), ("label", "<i8"), ("length", "<u8")])
