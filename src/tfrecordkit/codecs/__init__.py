@@ -5,7 +5,9 @@ in-graph twins of the image steps, tested equal to them."""
 
 from tfrecordkit.codecs._audio import load_soundfile, resample_audio
 from tfrecordkit.codecs._image import (
+    MAX_IMAGE_PIXELS,
     PIL_MODE_CHANNELS,
+    check_image_pixels,
     convert_channels,
     decode_image_bytes,
     load_pillow,
@@ -22,8 +24,10 @@ from tfrecordkit.codecs._resize import (
 from tfrecordkit.codecs._sniff import ContentType, image_header, png_bit_depth, sniff_bytes
 
 __all__ = [
+    "MAX_IMAGE_PIXELS",
     "PIL_MODE_CHANNELS",
     "ContentType",
+    "check_image_pixels",
     "convert_channels",
     "decode_image_bytes",
     "image_header",

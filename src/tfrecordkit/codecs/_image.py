@@ -11,10 +11,28 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.codecs._sniff import image_header
 from tfrecordkit.errors import MissingDependencyError
 
-__all__ = ["PIL_MODE_CHANNELS", "convert_channels", "decode_image_bytes", "load_pillow",
-           "scale_pixels"]
+__all__ = ["MAX_IMAGE_PIXELS", "PIL_MODE_CHANNELS", "check_image_pixels", "convert_channels",
+           "decode_image_bytes", "load_pillow", "scale_pixels"]
+
+#: Pixels an encoded image may have (Pillow's own decompression-bomb threshold: a 0.25 GiB
+#: RGBA image); conversion refuses larger ones and readers never decode them.
+MAX_IMAGE_PIXELS = 89_478_485
+
+
+def check_image_pixels(height: int, width: int, limit: int | None = None) -> None:
+    """Refuse an image of more than ``limit`` pixels (default: the module's
+    ``MAX_IMAGE_PIXELS``, which a program with the memory for larger images may raise).
+
+    Raises:
+        ValueError: naming its size and the limit.
+    """
+    limit = MAX_IMAGE_PIXELS if limit is None else limit
+    if height * width > limit:
+        raise ValueError(f"an image of {width}x{height} pixels is over the limit of {limit:,} "
+                         "(a decompression bomb?)")
 
 
 def load_pillow() -> Any:
@@ -51,11 +69,16 @@ def decode_image_bytes(data: bytes, channels: int | None = None, *,
     Raises:
         OSError, ValueError: the bytes are not a decodable image.
     """
+    header = image_header(data)
+    if header is not None:
+        check_image_pixels(header[0], header[1])
     if data[:3] == b"\xff\xd8\xff":
         pixels = _decode_jpeg_turbo(data, channels, min_size, out, transient)
         if pixels is not None:
             return _into(convert_channels(pixels, channels), out)
-    with load_pillow().open(io.BytesIO(data)) as opened:
+    pil = load_pillow()
+    with pil.open(io.BytesIO(data)) as opened:
+        check_image_pixels(opened.size[1], opened.size[0])
         if opened.format == "JPEG":
             grey = channels in (1, 2) and opened.mode != "L"
             scale = _dct_scale(opened.size[1], opened.size[0], min_size)

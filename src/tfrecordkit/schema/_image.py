@@ -11,6 +11,7 @@ import numpy as np
 
 from tfrecordkit.codecs import (
     PIL_MODE_CHANNELS,
+    check_image_pixels,
     convert_channels,
     decode_image_bytes,
     image_header,
@@ -138,6 +139,11 @@ class Image(Feature):
             else:
                 raise SchemaError(name, f"expected encoded bytes or a uint8 array, got "
                                         f"{type(value).__name__}")
+            if self.encoding != "raw" and not isinstance(value, np.ndarray):
+                try:
+                    check_image_pixels(int(shape[0]), int(shape[1]))
+                except ValueError as err:
+                    raise SchemaError(name, str(err)) from None
             if self.size is not None and tuple(int(d) for d in shape[:2]) != self.size:
                 raise SchemaError(name, f"image is {shape[0]}x{shape[1]}; the feature's "
                                         f"size is {self.size[0]}x{self.size[1]}")
@@ -158,6 +164,11 @@ class Image(Feature):
             data = [v["bytes"] for v in values]
             if not all(type(d) is bytes for d in data):
                 return None
+            for v in values:
+                try:
+                    check_image_pixels(int(v["height"]), int(v["width"]))
+                except ValueError as err:
+                    raise SchemaError(name, str(err)) from None
             for item in data:
                 self._check_encoding(name, item)
             columns = [bytes_column(name, data)]

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.codecs import (
+    MAX_IMAGE_PIXELS,
     PIL_MODE_CHANNELS,
     image_header,
     load_pillow,
@@ -56,7 +57,7 @@ def _check_complete(path: str, data: bytes, kind: str) -> None:
         raise SourceError(path, "truncated PNG (no IEND chunk)")
 
 
-DEFAULT_MAX_IMAGE_PIXELS = 89_478_485  # Pillow's own bomb threshold: a 0.25 GiB RGBA image
+DEFAULT_MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS  # Pillow's own bomb threshold
 
 
 def _check_size(path: str, width: int, height: int, max_pixels: int) -> None:

@@ -97,11 +97,16 @@ class NumpyArrays:
         if isinstance(arrays, str | os.PathLike):
             path = os.fspath(arrays)
             self.description = f"numpy:{os.path.abspath(path)}"
-            if path.endswith(".npz"):
-                with np.load(path) as npz:
-                    arrays = {k: npz[k] for k in npz.files}
-            else:
-                arrays = {"data": np.load(path, mmap_mode="r")}
+            try:
+                if path.endswith(".npz"):
+                    with np.load(path) as npz:
+                        arrays = {k: npz[k] for k in npz.files}
+                else:
+                    arrays = {"data": np.load(path, mmap_mode="r")}
+            except ValueError as err:  # object arrays (pickles) are never loaded
+                raise SourceError(path, f"cannot be read as plain arrays ({err}); object "
+                                  "arrays need pickle, which is not loaded from files: "
+                                  "save numbers, strings or bytes") from None
         else:
             self.description = "numpy:arrays"
             self.resumable = False  # in-memory arrays: nothing identifies them across runs

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -28,6 +29,19 @@ __all__ = ["MANIFEST_NAME", "Manifest", "ShardInfo", "SplitInfo", "load_manifest
            "shard_paths", "text_of_name"]
 
 MANIFEST_NAME = "dataset.json"
+#: What a split may be named: it becomes part of shard file names.
+SPLIT_NAME = r"^[A-Za-z0-9_.-]{1,64}$"
+
+
+def check_split_name(name: str) -> None:
+    """Refuse a split name readers would refuse in the manifest (it names shard files).
+
+    Raises:
+        DatasetError: naming the split and what a name may hold.
+    """
+    if not isinstance(name, str) or not re.match(SPLIT_NAME, name) or name in (".", ".."):
+        raise DatasetError(f"split name {name!r}: 1 to 64 letters, digits, '_', '.' or '-' "
+                           "(it becomes part of the shard file names)")
 FORMAT_NAME = "tfrecordkit-dataset"
 # 2: text features may carry a vocabulary (tfrecordkit 1 would fail on it); datasets written
 # as version 1 read unchanged. 3: a class label may be the shard's class (from_shard), which
@@ -387,7 +401,7 @@ class _ManifestSpec(msgspec.Struct, frozen=True):
     format: Literal["tfrecordkit-dataset"]
     format_version: Annotated[int, msgspec.Meta(ge=1, le=FORMAT_VERSION)]
     schema: dict[str, Any]
-    splits: dict[Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,64}$")], _SplitSpec]
+    splits: dict[Annotated[str, msgspec.Meta(pattern=SPLIT_NAME)], _SplitSpec]
     layout: Literal["mixed", "per_class"] = "mixed"
     compression: Literal["gzip", "zlib"] | None = None
     label_feature: str | None = None

@@ -40,7 +40,7 @@ from tfrecordkit.format import (
 )
 from tfrecordkit.schema import Schema
 from tfrecordkit.store._lock import STAGING, OutputLock
-from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo
+from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, check_split_name
 from tfrecordkit.store._naming import is_shard_file
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
 from tfrecordkit.store._plan import (
@@ -143,6 +143,7 @@ class ShardedWriter:
                     "(--overwrite) to replace it"
                 )
             self._remove_previous_dataset()
+        self._split_names: set[str] = set()  # checked
         self._staging = self.out_dir / STAGING
         self._spill_dir = self._staging / "spill"
         self._done_marker = self._spill_dir / "done.json"
@@ -194,6 +195,10 @@ class ShardedWriter:
         n = len(frames)
         if n == 0:
             return
+        for split in {splits} if isinstance(splits, str) else set(splits):
+            if split not in self._split_names:
+                check_split_name(split)
+                self._split_names.add(split)
         lengths = frames.lengths
         label_ids = np.full(n, _UNLABELLED, dtype=np.int64)
         if labels is not None:

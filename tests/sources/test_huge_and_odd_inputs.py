@@ -1,0 +1,58 @@
+"""Inputs conversion must refuse with the library's one-line error, before anything is
+written: an image over the pixel limit (a decompression bomb), a split name no reader would
+open, an object-dtype .npy file."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+import tfrecordkit as tk
+from tfrecordkit.codecs import MAX_IMAGE_PIXELS
+
+
+def _huge_png(width: int, height: int) -> bytes:
+    """A valid PNG header claiming ``width x height`` (its pixels: one tiny IDAT)."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body)))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
+
+
+def test_an_image_over_the_pixel_limit_is_refused_at_writing(tmp_path):
+    schema = tk.Schema({"image": tk.Image("png")})
+    data = _huge_png(30_000, 30_000)  # 900 megapixels
+    with pytest.raises(tk.TFRecordKitError, match=r"'image'.*30000x30000 pixels is over the "
+                                                  r"limit of 89,478,485"):
+        tk.write_dataset([{"image": data}], tmp_path / "ds", schema, progress=False)
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+
+
+def test_readers_refuse_it_with_the_librarys_error(tmp_path):
+    with tk.RecordWriter(tmp_path / "f.tfrecord") as writer:
+        writer.write(tk.encode_example({"image": [_huge_png(20_000, 20_000)]}))
+    loader = tk.load_numpy_dataset(str(tmp_path / "f.tfrecord"), batch_size=1)
+    with pytest.raises(tk.SchemaError, match="over the limit"):
+        next(iter(loader))
+    assert MAX_IMAGE_PIXELS == 89_478_485
+
+
+@pytest.mark.parametrize("split", ["a/b", "", "x" * 65, "..", "train set"])
+def test_split_names_no_reader_would_open_are_refused_at_writing(tmp_path, split):
+    schema = tk.Schema({"x": tk.Scalar("int64")})
+    with pytest.raises(tk.DatasetError, match="split name"):
+        tk.write_dataset({split: [{"x": 1}, {"x": 2}]}, tmp_path / "ds", schema,
+                         progress=False)
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+
+
+def test_an_object_npy_is_a_source_error(tmp_path):
+    path = tmp_path / "objects.npy"
+    np.save(path, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    with pytest.raises(tk.SourceError, match=r"objects\.npy.*object"):
+        tk.convert(tk.open_source(path), tmp_path / "ds", progress=False)
