@@ -90,3 +90,20 @@ def test_tfx_output_folders_are_found_and_adopted(tmp_path):
     assert sorted(batch["x"].tolist()) == sorted(float(i + 10 * p) for p in range(2)
                                                  for i in range(5))
     assert gzip.decompress((folder / "data_tfrecord-00000-of-00002.gz").read_bytes())
+
+
+def test_a_corrupt_record_read_by_offset_names_its_index_in_the_file(tmp_path):
+    schema = tk.Schema({"x": tk.Tensor((64,), "float32")})
+    tk.write_dataset([{"x": np.full(64, i, np.float32)} for i in range(100)], tmp_path / "ds",
+                     schema, shards=tk.ShardOptions(shuffle=False), progress=False)
+    (shard,) = (tmp_path / "ds").glob("*.tfrecord")
+    offsets = [int(line.split()[0]) for line in
+               (tmp_path / "ds" / f"{shard.name}.index").read_text().splitlines()]
+    data = bytearray(shard.read_bytes())
+    data[offsets[37] + 20] ^= 0xFF  # inside record 37's data
+    shard.write_bytes(bytes(data))
+    for read in (lambda: list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=10)),
+                 lambda: tk.open_split(tmp_path / "ds")[37]):
+        with pytest.raises(tk.CorruptRecordError, match=rf"{shard.name}: record 37 at byte "
+                                                        rf"offset {offsets[37]}: data crc"):
+            read()

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tfrecordkit.errors import OptionError
+from tfrecordkit.errors import CorruptRecordError, OptionError
 from tfrecordkit.format import (
     LOCAL,
     MERGE_GAP,
@@ -139,7 +139,29 @@ class RecordFetcher:
             self._users[shard] -= 1
 
     def fetch(self, positions: np.ndarray) -> list[bytes]:
-        """The records at ``positions`` (in that order)."""
+        """The records at ``positions`` (in that order).
+
+        Raises:
+            CorruptRecordError: a record fails its checks; it names the file, the byte offset
+                and the record's index in its file.
+        """
+        try:
+            return self._fetch(positions)
+        except CorruptRecordError as err:
+            raise self._with_index(err) from None
+
+    def _with_index(self, err: CorruptRecordError) -> CorruptRecordError:
+        """``err`` naming the record's index in its file too (reads by offset know only the
+        offset; the index is counted once something is wrong)."""
+        files = self.index.files
+        if err.index >= 0 or err.path not in files:
+            return err
+        shard = files.index(err.path)
+        offsets = self.index.offset[self.index.shard == shard]
+        index = int(np.count_nonzero(offsets < err.offset))
+        return CorruptRecordError(err.path, err.offset, index, err.check, err.detail)
+
+    def _fetch(self, positions: np.ndarray) -> list[bytes]:
         index = self.index
         shards, offsets = index.shard[positions], index.offset[positions]
         lengths = index.length[positions]
@@ -168,6 +190,12 @@ class RecordFetcher:
         columnar codec then reads them where they lie, no ``bytes`` per record)."""
         if not self.storage.local or getattr(self.index, "restarts", None) is not None:
             return self.fetch(positions)
+        try:
+            return self._fetch_slices(positions)
+        except CorruptRecordError as err:
+            raise self._with_index(err) from None
+
+    def _fetch_slices(self, positions: np.ndarray) -> RecordSlices:
         index = self.index
         order, buffer, at, lengths, shards, offsets = self._read_local(
             index.shard[positions], index.offset[positions], index.length[positions],
