@@ -5,7 +5,7 @@ TensorFlow), into a small CNN.
 The data: windows of four of scikit-image's photos (one class each) at random places and sizes,
 saved as JPEGs of 48-120 px, converted into a dataset with a train and a val split.
 
-Run: python examples/imagenet_recipe_torch.py [epochs]
+Run: python examples/imagenet_recipe_torch.py [out_dir] [epochs]
 """
 
 from __future__ import annotations
@@ -68,10 +68,11 @@ def accuracy(net: torch.nn.Module, path: Path) -> float:
     return right / total
 
 
-def main(epochs: int = 12) -> None:
+def main(out_dir: str | None = None, epochs: int = 12) -> None:
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
-        folder, path = Path(tmp) / "photos", Path(tmp) / "photos_ds"
+        root = Path(out_dir) if out_dir else Path(tmp)
+        folder, path = root / "photos", root / "photos_ds"
         make_photos(folder)
         tk.convert(tk.open_source(folder), path, split={"train": 0.8, "val": 0.2},
                    progress=False)
@@ -100,4 +101,5 @@ def main(epochs: int = 12) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 12)
+    main(sys.argv[1] if len(sys.argv) > 1 else None,
+         int(sys.argv[2]) if len(sys.argv) > 2 else 12)

@@ -22,13 +22,15 @@ def _float_example(values: np.ndarray, float_list_extra: bytes) -> bytes:
     return field(1, 2, field(1, 2, entry))
 
 
-def test_a_float_list_with_another_field_is_refused():
-    # protobuf skips the field; TensorFlow refuses such a list (or, after packed values,
-    # reads part of it): no one answer, so every codec of ours refuses it.
+def test_a_float_list_with_another_field_is_read_or_refused_as_tensorflow_does():
+    # After the packed run opening the list, TensorFlow ignores the rest and protobuf skips
+    # unknown fields: both read the run (tests/format/test_trailing_fields.py probes TF).
     values = np.arange(40, dtype=np.float32)
     for extra in (field(5, 0, 7), field(9, 2, b"junk"), field(3, 5, b"\x00\x00\x80\x3f")):
-        with pytest.raises(RecordFormatError, match=r"FloatList|value list"):
-            decode_example(_float_example(values, extra))
+        assert np.array_equal(decode_example(_float_example(values, extra))["x"], values)
+    # A value after the run: protobuf appends it, TensorFlow ignores it: refused.
+    with pytest.raises(RecordFormatError, match=r"FloatList|value list"):
+        decode_example(_float_example(values, field(1, 5, b"\x00\x00\x80\x3f")))
     assert np.array_equal(decode_example(_float_example(values, b""))["x"], values)
 
 

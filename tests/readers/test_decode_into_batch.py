@@ -141,3 +141,46 @@ def test_a_damaged_jpeg_in_a_batch_decoded_in_place_is_refused_naming_its_record
         decoder.decode_batch(records, where.__getitem__, pool)
     with pytest.raises(SchemaError, match="cannot decode"):
         decoder.decode_one(records[33], "alone")
+
+
+def _varying(tmp_path):
+    """A dataset of JPEGs of several sizes (padded batches), in stored order."""
+    image = photos()["astronaut"]
+    schema = tk.Schema({"image": tk.Image("jpeg", channels=3)})
+    sizes = [(20 + (i * 7) % 23, 18 + (i * 5) % 29) for i in range(96)]
+    rows = [{"image": {"bytes": encode_image(image[:h, :w], "JPEG"), "height": h, "width": w,
+                       "channels": 3}} for h, w in sizes]
+    tk.write_dataset(rows, tmp_path / "ds", schema, shards=tk.ShardOptions(shuffle=False),
+                     progress=False)
+    return tmp_path / "ds", [decode_image_bytes(r["image"]["bytes"], 3) for r in rows]
+
+
+def test_varying_images_are_padded_in_place_with_zeros_around_each(tmp_path):
+    path, plain = _varying(tmp_path)
+    for batch in tk.load_numpy_dataset(path, batch_size=16, shuffle=False):
+        values, lengths = batch["image"]["values"], batch["image"]["lengths"]
+        for i, record in enumerate(batch["__id"].tolist()):
+            h, w = lengths[i]
+            assert np.array_equal(values[i, :h, :w], plain[record])
+            assert not values[i, h:].any() and not values[i, :, w:].any()
+
+
+def test_batches_kept_by_the_user_are_never_written_again(tmp_path):
+    """Batch memory is reused only once nothing outside the loader refers to it: batches,
+    views of them and tensors made from them keep their values while iteration goes on."""
+    path, _ = _varying(tmp_path)
+    loader = tk.load_numpy_dataset(path, batch_size=16, shuffle=False)
+    kept, copies, views = [], [], []
+    for epoch in range(3):
+        loader.set_epoch(epoch)
+        for step, batch in enumerate(loader):
+            values = batch["image"]["values"]
+            if epoch == 0 and step % 2 == 0:
+                kept.append(batch)  # the whole batch
+                copies.append(values.copy())
+            elif epoch == 0 and step == 1:
+                views.append((values[3:5], values[3:5].copy()))  # a view only
+    for batch, copy in zip(kept, copies, strict=True):
+        assert np.array_equal(batch["image"]["values"], copy)
+    for view, copy in views:
+        assert np.array_equal(view, copy)

@@ -217,9 +217,13 @@ static int collect_run(const Located *where, Run *run, Error *err) {
                     return 0;
                 }
                 run->piece[run->pieces++] = list;
+            } else if (run->pieces && number > 3) {
+                /* after its list, TensorFlow ignores the rest of a Feature and protobuf skips
+                 * an unknown field: both read the list alone */
+                if (!skip_field(&s, wire, number, 0)) goto bad;
             } else {
-                /* another field, or a list of another wire type: TensorFlow rejects some of
-                 * these and reads others otherwise than protobuf */
+                /* another field before the list, or a list of another wire type: TensorFlow
+                 * rejects some of these and reads others otherwise than protobuf */
                 snprintf(err->message, sizeof err->message,
                          "a Feature holds a field other than its value list "
                          "(TensorFlow rejects or misreads such a record)");
@@ -245,10 +249,19 @@ static int walk_values(const Run *run, Spec *spec, int mode, int64_t *count, int
         int r, fields = 0, packed = 0;
         while ((r = read_tag(&s, &number, &wire)) == 1) {
             /* TensorFlow rejects (or misreads) a list with another field, or a packed run
-             * beside other values: only a list both parsers read alike is accepted */
+             * beside other values: only a list both parsers read alike is accepted. After a
+             * packed run that opens the list, TensorFlow ignores the rest of it and protobuf
+             * skips unknown fields: both read the run alone. */
             fields++;
+            if (number != 1) {
+                if (packed == 1 && fields > 1 && number > 1) {
+                    if (!skip_field(&s, wire, number, 0)) goto bad;
+                    continue;
+                }
+                goto other;
+            }
             if (run->kind != KIND_BYTES && wire == 2) packed++;
-            if (number != 1 || (packed && fields > 1)) goto other;
+            if (packed && fields > 1) goto other;
             if (run->kind == KIND_BYTES && wire == 2) {
                 Span v;
                 if (!read_length(&s, &v)) goto bad;

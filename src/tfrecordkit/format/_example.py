@@ -305,8 +305,10 @@ def check_wire(data: bytes | memoryview, message: str = "Example") -> None:
     that every reader gives the same values: a tag written as a padded (non-minimal) varint, a
     length of more than 5 bytes, a field a Features message, map entry or value list cannot
     have (or in another wire type), a map entry without a key or with its key or value twice,
-    a Feature with more than one value list, a packed run beside other values (the compiled
-    codec applies the same rules).
+    a Feature with more than one value list, a packed run beside other values. Unknown fields
+    after a Feature's list, or after the packed run that opens a numeric list, are skipped:
+    TensorFlow ignores what follows there and protobuf skips them, so both read alike (the
+    compiled codec applies the same rules).
 
     Raises:
         ValueError: naming the byte offset.
@@ -331,21 +333,28 @@ def check_wire(data: bytes | memoryview, message: str = "Example") -> None:
             number, wire = tag >> 3, tag & 7
             if not number:
                 raise ValueError(f"a malformed tag at byte {start}")
-            if allowed is not None and wire not in allowed.get(number, ()):
+            # After a Feature's list, or after the packed run opening a numeric list,
+            # TensorFlow ignores the rest and protobuf skips unknown fields: both read alike.
+            trailing = allowed is not None and number not in allowed and (
+                (kind == "Feature" and lists > 0)
+                or (numeric_list and packed == 1 and fields == 1))
+            if not trailing and allowed is not None and wire not in allowed.get(number, ()):
                 what = _MAP_ENTRIES.get(kind, f"{kind} message")
                 raise ValueError(f"a {what} holds field {number} (wire type {wire}) "
                                  f"at byte {start}, which TensorFlow rejects")
-            fields += 1
-            if kind in _MAP_ENTRIES:
-                keys += number == 1
-                values += number == 2
-                repeated = keys > 1 or values > 1
-            elif kind == "Feature":
-                lists += 1
-                repeated = lists > 1
-            else:
-                packed += numeric_list and wire == 2
-                repeated = packed > 0 and fields > 1
+            repeated = False
+            if not trailing:
+                fields += 1
+                if kind in _MAP_ENTRIES:
+                    keys += number == 1
+                    values += number == 2
+                    repeated = keys > 1 or values > 1
+                elif kind == "Feature":
+                    lists += 1
+                    repeated = lists > 1
+                else:
+                    packed += numeric_list and wire == 2
+                    repeated = packed > 0 and fields > 1
             if repeated:
                 what = _MAP_ENTRIES.get(kind, f"{kind} message")
                 raise ValueError(f"a {what} repeats a field at byte {start}, which "
