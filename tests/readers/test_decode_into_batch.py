@@ -165,22 +165,26 @@ def test_varying_images_are_padded_in_place_with_zeros_around_each(tmp_path):
             assert not values[i, h:].any() and not values[i, :, w:].any()
 
 
-def test_batches_kept_by_the_user_are_never_written_again(tmp_path):
-    """Batch memory is reused only once nothing outside the loader refers to it: batches,
-    views of them and tensors made from them keep their values while iteration goes on."""
+@pytest.mark.parametrize("resized", [False, True])
+def test_batches_kept_by_the_user_are_never_written_again(tmp_path, resized):
+    """Batch memory is reused only once nothing outside the loader refers to it: batches
+    and views of them keep their values while iteration goes on (padded batches and resized
+    ones alike)."""
     path, _ = _varying(tmp_path)
-    loader = tk.load_numpy_dataset(path, batch_size=16, shuffle=False)
+    loader = tk.load_numpy_dataset(path, batch_size=16, shuffle=False,
+                                   image_size=(12, 14) if resized else None)
     kept, copies, views = [], [], []
     for epoch in range(3):
         loader.set_epoch(epoch)
         for step, batch in enumerate(loader):
-            values = batch["image"]["values"]
+            values = batch["image"] if resized else batch["image"]["values"]
             if epoch == 0 and step % 2 == 0:
                 kept.append(batch)  # the whole batch
                 copies.append(values.copy())
             elif epoch == 0 and step == 1:
                 views.append((values[3:5], values[3:5].copy()))  # a view only
     for batch, copy in zip(kept, copies, strict=True):
-        assert np.array_equal(batch["image"]["values"], copy)
+        values = batch["image"] if resized else batch["image"]["values"]
+        assert np.array_equal(values, copy)
     for view, copy in views:
         assert np.array_equal(view, copy)

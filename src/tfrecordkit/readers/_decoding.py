@@ -491,7 +491,7 @@ class RecordDecoder:
                 layout = self.layout[name]
                 shape = tuple(d for d in layout.shape if d is not None)
                 if not layout.varies and len(shape) == 3 and layout.dtype is not None:
-                    out[name] = np.empty((n, *shape), layout.dtype)
+                    out[name] = self._memory.take((n, *shape), layout.dtype)
             return out
         if self.options.image_dtype != "uint8":
             return {}
@@ -630,8 +630,7 @@ class RecordDecoder:
                                    "lengths": lengths.reshape(len(values), -1)}
                 else:
                     batch[name] = self._batch(name, values)
-            elif whole is not None and all(x is whole or (isinstance(x, np.ndarray)
-                                                          and x.base is whole) for x in pieces):
+            elif whole is not None and _rows_of(whole, pieces):
                 batch[name] = whole
             elif layout.kind == "numbers" and not layout.varies and all(
                     isinstance(x, np.ndarray) and x.ndim >= 1 for x in pieces):
@@ -683,6 +682,17 @@ class RecordDecoder:
         return self.assemble_columns(list(parts), arrays)
 
 
+def _rows_of(whole: np.ndarray, pieces: list[Any]) -> bool:
+    """Whether every part's value lies in ``whole`` (its rows, as an array or a list of
+    rows): decoded there in place, so ``whole`` is the batch."""
+    owner = _owner(whole)
+    for piece in pieces:
+        items = piece if isinstance(piece, list) else [piece]
+        if not all(isinstance(x, np.ndarray) and _owner(x) is owner for x in items):
+            return False
+    return True
+
+
 def _owner(array: np.ndarray) -> np.ndarray:
     """The array owning ``array``'s memory (NumPy keeps a view's base at the owner)."""
     return array if array.base is None else array.base
@@ -709,7 +719,7 @@ def _pad_into(rows: np.ndarray) -> Finish:
 
 
 class BatchMemory:
-    """uint8 batch arrays of earlier batches, handed out again once nothing outside holds them
+    """The memory of earlier batches' arrays, handed out again once nothing outside holds it
     (no array, view, tensor or buffer of the user's refers to one: only this pool does), so
     large padded batches are written into memory already mapped rather than fresh pages;
     callers overwrite every byte of what they take."""
@@ -726,19 +736,21 @@ class BatchMemory:
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__init__()  # type: ignore[misc]
 
-    def take(self, shape: tuple[int, ...]) -> np.ndarray:
-        """An uninitialised uint8 array of ``shape``."""
-        size = math.prod(shape)
+    def take(self, shape: tuple[int, ...], dtype: Any = np.uint8) -> np.ndarray:
+        """An uninitialised array of ``shape`` and ``dtype``."""
+        size = math.prod(shape) * np.dtype(dtype).itemsize
         with self._lock:
             for kept in self._kept:
                 # Referenced by the list, the loop variable and getrefcount's argument only.
                 if sys.getrefcount(kept) <= 3 and kept.size >= size:
-                    return kept[:size].reshape(shape)
+                    reused: np.ndarray = kept[:size].view(dtype).reshape(shape)
+                    return reused
             fresh = np.empty(max(size, 1), np.uint8)
             self._kept.append(fresh)
             if len(self._kept) > self._KEEP:
                 self._kept.pop(0)
-            return fresh[:size].reshape(shape)
+            taken: np.ndarray = fresh[:size].view(dtype).reshape(shape)
+            return taken
 
 
 def _check_shapes(name: str, images: Any, shape: tuple[int, ...],
