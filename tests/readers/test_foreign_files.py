@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tfrecordkit as tk
 from tests.datasets import encode_image, own, photos
 from tfrecordkit import DecodeOptions
 from tfrecordkit.errors import DatasetError, SchemaError
@@ -138,3 +139,27 @@ def test_truncated_foreign_files_are_one_clear_error(tutorial_files, tmp_path):
     cut.write_bytes(data[: len(data) - 7])  # the last record loses its tail
     with pytest.raises(CorruptRecordError, match=r"cut\.tfrecord"):
         load_numpy_dataset(str(cut), batch_size=2)
+
+
+def test_grey_among_colour_jpegs_read_by_glob_with_the_fix_the_error_names(tmp_path):
+    """The error names a fix every TF-free reader accepts: schema= with the channels."""
+    shots = photos()
+    with tk.RecordWriter(tmp_path / "mixed.tfrecord") as writer:
+        for i in range(8):
+            pixels = shots["camera"][:20, :20] if i % 4 == 0 else shots["astronaut"][:20, :20]
+            writer.write(tk.encode_example({"image": [encode_image(pixels, "JPEG")],
+                                            "label": [i % 2]}))
+    pattern = str(tmp_path / "*.tfrecord")
+    with pytest.raises(tk.SchemaError, match=r"schema=.*Image\(channels=3\)"):
+        next(iter(tk.load_numpy_dataset(pattern, batch_size=8, shuffle=False)))
+    schema = tk.Schema({"image": tk.Image("jpeg", channels=3, dims=False),
+                        "label": tk.Scalar("int64")})
+    batch = next(iter(tk.load_numpy_dataset(pattern, batch_size=8, shuffle=False,
+                                            schema=schema)))
+    assert batch["image"]["values"].shape[-1] == 3
+    source = tk.load_grain_source(pattern, schema=schema)
+    assert source[0]["image"]["values"].shape[-1] == 3
+    torch = pytest.importorskip("torch")
+    ds = tk.load_torch_dataset(pattern, batch_size=8, shuffle=False, schema=schema)
+    first = next(iter(torch.utils.data.DataLoader(ds, batch_size=None)))
+    assert np.array_equal(first["image"]["values"].numpy(), batch["image"]["values"])

@@ -277,8 +277,9 @@ def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) ->
             what = "images" if layout.kind == "image" else "values"
             raise ValueError(f"{what} of one batch have different channel counts "
                              f"({sorted(set(shapes[:, axis].tolist()))}) and the schema does "
-                             "not fix it: pass channels=... in the schema, or "
-                             "padding='ragged'")
+                             "not fix it: give the reader schema=... with Image(channels=3) (files "
+                             "without a manifest; a dataset's manifest: adopt or convert "
+                             "again), or DecodeOptions(padding='ragged')")
     if not layout.varies:
         if len({a.shape for a in arrays}) > 1:
             raise ValueError(f"values of one batch have different shapes "

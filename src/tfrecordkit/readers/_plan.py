@@ -267,11 +267,13 @@ def _tensor_keys(sample: Any, specs: list[KeySpec]
 
 
 def open_records(path: PathArg, split: str, options: DecodeOptions, *,
-                 max_open_files: int | None = None, storage_options: dict[str, Any] | None = None
+                 max_open_files: int | None = None, storage_options: dict[str, Any] | None = None,
+                 schema: Schema | None = None
                  ) -> tuple[ReadPlan, SplitRecords, RecordDecoder]:
     """A split's plan, random access to its records, and their decoder: what the TF-free
-    readers stand on (dataset directories and foreign files alike)."""
-    read = plan_read(path, split, storage_options=storage_options)
+    readers stand on (dataset directories and foreign files alike; ``schema`` describes
+    foreign files, else it is inferred)."""
+    read = plan_read(path, split, schema=schema, storage_options=storage_options)
     records = SplitRecords(read.path, split, max_open_files=max_open_files,
                            manifest=read.manifest, locations=read.locations(),
                            storage=read.storage)

@@ -16,6 +16,7 @@ from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._plan import PathArg, open_records
 from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import EpochOrder, ShuffleMode
+from tfrecordkit.schema import Schema
 
 __all__ = ["GrainSource", "load_grain_source"]
 
@@ -32,9 +33,10 @@ class GrainSource:
 
     def __init__(self, path: PathArg, split: str = "train", *,
                  options: DecodeOptions | None = None, max_open_files: int | None = None,
-                 storage_options: dict[str, Any] | None = None, seed: int = 0) -> None:
+                 storage_options: dict[str, Any] | None = None, seed: int = 0,
+                 schema: Schema | None = None) -> None:
         self.options, self.seed = options or DecodeOptions(), seed
-        read, self.records, self.decoder = open_records(path, split, self.options,
+        read, self.records, self.decoder = open_records(path, split, self.options, schema=schema,
                                                         max_open_files=max_open_files,
                                                         storage_options=storage_options)
         self.fingerprint = read.fingerprint
@@ -96,12 +98,13 @@ def load_grain_source(path: PathArg, split: str = "train", *,
                       image_size: int | tuple[int, int] | None = None,
                       options: DecodeOptions | None = None,
                       storage_options: dict[str, Any] | None = None,
-                      seed: int = 0) -> GrainSource:
+                      seed: int = 0, schema: Schema | None = None) -> GrainSource:
     """A split as a grain ``RandomAccessDataSource``: ``grain.MapDataset.source(...)`` or
     ``grain.DataLoader(data_source=...)`` then shuffle, shard, batch and checkpoint it.
-    ``seed`` keys random crops and flips (see :class:`GrainSource`)."""
+    ``seed`` keys random crops and flips (see :class:`GrainSource`); ``schema`` describes
+    files without a manifest (default: inferred)."""
     from tfrecordkit.readers._decoding import decode_options
 
     return GrainSource(path, split, options=decode_options(
         options, decode=decode, features=features, image_size=image_size),
-        storage_options=storage_options, seed=seed)
+        storage_options=storage_options, seed=seed, schema=schema)

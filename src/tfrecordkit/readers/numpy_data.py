@@ -35,6 +35,7 @@ from tfrecordkit.sampling import (
     ShuffleMode,
     check_state,
 )
+from tfrecordkit.schema import Schema
 
 __all__ = ["Augment", "DecodeOptions", "Loader", "PKBatches", "PKLoader", "Partition",
            "TripletLoader", "iter_pk_batches", "iter_triplets",
@@ -89,7 +90,8 @@ class Loader:
                  partition: Partition | None = None, options: DecodeOptions | None = None,
                  num_threads: int | None = None, max_open_files: int | None = None,
                  augment: Augment | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 storage_options: dict[str, Any] | None = None,
+                 schema: Schema | None = None) -> None:
         if batch_size < 1:
             raise OptionError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
@@ -104,7 +106,7 @@ class Loader:
         self.augment = augment
         self.plan, self.records, self.decoder = open_records(
             path, split, self.options, max_open_files=max_open_files,
-            storage_options=storage_options)
+            storage_options=storage_options, schema=schema)
         self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.drop_last = drop_last
@@ -304,7 +306,8 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
                        num_threads: int | None = None,
                        options: DecodeOptions | None = None,
                        augment: Augment | None = None,
-                       storage_options: dict[str, Any] | None = None) -> Loader:
+                       storage_options: dict[str, Any] | None = None,
+                       schema: Schema | None = None) -> Loader:
     """Batches of a split as dicts of NumPy arrays, without any framework; see :class:`Loader`.
 
     ``batch_size`` is the global batch: each of ``world_size`` ranks gets ``batch_size /
@@ -318,12 +321,15 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
     (before batching); its ``rng`` is seeded by ``(seed, epoch, record id)``, so
     augmentation repeats exactly on resume and does not depend on threads, workers or ranks.
     ``path`` may be a URL (``s3://``, ``gs://``, ...; ``storage_options`` go to fsspec).
+    ``schema`` describes TFRecord files without a manifest (e.g. ``Image(channels=3)`` for
+    JPEGs some of which are grey); by default it is inferred from a sample.
     """
     return Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
                   drop_last=drop_last, partition=Partition(rank, world_size),
                   options=decode_options(options, decode=decode, features=features,
                                          image_size=image_size),
-                  num_threads=num_threads, augment=augment, storage_options=storage_options)
+                  num_threads=num_threads, augment=augment, storage_options=storage_options,
+                  schema=schema)
 
 
 def _part_of(records: RecordSlices | list[bytes], start: int, count: int

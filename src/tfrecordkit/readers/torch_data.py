@@ -22,6 +22,7 @@ from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
 from tfrecordkit.readers.numpy_data import Augment, Loader, PKLoader, TripletLoader
 from tfrecordkit.sampling import MAX_EPOCH, EpochUnit, ShuffleMode, state_int
+from tfrecordkit.schema import Schema
 
 try:
     import torch
@@ -460,7 +461,8 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
                        num_threads: int | None = None,
                        options: DecodeOptions | None = None,
                        augment: Augment | None = None,
-                       storage_options: dict[str, Any] | None = None) -> TorchDataset:
+                       storage_options: dict[str, Any] | None = None,
+                       schema: Schema | None = None) -> TorchDataset:
     """Batches of a split as dicts of tensors: use ``DataLoader(ds, batch_size=None,
     num_workers=N)`` (or torchdata's ``StatefulDataLoader``).
 
@@ -471,13 +473,14 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
     ``batch_size / world_size`` records. Images are uint8 ``[B, H, W, C]`` tensors.
     ``augment(values, rng)`` runs per record on NumPy values with an ``rng`` seeded by
     ``(seed, epoch, record id)`` (picklable, e.g. a module-level function, for workers).
+    ``schema`` describes files without a manifest (default: inferred).
     """
     loader = Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
                     drop_last=drop_last, partition=_distributed_partition(rank, world_size),
                     options=decode_options(options, decode=decode, features=features,
                                            image_size=image_size),
                     num_threads=num_threads, augment=augment,
-                    storage_options=storage_options)
+                    storage_options=storage_options, schema=schema)
     return TorchDataset(loader, num_threads)
 
 

@@ -332,8 +332,8 @@ def _check_open_axes(batch: Example, open_axes: Mapping[str, tuple[int, ...]]) -
         check = tf.debugging.assert_equal(
             have, tf.broadcast_to(batch_sizes, tf.shape(have)),
             message=f"feature {key!r}: records of one batch have different channel counts "
-                    "and the schema does not fix it: pass channels=... in the schema, or "
-                    "padding='ragged'")
+                    "and the schema does not fix it: give the reader schema=... with "
+                    "Image(channels=3), or DecodeOptions(padding='ragged')")
         with tf.control_dependencies([check]):
             out[key] = tf.nest.map_structure(tf.identity, out[key])
     return out
