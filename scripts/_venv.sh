@@ -11,6 +11,7 @@ ensure_venv() {
     "${PYTHON:-python3}" -m venv "$VENV"
   fi
   # pip >= 25.1 understands dependency groups (--group).
+  echo "installing into $VENV: $1 (a few minutes on a fresh machine; nothing to do if present)" >&2
   "$PY" -m pip install --quiet --disable-pip-version-check --upgrade "pip>=25.1"
   # shellcheck disable=SC2086
   "$PY" -m pip install --quiet --disable-pip-version-check $1
