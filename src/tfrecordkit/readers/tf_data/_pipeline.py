@@ -29,6 +29,7 @@ from tfrecordkit.readers.tf_data._batching import (
     _supervised,
 )
 from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, keyed, tag_records
+from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     _tf_spec,
@@ -227,7 +228,18 @@ def load_tf_dataset(
         else:
             cardinality = math.ceil(records / batch_size)
         ds = ds.apply(tf.data.experimental.assert_cardinality(cardinality))
-    return _finish(ds, manifest, schema, ordered)
+    ds = _finish(ds, manifest, schema, ordered)
+
+    def find() -> None:
+        """Read the split with the TF-free reader: raises the error it meets, named."""
+        from tfrecordkit.readers.numpy_data import Loader
+
+        for _ in Loader(path, split, batch_size=256, shuffle=False, options=options,
+                        schema=read.schema if read.manifest is None else None,
+                        storage_options=storage_options):
+            pass
+
+    return name_errors(ds, file_paths, find)
 
 
 def _first_ids(read: ReadPlan, files: Sequence[str]) -> list[int]:

@@ -1,0 +1,115 @@
+"""TensorFlow's errors while a dataset is iterated in Python, named as the TF-free readers name
+them: a ``DataLossError`` ("corrupted record at 54678", no file) becomes the
+:class:`~tfrecordkit.CorruptRecordError` of the file that fails at that offset; a record
+TensorFlow cannot parse or decode becomes the error the TF-free reader gives for it (file,
+record, feature). The dataset stays a ``tf.data.Dataset`` and its iterators stay
+checkpointable; inside Keras ``fit`` TensorFlow's own error surfaces (run
+``tfrecordkit verify`` on the dataset to name the file)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from tfrecordkit.errors import CorruptRecordError, DatasetError, TFRecordKitError
+from tfrecordkit.format import check_frame, index_path_for
+
+__all__ = ["name_errors"]
+
+_AT = re.compile(r"corrupted record at (\d+)")
+
+
+def name_errors(ds: Any, files: Sequence[str], find: Callable[[], None]) -> Any:
+    """``ds`` whose Python iterators raise the library's errors for TensorFlow's: ``files``
+    are the record files it reads; ``find()`` reads them with a TF-free reader and raises the
+    error it meets (it returns when it meets none)."""
+    paths = tuple(files)
+
+    class NamedIterator(type(iter(ds))):  # type: ignore[misc]
+        def __next__(self) -> Any:
+            try:
+                return super().__next__()
+            except tf.errors.DataLossError as err:
+                raise _corrupt(err, paths, find) from err
+            except tf.errors.InvalidArgumentError as err:
+                _explain(err, find)
+                raise
+
+    class NamedDataset(type(ds)):  # type: ignore[misc]
+        def __iter__(self) -> Any:
+            iterator = super().__iter__()
+            iterator.__class__ = NamedIterator
+            return iterator
+
+    ds.__class__ = NamedDataset
+    return ds
+
+
+def _first_line(err: Exception) -> str:
+    """TensorFlow's message without its graph trace: the first line, less the node name."""
+    message = getattr(err, "message", str(err)).strip()
+    first = message.splitlines()[0] if message else type(err).__name__
+    return re.sub(r"^\{\{[^}]*\}\}\s*", "", first)[:300]
+
+
+def _corrupt(err: Exception, files: Sequence[str], find: Callable[[], None]) -> Exception:
+    """The file failing at the offset TensorFlow names (its frame checked as every reader
+    checks it), else what a TF-free read of the files meets."""
+    found = _AT.search(getattr(err, "message", str(err)))
+    if found is not None:
+        offset = int(found.group(1))
+        for path in files:
+            problem = _frame_problem(path, offset)
+            if problem is not None:
+                return problem
+    try:
+        find()
+    except TFRecordKitError as named:
+        return named
+    return DatasetError(f"TensorFlow reports lost data ({_first_line(err)}) that the "
+                        "TF-free reader did not find: run `tfrecordkit verify` on the files")
+
+
+def _frame_problem(path: str, offset: int) -> CorruptRecordError | None:
+    """The error of the frame starting at ``offset`` of a local uncompressed ``path``, if it
+    fails its checks there (None: no such file here, or the frame is sound)."""
+    if "://" in path or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            head = handle.read(12)
+            if len(head) < 12:
+                return None
+            length = int.from_bytes(head[:8], "little")
+            handle.seek(offset)
+            frame = handle.read(min(length + 16, os.path.getsize(path) - offset))
+        check_frame(frame, path=path, offset=offset, index=_index_of(path, offset))
+    except CorruptRecordError as err:
+        return err
+    except OSError:
+        return None
+    return None
+
+
+def _index_of(path: str, offset: int) -> int:
+    """The record's index in its file, from its ``.index`` sidecar (-1 without one)."""
+    sidecar = index_path_for(path)
+    if not os.path.isfile(sidecar):
+        return -1
+    with open(sidecar) as handle:
+        return sum(1 for line in handle if line.split() and int(line.split()[0]) < offset)
+
+
+def _explain(err: Exception, find: Callable[[], None]) -> None:
+    """Raise the TF-free reader's error for the record TensorFlow could not parse or decode,
+    if it finds one."""
+    try:
+        find()
+    except TFRecordKitError as named:
+        named.add_note(f"TensorFlow: {_first_line(err)}")
+        raise named from err
