@@ -624,7 +624,11 @@ class RecordDecoder:
             if whole is not None and layout.varies:  # padded in place, if every image fit
                 values = [v for x in pieces for v in x]
                 owner = _owner(whole)
-                if all(isinstance(v, np.ndarray) and _owner(v) is owner for v in values):
+                sizes = np.array([v.shape[:2] for v in values], np.int64).reshape(-1, 2)
+                # In place when every image fit and the largest fill the array (stored sizes
+                # larger than the images would pad more than the other readers pad).
+                if (all(isinstance(v, np.ndarray) and _owner(v) is owner for v in values)
+                        and tuple(sizes.max(axis=0)) == whole.shape[1:3]):
                     lengths = np.array([[v.shape[a] for a in layout.length_axes]
                                         for v in values], np.int64)
                     batch[name] = {"values": whole,
