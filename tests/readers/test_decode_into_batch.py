@@ -92,7 +92,7 @@ def test_numpy_and_tf_data_refuse_an_image_of_another_size_than_the_manifest_say
     """A manifest whose schema says another size than the images have (edited, or written
     by another tool): neither reader hands over pixels of a shape the layout does not
     promise."""
-    tf = pytest.importorskip("tensorflow")
+    pytest.importorskip("tensorflow")
     image = photos()["astronaut"]
     rows = [{"image": encode_image(image[:16, :20], "JPEG")} for _ in range(8)]
     out = tmp_path / "ds"
