@@ -312,3 +312,22 @@ def test_a_join_that_fails_on_a_corrupt_file_leaves_nothing_so_a_retry_works(tmp
     shard.write_bytes(good)
     manifest = tk.adopt(tmp_path / "val", tmp_path / "ds", split="val")
     assert manifest.splits["val"].records == 24
+
+
+def test_adopt_describes_what_the_sample_missed(tmp_path):
+    """The schema comes from every record: a key first seen after the sample, and a list
+    longer late than in the sample, are described; every record reads back."""
+    (tmp_path / "raw").mkdir()
+    rows = [{"x": float(i), "tags": [i, i + 1]} for i in range(3000)]
+    rows[2500]["late"] = b"only here"
+    rows[2900]["tags"] = list(range(7))
+    write_tf(tmp_path / "raw" / "part-0.tfrecord", rows)
+    manifest = tk.adopt(str(tmp_path / "raw" / "*.tfrecord"), tmp_path / "ds")
+    assert "late" in manifest.schema
+    batches = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=500, shuffle=False))
+    lengths = np.concatenate([b["tags"]["lengths"][:, 0] for b in batches])
+    assert lengths[2900] == 7 and lengths[0] == 2
+    late = [v for b in batches for row in b["late"]["values"].tolist() for v in row if v]
+    assert late == [b"only here"]
+    counts = np.concatenate([b["late"]["lengths"][:, 0] for b in batches])
+    assert counts.sum() == 1 and counts[2500] == 1

@@ -150,6 +150,31 @@ class RecordProfile:
     unparsable: int = 0
     message_type: str = "Example"
 
+    def add(self, data: bytes) -> None:
+        """Take one more record into the profile (bytes that are no Example are counted in
+        :attr:`unparsable`)."""
+        # An Example parses as a SequenceExample (field 1 is Features in both); only a
+        # SequenceExample has feature lists.
+        try:
+            message = messages["SequenceExample"].FromString(data)
+        except Exception:  # any bytes that aren't an Example: counted, not fatal
+            self.unparsable += 1
+            return
+        self.records += 1
+        for name, feature in message.context.feature.items():
+            kind = _KIND_OF_ONEOF[feature.WhichOneof("kind")]
+            values = getattr(feature, f"{kind}_list").value if kind != "empty" else ()
+            self._entry(name, False)._add(kind, values)
+        for name, feature_list in message.feature_lists.feature_list.items():
+            self.message_type = "SequenceExample"
+            self._entry(name, True)._add_steps(feature_list.feature)
+
+    def _entry(self, name: str, sequence: bool) -> FeatureProfile:
+        found = self.features.get(name)
+        if found is None:
+            found = self.features[name] = FeatureProfile(name, sequence=sequence)
+        return found
+
     def feature_description_code(self) -> str:
         """Python source of the ``feature_description`` dict for ``tf.io.parse_example``."""
         lines = ["import tensorflow as tf", ""]
@@ -240,31 +265,9 @@ def _dim_keys(name: str, names: set[str]) -> list[str | None] | None:
 
 def profile_records(records: Iterable[bytes], limit: int | None = 1000) -> RecordProfile:
     """Profile the ``tf.train.Example`` records of ``records`` (the first ``limit`` of them)."""
-    # An Example parses as a SequenceExample (field 1 is Features in both); only a
-    # SequenceExample has feature lists.
-    sequence_class = messages["SequenceExample"]
     profile = RecordProfile()
-
-    def entry(name: str, sequence: bool) -> FeatureProfile:
-        found = profile.features.get(name)
-        if found is None:
-            found = profile.features[name] = FeatureProfile(name, sequence=sequence)
-        return found
-
     for i, data in enumerate(records):
         if limit is not None and i >= limit:
             break
-        try:
-            message = sequence_class.FromString(data)
-        except Exception:  # any bytes that aren't an Example: counted, not fatal
-            profile.unparsable += 1
-            continue
-        profile.records += 1
-        for name, feature in message.context.feature.items():
-            kind = _KIND_OF_ONEOF[feature.WhichOneof("kind")]
-            values = getattr(feature, f"{kind}_list").value if kind != "empty" else ()
-            entry(name, False)._add(kind, values)
-        for name, feature_list in message.feature_lists.feature_list.items():
-            profile.message_type = "SequenceExample"
-            entry(name, True)._add_steps(feature_list.feature)
+        profile.add(data)
     return profile

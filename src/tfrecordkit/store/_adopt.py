@@ -36,6 +36,7 @@ from tfrecordkit.schema import (
     FeatureProfile,
     Image,
     ImageObservations,
+    RecordProfile,
     Scalar,
     Schema,
     Tensor,
@@ -173,11 +174,14 @@ def adopt(
         placed = [_place(file, where, storage, undo)
                   for file, where in _placements(files, target, split, storage)]
         observations = ImageObservations()
+        # A new dataset's schema comes from every record, not the sample: a key first seen
+        # late, or a list longer than the sample's, is described.
+        whole = RecordProfile() if existing is None else None
         shards, top = [], -1
         for number, file in enumerate(placed):
             undo.new(file + INDEX_SUFFIX)
             records, labels = _scan(file, storage, compression, label=parsed_label,
-                                    images=images, observations=observations)
+                                    images=images, observations=observations, profile=whole)
             counts: dict[str, int] = {}
             class_id = None
             if file_classes is not None:
@@ -210,7 +214,15 @@ def adopt(
             per_class = existing.layout == "per_class"
             schema = _joined_schema(existing.schema, observations)
         else:
-            schema = observations.refine(_schema_of(profile, parsed_label, class_names,
+            assert whole is not None
+            if whole.unparsable:
+                raise DatasetError(f"{whole.unparsable} record(s) are not tf.train.Example "
+                                   "messages")
+            if parsed_label is not None and not _is_int_scalar(
+                    whole.features.get(parsed_label), whole.records):
+                raise DatasetError(f"{parsed_label!r} is not one int64 in every record; name "
+                                   "the class feature with label_feature")
+            schema = observations.refine(_schema_of(whole, parsed_label, class_names,
                                                     _tensors(profile, sampled)))
             if file_classes is not None:
                 assert label_feature is not None and class_names is not None
@@ -336,16 +348,18 @@ def _joined_schema(schema: Schema, observations: ImageObservations) -> Schema:
 
 
 def _scan(file: str, storage: Storage, compression: str | None, *, label: str | None,
-          images: tuple[str, ...], observations: ImageObservations
-          ) -> tuple[int, np.ndarray | None]:
+          images: tuple[str, ...], observations: ImageObservations,
+          profile: RecordProfile | None = None) -> tuple[int, np.ndarray | None]:
     """One CRC-checked pass over a file: its ``.index`` (of decompressed offsets, for a
-    compressed file), its record count, its labels, and what its images are (their headers,
-    without decoding)."""
+    compressed file), its record count, its labels, what its images are (their headers,
+    without decoding), and, into ``profile``, what every record holds."""
     offsets: list[tuple[int, int]] = []
 
     def records() -> Iterator[bytes]:
         for offset, record in RecordReader(file, storage=storage).iter_with_offsets():
             offsets.append((offset, len(record) + FRAME_OVERHEAD))
+            if profile is not None:
+                profile.add(record)
             yield record
 
     labels: list[np.ndarray] = []
