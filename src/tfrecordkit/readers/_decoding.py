@@ -3,21 +3,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import math
-import sys
-import threading
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Names
 from concurrent.futures import Executor
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from tfrecordkit.codecs import scale_pixels
-from tfrecordkit.errors import OptionError, SchemaError
+from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import (
     Column,
     RecordSlices,
@@ -25,14 +20,15 @@ from tfrecordkit.format import (
     parse_examples,
     parse_feature_lists,
 )
+from tfrecordkit.readers._batch_memory import BatchMemory, owner_of, pad_into, rows_of
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, stored_layout, stored_specs
+from tfrecordkit.readers._options import DecodeOptions, Padding, decode_options
 from tfrecordkit.readers._transform import Finish, ImageTransform, RecordKeys
 from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
 
 __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_feature", "decode_options",
            "record_values", "unbatch_values"]
 
-Padding = Literal["pad", "ragged"]
 _CHUNK = 32  # fewest records per decoding task
 
 
@@ -42,150 +38,6 @@ def chunk_size(records: int, threads: int) -> int:
     and parses its records and is handed back; at 32 a task that cost 12 µs per 128 px JPEG
     on top of its 53 µs decode (2 threads: 21-24k vs 28-30k img/s at one task per thread)."""
     return max(_CHUNK, -(-records // max(threads, 1)))
-
-
-@dataclass(frozen=True)
-class DecodeOptions:
-    """How records become values.
-
-    Attributes:
-        decode: False returns each feature's stored Example keys parsed but not decoded (images
-            and audio still encoded), as ``load_tf_dataset(decode=False)`` does.
-        features: the features to return (default: all of the schema's).
-        image_size: resize every image to ``(height, width)`` (an int ``n``: ``(n, n)``) with
-            ``tf.image.resize``'s arithmetic (bilinear, half-pixel centres); ``keep_aspect``
-            fits and pads instead.
-        padding: variable shapes in a batch are zero-padded with a ``lengths`` array
-            (``"pad"``) or kept as a list of arrays (``"ragged"``).
-        fast_resize: with ``image_size``, decode JPEGs at 1/2, 1/4 or 1/8 scale when the
-            target allows (several times faster; pixels then differ slightly from a full
-            decode + resize, and from what ``load_tf_dataset`` gives). Off by default, so
-            every reader gives the same pixels.
-        image_dtype: ``"uint8"`` pixels as stored, or ``"float32"`` scaled to [0, 1].
-        mean, std: with ``"float32"``, normalise to ``(x - mean) / std`` (one value, or one
-            per channel), e.g. ImageNet's ``(0.485, 0.456, 0.406)``, ``(0.229, 0.224, 0.225)``.
-            Augmentations see the images after this.
-        sample_rate: resample every audio feature to this rate in Hz (libsoxr, high
-            quality); audio always comes with its ``sample_rate``.
-        padded_shapes: per feature, the shape its values are padded to in a batch, ``None``
-            for a dimension padded to the batch's longest, e.g. ``{"image": (256, None, 3)}``
-            (for audio, the samples' ``(frames, channels)``; for token ids, ``(length,)``).
-            A value larger than its shape is an error naming the record. Batches then give
-            ``{"values", "lengths"}`` for these features.
-        padding_values: per feature, the value padding fills in (default 0).
-        text_length: texts with token ids: cut the ids to at most this many, and pad every
-            batch to exactly this many (else to the batch's longest). Batches give
-            ``{"text", "ids", "mask"}``; ``mask`` is False on padding.
-        provenance: also return ``"__source"``: each record's input (its path relative to
-            the folder converted, or ``table.csv:row``), as conversion stored it.
-        crop: with ``image_size``, the ImageNet recipe's window, cut from the full decode
-            (integer pixels) and then resized: ``"random"`` (training: torchvision's
-            random-resized-crop rule, ``crop_scale`` of the area, aspect in ``crop_ratio``),
-            ``"center"`` (evaluation: the centred window of the target's aspect, sides cut to
-            ``crop_fraction``). Random windows are a pure function of (seed, epoch, record
-            id): every reader cuts the same pixels, and resume repeats them.
-        flip: mirror each image left to right with probability 1/2, keyed like ``crop``.
-        crop_scale, crop_ratio, crop_fraction: see ``crop``.
-    """
-
-    decode: bool = True
-    features: tuple[str, ...] | None = None
-    image_size: tuple[int, int] | None = None
-    keep_aspect: bool = False
-    padding: Padding = "pad"
-    fast_resize: bool = False
-    image_dtype: Literal["uint8", "float32"] = "uint8"
-    mean: tuple[float, ...] | None = None
-    std: tuple[float, ...] | None = None
-    sample_rate: int | None = None
-    padded_shapes: Mapping[str, tuple[int | None, ...]] | None = None
-    padding_values: Mapping[str, float] | None = None
-    text_length: int | None = None
-    provenance: bool = False
-    crop: Literal["random", "center"] | None = None
-    flip: bool = False
-    crop_scale: tuple[float, float] = (0.08, 1.0)
-    crop_ratio: tuple[float, float] = (3 / 4, 4 / 3)
-    crop_fraction: float = 0.875
-
-    def __post_init__(self) -> None:
-        if self.text_length is not None and (
-                not isinstance(self.text_length, int | np.integer) or self.text_length < 1):
-            raise OptionError(f"text_length must be a positive number of tokens; got "
-                             f"{self.text_length!r}")
-        if self.padded_shapes is not None:
-            shapes = {}
-            for name, shape in dict(self.padded_shapes).items():
-                dims = (shape,) if isinstance(shape, int) or shape is None else tuple(shape)
-                if not all(d is None or (isinstance(d, int | np.integer) and d > 0)
-                           for d in dims):
-                    raise OptionError(f"padded_shapes[{name!r}] must hold positive sizes or "
-                                     f"None; got {shape!r}")
-                shapes[name] = tuple(None if d is None else int(d) for d in dims)
-            object.__setattr__(self, "padded_shapes", shapes)
-            if self.padding != "pad":
-                raise OptionError("padded_shapes pads batches: it needs padding='pad'")
-        if self.padding_values is not None:
-            object.__setattr__(self, "padding_values", dict(self.padding_values))
-        if self.sample_rate is not None and (
-                not isinstance(self.sample_rate, int | np.integer) or self.sample_rate <= 0):
-            raise OptionError(f"sample_rate must be a positive number of Hz; got "
-                             f"{self.sample_rate!r}")
-        if self.image_dtype not in ("uint8", "float32"):
-            raise OptionError(f"image_dtype must be 'uint8' or 'float32'; got "
-                             f"{self.image_dtype!r}")
-        for name in ("mean", "std"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if self.image_dtype != "float32":
-                raise OptionError(f"{name} normalises float32 images: give "
-                                 "image_dtype='float32'")
-            values = (float(value),) if isinstance(value, int | float) else tuple(
-                float(v) for v in value)
-            if not 1 <= len(values) <= 4 or (name == "std" and min(values) <= 0):
-                raise OptionError(f"{name} must be 1 to 4 numbers{' above 0' * (name == 'std')}"
-                                 f"; got {value!r}")
-            object.__setattr__(self, name, values)
-        if self.features is not None:
-            if isinstance(self.features, str):
-                raise OptionError(f"features must be a list of names; got {self.features!r}")
-            object.__setattr__(self, "features", tuple(self.features))
-        if self.image_size is not None:
-            if isinstance(self.image_size, int | np.integer):  # one int: a square
-                object.__setattr__(self, "image_size", (int(self.image_size),) * 2)
-            size = tuple(int(d) for d in self.image_size)
-            if len(size) != 2 or min(size) < 1:
-                raise OptionError(f"image_size must be (height, width), both positive; got "
-                                 f"{self.image_size!r}")
-            object.__setattr__(self, "image_size", size)
-        if self.padding not in ("pad", "ragged"):
-            raise OptionError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
-        self._check_crop()
-
-    def _check_crop(self) -> None:
-        if self.crop not in (None, "random", "center"):
-            raise OptionError(f"crop must be 'random', 'center' or None; got {self.crop!r}")
-        if not isinstance(self.flip, bool):
-            raise OptionError(f"flip must be True or False; got {self.flip!r}")
-        if (self.crop is not None or self.flip) and self.image_size is None:
-            raise OptionError("crop and flip work on resized images: give image_size too")
-        if self.crop is not None and (self.keep_aspect or self.fast_resize):
-            raise OptionError(f"crop={self.crop!r} cuts a window of the full decode: it does "
-                              "not combine with keep_aspect or fast_resize")
-        for name, low_bound in (("crop_scale", 0.0), ("crop_ratio", 0.0)):
-            value = getattr(self, name)
-            try:
-                low, high = (float(v) for v in value)
-            except (TypeError, ValueError):
-                raise OptionError(f"{name} must be two numbers (low, high); got "
-                                  f"{value!r}") from None
-            if not low_bound < low <= high or (name == "crop_scale" and high > 1):
-                raise OptionError(f"{name} must be (low, high) with 0 < low <= high"
-                                  f"{' <= 1' * (name == 'crop_scale')}; got {value!r}")
-            object.__setattr__(self, name, (low, high))
-        if not 0 < float(self.crop_fraction) <= 1:
-            raise OptionError(f"crop_fraction must be in (0, 1]; got {self.crop_fraction!r}")
 
 
 def batch_feature(layout: FeatureLayout, values: list[Any], padding: Padding) -> Any:
@@ -514,7 +366,7 @@ class RecordDecoder:
             finish = {name: self._transform.finisher(None if into is None else into.get(name),
                                                      keys) for name in self._images}
         elif into is not None and any(name in into for name in self.padded_images):
-            finish = {name: _pad_into(into[name]) for name in self.padded_images
+            finish = {name: pad_into(into[name]) for name in self.padded_images
                       if name in into}
             into = {name: rows for name, rows in into.items() if name not in finish}
         if self.schema is not None:
@@ -623,11 +475,11 @@ class RecordDecoder:
             whole = None if arrays is None else arrays.get(name)
             if whole is not None and layout.varies:  # padded in place, if every image fit
                 values = [v for x in pieces for v in x]
-                owner = _owner(whole)
+                owner = owner_of(whole)
                 sizes = np.array([v.shape[:2] for v in values], np.int64).reshape(-1, 2)
                 # In place when every image fit and the largest fill the array (stored sizes
                 # larger than the images would pad more than the other readers pad).
-                if (all(isinstance(v, np.ndarray) and _owner(v) is owner for v in values)
+                if (all(isinstance(v, np.ndarray) and owner_of(v) is owner for v in values)
                         and tuple(sizes.max(axis=0)) == whole.shape[1:3]):
                     lengths = np.array([[v.shape[a] for a in layout.length_axes]
                                         for v in values], np.int64)
@@ -635,7 +487,7 @@ class RecordDecoder:
                                    "lengths": lengths.reshape(len(values), -1)}
                 else:
                     batch[name] = self._batch(name, values)
-            elif whole is not None and _rows_of(whole, pieces):
+            elif whole is not None and rows_of(whole, pieces):
                 batch[name] = whole
             elif layout.kind == "numbers" and not layout.varies and all(
                     isinstance(x, np.ndarray) and x.ndim >= 1 for x in pieces):
@@ -687,77 +539,6 @@ class RecordDecoder:
         return self.assemble_columns(list(parts), arrays)
 
 
-def _rows_of(whole: np.ndarray, pieces: list[Any]) -> bool:
-    """Whether every part's value lies in ``whole`` (its rows, as an array or a list of
-    rows): decoded there in place, so ``whole`` is the batch."""
-    owner = _owner(whole)
-    for piece in pieces:
-        items = piece if isinstance(piece, list) else [piece]
-        if not all(isinstance(x, np.ndarray) and _owner(x) is owner for x in items):
-            return False
-    return True
-
-
-def _owner(array: np.ndarray) -> np.ndarray:
-    """The array owning ``array``'s memory (NumPy keeps a view's base at the owner)."""
-    return array if array.base is None else array.base
-
-
-def _pad_into(rows: np.ndarray) -> Finish:
-    """``finish(i, pixels)``: record ``i``'s pixels copied into the top left of ``rows[i]``,
-    the rest of the row zeroed (the memory may hold an earlier batch), and that window
-    returned; pixels that do not fit (a stored size smaller than the image) come back as
-    their own copy."""
-
-    def finish(i: int, pixels: np.ndarray) -> np.ndarray:
-        row = rows[i]
-        h, w, c = pixels.shape
-        if h > row.shape[0] or w > row.shape[1] or c != row.shape[2]:
-            return np.array(pixels)
-        window: np.ndarray = row[:h, :w]
-        window[...] = pixels
-        row[:h, w:] = 0
-        row[h:] = 0
-        return window
-
-    return finish
-
-
-class BatchMemory:
-    """The memory of earlier batches' arrays, handed out again once nothing outside holds it
-    (no array, view, tensor or buffer of the user's refers to one: only this pool does), so
-    large padded batches are written into memory already mapped rather than fresh pages;
-    callers overwrite every byte of what they take."""
-
-    _KEEP = 4
-
-    def __init__(self) -> None:
-        self._kept: list[np.ndarray] = []
-        self._lock = threading.Lock()
-
-    def __getstate__(self) -> dict[str, object]:
-        return {}  # a copy in another process starts empty
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__()  # type: ignore[misc]
-
-    def take(self, shape: tuple[int, ...], dtype: Any = np.uint8) -> np.ndarray:
-        """An uninitialised array of ``shape`` and ``dtype``."""
-        size = math.prod(shape) * np.dtype(dtype).itemsize
-        with self._lock:
-            for kept in self._kept:
-                # Referenced by the list, the loop variable and getrefcount's argument only.
-                if sys.getrefcount(kept) <= 3 and kept.size >= size:
-                    reused: np.ndarray = kept[:size].view(dtype).reshape(shape)
-                    return reused
-            fresh = np.empty(max(size, 1), np.uint8)
-            self._kept.append(fresh)
-            if len(self._kept) > self._KEEP:
-                self._kept.pop(0)
-            taken: np.ndarray = fresh[:size].view(dtype).reshape(shape)
-            return taken
-
-
 def _check_shapes(name: str, images: Any, shape: tuple[int, ...],
                   where: Callable[[int], Any]) -> None:
     """Every decoded image has ``shape`` (the schema's size and channels), else a
@@ -786,37 +567,6 @@ def _fixed(column: Column, n: int) -> Any:
     out = np.empty(len(column.offsets) - 1, dtype=object)
     out[:] = column.to_bytes()
     return out.reshape((n, *(column.spec.shape or ())))
-
-
-def decode_options(options: DecodeOptions | None, *, decode: bool = True,
-                   features: Names[str] | None = None,
-                   image_size: int | tuple[int, int] | None = None) -> DecodeOptions:
-    """The decode options of an entry point: ``options`` combined with the shortcut keywords
-    every entry point takes (``decode``, ``features`` and ``image_size``, an int meaning a
-    square). A keyword left at its default takes the options' value; one given where the
-    options say otherwise is a conflict.
-
-    Raises:
-        OptionError: a keyword and ``options`` disagree (naming both values).
-    """
-    chosen = tuple(features) if features is not None else None
-    if isinstance(chosen, tuple) and any(not isinstance(f, str) for f in chosen):
-        raise OptionError(f"features must be names; got {features!r}")
-    if options is None:
-        return DecodeOptions(decode=decode, features=chosen, image_size=image_size)  # type: ignore[arg-type]
-    given = {"decode": decode, "features": chosen,
-             "image_size": DecodeOptions(image_size=image_size).image_size}  # type: ignore[arg-type]
-    defaults = {"decode": True, "features": None, "image_size": None}
-    changes: dict[str, Any] = {}
-    for name, value in given.items():
-        if value == defaults[name]:
-            continue
-        held = getattr(options, name)
-        if held != defaults[name] and held != value:
-            raise OptionError(f"{name}={value!r} conflicts with options.{name}={held!r}: "
-                              "give it once")
-        changes[name] = value
-    return dataclasses.replace(options, **changes) if changes else options
 
 
 def _parse_keys(records: Names[bytes] | RecordSlices, specs: Names[KeySpec],

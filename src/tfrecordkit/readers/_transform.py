@@ -14,7 +14,7 @@ from tfrecordkit.errors import OptionError
 from tfrecordkit.sampling import center_crop_box, crop_draws, random_crop_box
 
 if TYPE_CHECKING:
-    from tfrecordkit.readers._decoding import DecodeOptions
+    from tfrecordkit.readers._options import DecodeOptions
 
 __all__ = ["Finish", "ImageTransform", "RecordKeys"]
 

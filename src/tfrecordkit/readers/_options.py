@@ -1,0 +1,195 @@
+"""How records become values, as one object every reader takes: :class:`DecodeOptions`, and
+how an entry point's shortcut keywords combine with it (:func:`decode_options`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from collections.abc import Sequence as Names
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from tfrecordkit.errors import OptionError
+
+__all__ = ["DecodeOptions", "Padding", "decode_options"]
+
+Padding = Literal["pad", "ragged"]
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How records become values.
+
+    Attributes:
+        decode: False returns each feature's stored Example keys parsed but not decoded (images
+            and audio still encoded), as ``load_tf_dataset(decode=False)`` does.
+        features: the features to return (default: all of the schema's).
+        image_size: resize every image to ``(height, width)`` (an int ``n``: ``(n, n)``) with
+            ``tf.image.resize``'s arithmetic (bilinear, half-pixel centres); ``keep_aspect``
+            fits and pads instead.
+        padding: variable shapes in a batch are zero-padded with a ``lengths`` array
+            (``"pad"``) or kept as a list of arrays (``"ragged"``).
+        fast_resize: with ``image_size``, decode JPEGs at 1/2, 1/4 or 1/8 scale when the
+            target allows (several times faster; pixels then differ slightly from a full
+            decode + resize, and from what ``load_tf_dataset`` gives). Off by default, so
+            every reader gives the same pixels.
+        image_dtype: ``"uint8"`` pixels as stored, or ``"float32"`` scaled to [0, 1].
+        mean, std: with ``"float32"``, normalise to ``(x - mean) / std`` (one value, or one
+            per channel), e.g. ImageNet's ``(0.485, 0.456, 0.406)``, ``(0.229, 0.224, 0.225)``.
+            Augmentations see the images after this.
+        sample_rate: resample every audio feature to this rate in Hz (libsoxr, high
+            quality); audio always comes with its ``sample_rate``.
+        padded_shapes: per feature, the shape its values are padded to in a batch, ``None``
+            for a dimension padded to the batch's longest, e.g. ``{"image": (256, None, 3)}``
+            (for audio, the samples' ``(frames, channels)``; for token ids, ``(length,)``).
+            A value larger than its shape is an error naming the record. Batches then give
+            ``{"values", "lengths"}`` for these features.
+        padding_values: per feature, the value padding fills in (default 0).
+        text_length: texts with token ids: cut the ids to at most this many, and pad every
+            batch to exactly this many (else to the batch's longest). Batches give
+            ``{"text", "ids", "mask"}``; ``mask`` is False on padding.
+        provenance: also return ``"__source"``: each record's input (its path relative to
+            the folder converted, or ``table.csv:row``), as conversion stored it.
+        crop: with ``image_size``, the ImageNet recipe's window, cut from the full decode
+            (integer pixels) and then resized: ``"random"`` (training: torchvision's
+            random-resized-crop rule, ``crop_scale`` of the area, aspect in ``crop_ratio``),
+            ``"center"`` (evaluation: the centred window of the target's aspect, sides cut to
+            ``crop_fraction``). Random windows are a pure function of (seed, epoch, record
+            id): every reader cuts the same pixels, and resume repeats them.
+        flip: mirror each image left to right with probability 1/2, keyed like ``crop``.
+        crop_scale, crop_ratio, crop_fraction: see ``crop``.
+    """
+
+    decode: bool = True
+    features: tuple[str, ...] | None = None
+    image_size: tuple[int, int] | None = None
+    keep_aspect: bool = False
+    padding: Padding = "pad"
+    fast_resize: bool = False
+    image_dtype: Literal["uint8", "float32"] = "uint8"
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    sample_rate: int | None = None
+    padded_shapes: Mapping[str, tuple[int | None, ...]] | None = None
+    padding_values: Mapping[str, float] | None = None
+    text_length: int | None = None
+    provenance: bool = False
+    crop: Literal["random", "center"] | None = None
+    flip: bool = False
+    crop_scale: tuple[float, float] = (0.08, 1.0)
+    crop_ratio: tuple[float, float] = (3 / 4, 4 / 3)
+    crop_fraction: float = 0.875
+
+    def __post_init__(self) -> None:
+        if self.text_length is not None and (
+                not isinstance(self.text_length, int | np.integer) or self.text_length < 1):
+            raise OptionError(f"text_length must be a positive number of tokens; got "
+                             f"{self.text_length!r}")
+        if self.padded_shapes is not None:
+            shapes = {}
+            for name, shape in dict(self.padded_shapes).items():
+                dims = (shape,) if isinstance(shape, int) or shape is None else tuple(shape)
+                if not all(d is None or (isinstance(d, int | np.integer) and d > 0)
+                           for d in dims):
+                    raise OptionError(f"padded_shapes[{name!r}] must hold positive sizes or "
+                                     f"None; got {shape!r}")
+                shapes[name] = tuple(None if d is None else int(d) for d in dims)
+            object.__setattr__(self, "padded_shapes", shapes)
+            if self.padding != "pad":
+                raise OptionError("padded_shapes pads batches: it needs padding='pad'")
+        if self.padding_values is not None:
+            object.__setattr__(self, "padding_values", dict(self.padding_values))
+        if self.sample_rate is not None and (
+                not isinstance(self.sample_rate, int | np.integer) or self.sample_rate <= 0):
+            raise OptionError(f"sample_rate must be a positive number of Hz; got "
+                             f"{self.sample_rate!r}")
+        if self.image_dtype not in ("uint8", "float32"):
+            raise OptionError(f"image_dtype must be 'uint8' or 'float32'; got "
+                             f"{self.image_dtype!r}")
+        for name in ("mean", "std"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if self.image_dtype != "float32":
+                raise OptionError(f"{name} normalises float32 images: give "
+                                 "image_dtype='float32'")
+            values = (float(value),) if isinstance(value, int | float) else tuple(
+                float(v) for v in value)
+            if not 1 <= len(values) <= 4 or (name == "std" and min(values) <= 0):
+                raise OptionError(f"{name} must be 1 to 4 numbers{' above 0' * (name == 'std')}"
+                                 f"; got {value!r}")
+            object.__setattr__(self, name, values)
+        if self.features is not None:
+            if isinstance(self.features, str):
+                raise OptionError(f"features must be a list of names; got {self.features!r}")
+            object.__setattr__(self, "features", tuple(self.features))
+        if self.image_size is not None:
+            if isinstance(self.image_size, int | np.integer):  # one int: a square
+                object.__setattr__(self, "image_size", (int(self.image_size),) * 2)
+            size = tuple(int(d) for d in self.image_size)
+            if len(size) != 2 or min(size) < 1:
+                raise OptionError(f"image_size must be (height, width), both positive; got "
+                                 f"{self.image_size!r}")
+            object.__setattr__(self, "image_size", size)
+        if self.padding not in ("pad", "ragged"):
+            raise OptionError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
+        self._check_crop()
+
+    def _check_crop(self) -> None:
+        if self.crop not in (None, "random", "center"):
+            raise OptionError(f"crop must be 'random', 'center' or None; got {self.crop!r}")
+        if not isinstance(self.flip, bool):
+            raise OptionError(f"flip must be True or False; got {self.flip!r}")
+        if (self.crop is not None or self.flip) and self.image_size is None:
+            raise OptionError("crop and flip work on resized images: give image_size too")
+        if self.crop is not None and (self.keep_aspect or self.fast_resize):
+            raise OptionError(f"crop={self.crop!r} cuts a window of the full decode: it does "
+                              "not combine with keep_aspect or fast_resize")
+        for name, low_bound in (("crop_scale", 0.0), ("crop_ratio", 0.0)):
+            value = getattr(self, name)
+            try:
+                low, high = (float(v) for v in value)
+            except (TypeError, ValueError):
+                raise OptionError(f"{name} must be two numbers (low, high); got "
+                                  f"{value!r}") from None
+            if not low_bound < low <= high or (name == "crop_scale" and high > 1):
+                raise OptionError(f"{name} must be (low, high) with 0 < low <= high"
+                                  f"{' <= 1' * (name == 'crop_scale')}; got {value!r}")
+            object.__setattr__(self, name, (low, high))
+        if not 0 < float(self.crop_fraction) <= 1:
+            raise OptionError(f"crop_fraction must be in (0, 1]; got {self.crop_fraction!r}")
+
+
+
+
+def decode_options(options: DecodeOptions | None, *, decode: bool = True,
+                   features: Names[str] | None = None,
+                   image_size: int | tuple[int, int] | None = None) -> DecodeOptions:
+    """The decode options of an entry point: ``options`` combined with the shortcut keywords
+    every entry point takes (``decode``, ``features`` and ``image_size``, an int meaning a
+    square). A keyword left at its default takes the options' value; one given where the
+    options say otherwise is a conflict.
+
+    Raises:
+        OptionError: a keyword and ``options`` disagree (naming both values).
+    """
+    chosen = tuple(features) if features is not None else None
+    if isinstance(chosen, tuple) and any(not isinstance(f, str) for f in chosen):
+        raise OptionError(f"features must be names; got {features!r}")
+    if options is None:
+        return DecodeOptions(decode=decode, features=chosen, image_size=image_size)  # type: ignore[arg-type]
+    given = {"decode": decode, "features": chosen,
+             "image_size": DecodeOptions(image_size=image_size).image_size}  # type: ignore[arg-type]
+    defaults = {"decode": True, "features": None, "image_size": None}
+    changes: dict[str, Any] = {}
+    for name, value in given.items():
+        if value == defaults[name]:
+            continue
+        held = getattr(options, name)
+        if held != defaults[name] and held != value:
+            raise OptionError(f"{name}={value!r} conflicts with options.{name}={held!r}: "
+                              "give it once")
+        changes[name] = value
+    return dataclasses.replace(options, **changes) if changes else options
