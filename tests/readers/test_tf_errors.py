@@ -65,3 +65,15 @@ def test_iterators_stay_checkpointable(dataset, tmp_path):
     checkpoint.restore(saved)
     assert np.array_equal(next(iterator)["x"].numpy(), after)
     assert isinstance(ds, tf.data.Dataset) and ds.class_names == ["a", "b"]
+
+
+def test_an_error_in_the_users_augmentation_is_left_as_tensorflow_gives_it(dataset):
+    """Only errors from the records' contents send the reader back over the split."""
+    def augment(example):
+        tf.debugging.assert_less(tf.reduce_max(example["x"]), 50.0, message="user check")
+        return example
+
+    ds = tk.load_tf_dataset(dataset, batch_size=32, shuffle=False, augment=augment)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="user check"):
+        for _ in ds:
+            pass

@@ -26,27 +26,52 @@ _AT = re.compile(r"corrupted record at (\d+)")
 def name_errors(ds: Any, files: Sequence[str], find: Callable[[], None]) -> Any:
     """``ds`` whose Python iterators raise the library's errors for TensorFlow's: ``files``
     are the record files it reads; ``find()`` reads them with a TF-free reader and raises the
-    error it meets (it returns when it meets none)."""
+    error it meets (it returns when it meets none). No iterator is made here: one would start
+    reading (and count an epoch) before the user asks."""
     paths = tuple(files)
+    named: dict[type, type] = {}  # TensorFlow's iterator class -> its named subclass
 
-    class NamedIterator(type(iter(ds))):  # type: ignore[misc]
+    class NamedDataset(type(ds)):  # type: ignore[misc]
+        def __iter__(self) -> Any:
+            iterator = super().__iter__()
+            base = type(iterator)
+            if base not in named:
+                named[base] = _named_iterator(base, paths, find)
+            iterator.__class__ = named[base]
+            return iterator
+
+    ds.__class__ = NamedDataset
+    return ds
+
+
+def _named_iterator(base: type, paths: tuple[str, ...], find: Callable[[], None]) -> type:
+    """A subclass of TensorFlow's iterator class ``base`` whose ``__next__`` names errors
+    (still the same iterator for checkpoints)."""
+
+    class NamedIterator(base):  # type: ignore[misc]
         def __next__(self) -> Any:
             try:
                 return super().__next__()
             except tf.errors.DataLossError as err:
                 raise _corrupt(err, paths, find) from err
             except tf.errors.InvalidArgumentError as err:
-                _explain(err, find)
+                if _from_the_data(err):
+                    _explain(err, find)
                 raise
 
-    class NamedDataset(type(ds)):  # type: ignore[misc]
-        def __iter__(self) -> Any:
-            iterator = super().__iter__()
-            iterator.__class__ = NamedIterator
-            return iterator
+    return NamedIterator
 
-    ds.__class__ = NamedDataset
-    return ds
+
+#: What TensorFlow's messages say when a record's contents failed (parsing, decoding, the
+#: layout's checks): only then is the split read again to name the record. An error in a
+#: user's augmentation is left as it is (reading a large split for it would only cost).
+_DATA_OPS = ("ParseExample", "ParseSequenceExample", "ParseSingleExample", "Decode",
+             "EnsureShape", "ParseTensor", "assertion failed: [feature")
+
+
+def _from_the_data(err: Exception) -> bool:
+    message = getattr(err, "message", str(err))
+    return any(op in message for op in _DATA_OPS)
 
 
 def _first_line(err: Exception) -> str:
