@@ -202,3 +202,26 @@ def test_stored_sizes_larger_than_the_images_pad_as_every_reader_pads(tmp_path):
     batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4)))
     assert batch["image"]["values"].shape == (4, 20, 24, 3)
     assert batch["image"]["lengths"].tolist() == [[20, 24]] * 4
+
+
+def test_a_hostile_stored_size_allocates_nothing_on_trust(tmp_path):
+    """A record claiming 10^6 x 10^6 pixels must not make the loader allocate for it: the
+    batch pads to what the images hold."""
+    image = photos()["astronaut"][:20, :24]
+    schema = tk.Schema({"image": tk.Image("jpeg", channels=3)})
+    rows = [{"image": {"bytes": encode_image(image[: 20 - i], "JPEG"), "height": 20 - i,
+                       "width": 24, "channels": 3}} for i in range(4)]
+    tk.write_dataset(rows, tmp_path / "ds", schema, shards=tk.ShardOptions(shuffle=False),
+                     progress=False)
+    (shard,) = (tmp_path / "ds").glob("*.tfrecord")
+    # Written by another tool (our writer refuses such a claim).
+    lie = tk.encode_example({"image": [encode_image(image, "JPEG")], "image/height": [10**6],
+                             "image/width": [10**6], "image/channels": [3]})
+    with tk.RecordWriter(tmp_path / "lie.tfrecord") as writer:
+        for record in [*tk.read_records(shard), lie]:
+            writer.write(record)
+    loader = tk.load_numpy_dataset(str(tmp_path / "lie.tfrecord"), batch_size=5,
+                                   shuffle=False, schema=schema)
+    batch = next(iter(loader))
+    assert batch["image"]["values"].shape == (5, 20, 24, 3)
+    assert batch["image"]["lengths"].tolist()[-1] == [20, 24]

@@ -69,15 +69,18 @@ def decode_image_bytes(data: bytes, channels: int | None = None, *,
     Raises:
         OSError, ValueError: the bytes are not a decodable image.
     """
-    header = image_header(data)
-    if header is not None:
-        check_image_pixels(header[0], header[1])
     if data[:3] == b"\xff\xd8\xff":
         pixels = _decode_jpeg_turbo(data, channels, min_size, out, transient)
         if pixels is not None:
             return _into(convert_channels(pixels, channels), out)
     pil = load_pillow()
-    with pil.open(io.BytesIO(data)) as opened:
+    try:
+        opening = pil.open(io.BytesIO(data))
+    except pil.DecompressionBombError:  # Pillow's own guard, at twice its limit
+        header = image_header(data) or (0, 0, 0)
+        check_image_pixels(header[0], header[1])
+        raise ValueError("an image over the pixel limit (a decompression bomb?)") from None
+    with opening as opened:
         check_image_pixels(opened.size[1], opened.size[0])
         if opened.format == "JPEG":
             grey = channels in (1, 2) and opened.mode != "L"
@@ -158,6 +161,10 @@ def _decode_jpeg_turbo(data: bytes, channels: int | None,
         height, width, space, _ = simplejpeg.decode_jpeg_header(data)
         if space not in ("Gray", "YCbCr"):
             return None
+    except ValueError:
+        return None  # Pillow decides (and checks the size)
+    check_image_pixels(height, width)  # before any pixel is decoded
+    try:
         grey = channels in (1, 2) or (channels is None and space == "Gray")
         scale = _dct_scale(height, width, min_size)
         shape = (-(-height // scale), -(-width // scale), 1 if grey else 3)

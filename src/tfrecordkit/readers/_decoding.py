@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.codecs import scale_pixels
+from tfrecordkit.codecs import MAX_IMAGE_PIXELS, scale_pixels
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import (
     Column,
@@ -235,6 +235,8 @@ class RecordDecoder:
         # Resizing and scaling run on the decoding thread, into the batch's rows.
         self._transform = (ImageTransform(options) if options.decode and size is not None
                            else None)
+        #: Image features decoded into a padded batch array in place (see padded_arrays).
+        self.padded_images = self._padded_images()
         # Images the schema gives one decoded shape (size and channels), not resized: each
         # must have it, as tf.data's ensure_shape requires.
         self._fixed: dict[str, tuple[int, int, int]] = {}
@@ -295,11 +297,10 @@ class RecordDecoder:
                 out[key] = np.stack([np.asarray(v) for v in values])
         return out
 
-    @property
-    def padded_images(self) -> list[str]:
+    def _padded_images(self) -> list[str]:
         """Image features batched ``{"values", "lengths"}`` (sizes vary, not resized) with
-        known channels: decoded straight into a zero-padded batch array when the batch's
-        largest size is known first (see :meth:`padded_arrays`)."""
+        known channels and stored sizes: decoded straight into a zero-padded batch array
+        when the batch's largest size is known first (see :meth:`padded_arrays`)."""
         if not self.options.decode or self._transform is not None or self.schema is None:
             return []
         out = []
@@ -329,8 +330,11 @@ class RecordDecoder:
             width = int(columns[f"{name}/width"].values.max())
             channels = self.layout[name].shape[2]
             assert channels is not None
-            out[name] = self._memory.take((len(records), max(height, 0), max(width, 0),
-                                           channels))
+            # The sizes are claims: one past the pixel limit (or none) is not allocated on
+            # trust; the images then decode on their own and are padded to what they hold.
+            if not 0 < height * width <= MAX_IMAGE_PIXELS:
+                continue
+            out[name] = self._memory.take((len(records), height, width, channels))
         return out
 
     def batch_arrays(self, n: int) -> dict[str, np.ndarray]:
