@@ -8,28 +8,17 @@ NumPy version here is its twin, used without a compiler or with
 from __future__ import annotations
 
 import math
-import os
-from typing import Any
 
 import numpy as np
 
+from tfrecordkit._native import load_compiled
 from tfrecordkit.errors import OptionError
 
 __all__ = ["pad_window", "resize_image", "resize_image_with_pad", "resize_into",
            "resize_kernel_name"]
 
 
-def _compiled() -> Any:
-    if os.environ.get("TFRECORDKIT_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from tfrecordkit.codecs import _resample  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _resample
-
-
-_KERNEL = _compiled()
+_KERNEL = load_compiled("tfrecordkit.codecs._resample")
 
 
 def resize_kernel_name() -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit._native import load_compiled
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format._example import decode_example_keys
 from tfrecordkit.format._spec import KeySpec, check_key
@@ -28,17 +29,7 @@ _KIND = {"string": 1, "float32": 2, "int64": 3}
 _DTYPE: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
 
 
-def _compiled() -> Any:
-    if os.environ.get("TFRECORDKIT_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from tfrecordkit.format import _codec  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _codec
-
-
-_CODEC = _compiled()
+_CODEC = load_compiled("tfrecordkit.format._codec")
 
 
 def compiled_codec() -> Any:
