@@ -31,11 +31,9 @@ Run: python bench/photos.py [--images 6400] [--runs 5] [--json bench_output/phot
 from __future__ import annotations
 
 import argparse
-import datetime
 import io
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -45,6 +43,9 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from _results import write_results  # noqa: E402
+
 BATCH = 128
 SIZE = (224, 224)
 P, K = 32, 4
@@ -248,12 +249,6 @@ CASES = ("tf.data", "tk.tf", "numpy", "torch", "ceiling", "decode numpy", "decod
          "pk tf.data", "pk numpy", "crop tf.data", "crop numpy", "crop torch")
 
 
-def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
-    return {"cpus": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "processor": platform.processor()}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=6400)
@@ -304,14 +299,9 @@ def main() -> None:
     for name, value in ratios.items():
         print(f"  {name:<26}{value:.2f}x")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({
-            "bench": "photos", "date": datetime.datetime.now(datetime.UTC).isoformat(),
-            "command": " ".join([Path(sys.executable).name, *sys.argv]),
-            "machine": machine(), "images": args.images, "runs": args.runs,
-            "medians": median, "spread": spread, "all_runs": runs, "ratios": ratios,
-            "skipped": skipped}, indent=2))
-
+        write_results(args.json, "photos", images=args.images, runs=args.runs,
+                      medians=median, spread=spread, all_runs=runs, ratios=ratios,
+                      skipped=skipped)
 
 if __name__ == "__main__":
     main()

@@ -11,10 +11,7 @@ Run: python bench/resize.py [--runs 5] [--json bench_output/resize.json]
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -25,6 +22,8 @@ import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 SIZE = (224, 224)
+sys.path.insert(0, str(Path(__file__).parent))
+from _results import write_results  # noqa: E402
 
 
 def _images(count: int = 16, seed: int = 0) -> list[np.ndarray]:
@@ -106,15 +105,8 @@ def main() -> None:
     for name, value in ratios.items():
         print(f"  {name}: {value:.2f}x")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({
-            "bench": "resize", "date": datetime.datetime.now(datetime.UTC).isoformat(),
-            "command": " ".join([Path(sys.executable).name, *sys.argv]),
-            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                        "python": platform.python_version()},
-            "medians_ms": median, "all_runs_ms": runs, "ratios": ratios,
-            "skipped": skipped}, indent=2))
-
+        write_results(args.json, "resize", medians_ms=median, all_runs_ms=runs, ratios=ratios,
+                      skipped=skipped)
 
 if __name__ == "__main__":
     main()
