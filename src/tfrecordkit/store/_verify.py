@@ -3,6 +3,7 @@ its manifest (present, record counts, file checksums)."""
 
 from __future__ import annotations
 
+import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,7 @@ import numpy as np
 
 from tfrecordkit.errors import TFRecordKitError
 from tfrecordkit.format import (
+    FRAME_OVERHEAD,
     Inflater,
     RecordReader,
     Restarts,
@@ -18,7 +20,6 @@ from tfrecordkit.format import (
     file_crc32c,
     parse_index,
     parse_restarts,
-    scan_offsets,
 )
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._manifest import ShardInfo, is_dataset_dir, load_manifest
@@ -61,15 +62,18 @@ def _unwrapped(records: Iterable[Any], name: str) -> Iterable[Any]:
 
 
 def verify_file(path: str, storage: Storage | None = None,
-                wrap: Wrap = _unwrapped) -> dict[str, Any]:
-    """Read every record of ``path`` with CRC checks; its counts and problems."""
+                wrap: Wrap = _unwrapped, frames: array.array[int] | None = None
+                ) -> dict[str, Any]:
+    """Read every record of ``path`` with CRC checks; its counts and problems (and, into
+    ``frames``, each record's offset and frame length, as an index lists them)."""
     # Read through a buffer, not a memory map: a file truncated by another process while it
     # is mapped kills the process with SIGBUS; read() just comes up short, which is reported.
     # Problems are reported by the caller, once each: the reader does not log them too.
     reader = RecordReader(path, on_error="skip", use_mmap=False, storage=storage,
                           log_skipped=False)
-    for _ in wrap(reader, path.rsplit("/", 1)[-1]):
-        pass
+    for offset, record in wrap(reader.iter_with_offsets(), path.rsplit("/", 1)[-1]):
+        if frames is not None:  # 16 bytes a record, not a Python tuple
+            frames.extend((offset, len(record) + FRAME_OVERHEAD))
     stats = reader.stats
     problems = [
         {"offset": p.offset, "index": p.index, "check": p.check, "detail": p.detail,
@@ -85,9 +89,10 @@ def verify_file(path: str, storage: Storage | None = None,
             "problems": problems}
 
 
-def _against_manifest(dataset: str, files: list[dict[str, Any]],
-                      storage: Storage) -> list[str]:
-    """Problems where shards disagree with the manifest: counts, checksums."""
+def _against_manifest(dataset: str, files: list[dict[str, Any]], storage: Storage,
+                      frames: dict[str, array.array[int]]) -> list[str]:
+    """Problems where shards disagree with the manifest: counts, checksums, compressed
+    shards' sidecars (against the ``frames`` the records' pass found in each file)."""
     manifest = load_manifest(dataset, storage=storage)
     by_path = {f["path"]: f for f in files}
     problems = []
@@ -101,8 +106,10 @@ def _against_manifest(dataset: str, files: list[dict[str, Any]],
                 problems.append(f"{path}: manifest says {shard.records} records, "
                                 f"file holds {seen['records']}")
             if not seen["problems"] and manifest.compression is not None:
+                found = np.frombuffer(frames.get(path, array.array("q")),
+                                      np.int64).reshape(-1, 2)
                 problems += _sidecar_problems(dataset, path, shard, manifest.compression,
-                                              storage)
+                                              storage=storage, found=found)
             if not shard.crc32c:  # none recorded (a TFDS-prepared folder): nothing to compare
                 continue
             checksum = file_crc32c(path, storage=None if storage.local else storage)
@@ -112,12 +119,11 @@ def _against_manifest(dataset: str, files: list[dict[str, Any]],
     return problems
 
 
-def _sidecar_problems(dataset: str, path: str, shard: ShardInfo, compression: str,
-                      storage: Storage) -> list[str]:
+def _sidecar_problems(dataset: str, path: str, shard: ShardInfo, compression: str, *,
+                      storage: Storage, found: np.ndarray) -> list[str]:
     """A compressed shard's sidecars against its stream: the index line by line against the
-    records a scan finds, every restart point inflated to the next."""
+    records' frames (``found``), every restart point inflated to the next."""
     problems: list[str] = []
-    found = scan_offsets(path, storage=storage)
     if shard.index:
         index_file = storage.join(dataset, shard.index)
         text = storage.read_many([index_file])[index_file]
@@ -169,8 +175,12 @@ def verify_paths(paths: Sequence[str], storage_options: dict[str, Any] | None = 
                                          for m in missing]
             present = [p for p in expand_record_paths([arg], storage_options)
                        if p not in missing]
-            checked = [verify_file(path, storage, wrap) for path in present]
-            result.manifest_problems += _against_manifest(arg, checked, storage)
+            # Compressed shards' frames, to check their index against (one pass, not two).
+            frames: dict[str, array.array[int]] = {}
+            checked = [verify_file(path, storage, wrap, frames.setdefault(path, array.array("q"))
+                                   if manifest.compression is not None else None)
+                       for path in present]
+            result.manifest_problems += _against_manifest(arg, checked, storage, frames)
             result.files += checked
         else:
             result.files += [verify_file(path, Storage.of(path, storage_options), wrap)
