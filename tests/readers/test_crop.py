@@ -266,3 +266,35 @@ def test_every_reader_crops_the_same_pixels(tmp_path):
     with pytest.raises(OptionError, match="cache"):
         tk.load_tf_dataset(path, options=RANDOM, cache=True)
     del tf
+
+
+def test_grains_batched_reads_key_windows_as_single_reads_do(tmp_path):
+    _dataset(tmp_path / "ds")
+    source = tk.load_grain_source(tmp_path / "ds", options=RANDOM, seed=3)
+    n = len(source)
+    keys = [2, n + 2, 2 * n + 5, 7]  # the same record in epochs 0 and 1, another in epoch 2
+    batched = source._getitems(keys)
+    for key, values in zip(keys, batched, strict=True):
+        np.testing.assert_array_equal(values["image"], source[key]["image"])
+    assert not np.array_equal(batched[0]["image"], batched[1]["image"])
+
+
+def test_a_reader_without_record_ids_refuses_random_crops_rather_than_guessing():
+    from tfrecordkit.readers._decoding import RecordDecoder
+
+    schema = tk.Schema({"image": tk.Image("jpeg", channels=3)})
+    decoder = RecordDecoder(schema, RANDOM)
+    record = schema.encode({"image": _jpeg(40, 50)})
+    with pytest.raises(OptionError, match="record ids"):
+        decoder.decode_columns([record], lambda i: i)
+    centred = RecordDecoder(schema, CENTER).decode_columns([record], lambda i: i)
+    assert centred["image"][0].shape == (*SIZE, 3)
+
+
+def _jpeg(height: int, width: int) -> bytes:
+    from PIL import Image
+
+    pixels = np.random.default_rng(0).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG")
+    return buffer.getvalue()
