@@ -52,7 +52,7 @@ from tfrecordkit.sources import (
     Table,
     TextLines,
 )
-from tfrecordkit.store import Manifest, ShardOptions, adopt, load_manifest
+from tfrecordkit.store import Manifest, ShardOptions, adopt, infer_schema, load_manifest
 
 if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at run time
     from tfrecordkit.readers.grain_source import load_grain_source
@@ -165,6 +165,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "encode_example",
     "encode_sequence_example",
     "feature_description",
+    "infer_schema",
     "iter_pk_batches",
     "iter_triplets",
     "load_grain_source",

@@ -39,6 +39,19 @@ def test_inspect_infers_kinds_and_content_of_a_tf_written_file(capsys, golden):
     assert features["scores"]["parse_spec"] == "tf.io.VarLenFeature(tf.float32)"
 
 
+def test_inspect_shows_the_schema_readers_infer_and_adopt_writes(capsys, golden, tmp_path):
+    import tfrecordkit as tk
+
+    status, out, _ = run(capsys, "inspect", "--json", str(golden / "examples.tfrecord"))
+    shown = tk.Schema.from_json(json.loads(out)["schema"])
+    assert shown == tk.infer_schema(str(golden / "examples.tfrecord"), sample=None)
+    adopted = tk.adopt(str(golden / "examples.tfrecord"), tmp_path / "d")
+    assert {n: f for n, f in adopted.schema.items() if n != "label"} == {
+        n: f for n, f in shown.items() if n != "label"}
+    status, out, _ = run(capsys, "inspect", str(golden / "examples.tfrecord"))
+    assert "schema the readers infer" in out and "image: Image(" in out
+
+
 def test_inspect_text_output_and_compressed_input(capsys, golden):
     status, out, _ = run(capsys, "inspect", str(golden / "examples.tfrecord.gz"))
     assert status == 0

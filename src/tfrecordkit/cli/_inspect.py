@@ -8,8 +8,9 @@ from itertools import islice
 from typing import Any
 
 from tfrecordkit.cli._progress import progress
+from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import RecordReader, Storage
-from tfrecordkit.schema import RecordProfile, profile_records
+from tfrecordkit.schema import RecordProfile, profile_records, schema_from_profile
 from tfrecordkit.store import expand_record_paths
 
 
@@ -71,6 +72,11 @@ def run(args: argparse.Namespace) -> int:
         "bytes": sum(f["bytes"] for f in files),
         **profile.to_dict(),
     }
+    try:  # what the readers read these files with (the rule of globs and adopt)
+        schema = schema_from_profile(profile, complete=profile.records == result["records"])
+        result["schema"] = schema.to_json()
+    except SchemaError as err:
+        schema, result["schema_error"] = None, str(err)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -100,6 +106,13 @@ def run(args: argparse.Namespace) -> int:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    if schema is not None:
+        print("schema the readers infer (pass tk.infer_schema(files, sample=None) as schema= "
+              "to describe every record):")
+        for name, feature in schema.items():
+            print(f"  {name}: {feature!r}")
+    else:
+        print(f"no schema: {result['schema_error']}")
     return 0
 
 

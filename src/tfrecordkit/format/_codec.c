@@ -349,6 +349,8 @@ typedef struct {
     const Spec *specs;
     int *slot; /* spec index + 1, or 0 */
     uint32_t mask;
+    int strict; /* a key no spec names is an error (records someone else wrote, read by a
+                 * schema inferred from a sample) */
 } Table;
 
 static uint32_t fnv1a(const uint8_t *p, Py_ssize_t n) {
@@ -480,6 +482,13 @@ static int locate(Span record, const Table *table, int nspecs, int trusted, Loca
              * A wanted value is checked when it is read (or here, when a later entry of its
              * key replaces it). */
             int k = find_spec(table, key.p, key_len);
+            if (k < 0 && table->strict) {
+                int shown = key_len > 80 ? 80 : (int)key_len;
+                snprintf(err->message, sizeof err->message,
+                         "holds key '%.*s%s', which the schema does not describe", shown,
+                         (const char *)key.p, shown < key_len ? "..." : "");
+                return 0;
+            }
             Located *unread = k < 0 ? &value : where[k].found ? &where[k] : NULL;
             if (!trusted && unread != NULL && !validate(unread, err)) return 0;
             if (k >= 0) {
@@ -778,12 +787,12 @@ static int saved_matches(const Saved *saved, const Records *records, const Spec 
 }
 
 static int run_pass(Records *records, Spec *specs, int nspecs, int mode, Saved *saved,
-                    Error *err) {
+                    int strict, Error *err) {
     size_t slots = (size_t)(nspecs ? nspecs : 1);
     Located *where = PyMem_RawMalloc(sizeof(Located) * slots);
     Run *runs = PyMem_RawMalloc(sizeof(Run) * slots);
     int64_t *sizes = PyMem_RawMalloc(2 * sizeof(int64_t) * slots);
-    Table table = {NULL, NULL, 0};
+    Table table = {NULL, NULL, 0, strict};
     if (where == NULL || runs == NULL || sizes == NULL || !table_init(&table, specs, nspecs)) {
         PyMem_RawFree(where);
         PyMem_RawFree(runs);
@@ -839,8 +848,8 @@ static void saved_capsule_free(PyObject *capsule) {
 
 static PyObject *codec_scan(PyObject *self, PyObject *args) {
     PyObject *records_arg, *specs_arg;
-    int keep = 0;
-    if (!PyArg_ParseTuple(args, "OO|p", &records_arg, &specs_arg, &keep)) return NULL;
+    int keep = 0, strict = 0;
+    if (!PyArg_ParseTuple(args, "OO|pp", &records_arg, &specs_arg, &keep, &strict)) return NULL;
     int nspecs = 0;
     Spec *specs = specs_get(specs_arg, &nspecs);
     if (specs == NULL) return NULL;
@@ -854,7 +863,7 @@ static PyObject *codec_scan(PyObject *self, PyObject *args) {
     Error err = {0, -1, {0}};
     int ok;
     Py_BEGIN_ALLOW_THREADS
-    ok = run_pass(&records, specs, nspecs, MODE_SCAN, saved, &err);
+    ok = run_pass(&records, specs, nspecs, MODE_SCAN, saved, strict, &err);
     Py_END_ALLOW_THREADS
     PyObject *result = NULL;
     if (ok) {
@@ -960,7 +969,7 @@ static PyObject *codec_fill(PyObject *self, PyObject *args) {
         int filled;
         Py_BEGIN_ALLOW_THREADS
         if (saved && !saved_matches(saved, &records, specs, nspecs)) saved = NULL;  /* others' */
-        filled = run_pass(&records, specs, nspecs, MODE_FILL, saved, &err);
+        filled = run_pass(&records, specs, nspecs, MODE_FILL, saved, 0, &err);
         Py_END_ALLOW_THREADS
         if (!filled) {
             raise_parse_error(&err);

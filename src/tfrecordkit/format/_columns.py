@@ -20,7 +20,7 @@ import numpy as np
 
 from tfrecordkit._native import load_compiled
 from tfrecordkit.errors import SchemaError
-from tfrecordkit.format._example import decode_example_keys
+from tfrecordkit.format._example import decode_example, decode_example_keys
 from tfrecordkit.format._spec import KeySpec, check_key
 
 __all__ = ["Column", "RecordSlices", "codec_name", "compiled_codec", "parse_examples"]
@@ -160,13 +160,14 @@ def _raise(err: ValueError, specs: Sequence[KeySpec], where: Any, first: int = 0
 
 
 def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeySpec], *,
-                   where: Any = None) -> dict[str, Column]:
+                   where: Any = None, strict: bool = False) -> dict[str, Column]:
     """Decode a batch of serialized Examples into one :class:`Column` per spec.
 
     ``records`` is a sequence of ``bytes`` or :class:`RecordSlices` of one buffer. Each key is
     checked like ``tf.io.parse_example`` checks it: present (or defaulted), the right list
     type, for a fixed shape the right number of values; when a key appears twice the last one
-    counts. ``where(i)`` may name record ``i`` in errors (default: its index).
+    counts. ``where(i)`` may name record ``i`` in errors (default: its index). ``strict``:
+    a key no spec names is an error too (a record the specs do not fully describe).
 
     Raises:
         SchemaError: a record is not an Example, or a key is missing, of the wrong type or
@@ -174,15 +175,15 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
     """
     n = len(records)
     if _CODEC is None:
-        return _parse_python(records, specs, where)
+        return _parse_python(records, specs, where, strict)
     args = _spec_args(specs)
     parts = _split(records, n)
     try:
         # Each part's scan keeps what it found for its fill (no second look for the keys),
         # unless that would take more than _KEEP_MAX entries of 24 bytes.
-        scanned = _run(lambda part: _CODEC.scan(part[2], args, True)
+        scanned = _run(lambda part: _CODEC.scan(part[2], args, True, strict)
                        if part[1] * len(args) <= _KEEP_MAX
-                       else (_CODEC.scan(part[2], args), None), parts)
+                       else (_CODEC.scan(part[2], args, False, strict), None), parts)
     except _PartError as err:
         _raise(err.error, specs, where, err.first)
     totals = [found for found, _ in scanned]
@@ -339,18 +340,26 @@ def _splits(counts: np.ndarray) -> np.ndarray:
 
 
 def _parse_python(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeySpec],
-                  where: Any) -> dict[str, Column]:
+                  where: Any, strict: bool = False) -> dict[str, Column]:
     """The same columns through protobuf (the reference the compiled codec is tested against)."""
     items = records.records() if isinstance(records, RecordSlices) else records
     n = len(items)
     per_key: list[list[Any]] = [[] for _ in specs]
     missing = np.zeros((len(specs), n), bool)
+    known = {spec.key for spec in specs}
     for i, record in enumerate(items):
         place = where(i) if where is not None else i
         try:
             keys = decode_example_keys(record)
         except ValueError as err:
             raise SchemaError("<record>", str(err), record=place) from None
+        if strict:
+            # Every key counts, a feature with no list set too (the compiled codec's rule).
+            extra = next((key for key in decode_example(record) if key not in known), None)
+            if extra is not None:
+                shown = extra if len(extra) <= 80 else extra[:80] + "..."
+                raise SchemaError("<record>", f"holds key {shown!r}, which the schema does "
+                                              "not describe", record=place)
         for k, spec in enumerate(specs):
             problem = check_key(spec, keys)
             if problem:

@@ -59,8 +59,8 @@ class TFRecordKitDatasource(Datasource):
         super().__init__()  # type: ignore[no-untyped-call]
         self.plan = plan_read(path, split, storage_options=storage_options)
         self.options = options or DecodeOptions()
-        self.decoder = RecordDecoder(self.plan.schema, self.options, self.plan.specs,
-                                     self.plan.images, self.plan.tensors)
+        self.decoder = RecordDecoder(self.plan.schema, self.options,
+                                     inferred_from=self.plan.inferred_from)
         self.locations = self.plan.locations()
 
     def get_name(self) -> str:

@@ -16,7 +16,6 @@ from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import (
     Column,
     RecordSlices,
-    decode_tensor_proto,
     parse_examples,
     parse_feature_lists,
 )
@@ -24,7 +23,7 @@ from tfrecordkit.readers._batch_memory import BatchMemory, owner_of, pad_into, r
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, stored_layout, stored_specs
 from tfrecordkit.readers._options import DecodeOptions, Padding, decode_options
 from tfrecordkit.readers._transform import Finish, ImageTransform, RecordKeys
-from tfrecordkit.schema import KeySpec, Schema, decode_image_bytes
+from tfrecordkit.schema import KeySpec, Schema
 
 __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_feature", "decode_options",
            "record_values", "unbatch_values"]
@@ -215,17 +214,20 @@ def _batch_tokens(layout: FeatureLayout, values: list[dict[str, Any]], padding: 
 
 class RecordDecoder:
     """Decodes lists of serialized records into batches shaped by their
-    :class:`~tfrecordkit.readers.BatchLayout`: with a schema, or, for files without one,
-    with parsing specs (plus the keys holding images)."""
+    :class:`~tfrecordkit.readers.BatchLayout`.
 
-    def __init__(self, schema: Schema | None, options: DecodeOptions,
-                 specs: Names[KeySpec] = (), images: Names[str] = (),
-                 tensors: Names[tuple[str, str, tuple[int | None, ...]]] = ()) -> None:
-        self.layout = BatchLayout.of(schema, options, specs, images, tensors)
+    ``inferred_from``: the schema was inferred from that many sampled records of files
+    someone else wrote; a record holding a key (or a number of values) it does not describe
+    is then refused, naming the way to a schema that does.
+    """
+
+    def __init__(self, schema: Schema, options: DecodeOptions, *,
+                 inferred_from: int = 0) -> None:
+        self.layout = BatchLayout.of(schema, options)
         self.schema, self.options, self.features = schema, options, self.layout.names
-        self._specs = {s.key: s for s in specs if s.key in self.features}
+        self.inferred_from = inferred_from
         # decode=False: the Example keys the features are stored under, parsed, not decoded.
-        self._raw_specs = stored_specs(schema, self.features, specs)
+        self._raw_specs = stored_specs(schema, self.features)
         self.stored = stored_layout(self._raw_specs, options.padding)
         self._images = set(self.layout.images)
         self.shard_label = self.layout.shard_label
@@ -240,7 +242,7 @@ class RecordDecoder:
         # Images the schema gives one decoded shape (size and channels), not resized: each
         # must have it, as tf.data's ensure_shape requires.
         self._fixed: dict[str, tuple[int, int, int]] = {}
-        if schema is not None and options.decode and size is None:
+        if options.decode and size is None:
             for name in self._images:
                 shape = getattr(schema[name], "fixed_shape", None)
                 if shape is not None:
@@ -260,7 +262,12 @@ class RecordDecoder:
         ``{"values", "lengths"}`` (``padding="ragged"``: one array or list per record), as
         :attr:`stored` lays them out. ``padding`` overrides the options' (Ray rows keep each
         record's own values)."""
-        columns, lists = _parse_keys(records, self._raw_specs, where)
+        try:
+            columns, lists = _parse_keys(records, self._raw_specs, where,
+                                         strict=self.inferred_from > 0
+                                         and len(self.features) == len(self.schema))
+        except SchemaError as err:
+            raise self._undescribed(err) from None
         padding = padding or self.options.padding
         out = {}
         for key, column in columns.items():
@@ -301,7 +308,7 @@ class RecordDecoder:
         """Image features batched ``{"values", "lengths"}`` (sizes vary, not resized) with
         known channels and stored sizes: decoded straight into a zero-padded batch array
         when the batch's largest size is known first (see :meth:`padded_arrays`)."""
-        if not self.options.decode or self._transform is not None or self.schema is None:
+        if not self.options.decode or self._transform is not None:
             return []
         out = []
         for name in self._images:
@@ -373,14 +380,13 @@ class RecordDecoder:
             finish = {name: pad_into(into[name]) for name in self.padded_images
                       if name in into}
             into = {name: rows for name, rows in into.items() if name not in finish}
-        if self.schema is not None:
-            columns = self.schema.decode_batch(records, features=self.features, where=where,
-                                               image_min_size=self._min_size,
-                                               audio_sample_rate=self.options.sample_rate,
-                                               shard_classes=classes,
-                                               image_out=into, image_finish=finish)
-        else:
-            columns = self._columns_by_specs(records, where, finish)
+        try:
+            columns = self.schema.decode_batch(
+                records, features=self.features, where=where, image_min_size=self._min_size,
+                audio_sample_rate=self.options.sample_rate, shard_classes=classes,
+                image_out=into, image_finish=finish, strict=self.inferred_from > 0)
+        except SchemaError as err:
+            raise self._undescribed(err) from None
         for name, shape in self._fixed.items():
             _check_shapes(name, columns[name], shape, where)
         if self._transform is None and self.options.image_dtype != "uint8":
@@ -389,60 +395,14 @@ class RecordDecoder:
                                               self.options.std) for image in columns[name]]
         return columns
 
-    def _columns_by_specs(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
-                          finish: Mapping[str, Finish] | None = None) -> dict[str, Any]:
-        """Files without a schema: the inferred specs' columns as values (images decoded and
-        ``finish``ed; SequenceExample feature lists as ``(steps, *step shape)`` arrays)."""
-        columns, lists = _parse_keys(records, list(self._specs.values()), where)
-        out: dict[str, Any] = dict(lists)
-        for name, spec in self._specs.items():
-            if spec.sequence:
-                continue
-            column, n = columns[name], len(records)
-            if name in self._images:  # one encoded image per record (its spec's shape is ())
-                step = None if finish is None else finish[name]
-                images = []
-                for i, data in enumerate(column.to_bytes()):
-                    try:
-                        pixels = decode_image_bytes(data, min_size=self._min_size,
-                                                    transient=step is not None)
-                    except (OSError, ValueError) as err:
-                        raise SchemaError(name, f"cannot decode: {err}",
-                                          record=where(i)) from None
-                    try:
-                        images.append(pixels if step is None else step(i, pixels))
-                    except ValueError as err:
-                        raise SchemaError(name, str(err), record=where(i)) from None
-                out[name] = images
-            elif name in self.layout.tensors:  # serialized tensors: their arrays
-                out[name] = self._tensors(name, column.to_bytes(), where)
-            elif spec.dtype == "string":
-                out[name] = (column.to_bytes() if spec.shape == ()
-                             else [column.row(i) for i in range(n)])
-            elif spec.shape is None:
-                out[name] = [column.row(i) for i in range(n)]
-            else:
-                out[name] = column.values
-        return out
-
-    def _tensors(self, name: str, values: list[bytes], where: Callable[[int], Any]
-                 ) -> list[np.ndarray]:
-        """A key's serialized tensors, each checked against the dtype and rank the sampled
-        records showed."""
-        layout, out = self.layout[name], []
-        for i, data in enumerate(values):
-            try:
-                array = decode_tensor_proto(data)
-            except ValueError as err:
-                raise SchemaError(name, f"not a serialized tensor: {err}",
-                                  record=where(i)) from None
-            if array.dtype != layout.dtype or array.ndim != len(layout.shape):
-                raise SchemaError(name, f"a serialized {array.dtype} tensor of shape "
-                                        f"{array.shape}; the sampled records held "
-                                        f"{layout.dtype} of shape {layout.shape}",
-                                  record=where(i))
-            out.append(array)
-        return out
+    def _undescribed(self, err: SchemaError) -> SchemaError:
+        """``err``, with the way out when the schema came from a sample of the records."""
+        if not self.inferred_from or err.reason.startswith("cannot decode"):
+            return err
+        return SchemaError(err.feature, f"{err.reason}; the schema was inferred from "
+                           f"{self.inferred_from} sampled records: pass schema="
+                           "tfrecordkit.infer_schema(files, sample=None) (every record), or "
+                           "adopt the files", record=err.record)
 
     def decode_rows(self, records: list[bytes] | RecordSlices, where: Callable[[int], Any],
                     classes: np.ndarray | None = None, keys: RecordKeys | None = None
@@ -574,12 +534,13 @@ def _fixed(column: Column, n: int) -> Any:
 
 
 def _parse_keys(records: Names[bytes] | RecordSlices, specs: Names[KeySpec],
-                where: Callable[[int], Any]) -> tuple[dict[str, Column], dict[str, list[Any]]]:
+                where: Callable[[int], Any], *, strict: bool = False
+                ) -> tuple[dict[str, Column], dict[str, list[Any]]]:
     """The records' keys by their specs: Example keys (and a SequenceExample's context) as
     columns of the columnar parse, SequenceExample feature lists per record."""
     plain = [spec for spec in specs if not spec.sequence]
     lists = [spec for spec in specs if spec.sequence]
     listed: Names[bytes] = (records.records() if isinstance(records, RecordSlices)
                             else records) if lists else ()
-    return (parse_examples(records, plain, where=where),
+    return (parse_examples(records, plain, where=where, strict=strict),
             parse_feature_lists(listed, lists, where) if lists else {})

@@ -1,6 +1,6 @@
 """The batch layout: for each feature read, what its values look like in a batch (keys, dtype,
-one record's shape, which dimensions vary, how they pad), computed once from a schema (or a
-foreign file's parsing specs) and the decode options. Every reader takes its structure from
+one record's shape, which dimensions vary, how they pad), computed once from a schema and
+the decode options. Every reader takes its structure from
 here, so tf.data, NumPy, PyTorch, grain and Ray agree by construction."""
 
 from __future__ import annotations
@@ -112,14 +112,11 @@ class BatchLayout:
             ``"ragged"`` (lists of arrays; tf.data: ``tf.RaggedTensor``).
         shard_label: the feature whose values come from each record's shard (per-class
             datasets), if it is read.
-        tensors: keys of files without a schema whose one value is a serialized tensor
-            (``tf.io.serialize_tensor``), read as its array.
     """
 
     features: Mapping[str, FeatureLayout]
     padding: Literal["pad", "ragged"] = "pad"
     shard_label: str | None = None
-    tensors: tuple[str, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -135,69 +132,52 @@ class BatchLayout:
         return self.features[name]
 
     @classmethod
-    def of(cls, schema: Schema | None, options: Any, specs: Names[KeySpec] = (),
-           images: Names[str] = (),
-           tensors: Names[tuple[str, str, tuple[int | None, ...]]] = ()) -> BatchLayout:
-        """The layout of reading ``schema`` (or, for files without one, the parsing
-        ``specs`` with ``images`` the keys holding one encoded image) with ``options`` (a
+    def of(cls, schema: Schema, options: Any) -> BatchLayout:
+        """The layout of reading ``schema`` with ``options`` (a
         :class:`~tfrecordkit.readers.DecodeOptions`).
 
         Raises:
             DatasetError: ``options`` name features that are not there, or ask to resize
                 images that aren't read.
         """
-        known = list(schema) if schema is not None else [s.key for s in specs]
+        known = list(schema)
         names = (list(options.features) if options.features is not None
-                 else schema.user_features if schema is not None else known)
+                 else schema.user_features)
         if getattr(options, "provenance", False):
-            if schema is None or SOURCE_FEATURE not in schema:
+            if SOURCE_FEATURE not in schema:
                 raise DatasetError(f"provenance=True, but these records carry no "
                                    f"{SOURCE_FEATURE!r}: only conversions of folders and "
                                    "tables store each record's input (unless turned off)")
             names = [*names, SOURCE_FEATURE] if SOURCE_FEATURE not in names else names
         unknown = [f for f in names if f not in known]
         if unknown:
-            what = "the schema has" if schema is not None else "the records hold"
-            raise DatasetError(f"unknown features {unknown}; {what} {known}")
+            raise DatasetError(f"unknown features {unknown}; the schema has {known}")
         padded = dict(options.padded_shapes or {})
         fills = dict(options.padding_values or {})
         unknown = [n for n in (*padded, *fills) if n not in names]
         if unknown:
             raise DatasetError(f"padded_shapes/padding_values name {unknown}, which are not "
                                f"among the features read: {names}")
-        by_key = {s.key: s for s in specs}
-        by_tensor = {key: (dtype, shape) for key, dtype, shape in tensors}
-        layouts = {}
-        for name in names:
-            held = by_tensor.get(name)
-            base = (_of_feature(name, schema[name], options) if schema is not None
-                    else FeatureLayout(name, "numbers", np.dtype(held[0]), held[1],
-                                       _axes(held[1])) if held is not None
-                    else _of_spec(by_key[name], name in images, options))
-            layouts[name] = _with_padding(base, padded.get(name), fills.get(name),
-                                          options.text_length)
+        layouts = {name: _with_padding(_of_feature(name, schema[name], options),
+                                       padded.get(name), fills.get(name), options.text_length)
+                   for name in names}
         if options.image_size is not None and not any(
                 f.kind == "image" for f in layouts.values()):
             raise DatasetError(f"image_size={options.image_size} given, but none of {names} "
                                "is an image")
-        label = schema.shard_label if schema is not None else None
-        return cls(layouts, options.padding, label if label in names else None,
-                   tuple(n for n in names if n in by_tensor and schema is None))
+        label = schema.shard_label
+        return cls(layouts, options.padding, label if label in names else None)
 
 
-def stored_specs(schema: Schema | None, names: Names[str], specs: Names[KeySpec] = ()
-                 ) -> list[KeySpec]:
-    """The Example keys the features ``names`` are stored under (``feature_description``'s):
-    the schema's, or for files without one, their inferred ``specs``."""
-    if schema is not None:
-        return schema.key_specs(list(names))
-    return [s for s in specs if s.key in names]
+def stored_specs(schema: Schema, names: Names[str]) -> list[KeySpec]:
+    """The Example keys the features ``names`` are stored under (``feature_description``'s)."""
+    return schema.key_specs(list(names))
 
 
 def stored_layout(specs: Names[KeySpec], padding: Literal["pad", "ragged"]) -> BatchLayout:
     """The layout of ``decode=False``: each stored key parsed but not decoded (numbers, or
     bytes: images and audio still encoded), batched by the same rules as decoded values."""
-    return BatchLayout({s.key: _of_spec(s, False, None) for s in specs}, padding)
+    return BatchLayout({s.key: _of_spec(s) for s in specs}, padding)
 
 
 def _image_shape(size: tuple[int, int] | None, channels: int | None,
@@ -242,12 +222,8 @@ def _of_feature(name: str, feature: Feature, options: Any) -> FeatureLayout:
     raise TypeError(f"no layout for {type(feature).__name__}")  # every kind is above
 
 
-def _of_spec(spec: KeySpec, image: bool, options: Any) -> FeatureLayout:
-    """A foreign file's key (no schema): its parsing spec, or one encoded image."""
-    if image:
-        shape = _image_shape(None, None, options)
-        return FeatureLayout(spec.key, "image", np.dtype(options.image_dtype), shape,
-                             _axes(shape[:2]))
+def _of_spec(spec: KeySpec) -> FeatureLayout:
+    """A stored key, parsed and not decoded (``decode=False``)."""
     if spec.sequence:  # a feature list: any number of steps of the spec's shape
         return _steps_layout(spec.key, spec.dtype, spec.shape)
     shape = spec.shape if spec.shape is not None else (None,)

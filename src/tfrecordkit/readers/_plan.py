@@ -5,7 +5,6 @@ or parsing specs inferred from a sample), checked against the disk before traini
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -14,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError
+from tfrecordkit.errors import DatasetError, SchemaError
 from tfrecordkit.format import (
     FRAME_OVERHEAD,
     LOCAL,
@@ -26,19 +25,14 @@ from tfrecordkit.format import (
     index_path_for,
     load_index,
     load_restarts,
-    parse_examples,
     scan_offsets,
 )
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.sampling import SplitLocations, SplitRecords, fingerprint, split_locations
 from tfrecordkit.schema import (
-    RESERVED_PREFIX,
-    SOURCE_FEATURE,
-    KeySpec,
     Schema,
-    profile_records,
-    serialized_tensor_feature,
+    schema_from_profile,
 )
 from tfrecordkit.store import (
     MANIFEST_NAME,
@@ -46,6 +40,7 @@ from tfrecordkit.store import (
     expand_record_paths,
     is_dataset_dir,
     load_manifest,
+    profile_files,
     shard_paths,
 )
 
@@ -60,10 +55,9 @@ class ReadPlan:
 
     ``counts`` are records per file (-1: unknown until scanned, for foreign files), and
     ``classes`` each file's class (per-class layout; -1 for none).
-    ``schema`` is the manifest's (or the caller's); for foreign files without one, ``specs``
-    are parsing specs inferred from a sample, ``images`` the keys holding one JPEG/PNG and
-    ``tensors`` the keys holding one ``tf.io.serialize_tensor`` value: ``(key, dtype,
-    shape)``, ``None`` for a dimension that differs between the sampled records.
+    ``schema`` is the manifest's, the caller's, or for files someone else wrote, inferred
+    from ``inferred_from`` sampled records (0: not inferred) by the rule ``adopt`` uses: every
+    file is read through its schema.
     """
 
     path: str
@@ -72,10 +66,8 @@ class ReadPlan:
     counts: tuple[int, ...]
     compression: str | None
     manifest: Manifest | None
-    schema: Schema | None
-    specs: tuple[KeySpec, ...] = ()
-    images: tuple[str, ...] = ()
-    tensors: tuple[tuple[str, str, tuple[int | None, ...]], ...] = ()
+    schema: Schema
+    inferred_from: int = 0
     bytes_per_record: float = 1024.0
     storage: Storage = LOCAL
     classes: tuple[int, ...] = ()
@@ -147,7 +139,8 @@ def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = No
               sample: int = 1000, storage_options: dict[str, Any] | None = None,
               storage: Storage | None = None) -> ReadPlan:
     """Resolve a dataset directory (its manifest, checked against the shards) or TFRecord
-    files / globs (``schema``, else specs inferred from ``sample`` records) to a plan.
+    files / globs (``schema``, else one inferred from ``sample`` records, see
+    :func:`~tfrecordkit.store.infer_schema`) to a plan.
 
     Raises:
         DatasetError: no such files, a directory without a manifest, shards that disagree with
@@ -178,9 +171,16 @@ def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = No
                                "the files (tfrecordkit adopt --class-pattern)")
         return ReadPlan(given, split, tuple(files), (-1,) * len(files), compression,
                         None, schema, storage=storage)
-    specs, images, tensors = _inferred_specs(files, sample, storage)
+    profile = profile_files(files, sample, storage=storage)
+    if not profile.records:
+        raise DatasetError(f"{files[0]}: cannot infer a schema (records are not "
+                           f"tf.train.Example or SequenceExample)")
+    try:
+        inferred = schema_from_profile(profile, complete=False)
+    except SchemaError as err:
+        raise DatasetError(f"{files[0]}: {err}") from None
     return ReadPlan(given, split, tuple(files), (-1,) * len(files), compression,
-                    None, None, specs, images, tensors, storage=storage)
+                    None, inferred, profile.records, storage=storage)
 
 
 def _check_first_record(manifest: Manifest, shards: list[tuple[str, int]],
@@ -220,52 +220,6 @@ def _foreign_files(path: PathArg, storage: Storage) -> list[str]:
     return files
 
 
-def _inferred_specs(files: list[str], sample: int, storage: Storage
-                    ) -> tuple[tuple[KeySpec, ...], tuple[str, ...], Any]:
-    """Parsing specs inferred from a sample, the keys that hold single JPEG/PNG images, and
-    those that hold one serialized tensor (with the dtype and shape the sample shows)."""
-    def records() -> Any:
-        for file in files:
-            yield from RecordReader(file, storage=storage)
-
-    profile = profile_records(records(), limit=sample)
-    if not profile.records:
-        raise DatasetError(f"{files[0]}: cannot infer a schema (records are not "
-                           f"tf.train.Example or SequenceExample)")
-    reserved = [name for name in profile.features
-                if name.startswith(RESERVED_PREFIX) and name != SOURCE_FEATURE]
-    if reserved:
-        raise DatasetError(f"{files[0]}: key {reserved[0]!r} starts with "
-                           f"{RESERVED_PREFIX!r}, which readers keep for what they add beside "
-                           "the features (__id, __valid, __class); read the files with a "
-                           "schema= that leaves it out, or rewrite them under another name")
-    specs = tuple(feature.key_spec(profile.records) for feature in profile.features.values())
-    plain = {name: f for name, f in profile.features.items() if not f.sequence}
-    images = tuple(name for name, f in plain.items()
-                   if f.content in ("jpeg", "png") and f.is_fixed_length(profile.records)
-                   and f.max_count == 1)
-    held = [spec for spec in specs if spec.key in plain
-            and plain[spec.key].content == "tensor"
-            and plain[spec.key].is_fixed_length(profile.records)
-            and plain[spec.key].max_count == 1]
-    return specs, images, _tensor_keys(itertools.islice(records(), sample), held)
-
-
-def _tensor_keys(sample: Any, specs: list[KeySpec]
-                 ) -> tuple[tuple[str, str, tuple[int | None, ...]], ...]:
-    """Keys whose sampled values all decode as serialized tensors of one dtype and rank:
-    ``(key, dtype, shape)``, a dimension ``None`` where the sample's values differ."""
-    if not specs:
-        return ()
-    columns = parse_examples(list(sample), specs)
-    found = []
-    for spec in specs:
-        feature = serialized_tensor_feature(columns[spec.key].to_bytes())
-        if feature is not None:
-            found.append((spec.key, feature.dtype, feature.shape))
-    return tuple(found)
-
-
 def open_records(path: PathArg, split: str, options: DecodeOptions, *,
                  max_open_files: int | None = None, storage_options: dict[str, Any] | None = None,
                  schema: Schema | None = None
@@ -277,5 +231,5 @@ def open_records(path: PathArg, split: str, options: DecodeOptions, *,
     records = SplitRecords(read.path, split, max_open_files=max_open_files,
                            manifest=read.manifest, locations=read.locations(),
                            storage=read.storage)
-    return read, records, RecordDecoder(read.schema, options, read.specs, read.images,
-                                        read.tensors)
+    return read, records, RecordDecoder(read.schema, options,
+                                        inferred_from=read.inferred_from)

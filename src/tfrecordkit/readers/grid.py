@@ -16,7 +16,7 @@ from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._plan import PathArg, ReadPlan, open_records
 from tfrecordkit.sampling import SplitRecords
-from tfrecordkit.schema import SOURCE_FEATURE, Audio, ClassLabel, Image, Scalar, Text
+from tfrecordkit.schema import SOURCE_FEATURE, Audio, ClassLabel, Image, Scalar, Schema, Text
 
 __all__ = ["show_examples"]
 
@@ -67,7 +67,7 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
                                classes)
     schema = read.schema
     features = [n for n in decoder.features if n != SOURCE_FEATURE]
-    media = _media_feature(schema, read.images, features, image)
+    media = _media_feature(schema, features, image)
     if media is None:
         return _table(rows, decoder.features)
     label, names = _label_of(schema, features)
@@ -75,7 +75,7 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
     captions = [_caption(row, label, names, text) + ([_tail(row[SOURCE_FEATURE], 22)]
                                                      if origin else [])
                 for row in rows]
-    is_audio = schema is not None and isinstance(schema[media], Audio)
+    is_audio = isinstance(schema[media], Audio)
     tiles = [_waveform(row[media]) if is_audio else _picture(row[media]) for row in rows]
     return _grid(tiles, captions)
 
@@ -86,18 +86,14 @@ def open_to_look(path: PathArg, split: str, storage_options: dict[str, Any] | No
     it came from when the records carry one."""
     read, records, decoder = open_records(path, split, DecodeOptions(padding="ragged"),
                                           storage_options=storage_options)
-    if read.schema is not None and SOURCE_FEATURE in read.schema:
+    if SOURCE_FEATURE in read.schema:
         decoder = RecordDecoder(read.schema, DecodeOptions(padding="ragged", provenance=True))
     return read, records, decoder
 
 
-def _media_feature(schema: Any, images: tuple[str, ...], names: list[str],
-                   wanted: str | None) -> str | None:
-    if schema is not None:
-        media = [n for n in names if isinstance(schema[n], Image | Audio)]
-        pictures = [n for n in media if isinstance(schema[n], Image)]
-    else:
-        media = pictures = [n for n in names if n in images]
+def _media_feature(schema: Schema, names: list[str], wanted: str | None) -> str | None:
+    media = [n for n in names if isinstance(schema[n], Image | Audio)]
+    pictures = [n for n in media if isinstance(schema[n], Image)]
     if wanted is not None:
         if wanted not in media:
             raise OptionError(f"image={wanted!r} is not an image or audio feature; these are: "
@@ -107,9 +103,7 @@ def _media_feature(schema: Any, images: tuple[str, ...], names: list[str],
     return found[0] if found else None
 
 
-def _label_of(schema: Any, names: list[str]) -> tuple[str | None, tuple[str, ...]]:
-    if schema is None:
-        return None, ()
+def _label_of(schema: Schema, names: list[str]) -> tuple[str | None, tuple[str, ...]]:
     for name in names:
         feature = schema[name]
         if isinstance(feature, ClassLabel):

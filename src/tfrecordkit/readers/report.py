@@ -33,7 +33,7 @@ from tfrecordkit.readers.grid import (
     _waveform,
     open_to_look,
 )
-from tfrecordkit.schema import SOURCE_FEATURE, Audio
+from tfrecordkit.schema import SOURCE_FEATURE, Audio, Scalar
 from tfrecordkit.store import Manifest, is_dataset_dir, load_manifest, verify_paths
 
 __all__ = ["dataset_report"]
@@ -105,9 +105,9 @@ def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256
                              f"{_text(err)}. Run <code>tfrecordkit verify</code>.</p>")
     features = [n for n in decoder.features if n != SOURCE_FEATURE]
     label, names = _label_of(schema, features)
-    if label is None and schema is None:  # files without a manifest: a key named like one
-        label = next((s.key for s in read.specs if s.key in _LABEL_KEYS and s.dtype == "int64"
-                      and s.shape in ((), (1,))), None)
+    if label is None and manifest is None:  # files without a manifest: a key named like one
+        label = next((name for name in features if name in _LABEL_KEYS
+                      and schema[name] == Scalar("int64")), None)
     title = _text(read.path)
     parts = [
         f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -180,10 +180,7 @@ def _summary(read: ReadPlan, manifest: Manifest | None, split: str, sampled: int
 
 
 def _schema_section(read: ReadPlan) -> str:
-    if read.schema is not None:
-        rows = [(name, type(f).__name__, repr(f)) for name, f in read.schema.items()]
-    else:
-        rows = [(s.key, s.dtype, f"shape {s.shape}") for s in read.specs]
+    rows = [(name, type(f).__name__, repr(f)) for name, f in read.schema.items()]
     return ("<section id=\"schema\"><h2>Schema</h2>"
             + _table(("feature", "kind", "details"), rows) + "</section>")
 
@@ -334,10 +331,10 @@ def _tile(pixels_or_audio: Any, audio: bool, caption: str) -> str:
 def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list[str],
                       label: str | None, names: tuple[str, ...], *, classes: int,
                       per_class: int) -> str:
-    media = _media_feature(read.schema, read.images, features, None)
+    media = _media_feature(read.schema, features, None)
     if media is None or not rows:
         return ""
-    audio = read.schema is not None and isinstance(read.schema.get(media), Audio)
+    audio = isinstance(read.schema.get(media), Audio)
     by_class: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
         key = int(np.asarray(row[label]).reshape(-1)[0]) if label is not None else -1

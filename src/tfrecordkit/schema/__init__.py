@@ -22,6 +22,7 @@ from tfrecordkit.schema._features import (
     check_key,
     feature_from_json,
 )
+from tfrecordkit.schema._infer import schema_from_profile
 from tfrecordkit.schema._observations import ImageObservations, Observed, observe_image
 from tfrecordkit.schema._profile import FeatureProfile, ListKind, RecordProfile, profile_records
 from tfrecordkit.schema._schema import RESERVED_PREFIX, SOURCE_FEATURE, Schema
@@ -57,6 +58,7 @@ __all__ = [
     "observe_image",
     "profile_records",
     "resample_audio",
+    "schema_from_profile",
     "serialized_tensor_feature",
     "sniff_bytes",
 ]

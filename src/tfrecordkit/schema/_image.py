@@ -232,6 +232,8 @@ class Image(Feature):
         min_size, out = options.get("min_size"), options.get("out")
         finish: Callable[[int, np.ndarray], Any] | None = options.get("finish")
         column = columns[name]
+        if options.get("strict") and self.channels is not None and self.encoding != "raw":
+            self._check_channels(name, column.to_bytes(), where)
         if self.encoding == "raw" or bool(column.missing.any()):
             images = super().decode_column(name, columns, n, where, min_size=min_size)
             return images if finish is None else [
@@ -248,6 +250,17 @@ class Image(Feature):
                                                                          strict=True)):
             return out
         return images
+
+    def _check_channels(self, name: str, values: list[bytes], where: Callable[[int], Any]
+                        ) -> None:
+        """Refuse an image with more channels than the (inferred) schema decodes to, from
+        its header: converting it would drop colour or alpha without a word."""
+        for i, data in enumerate(values):
+            header = image_header(data)
+            if header is not None and self.channels is not None and header[2] > self.channels:
+                raise SchemaError(name, f"an image with {header[2]} channels; the schema "
+                                        f"decodes to {self.channels} (Image(channels="
+                                        f"{header[2]}) reads it)", record=where(i))
 
     def _decode_one(self, name: str, data: bytes, min_size: tuple[int, int] | None, *,
                     row: np.ndarray | None, transient: bool, where: Callable[[int], Any],

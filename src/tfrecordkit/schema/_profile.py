@@ -13,7 +13,8 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.codecs import sniff_bytes
-from tfrecordkit.format import KeySpec, SpecDtype, messages
+from tfrecordkit.format import KeySpec, SpecDtype, decode_tensor_proto, messages
+from tfrecordkit.schema._observations import ImageObservations, observe_image
 
 __all__ = ["FeatureProfile", "ListKind", "RecordProfile", "profile_records"]
 
@@ -46,6 +47,14 @@ class FeatureProfile:
     contents: Counter[str] = field(default_factory=Counter)
     kinds_seen: set[str] = field(default_factory=set)
     lists_seen: int = 0  # value lists counted (records; for a feature list, its steps)
+    #: What its JPEG/PNG values are (from their headers): formats, channels, one size.
+    images: ImageObservations = field(default_factory=ImageObservations, repr=False)
+    #: Its serialized tensors' dtypes, ranks and shape (``None`` where they differ), and how
+    #: many values looked like one but did not parse.
+    tensor_dtypes: set[str] = field(default_factory=set)
+    tensor_shape: tuple[int | None, ...] | None = None
+    tensor_ranks: set[int] = field(default_factory=set)
+    broken_tensors: int = 0
 
     def _add(self, kind: ListKind, values: Any) -> None:
         count = len(values)
@@ -61,12 +70,36 @@ class FeatureProfile:
             if self.kind == "empty":
                 self.kind = kind
         if kind == "bytes":
-            self.contents.update(sniff_bytes(v) for v in values)
+            for value in values:
+                content = sniff_bytes(value)
+                self.contents[content] += 1
+                if content in ("jpeg", "png"):
+                    self.images.add([observe_image(self.name, value)])
+                elif content == "tensor":
+                    self._add_tensor(value)
         elif kind in ("float", "int64") and count:
             array = np.asarray(values)
             low, high = array.min().item(), array.max().item()
             self.min_value = low if self.min_value is None else min(self.min_value, low)
             self.max_value = high if self.max_value is None else max(self.max_value, high)
+
+    def _add_tensor(self, value: bytes) -> None:
+        try:
+            array = decode_tensor_proto(value)
+        except ValueError:
+            self.broken_tensors += 1
+            return
+        self.tensor_dtypes.add(array.dtype.name)
+        self.tensor_ranks.add(array.ndim)
+        shape = self.tensor_shape
+        self.tensor_shape = (array.shape if shape is None
+                             else tuple(a if a == b else None
+                                        for a, b in zip(shape, array.shape, strict=False)))
+
+    @property
+    def only_images(self) -> bool:
+        """Whether every value seen is a JPEG or PNG."""
+        return bool(self.contents) and set(self.contents) <= {"jpeg", "png"}
 
     @property
     def content(self) -> str | None:

@@ -271,7 +271,7 @@ class Schema(Mapping[str, Feature]):
                      shard_classes: Any = None,
                      image_out: Mapping[str, np.ndarray] | None = None,
                      image_finish: Mapping[str, Callable[[int, np.ndarray], Any]] | None = None,
-                     ) -> dict[str, Any]:
+                     strict: bool = False) -> dict[str, Any]:
         """Decode a batch at once: ``{feature name: n values}`` (an array for numbers and
         class labels, a list otherwise), checked as :meth:`decode` checks each record, through
         the compiled columnar codec (see :func:`tfrecordkit.format.parse_examples`).
@@ -280,6 +280,8 @@ class Schema(Mapping[str, Feature]):
         records' shard classes (see :meth:`decode`). ``image_out`` maps image features to
         ``[n, h, w, c]`` uint8 arrays their pixels are decoded into: such a feature's value
         is that array when every image has a row's shape (else the list of images).
+        ``strict``: a record holding a key the schema does not describe is refused (records
+        someone else wrote, read by a schema inferred from a sample).
 
         Raises:
             SchemaError: as :meth:`decode`; names the feature and the record (``where(i)``,
@@ -288,8 +290,11 @@ class Schema(Mapping[str, Feature]):
         chosen = self._features if features is None else {n: self[n] for n in features}
         name_of = where if where is not None else (lambda i: i)
         specs = [spec for name in chosen for spec in self._specs[name]]
+        # Strict: every key the schema describes is looked for, so that only others stand out.
+        parsed = ([spec for name in self._features for spec in self._specs[name]] if strict
+                  else specs)
         columns: dict[str, Any] = parse_examples(
-            records, [s for s in specs if not s.sequence], where=name_of)
+            records, [s for s in parsed if not s.sequence], where=name_of, strict=strict)
         list_specs = [s for s in specs if s.sequence]
         if list_specs:  # SequenceExample feature lists, record by record
             listed = records.records() if isinstance(records, RecordSlices) else records
@@ -303,7 +308,8 @@ class Schema(Mapping[str, Feature]):
                 out[name] = feature.decode_column(
                     name, columns, n, name_of, min_size=image_min_size,
                     out=None if image_out is None else image_out.get(name),
-                    finish=None if image_finish is None else image_finish.get(name))
+                    finish=None if image_finish is None else image_finish.get(name),
+                    strict=strict)
             elif audio_sample_rate is not None and isinstance(feature, Audio):
                 out[name] = feature.decode_column(name, columns, n, name_of,
                                                   sample_rate=audio_sample_rate)

@@ -112,10 +112,10 @@ class Table:
 
     def schema(self) -> Schema:
         if self._schema is None:
-            self._schema = self._infer_schema()
+            self._schema = self._schema_from_profile()
         return self._schema
 
-    def _infer_schema(self) -> Schema:
+    def _schema_from_profile(self) -> Schema:
         sample = list(islice(_read_rows(self.path), _SAMPLE_ROWS))
         if not sample:
             raise SourceError(self.path, "table has no rows")

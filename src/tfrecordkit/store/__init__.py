@@ -4,6 +4,7 @@ random access to a split's records (``open_split``, ``RecordFetcher``)."""
 
 from tfrecordkit.store._adopt import adopt
 from tfrecordkit.store._fetch import RecordFetcher, RecordLocations
+from tfrecordkit.store._infer import infer_schema, profile_files
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._labels import scan_labels
 from tfrecordkit.store._manifest import (
@@ -50,11 +51,13 @@ __all__ = [
     "adopt",
     "expand_record_paths",
     "finalize_manifest",
+    "infer_schema",
     "is_dataset_dir",
     "is_shard_file",
     "load_manifest",
     "open_split",
     "plan_split",
+    "profile_files",
     "record_hash",
     "scan_labels",
     "shard_name",

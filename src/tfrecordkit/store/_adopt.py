@@ -26,27 +26,18 @@ from tfrecordkit.format import (
     RecordReader,
     Storage,
     file_checksums,
-    parse_examples,
     write_index,
 )
 from tfrecordkit.schema import (
     ClassLabel,
-    Feature,
-    FeatureList,
     FeatureProfile,
     Image,
     ImageObservations,
     RecordProfile,
-    Scalar,
     Schema,
-    Tensor,
-    Text,
     observe_image,
     profile_records,
-    serialized_tensor_feature,
-)
-from tfrecordkit.schema import (
-    Sequence as SequenceFeature,
+    schema_from_profile,
 )
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._labels import scan_columns
@@ -164,10 +155,10 @@ def adopt(
                                                        profile.records):
         raise DatasetError(f"{parsed_label!r} is not one int64 per record in "
                            f"{files[0]}; name the class feature with label_feature")
-    if existing is not None:
-        images = tuple(n for n, f in existing.schema.items() if isinstance(f, Image))
-    else:
-        images = _image_names(profile)
+    # Joining a dataset: what its images are is checked against the new ones (a new
+    # dataset's profile observes every image itself).
+    images = (tuple(n for n, f in existing.schema.items() if isinstance(f, Image))
+              if existing is not None else ())
     # A failure removes the links and index files made so far: a retry finds the folder as
     # it was (and nothing is written unless everything is).
     with _Undo(storage) as undo:
@@ -222,8 +213,12 @@ def adopt(
                     whole.features.get(parsed_label), whole.records):
                 raise DatasetError(f"{parsed_label!r} is not one int64 in every record; name "
                                    "the class feature with label_feature")
-            schema = observations.refine(_schema_of(whole, parsed_label, class_names,
-                                                    _tensors(profile, sampled)))
+            try:
+                schema = schema_from_profile(whole, complete=True, label_feature=parsed_label,
+                                      class_names=class_names)
+            except SchemaError as err:
+                raise DatasetError(f"cannot describe the records of {files[0]}: "
+                                   f"{err}") from None
             if file_classes is not None:
                 assert label_feature is not None and class_names is not None
                 schema = Schema({**schema, label_feature: ClassLabel(class_names,
@@ -479,63 +474,6 @@ def _label_candidate(profile: Any) -> str | None:
         if _is_int_scalar(profile.features.get(name), profile.records):
             return name
     return None
-
-
-def _image_names(profile: Any) -> tuple[str, ...]:
-    """The sampled features holding one JPEG or PNG per record."""
-    return tuple(name for name, p in sorted(profile.features.items())
-                 if _single(p, profile.records) and p.kind == "bytes"
-                 and p.content in ("jpeg", "png"))
-
-
-def _single(p: FeatureProfile, records: int) -> bool:
-    return p.present == records and p.min_count == p.max_count == 1
-
-
-def _tensors(profile: Any, sampled: list[bytes]) -> dict[str, Tensor]:
-    """Keys whose one value per record is a ``tf.io.serialize_tensor`` tensor in every sampled
-    record, as the features that read them."""
-    names = [name for name, p in profile.features.items()
-             if p.content == "tensor" and _single(p, profile.records)]
-    if not names:
-        return {}
-    columns = parse_examples(sampled, [KeySpec(name, "string", ()) for name in names])
-    found = {name: serialized_tensor_feature(columns[name].to_bytes()) for name in names}
-    return {name: feature for name, feature in found.items() if feature is not None}
-
-
-def _schema_of(profile: Any, label_feature: str | None,
-               class_names: Sequence[str] | None, tensors: dict[str, Tensor]) -> Schema:
-    """Typed features for the sampled records: one value per record → a scalar (an image,
-    text or serialized tensor when the bytes say so); anything else → a sequence; a
-    SequenceExample's feature lists → feature lists (steps of one shape when the sample's
-    agree)."""
-    features: dict[str, Feature] = {}
-    kinds = {"bytes": "string", "float": "float32", "int64": "int64", "empty": "string"}
-    images = _image_names(profile)
-    for name, p in sorted(profile.features.items()):
-        if name == label_feature:
-            features[name] = ClassLabel(list(class_names or ()))
-            continue
-        single = _single(p, profile.records)
-        if p.sequence:  # a SequenceExample feature list
-            step = p.key_spec(profile.records).shape
-            fixed = step is not None and (kinds[p.kind] != "string" or step == ())
-            features[name] = FeatureList(kinds[p.kind], step if fixed else (None,))
-        elif name in images:
-            features[name] = Image(p.content, dims=False)
-        elif name in tensors:
-            features[name] = tensors[name]
-        elif single and p.kind == "bytes" and p.content == "text":
-            features[name] = Text()
-        elif single:
-            features[name] = Scalar(kinds[p.kind])
-        else:
-            features[name] = SequenceFeature(Scalar(kinds[p.kind]))
-    try:
-        return Schema(features)
-    except SchemaError as err:
-        raise DatasetError(f"cannot describe the records: {err}") from None
 
 
 def _placements(files: list[str], target: str, split: str, storage: Storage

@@ -25,8 +25,6 @@ from tfrecordkit.readers.tf_data._ops import (
     _decode_one,
     _needs_per_example_decode,
     _scale_image,
-    decode_image_tensor,
-    finish_image,
 )
 from tfrecordkit.schema import (
     ClassLabel,
@@ -66,16 +64,6 @@ class _DecodePlan:
         return self.options.decode
 
     @property
-    def foreign_images(self) -> list[str]:
-        """Images of files without a schema (keys holding one encoded image)."""
-        return self.layout.images if not self.selected else []
-
-    @property
-    def foreign_tensors(self) -> list[str]:
-        """Keys of files without a schema holding one serialized tensor (parsed to arrays)."""
-        return list(self.layout.tensors) if not self.selected else []
-
-    @property
     def structured(self) -> bool:
         """Whether values take the layout's structure (decoded, padded)."""
         return self.decode and self.options.padding == "pad"
@@ -85,8 +73,7 @@ class _DecodePlan:
         """Whether decoding needs a per-example map (images, audio, ragged tensors, augment,
         fixed padded shapes)."""
         return self.augment is not None or bool(self.options.padded_shapes) or (
-            self.decode and (any(_needs_per_example_decode(f) for f in self.selected.values())
-                             or bool(self.foreign_images) or bool(self.foreign_tensors)))
+            self.decode and any(_needs_per_example_decode(f) for f in self.selected.values()))
 
 
 def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
@@ -128,13 +115,6 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
         def decode_example_tf(parsed: Example) -> Example:
             if not plan.decode or not plan.selected:
                 out = dict(parsed)
-                for key in plan.foreign_images if plan.decode else ():
-                    out[key] = finish_image(decode_image_tensor(out[key]), parsed, options,
-                                            plan.seed)
-                for key in plan.foreign_tensors if plan.decode else ():
-                    held = layout[key]
-                    out[key] = tf.ensure_shape(
-                        tf.io.parse_tensor(out[key], tf.as_dtype(held.dtype)), held.shape)
             else:
                 out = {n: _decode_one(f, parsed, n, options, plan.seed)
                        for n, f in plan.selected.items()}

@@ -32,7 +32,6 @@ from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, keyed, tag
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
-    _tf_spec,
     feature_description,
 )
 from tfrecordkit.schema import (
@@ -140,12 +139,9 @@ def load_tf_dataset(
     manifest, schema = read.manifest, read.schema
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
     open_file = _file_reader(read.storage, compression, storage_options)
-    layout = BatchLayout.of(schema, options, read.specs, read.images, read.tensors)
+    layout = BatchLayout.of(schema, options)
     names = layout.names
-    if schema is not None:
-        description = feature_description(schema, names)
-    else:
-        description = {spec.key: _tf_spec(spec) for spec in read.specs if spec.key in names}
+    description = feature_description(schema, names)
 
     # Distribution: by file when there are enough files, else by record.
     partition = (Partition.from_input_context(input_context) if input_context is not None
@@ -209,8 +205,8 @@ def load_tf_dataset(
     if repeat:
         ds = ds.repeat()
 
-    selected = {n: schema[n] for n in names} if schema is not None else {}
-    stored = stored_layout(stored_specs(schema, names, read.specs), options.padding)
+    selected = {n: schema[n] for n in names}
+    stored = stored_layout(stored_specs(schema, names), options.padding)
     plan = _DecodePlan(description, selected, layout, options, augment, ordered, stored,
                        seed=seed if seed is not None else 0)
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
