@@ -248,3 +248,35 @@ def test_slices_hold_the_same_records_in_the_order_asked(dataset, tmp_path):
     damaged = tk.open_split(copy)
     with pytest.raises(CorruptRecordError, match=rf"{first.name}.*offset 0"):
         damaged.get_slices(np.arange(3))
+
+
+def test_single_fetches_equal_batched_ones_and_every_damage_is_named(tmp_path):
+    """``split[i]`` reads one frame in one call: the same bytes as ``get_many``; a flipped
+    byte anywhere in a frame, a shard cut short and a stale index are each named with the
+    file, the offset and the record's index in its file."""
+    out = tmp_path / "ds"
+    write_dataset([{"v": i, "label": i % 5} for i in range(60)], out, SCHEMA,
+                  shards=ShardOptions(num_shards=2, shuffle=False), progress=False)
+    split = tk.open_split(out)
+    assert [split[i] for i in range(len(split))] == split.get_many(range(len(split)))
+    assert [split[i] for i in range(-3, 0)] == split.get_many([57, 58, 59])
+    shard = out / tk.load_manifest(out).split("train").shards[1].file
+    clean = shard.read_bytes()
+    first = int(np.flatnonzero(split.shard == 1)[0])
+    for where, check in ((3, "length crc"), (13, "data crc"), (-2, "data crc")):
+        damaged = bytearray(clean)
+        frame_end = int(split.offset[first + 5] + split.length[first + 5])
+        at = int(split.offset[first + 5]) + where if where >= 0 else frame_end + where
+        damaged[at] ^= 0x01
+        shard.write_bytes(bytes(damaged))
+        fresh = tk.open_split(out)
+        with pytest.raises(CorruptRecordError, match=check) as err:
+            fresh[first + 5]
+        assert err.value.path == str(shard) and err.value.index == 5
+        assert err.value.offset == int(split.offset[first + 5])
+        assert fresh[first + 4] == split[first + 4]
+    shard.write_bytes(clean)
+    reopened = tk.open_split(out)
+    shard.write_bytes(clean[:-10])  # cut short after the split was opened
+    with pytest.raises(CorruptRecordError, match="truncated"):
+        reopened[len(split) - 1]

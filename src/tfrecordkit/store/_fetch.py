@@ -110,6 +110,7 @@ class RecordFetcher:
         # Compressed files: offsets are in the decompressed streams, read by inflating.
         # Made on the first read (an index being unpickled has no attributes yet).
         self._inflater: Inflater | bool | None = False
+        self._read_record: Any = False  # the codec's one-record read (None: not here)
         # Remote files read in order: the next block requested on a thread while this one is
         # used. (shard, start, end) -> its request; blocks read ahead not yet used -> end.
         self._io: ThreadPoolExecutor | None = None
@@ -137,6 +138,32 @@ class RecordFetcher:
     def _release(self, shard: int) -> None:
         with self._lock:
             self._users[shard] -= 1
+
+    def fetch_one(self, position: int) -> bytes:
+        """The record at ``position``, checked as :meth:`fetch` checks it: from a local
+        uncompressed file, one read into the bytes returned (no batch machinery)."""
+        read_record = self._read_record
+        if read_record is False:
+            read_record = self._read_record = self._one_read()
+        if read_record is None:
+            return self.fetch(np.array([position]))[0]
+        index = self.index
+        shard = index.shard.item(position)
+        offset, length = index.offset.item(position), index.length.item(position)
+        fd = self._acquire(shard)
+        try:
+            record = read_record(fd, offset, length)
+        finally:
+            self._release(shard)
+        if record is None:  # something is wrong: the batch path says what, and where
+            return self.fetch(np.array([position]))[0]
+        return record  # type: ignore[no-any-return]
+
+    def _one_read(self) -> Any:
+        """The codec's single-record read, where it applies (local, uncompressed files)."""
+        if not self.storage.local or getattr(self.index, "restarts", None) is not None:
+            return None
+        return getattr(compiled_codec(), "read_record", None)
 
     def fetch(self, positions: np.ndarray) -> list[bytes]:
         """The records at ``positions`` (in that order).

@@ -183,7 +183,7 @@ class SplitRecords(Sequence[bytes]):
         n = len(self)
         if not -n <= i < n:
             raise OutOfRangeError(f"{self.path} [{self.split}]: record {i} out of range ({n})")
-        return self._fetcher.fetch(np.array([int(i) % n]))[0]
+        return self._fetcher.fetch_one(int(i) % n)
 
     def get_many(self, ids: Iterable[int] | np.ndarray) -> list[bytes]:
         """The records at positions ``ids`` (in that order; read in file order)."""
