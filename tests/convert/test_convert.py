@@ -201,7 +201,8 @@ def test_image_folder_errors_and_skips(tmp_path, real_workers):
     truncated = tmp_path / "digits" / "4" / "broken.png"
     truncated.write_bytes(jpeg.read_bytes()[:80])
     (tmp_path / "digits" / "5" / "notes.txt").write_text("ignored: not an image")
-    with pytest.raises(SourceError, match=r"broken\.png: truncated PNG \(no IEND chunk\); "
+    with pytest.raises(SourceError, match=r"broken\.png: truncated PNG \(chunk b'IDAT' at byte 33 runs "
+                                          r"past the end\); "
                                           r"on_error=\"skip\" \(--on-error skip\) skips"):
         convert(ImageFolder(tmp_path / "digits"), tmp_path / "ds", workers=1)
     (tmp_path / "digits" / "6" / "garbage.jpg").write_bytes(b"not an image at all")
@@ -209,7 +210,7 @@ def test_image_folder_errors_and_skips(tmp_path, real_workers):
                      on_error="skip")
     assert result.records == 30
     skipped = {Path(s["input"]).name: s["reason"] for s in result.manifest.skipped}
-    assert skipped["broken.png"] == "truncated PNG (no IEND chunk)"
+    assert skipped["broken.png"] == "truncated PNG (chunk b'IDAT' at byte 33 runs past the end)"
     assert skipped["garbage.jpg"].startswith("unreadable image: not a known image format")
 
 

@@ -41,15 +41,15 @@ def shard_bytes(path: Path) -> dict[str, bytes]:
 
 def test_test_decoded_jpegs_convert_on_threads_with_the_same_bytes(tmp_path, monkeypatch):
     root = folder(tmp_path / "src")
-    source = ImageFolder(root)
+    source = ImageFolder(root, check="decode")
     assert source.threaded and not source.in_process
     options = ShardOptions(num_shards=3, seed=5)
     convert(source, tmp_path / "threads", workers=2, shards=options)
-    convert(ImageFolder(root), tmp_path / "inline", workers=1, shards=options)
+    convert(ImageFolder(root, check="decode"), tmp_path / "inline", workers=1, shards=options)
     from tfrecordkit.engines import local
 
     monkeypatch.setattr(local, "_SMALL_JOB", 1)
-    processes = ImageFolder(root)
+    processes = ImageFolder(root, check="decode")
     processes.threaded = False  # worker processes instead
     convert(processes, tmp_path / "processes", workers=2, shards=options)
     threads = shard_bytes(tmp_path / "threads")
@@ -71,20 +71,22 @@ def test_a_corrupt_jpeg_among_hundreds_is_named_on_threads(tmp_path):
                                                                       np.uint8).tobytes()
     bad = root / "c1" / "0400x.jpg"
     bad.write_bytes(bytes(data))
-    source = ImageFolder(root)
+    source = ImageFolder(root, check="decode")
     assert source.threaded
     with pytest.raises(SourceError, match=r"0400x\.jpg: corrupt image data"):
         convert(source, tmp_path / "ds", workers=2)
     assert not (tmp_path / "ds" / "dataset.json").exists()
-    result = convert(ImageFolder(root), tmp_path / "ds", workers=2, on_error="skip")
+    result = convert(ImageFolder(root, check="decode"), tmp_path / "ds", workers=2,
+                     on_error="skip")
     assert result.records == 600
     assert [Path(s["input"]).name for s in result.manifest.skipped] == ["0400x.jpg"]
 
 
-def test_verify_off_or_re_encoding_does_not_take_threads(tmp_path):
+def test_no_test_decode_or_re_encoding_does_not_take_threads(tmp_path):
     root = folder(tmp_path / "src", 3)
-    assert ImageFolder(root, verify_images=False).in_process
-    assert not ImageFolder(root, verify_images=False).threaded
+    for check in ("structure", "none"):
+        assert ImageFolder(root, check=check).in_process
+        assert not ImageFolder(root, check=check).threaded
     assert not ImageFolder(root, resize=8).threaded
     assert not ImageFolder(root, encoding="png").threaded
 

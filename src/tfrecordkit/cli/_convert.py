@@ -74,8 +74,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--image-size", type=int, nargs="+", default=None, metavar="N",
                         help="resize images: H W, or one N bounding the longer side")
     parser.add_argument("--channels", type=int, choices=(1, 3, 4), default=None)
-    parser.add_argument("--no-verify-images", action="store_true",
-                        help="skip the test decode of each image at conversion")
+    parser.add_argument("--check", choices=("structure", "decode", "none"), default=None,
+                        help="what is checked of each image kept as it is: its structure "
+                             "(default: segments, chunks and CRCs, end marker), also a test "
+                             "decode (catches damaged pixel data, ~100x slower), or nothing")
     parser.add_argument("--max-image-pixels", type=int, default=None, metavar="N",
                         help="refuse images with more pixels (default 89,478,485)")
     parser.add_argument("--reduce-16bit", action="store_true",
@@ -97,10 +99,11 @@ def run(args: argparse.Namespace) -> int:
         size = args.image_size
         options = {"encoding": args.image_encoding, "channels": args.channels,
                    "resize": None if not size else (size[0] if len(size) == 1 else tuple(size[:2]))}
-    if (args.no_verify_images or args.max_image_pixels or args.reduce_16bit
+    if (args.check or args.max_image_pixels or args.reduce_16bit
             or args.exif_transpose) and os.path.exists(args.src) and (
             (kind or infer_kind(args.src)) == "image-folder"):
-        options["verify_images"] = not args.no_verify_images
+        if args.check:
+            options["check"] = args.check
         if args.max_image_pixels:
             options["max_image_pixels"] = args.max_image_pixels
         options["reduce_16bit"] = args.reduce_16bit

@@ -22,6 +22,7 @@ from tfrecordkit.codecs._resize import (
     resize_kernel_name,
 )
 from tfrecordkit.codecs._sniff import ContentType, image_header, png_bit_depth, sniff_bytes
+from tfrecordkit.codecs._structure import image_structure_problem
 
 __all__ = [
     "MAX_IMAGE_PIXELS",
@@ -31,6 +32,7 @@ __all__ = [
     "convert_channels",
     "decode_image_bytes",
     "image_header",
+    "image_structure_problem",
     "load_pillow",
     "load_simplejpeg",
     "load_soundfile",

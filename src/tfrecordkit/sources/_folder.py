@@ -13,6 +13,8 @@ from tfrecordkit.sources._media import (
     AUDIO_EXTENSIONS,
     DEFAULT_MAX_IMAGE_PIXELS,
     IMAGE_EXTENSIONS,
+    ImageCheck,
+    check_option,
     load_audio,
     load_image,
 )
@@ -100,8 +102,12 @@ class ImageFolder(_ClassFolder):
         encoding: re-encode every image to ``"jpeg"`` or ``"png"`` (default: keep).
         channels: convert to 1, 3 or 4 channels (default: keep).
         resize: ``(height, width)``, or an int bounding the longer side.
-        verify_images: test-decode every image at conversion (JPEG at 1/8 scale), so a
-            corrupt one is a named :class:`SourceError` now, not a failure in training.
+        check: what is checked of images stored as they are: ``"structure"`` (default:
+            JPEG segments up to the scan and the end marker, PNG chunks with their CRCs and
+            IEND, the header's size; microseconds a file: catches files cut short and files
+            that are not what they claim), ``"decode"`` (also test-decode every image, JPEG
+            at 1/8 scale: damage inside the pixel data too, ~100x the cost) or ``"none"``.
+            A failed check is a named :class:`SourceError` at conversion, not in training.
         max_image_pixels: refuse images with more pixels (decompression bombs).
         reduce_16bit: store 16-bit PNGs as their high byte (8-bit PNG) instead of refusing
             them (readers give 8-bit pixels).
@@ -125,7 +131,7 @@ class ImageFolder(_ClassFolder):
         encoding: str | None = None,
         channels: int | None = None,
         resize: tuple[int, int] | int | None = None,
-        verify_images: bool = True,
+        check: ImageCheck = "structure",
         max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
         reduce_16bit: bool = False,
         exif_transpose: bool = False,
@@ -136,14 +142,14 @@ class ImageFolder(_ClassFolder):
         if max_image_pixels < 1:
             raise OptionError(f"max_image_pixels must be positive; got {max_image_pixels}")
         self.encoding, self.channels, self.resize = encoding, channels, resize
-        self.verify_images, self.max_image_pixels = verify_images, max_image_pixels
+        self.check, self.max_image_pixels = check_option(check), max_image_pixels
         # Kept bytes that are not test-decoded cost little per file: worker processes would
         # only add transfer costs. Decoding (a check or a conversion) pays for workers.
         kept = encoding is None and channels is None and resize is None and not exif_transpose
-        self.in_process = kept and not verify_images
+        self.in_process = kept and check != "decode"
         # Kept JPEGs test-decoded by libjpeg-turbo spend their time with the GIL released
         # (reading, decoding at 1/8 scale): threads beat pickling every file to a process.
-        self.threaded = kept and verify_images and load_simplejpeg() is not None
+        self.threaded = kept and check == "decode" and load_simplejpeg() is not None
 
     @property
     def conversions(self) -> dict[str, str]:
@@ -165,7 +171,7 @@ class ImageFolder(_ClassFolder):
     def load(self, item: Any) -> Mapping[str, Any]:
         path, label = item
         image = load_image(path, encoding=self.encoding, channels=self.channels,
-                           resize=self.resize, verify=self.verify_images,
+                           resize=self.resize, check=self.check,
                            max_pixels=self.max_image_pixels, reduce_16bit=self.reduce_16bit,
                            exif_transpose=self.exif_transpose)
         return {"image": image, "label": label}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -13,11 +13,12 @@ from tfrecordkit.codecs import (
     MAX_IMAGE_PIXELS,
     PIL_MODE_CHANNELS,
     image_header,
+    image_structure_problem,
     load_pillow,
     load_simplejpeg,
     png_bit_depth,
 )
-from tfrecordkit.errors import MissingDependencyError, SourceError
+from tfrecordkit.errors import MissingDependencyError, OptionError, SourceError
 from tfrecordkit.schema import sniff_bytes
 
 IMAGE_EXTENSIONS = frozenset(
@@ -49,12 +50,31 @@ def _read(path: str) -> bytes:
         raise SourceError(path, err.strerror or str(err)) from None
 
 
-def _check_complete(path: str, data: bytes, kind: str) -> None:
-    # Cheap truncation checks, without decoding: the end-of-image marker and the IEND chunk.
-    if kind == "jpeg" and b"\xff\xd9" not in data[-64:]:
-        raise SourceError(path, "truncated JPEG (no end-of-image marker)")
-    if kind == "png" and b"IEND" not in data[-16:]:
-        raise SourceError(path, "truncated PNG (no IEND chunk)")
+ImageCheck = Literal["structure", "decode", "none"]
+IMAGE_CHECKS: tuple[str, ...] = ("structure", "decode", "none")
+
+
+def _check_kept(path: str, data: bytes, kind: str, check: ImageCheck) -> None:
+    """Check bytes stored as they are: their structure (segments, chunks and CRCs, the end
+    marker), and with ``"decode"`` their pixel data too."""
+    if check == "none":
+        return
+    problem = image_structure_problem(data, kind)
+    if problem is not None:
+        raise SourceError(path, problem)
+    if check == "decode":
+        _check_decodes(path, data, kind)
+
+
+def check_option(check: str) -> ImageCheck:
+    """``check`` if it names an image check.
+
+    Raises:
+        OptionError: it does not.
+    """
+    if check not in IMAGE_CHECKS:
+        raise OptionError(f"check must be one of {IMAGE_CHECKS}; got {check!r}")
+    return check  # type: ignore[return-value]
 
 
 DEFAULT_MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS  # Pillow's own bomb threshold
@@ -104,7 +124,7 @@ def load_image(
     encoding: str | None = None,
     channels: int | None = None,
     resize: tuple[int, int] | int | None = None,
-    verify: bool = True,
+    check: ImageCheck = "structure",
     max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
     reduce_16bit: bool = False,
     exif_transpose: bool = False,
@@ -118,14 +138,16 @@ def load_image(
     PNG); the EXIF orientation is kept as stored (as TensorFlow does) unless
     ``exif_transpose`` (then applied to the pixels, stored as PNG).
     ``resize`` is ``(height, width)``, or an int bounding the longer side (aspect kept).
-    Images with no pixels or more than ``max_pixels`` are refused; kept bytes are also test
-    decoded (JPEG at 1/8 scale) unless ``verify`` is False.
+    Images with no pixels or more than ``max_pixels`` are refused; kept bytes have their
+    structure checked (``check="structure"``: JPEG segments and end marker, PNG chunks and
+    CRCs), with ``"decode"`` are also test-decoded (JPEG at 1/8 scale), with ``"none"``
+    neither.
 
     Raises:
         SourceError: the file is unreadable, too large, empty or corrupt (names the file).
     """
     return image_from_bytes(_read(path), path, encoding=encoding, channels=channels,
-                            resize=resize, verify=verify, max_pixels=max_pixels,
+                            resize=resize, check=check, max_pixels=max_pixels,
                             reduce_16bit=reduce_16bit, exif_transpose=exif_transpose)
 
 
@@ -136,7 +158,7 @@ def image_from_bytes(
     encoding: str | None = None,
     channels: int | None = None,
     resize: tuple[int, int] | int | None = None,
-    verify: bool = True,
+    check: ImageCheck = "structure",
     max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
     reduce_16bit: bool = False,
     exif_transpose: bool = False,
@@ -154,11 +176,9 @@ def image_from_bytes(
         # Fast path: read the size from the header; PIL only for anything unusual.
         header = image_header(data)
         if header is not None and (channels is None or channels == header[2]):
-            _check_complete(path, data, kind)
             height, width, stored = header
             _check_size(path, width, height, max_pixels)
-            if verify:
-                _check_decodes(path, data, kind)
+            _check_kept(path, data, kind, check)
             return {"bytes": data, "height": height, "width": width, "channels": stored}
     pil = load_pillow()
     try:
@@ -182,9 +202,7 @@ def image_from_bytes(
                 and turn in (1, None)
             )
             if keep:
-                _check_complete(path, data, kind)
-                if verify:
-                    _check_decodes(path, data, kind)
+                _check_kept(path, data, kind, check)
                 return {"bytes": data, "height": height, "width": width, "channels": stored}
             image.load()  # decodes: raises on truncated or corrupt data
             if deep and mode.startswith("I"):  # 16-bit grey: its high byte
