@@ -81,16 +81,15 @@ _SMALL_JOB = 500  # items
 _BATCH = 256  # items encoded at once in this process
 
 
-def _parallel_chunks(job: EncodeJob, workers: int
+def _parallel_chunks(job: EncodeJob, workers: int, items: Iterator[SourceItem]
                      ) -> Iterator[tuple[list[SourceItem], EncodedChunk]]:
-    """Encode every item in chunks, in input order, with at most a few chunks in flight.
+    """Encode every one of ``items`` in chunks, in their order, with at most a few chunks in flight.
 
     Sources whose loading releases the GIL (``threaded``: file reads, libjpeg-turbo) encode
     on threads of this process: nothing is pickled or piped. Others use worker processes,
     except jobs of fewer than 500 items, which run in this process: starting workers (a
     second or more when they import heavy modules) costs more than it saves.
     """
-    items: Iterator[SourceItem] = job.source.items()
     if workers > 1 and getattr(job.source, "threaded", False):
         with ThreadPoolExecutor(workers, thread_name_prefix="tfrecordkit-encode") as threads:
             yield from _in_order(
@@ -171,7 +170,7 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
     writer = ShardedWriter(job.out_dir, job.schema, job.options,
                            label_feature=job.label_feature, overwrite=job.overwrite,
                            plan_id=plan_id, created_by=job.created_by,
-                           storage_options=job.storage_options)
+                           storage_options=job.storage_options, presorted=job.presorted)
     assign_split = job.split_assigner()
     source = job.source
     with writer:
@@ -181,7 +180,7 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
             observations = ImageObservations()
             # Staging (grouping, spill writes) runs on a thread while the next chunk encodes.
             with _Staging(writer) as staging:
-                for chunk, encoded in _parallel_chunks(job.encode_job(), workers):
+                for chunk, encoded in _parallel_chunks(job.encode_job(), workers, job.items()):
                     for position, reason in encoded.failures:
                         item = chunk[position]
                         if job.on_error == "raise":

@@ -436,7 +436,8 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
     write = ray.remote(_write_one).options(max_retries=3, retry_exceptions=False)
     pending: dict[Any, str] = {}
     offset = 0
-    streamed = _streamed_specs(blocks, job.options) if job.options.cut_as_streamed else {}
+    streamed = (_streamed_specs(blocks, job.options) if job.options.streams(job.presorted)
+                else {})
     for name in sorted(totals):  # the sort's split order
         for spec in streamed.get(name) or plan_split(name, totals[name], job.options):
             pending[write.remote(slices(offset + spec.start, offset + spec.stop), spec,
@@ -478,7 +479,7 @@ def run_on_ray(job: ConversionJob, *, report: Callable[..., None]) -> Manifest:
     started); returns the manifest, written last. ``report(records, bytes)`` sees each shard."""
     storage = Storage.of(job.out_dir, job.storage_options)
     _prepare_output(job.out_dir, storage, job.overwrite)
-    inputs = _source_blocks(job.source.items())
+    inputs = _source_blocks(job.items())
     if inputs is None:
         raise SourceError(job.source.description, "no inputs")
     return _write_encoded(_encoded(inputs, job, _source_items), job, storage,

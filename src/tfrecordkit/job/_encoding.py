@@ -9,7 +9,7 @@ import logging
 import math
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from tfrecordkit.errors import OptionError, SchemaError, SourceError
 from tfrecordkit.format import EncodedFrames
+from tfrecordkit.job._order import shuffled_items
 from tfrecordkit.schema import (
     SOURCE_FEATURE,
     ClassLabel,
@@ -159,10 +160,26 @@ class ConversionJob:
         """A fresh assigner for this job's splits (stratified ones count from the start)."""
         return SplitAssigner(self.split, self.options.seed, stratify=self.stratify)
 
+    @property
+    def presorted(self) -> bool:
+        """Whether the write-time shuffle is done by reading the source in shuffled order
+        (a source that can be read in any order, written to shards cut by size as records
+        come): one read and one write of each record, no spill."""
+        options = self.options
+        return (options.shuffle and bool(getattr(self.source, "reorderable", False))
+                and options.streams(presorted=True))
+
+    def items(self) -> Iterator[SourceItem]:
+        """The source's items in the order they are read: shuffled when :attr:`presorted`."""
+        if self.presorted:
+            return shuffled_items(self.source.items, self.options.seed)
+        return self.source.items()
+
     def encode_job(self) -> EncodeJob:
         """What the encoding workers need."""
+        ordered = self.options.shuffle and not self.presorted
         return EncodeJob(self.source, self.schema, self.label_feature,
-                         self.options.seed if self.options.shuffle else None,
+                         self.options.seed if ordered else None,
                          image_features(self.schema))
 
 

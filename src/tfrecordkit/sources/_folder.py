@@ -58,6 +58,7 @@ class _ClassFolder:
     kind = ""
     in_process = False
     threaded = False
+    reorderable = True  # listed again cheaply; any file read in any order
 
     def __init__(self, root: str | os.PathLike[str], provenance: bool = True) -> None:
         self.root = os.fspath(root)

@@ -32,7 +32,9 @@ class Source(Protocol):
     reads, compiled decoders): it is then loaded on threads of the converting process rather
     than in worker processes. One that sets ``provenance = True`` has
     ``origin(item) -> str`` (where the item came from, relative to the source); conversion
-    stores it with each record as ``"__source"``.
+    stores it with each record as ``"__source"``. One that sets ``reorderable = True`` can
+    list its (light) items again and load any item in any order: the write-time shuffle then
+    reads it in shuffled order and writes each record once, with no spill.
     """
 
     description: str

@@ -92,6 +92,7 @@ class NumpyArrays:
 
     in_process = False
     resumable = True
+    reorderable = True  # items are indices: any record read in any order
 
     def __init__(self, arrays: Mapping[str, np.ndarray] | str | os.PathLike[str]) -> None:
         if isinstance(arrays, str | os.PathLike):

@@ -73,8 +73,14 @@ class ShardOptions:
     def cut_as_streamed(self) -> bool:
         """Whether shards are cut by size as records come, in input order (no write-time
         shuffle, no fixed shard count): see :class:`~tfrecordkit.store.StreamCut`."""
-        return (not self.shuffle and self.layout == "mixed" and self.num_shards is None
-                and self.min_shards == 1)
+        return self.streams()
+
+    def streams(self, presorted: bool = False) -> bool:
+        """Whether records are written straight into shards cut by size as they come: no
+        fixed shard count, the mixed layout, and no write-time shuffle left to do (none, or
+        ``presorted``: records come in the shuffled order already)."""
+        return ((not self.shuffle or presorted) and self.layout == "mixed"
+                and self.num_shards is None and self.min_shards == 1)
 
     def shard_count(self, nbytes: int) -> int:
         """Shards for ``nbytes`` of records."""

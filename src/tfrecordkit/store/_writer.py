@@ -92,6 +92,8 @@ class ShardedWriter:
             ``plan_id`` resumes from a completed spill.
         created_by: provenance stored in the manifest.
         storage_options: for a URL ``out_dir`` (``s3://``, ``gs://``, ...), passed to fsspec.
+        presorted: records are added in the write-time shuffle's order already (a source
+            read in shuffled order): they go straight into shards cut by size.
 
     A URL ``out_dir`` is staged in a local folder (``TFRECORDKIT_STAGING``, else the system
     temp dir, one folder per URL, so a rerun on the same machine resumes); each shard is
@@ -109,6 +111,7 @@ class ShardedWriter:
         plan_id: str = "",
         created_by: dict[str, Any] | None = None,
         storage_options: dict[str, Any] | None = None,
+        presorted: bool = False,
     ) -> None:
         self.storage = Storage.of(out_dir, storage_options)
         self.target = os.fspath(out_dir)  # where the dataset goes (a path or a URL)
@@ -121,6 +124,7 @@ class ShardedWriter:
         self.options = options or ShardOptions()
         self.label_feature = label_feature
         self.plan_id = plan_id
+        self.presorted = presorted
         self.created_by = dict(created_by or {})
         if self.options.layout == "per_class" and label_feature is None:
             raise DatasetError("the per-class layout needs a class-label feature")
@@ -154,8 +158,9 @@ class ShardedWriter:
             self._spill_dir.mkdir(parents=True)
         self._handles: dict[tuple[str, int], tuple[BinaryIO, BinaryIO]] = {}
         self._streams: dict[str, _SplitStream] = {}
-        # Without a shuffle or a fixed shard count, records go straight into their shards.
-        self.streaming = not self.resumed and self.options.cut_as_streamed
+        # Without a shuffle left to do (none, or records already come in shuffled order:
+        # ``presorted``) or a fixed shard count, records go straight into their shards.
+        self.streaming = not self.resumed and self.options.streams(self.presorted)
         self._totals: dict[str, _SplitTotals] = defaultdict(_SplitTotals)
         self._skipped: list[dict[str, str]] = []
         self._skipped_count = 0
