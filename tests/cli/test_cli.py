@@ -43,13 +43,14 @@ def test_inspect_shows_the_schema_readers_infer_and_adopt_writes(capsys, golden,
     import tfrecordkit as tk
 
     status, out, _ = run(capsys, "inspect", "--json", str(golden / "examples.tfrecord"))
+    assert status == 0
     shown = tk.Schema.from_json(json.loads(out)["schema"])
     assert shown == tk.infer_schema(str(golden / "examples.tfrecord"), sample=None)
     adopted = tk.adopt(str(golden / "examples.tfrecord"), tmp_path / "d")
     assert {n: f for n, f in adopted.schema.items() if n != "label"} == {
         n: f for n, f in shown.items() if n != "label"}
     status, out, _ = run(capsys, "inspect", str(golden / "examples.tfrecord"))
-    assert "schema the readers infer" in out and "image: Image(" in out
+    assert status == 0 and "schema the readers infer" in out and "image: Image(" in out
 
 
 def test_inspect_text_output_and_compressed_input(capsys, golden):

@@ -201,8 +201,8 @@ def test_image_folder_errors_and_skips(tmp_path, real_workers):
     truncated = tmp_path / "digits" / "4" / "broken.png"
     truncated.write_bytes(jpeg.read_bytes()[:80])
     (tmp_path / "digits" / "5" / "notes.txt").write_text("ignored: not an image")
-    with pytest.raises(SourceError, match=r"broken\.png: truncated PNG \(chunk b'IDAT' at byte 33 runs "
-                                          r"past the end\); "
+    with pytest.raises(SourceError, match=r"broken\.png: truncated PNG \(chunk b'IDAT' at "
+                                          r"byte 33 runs past the end\); "
                                           r"on_error=\"skip\" \(--on-error skip\) skips"):
         convert(ImageFolder(tmp_path / "digits"), tmp_path / "ds", workers=1)
     (tmp_path / "digits" / "6" / "garbage.jpg").write_bytes(b"not an image at all")

@@ -33,7 +33,7 @@ def _all(loader):
     return list(loader)
 
 
-@pytest.mark.parametrize("make, key", [(_late_key, "extra"), (_late_length, "v")])
+@pytest.mark.parametrize(("make", "key"), [(_late_key, "extra"), (_late_length, "v")])
 def test_a_key_or_length_first_seen_late_is_refused_naming_file_record_key_and_fix(
         tmp_path, make, key):
     _write(tmp_path / "late.tfrecord", [make(i) for i in range(LATE + 20)])
@@ -48,7 +48,7 @@ def test_a_key_or_length_first_seen_late_is_refused_naming_file_record_key_and_f
         grain[LATE + 3]
 
 
-@pytest.mark.parametrize("make, key", [(_late_key, "extra"), (_late_length, "v")])
+@pytest.mark.parametrize(("make", "key"), [(_late_key, "extra"), (_late_length, "v")])
 def test_every_record_profiled_reads_them_and_adopt_describes_them_alike(tmp_path, make, key):
     records = [make(i) for i in range(LATE + 20)]
     _write(tmp_path / "late.tfrecord", records)
