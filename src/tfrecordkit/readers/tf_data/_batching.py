@@ -18,6 +18,7 @@ from tfrecordkit.readers.tf_data._augment import (
     _compose,
 )
 from tfrecordkit.readers.tf_data._crop import CROP_KEY
+from tfrecordkit.readers.tf_data._graph import graph_only
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     Example,
@@ -105,7 +106,8 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
 
     if plan.per_example:
         # Parse in big batches (fast), then decode each example in a parallel map.
-        ds = ds.map(parse_batch, num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
+        ds = ds.map(graph_only(parse_batch), num_parallel_calls=AUTOTUNE,
+                    deterministic=ordered).unbatch()
         # Dimensions the schema leaves open but that can't vary (channels) must agree
         # within a padded batch: padding would otherwise fill them with zeros.
         open_axes = {n: f.open_axes for n, f in layout.features.items()
@@ -137,7 +139,8 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
                        for n, v in out.items()}
             return {**out, **sizes}
 
-        ds = ds.map(decode_example_tf, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+        ds = ds.map(graph_only(decode_example_tf), num_parallel_calls=AUTOTUNE,
+                    deterministic=ordered)
         if batch_size is not None:
             if options.padding == "ragged":
                 ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
@@ -146,10 +149,10 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
                 ds = ds.padded_batch(batch_size, padded_shapes=shapes, padding_values=fills,
                                      drop_remainder=drop_remainder)
                 if checked:
-                    ds = ds.map(lambda b: _check_open_axes(b, open_axes),
+                    ds = ds.map(graph_only(lambda b: _check_open_axes(b, open_axes)),
                                 num_parallel_calls=AUTOTUNE, deterministic=ordered)
         elif options.padding == "pad":
-            ds = ds.map(_to_dense, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+            ds = ds.map(graph_only(_to_dense), num_parallel_calls=AUTOTUNE, deterministic=ordered)
         return ds
 
     def parse_and_decode(serialized: Any) -> Example:
@@ -167,7 +170,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
         return {n: _batch_structure(v, shaping[n]) if n in shaping.features else _to_dense(v)
                 for n, v in out.items()}
 
-    ds = ds.map(parse_and_decode, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    ds = ds.map(graph_only(parse_and_decode), num_parallel_calls=AUTOTUNE, deterministic=ordered)
     if batch_size is not None:
         return ds
     # Unbatching ragged values (never a dense [n, 0] tensor: TensorFlow 2.21 segfaults
@@ -180,7 +183,7 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
         return {n: _structure(v, shaping[n]) if n in shaping.features else v
                 for n, v in example.items()}
 
-    return ds.unbatch().map(row, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    return ds.unbatch().map(graph_only(row), num_parallel_calls=AUTOTUNE, deterministic=ordered)
 
 
 _OPEN = "__open__/"
@@ -357,7 +360,7 @@ def _supervised(ds: Any, manifest: Manifest | None, schema: Schema | None,
         inputs = {k: v for k, v in example.items() if k not in (label, CLASS_ID)}
         return (next(iter(inputs.values())) if len(inputs) == 1 else inputs), example[label]
 
-    return ds.map(split_label, num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    return ds.map(graph_only(split_label), num_parallel_calls=AUTOTUNE, deterministic=ordered)
 
 
 def _finish(ds: Any, manifest: Manifest | None, schema: Schema | None, ordered: bool) -> Any:

@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers.tf_data._graph import graph_only
 from tfrecordkit.sampling import center_crop_box, crop_draws, random_crop_box
 
 __all__ = ["CROP_KEY", "EpochCounter", "crop_window", "keyed", "tag_records"]
@@ -36,10 +37,10 @@ class EpochCounter:
 
     def starting(self, files: Any) -> Any:
         """``files`` (a dataset) with the count advanced before its first element."""
-        advance = tf.data.Dataset.range(1).map(lambda _: self._count.assign_add(1))
+        advance = tf.data.Dataset.range(1).map(graph_only(lambda _: self._count.assign_add(1)))
         spec = files.element_spec
-        empty = advance.filter(lambda _: False).map(
-            lambda _: tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), spec))
+        empty = advance.filter(graph_only(lambda _: False)).map(graph_only(
+            lambda _: tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), spec)))
         return empty.concatenate(files)
 
     def value(self) -> Any:

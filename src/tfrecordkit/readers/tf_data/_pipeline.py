@@ -30,6 +30,7 @@ from tfrecordkit.readers.tf_data._batching import (
 )
 from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, keyed, tag_records
 from tfrecordkit.readers.tf_data._errors import name_errors
+from tfrecordkit.readers.tf_data._graph import graph_only
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     feature_description,
@@ -42,7 +43,17 @@ __all__ = ["load_tf_dataset", "shuffle_buffer_size"]
 
 _SHUFFLE_BYTES = 64 << 20
 _PARSE_BATCH = 256
-_INTERLEAVE_RUN = 64  # records read from one file before the interleave moves on
+# Records read from one file before the interleave moves on: up to 64 small records (a
+# parallel interleave of single records costs ~15 µs each), fewer large ones, so that the
+# first shuffle buffer fills as fast as a plain interleave (runs of 64 30-KB photos took
+# 0.27 s more to fill 2,048 records: bench/first_batch.py).
+_RUN_RECORDS = 64
+_RUN_BYTES = 256 << 10
+
+
+def _run_length(bytes_per_record: float) -> int:
+    """Records in one interleave run of records of about ``bytes_per_record`` bytes."""
+    return int(max(1, min(_RUN_RECORDS, _RUN_BYTES // max(bytes_per_record, 1.0))))
 
 
 # -- sources of files ------------------------------------------------------------------------
@@ -178,21 +189,22 @@ def load_tf_dataset(
     if counter is not None:
         files_ds = counter.starting(files_ds)
     cycle = max(1, min(len(file_paths), 16)) if shuffle else 1
+    run_length = _run_length(read.bytes_per_record)
 
     # Files are interleaved in runs of records: a parallel interleave of single records
     # costs ~15 µs each (one file: 15x slower than reading it; bench/vocabulary.py found it).
     def runs(file: dict[str, Any]) -> Any:
-        records = open_file(file["file"]).batch(_INTERLEAVE_RUN)
+        records = open_file(file["file"]).batch(run_length)
         if "entry" in file:
-            records = records.map(lambda r: tf.strings.join(
-                [r, tf.fill(tf.shape(r), file["entry"])]))
+            records = records.map(graph_only(lambda r: tf.strings.join(
+                [r, tf.fill(tf.shape(r), file["entry"])])))
         if counter is not None:
-            records = records.enumerate().map(lambda run, r: tag_records(
-                r, counter.value(), file["first"] + run * _INTERLEAVE_RUN
-                + tf.range(tf.size(r, out_type=tf.int64))))
+            records = records.enumerate().map(graph_only(lambda run, r: tag_records(
+                r, counter.value(), file["first"] + run * run_length
+                + tf.range(tf.size(r, out_type=tf.int64)))))
         return records
 
-    ds = files_ds.interleave(runs, cycle_length=cycle, block_length=1,
+    ds = files_ds.interleave(graph_only(runs), cycle_length=cycle, block_length=1,
                              num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
     if by_record:
         ds = ds.shard(workers, worker)

@@ -35,6 +35,7 @@ from tfrecordkit.readers.tf_data._batching import (
     _with_shard_label,
 )
 from tfrecordkit.readers.tf_data._crop import keyed
+from tfrecordkit.readers.tf_data._graph import graph_only
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     Example,
@@ -134,8 +135,8 @@ def _step_dataset(first: int, count: int | None, fetch: Callable[[int], np.ndarr
     """Global steps ``first, first + 1, ...`` mapped to their serialized records: a pure
     function of the step, so tf.train.Checkpoint can save and restore the iterator."""
     steps = tf.data.Dataset.range(first, first + count if count is not None else 2**62)
-    return steps.map(lambda g: tf.ensure_shape(
-        tf.numpy_function(lambda x: fetch(int(x)), [g], tf.string, stateful=False), [size]))
+    return steps.map(graph_only(lambda g: tf.ensure_shape(
+        tf.numpy_function(lambda x: fetch(int(x)), [g], tf.string, stateful=False), [size])))
 
 
 
@@ -304,10 +305,10 @@ def load_tf_triplet_dataset(
             inputs = tuple(next(iter(p.values())) if len(p) == 1 else p for p in parts)
             return inputs, e[label][0]
 
-        ds = ds.map(supervised, num_parallel_calls=AUTOTUNE, deterministic=True)
+        ds = ds.map(graph_only(supervised), num_parallel_calls=AUTOTUNE, deterministic=True)
     else:
-        ds = ds.map(lambda e: {role: tf.nest.map_structure(lambda t, i=i: t[i], e)
-                               for i, role in enumerate(roles)},
+        ds = ds.map(graph_only(lambda e: {role: tf.nest.map_structure(lambda t, i=i: t[i], e)
+                               for i, role in enumerate(roles)}),
                     num_parallel_calls=AUTOTUNE, deterministic=True)
     ds = ds.ragged_batch(batch_size) if options.padding == "ragged" else ds.padded_batch(batch_size)
     if count is not None:
