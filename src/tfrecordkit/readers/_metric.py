@@ -20,6 +20,7 @@ from tfrecordkit.readers._decoding import (
     decode_options,
 )
 from tfrecordkit.readers._partition import Partition
+from tfrecordkit.readers._plan import plan_read
 from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import (
     ClassIndex,
@@ -30,7 +31,8 @@ from tfrecordkit.sampling import (
     check_state,
     fingerprint,
 )
-from tfrecordkit.store import load_manifest
+from tfrecordkit.schema import Schema
+from tfrecordkit.store import Manifest
 
 __all__ = ["PKBatches", "PKLoader", "TripletLoader", "iter_pk_batches", "iter_triplets",
            "stack_records"]
@@ -213,16 +215,16 @@ class PKLoader(_SampledLoader):
                  epoch: EpochUnit = "classes", exclude_small: bool = False,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
                  num_threads: int | None = None, max_open_files: int | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 storage_options: dict[str, Any] | None = None,
+                 schema: Schema | None = None) -> None:
         self.partition, self.seed = partition or Partition(), seed
-        storage = Storage.of(path, storage_options)
-        manifest = load_manifest(path, storage=storage)
+        manifest, schema, storage = _sampled_dataset(path, split, schema, storage_options)
         self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
         self.sampler = PKSampler(self.index, classes_per_batch, examples_per_class, seed=seed,
                                  exclude_small=exclude_small, epoch=epoch,
                                  rank=self.partition.rank,
                                  world_size=self.partition.world_size)
-        self.decoder = RecordDecoder(manifest.schema, options or DecodeOptions())
+        self.decoder = RecordDecoder(schema, options or DecodeOptions())
         self.fetcher = RecordFetcher(self.index, max_open_files, storage=storage)
         self.num_threads = num_threads or min(4, os.cpu_count() or 1)
         self.fingerprint = fingerprint(manifest.to_json(), split)
@@ -339,6 +341,7 @@ def iter_pk_batches(
     image_size: int | tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
     storage_options: dict[str, Any] | None = None,
+    schema: Schema | None = None,
 ) -> PKBatches:
     """Class-balanced batches: P distinct classes × K records each, as NumPy arrays.
 
@@ -348,14 +351,16 @@ def iter_pk_batches(
     ``rank``/``world_size`` split classes between workers; ``state`` (a previous result's
     ``state_dict()``, JSON) continues exactly where it stopped. At most ``max_open_files``
     shard files are open at once (default: an eighth of the process's open-file limit, 64
-    to 1,024).
+    to 1,024). ``schema`` reads the records instead of the dataset's own (checked against
+    them as every loader checks it).
     """
     loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
                       examples_per_class=examples_per_class, seed=seed, epoch=epoch,
                       exclude_small=exclude_small, partition=Partition(rank, world_size),
                       options=decode_options(options, decode=decode, features=features,
                                              image_size=image_size),
-                      max_open_files=max_open_files, storage_options=storage_options)
+                      max_open_files=max_open_files, storage_options=storage_options,
+                      schema=schema)
     if state is not None:
         loader.load_state_dict(state)
     return PKBatches(loader, steps)
@@ -373,16 +378,16 @@ class TripletLoader(_SampledLoader):
                  seed: int = 0, partition: Partition | None = None,
                  options: DecodeOptions | None = None, num_threads: int | None = None,
                  max_open_files: int | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 storage_options: dict[str, Any] | None = None,
+                 schema: Schema | None = None) -> None:
         if batch_size < 1:
             raise OptionError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
-        storage = Storage.of(path, storage_options)
-        manifest = load_manifest(path, storage=storage)
+        manifest, schema, storage = _sampled_dataset(path, split, schema, storage_options)
         self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
         self.sampler = TripletSampler(self.index, seed=seed, rank=self.partition.rank,
                                       world_size=self.partition.world_size)
-        self.decoder = RecordDecoder(manifest.schema, options or DecodeOptions())
+        self.decoder = RecordDecoder(schema, options or DecodeOptions())
         self.fetcher = RecordFetcher(self.index, max_open_files, storage=storage)
         self.batch_size, self.seed = batch_size, seed
         self.num_threads = num_threads or min(4, os.cpu_count() or 1)
@@ -459,16 +464,19 @@ def iter_triplets(
     options: DecodeOptions | None = None,
     state: dict[str, Any] | None = None,
     storage_options: dict[str, Any] | None = None,
+    schema: Schema | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Batches of ``{"anchor": ..., "positive": ..., "negative": ...}`` (each a decoded batch
     with its ``"__class"``); every anchor once per epoch, for ``epochs`` epochs (None: endless).
     ``state`` (a :class:`TripletLoader`'s ``state_dict()``) continues a run exactly; for
-    epochs, workers and saving state use :class:`TripletLoader` directly."""
+    epochs, workers and saving state use :class:`TripletLoader` directly. ``schema`` reads
+    the records instead of the dataset's own."""
     loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,
                            partition=Partition(rank, world_size),
                            options=decode_options(options, decode=decode, features=features,
                                                   image_size=image_size),
-                           max_open_files=max_open_files, storage_options=storage_options)
+                           max_open_files=max_open_files, storage_options=storage_options,
+                           schema=schema)
     if state is not None:
         loader.load_state_dict(state)
     try:
@@ -476,3 +484,19 @@ def iter_triplets(
             yield from loader
     finally:
         loader.close()
+
+
+def _sampled_dataset(path: str | os.PathLike[str], split: str, schema: Schema | None,
+                     storage_options: dict[str, Any] | None
+                     ) -> tuple[Manifest, Schema, Storage]:
+    """The dataset a class-balanced loader samples: through the read plan every loader uses
+    (its shards checked against the manifest, the schema against its records).
+
+    Raises:
+        DatasetError: not a dataset directory (sampling by class needs its manifest).
+    """
+    read = plan_read(path, split, schema=schema, storage_options=storage_options)
+    if read.manifest is None:
+        raise DatasetError(f"{os.fspath(path)}: class-balanced sampling needs a dataset "
+                           f"directory with its manifest (adopt the files first)")
+    return read.manifest, read.schema, read.storage

@@ -138,8 +138,9 @@ class ReadPlan:
 def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = None,
               sample: int = 1000, storage_options: dict[str, Any] | None = None,
               storage: Storage | None = None) -> ReadPlan:
-    """Resolve a dataset directory (its manifest, checked against the shards) or TFRecord
-    files / globs (``schema``, else one inferred from ``sample`` records, see
+    """Resolve a dataset directory (its manifest, checked against the shards; ``schema``, if
+    given, reads its records instead of the manifest's) or TFRecord files / globs
+    (``schema``, else one inferred from ``sample`` records, see
     :func:`~tfrecordkit.store.infer_schema`) to a plan.
 
     Raises:
@@ -153,10 +154,11 @@ def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = No
         manifest = load_manifest(root, storage=storage)
         infos = shard_paths(root, manifest, split, storage=storage)
         shards = [(file, info.records) for file, info in infos]
-        _check_first_record(manifest, shards, storage)
+        chosen = schema if schema is not None else manifest.schema
+        _check_first_record(chosen, shards, storage)
         return ReadPlan(root, split, tuple(f for f, _ in shards),
                         tuple(n for _, n in shards), manifest.compression, manifest,
-                        manifest.schema, bytes_per_record=manifest.split(split).bytes
+                        chosen, bytes_per_record=manifest.split(split).bytes
                         / max(1, manifest.num_records(split)), storage=storage,
                         classes=tuple(-1 if info.class_id is None else info.class_id
                                       for _, info in infos))
@@ -183,18 +185,19 @@ def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = No
                     None, inferred, profile.records, storage=storage)
 
 
-def _check_first_record(manifest: Manifest, shards: list[tuple[str, int]],
+def _check_first_record(schema: Schema, shards: list[tuple[str, int]],
                         storage: Storage) -> None:
     """Refuse shards whose records lack keys the schema needs (a schema mismatch)."""
     first = next((f for f, n in shards if n), None)
     if first is None:
         return
     keys = set(decode_example(_first_record(first, storage)))
-    missing = [s.key for s in manifest.schema.key_specs() if s.key not in keys
+    missing = [s.key for s in schema.key_specs() if s.key not in keys
                and s.shape is not None and not s.sequence]
     if missing:
-        raise DatasetError(f"{first}: records lack {missing} that the schema in "
-                           f"{MANIFEST_NAME} describes (schema mismatch)")
+        raise DatasetError(f"{first}: records lack {missing} that the schema describes "
+                           f"(schema mismatch with the records; the dataset's is in "
+                           f"{MANIFEST_NAME})")
 
 
 def _first_record(file: str, storage: Storage) -> bytes:

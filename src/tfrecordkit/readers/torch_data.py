@@ -492,11 +492,13 @@ def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
                           image_size: int | tuple[int, int] | None = None,
                           num_threads: int | None = None, max_open_files: int | None = None,
                           options: DecodeOptions | None = None,
-                          storage_options: dict[str, Any] | None = None) -> TorchDataset:
+                          storage_options: dict[str, Any] | None = None,
+                          schema: Schema | None = None) -> TorchDataset:
     """Class-balanced P×K batches as tensors, for ``DataLoader(ds, batch_size=None,
     num_workers=N)``: the batches of :func:`~tfrecordkit.iter_pk_batches` (``"__class"``,
     ``"__class_position"``, class-major), with :func:`load_torch_dataset`'s workers, ranks
-    (each rank gets P other classes every step) and JSON state."""
+    (each rank gets P other classes every step) and JSON state. ``schema`` reads the
+    records instead of the dataset's own."""
     loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
                       examples_per_class=examples_per_class, seed=seed, epoch=epoch,
                       exclude_small=exclude_small,
@@ -504,7 +506,7 @@ def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
                       options=decode_options(options, decode=decode, features=features,
                                              image_size=image_size),
                       num_threads=num_threads, max_open_files=max_open_files,
-                      storage_options=storage_options)
+                      storage_options=storage_options, schema=schema)
     return TorchDataset(loader, num_threads)
 
 
@@ -515,15 +517,16 @@ def load_torch_triplet_dataset(path: str | os.PathLike[str], split: str = "train
                                image_size: int | tuple[int, int] | None = None,
                                num_threads: int | None = None, max_open_files: int | None = None,
                                options: DecodeOptions | None = None,
-                               storage_options: dict[str, Any] | None = None
-                               ) -> TorchDataset:
+                               storage_options: dict[str, Any] | None = None,
+                               schema: Schema | None = None) -> TorchDataset:
     """Triplet batches (``{"anchor", "positive", "negative"}``, each with ``"__class"``) as
     tensors, every anchor once per epoch, with :func:`load_torch_dataset`'s workers, ranks
-    (anchors split between them) and JSON state."""
+    (anchors split between them) and JSON state. ``schema`` reads the records instead of
+    the dataset's own."""
     loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,
                            partition=_distributed_partition(rank, world_size),
                            options=decode_options(options, decode=decode, features=features,
                                                   image_size=image_size),
                            num_threads=num_threads, max_open_files=max_open_files,
-                           storage_options=storage_options)
+                           storage_options=storage_options, schema=schema)
     return TorchDataset(loader, num_threads)

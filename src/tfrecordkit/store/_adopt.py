@@ -65,6 +65,7 @@ def adopt(
     class_pattern: str | None = None,
     overwrite: bool = False,
     storage_options: dict[str, Any] | None = None,
+    schema: Schema | None = None,
 ) -> Manifest:
     """Describe existing TFRecord files of ``tf.train.Example`` records as one split of a
     dataset, so every reader (P×K and triplet sampling included) can use them.
@@ -98,6 +99,10 @@ def adopt(
             (a :class:`~tfrecordkit.schema.ClassLabel` with ``from_shard=True``).
         overwrite: replace an existing ``dataset.json`` (rather than add a split to it).
         storage_options: options for URLs' filesystem (fsspec).
+        schema: the schema the records are read with (checked on a sample: keys it leaves
+            out are not read, as with a loader's ``schema=``); default: inferred from every
+            record by the rule globs use (see :func:`infer_schema`). Its class label, if
+            any, is the label unless ``label_feature`` says otherwise.
 
     Returns:
         The manifest written (``dataset.json``, written last).
@@ -135,8 +140,13 @@ def adopt(
     if clashes or MANIFEST_NAME in names:
         raise DatasetError(f"files would share a name in {target}: "
                            f"{clashes or [MANIFEST_NAME]}")
-    # Joining a dataset: its schema must read the same sample the profile sees.
-    check = _readable_by(existing.schema) if existing is not None else None
+    if schema is not None and existing is not None:
+        raise DatasetError(f"{target} already holds a dataset, whose schema its new split "
+                           "is read with: leave out schema=, or pass overwrite=True")
+    given = schema
+    # Joining a dataset (or given a schema): it must read the same sample the profile sees.
+    reader = existing.schema if existing is not None else given
+    check = _readable_by(reader) if reader is not None else None
     sampled = list(_sample(files, storage, check))
     profile = profile_records(sampled, limit=None)
     if profile.unparsable:
@@ -149,6 +159,10 @@ def adopt(
         if label_feature in profile.features:
             raise DatasetError(f"the records already hold a feature {label_feature!r}; name "
                                "the class taken from file names with label_feature")
+    if given is not None and label_feature is None and class_pattern is None and (
+            found := given.class_label()) is not None:
+        label_feature = found[0]
+        class_names = class_names if class_names is not None else found[1].names or None
     label_feature = label_feature or _label_candidate(profile)
     parsed_label = label_feature if file_classes is None else None
     if parsed_label is not None and not _is_int_scalar(profile.features.get(parsed_label),
@@ -167,7 +181,7 @@ def adopt(
         observations = ImageObservations()
         # A new dataset's schema comes from every record, not the sample: a key first seen
         # late, or a list longer than the sample's, is described.
-        whole = RecordProfile() if existing is None else None
+        whole = RecordProfile() if existing is None and given is None else None
         shards, top = [], -1
         for number, file in enumerate(placed):
             undo.new(file + INDEX_SUFFIX)
@@ -204,6 +218,17 @@ def adopt(
                                    "files hold several classes")
             per_class = existing.layout == "per_class"
             schema = _joined_schema(existing.schema, observations)
+        elif given is not None:
+            schema = given
+            if parsed_label is not None and not isinstance(schema.get(parsed_label),
+                                                           ClassLabel):
+                schema = Schema({**schema, parsed_label: ClassLabel(list(class_names or ()))})
+            elif parsed_label is not None and class_names is not None:
+                schema = Schema({**schema, parsed_label: ClassLabel(list(class_names))})
+            if file_classes is not None:
+                assert label_feature is not None and class_names is not None
+                schema = Schema({**schema, label_feature: ClassLabel(class_names,
+                                                                     from_shard=True)})
         else:
             assert whole is not None
             if whole.unparsable:

@@ -56,12 +56,12 @@ __all__ = ["load_tf_pk_dataset", "load_tf_triplet_dataset"]
 
 
 def _sampling_context(path: str | os.PathLike[str], split: str, options: DecodeOptions,
-                      input_context: Any, storage: Storage
+                      input_context: Any, storage: Storage, *, schema: Schema | None
                       ) -> tuple[Manifest, Schema, list[str], int, int]:
     if not is_dataset_dir(path, storage):
         raise DatasetError(f"{os.fspath(path)}: class-balanced sampling needs a dataset "
                            f"directory with {MANIFEST_NAME}")
-    read = plan_read(path, split, storage=storage)
+    read = plan_read(path, split, schema=schema, storage=storage)
     manifest, schema = read.manifest, read.schema
     assert manifest is not None and schema is not None  # a dataset directory has both
     names = list(options.features) if options.features is not None else schema.user_features
@@ -179,6 +179,7 @@ def load_tf_pk_dataset(
     input_context: Any = None,
     max_open_files: int | None = None,
     storage_options: dict[str, Any] | None = None,
+    schema: Schema | None = None,
 ) -> Any:
     """Class-balanced batches of P classes × K examples as a ``tf.data.Dataset``.
 
@@ -195,6 +196,7 @@ def load_tf_pk_dataset(
     ``ds.state_at(step)``, JSON) resumes anywhere. Without ``repeat`` the dataset is the rest
     of ``start``'s epoch; with it, every later epoch follows (for ``model.fit``, give
     ``steps_per_epoch=ds.steps_per_epoch`` so each Keras epoch continues the plan).
+    ``schema`` reads the records instead of the dataset's own.
     """
     from tfrecordkit.sampling import ClassIndex, PKSampler, RecordFetcher
 
@@ -202,7 +204,8 @@ def load_tf_pk_dataset(
     _refuse_keyed(options)
     storage = Storage.of(path, storage_options)
     manifest, schema, names, rank, world = _sampling_context(path, split, options,
-                                                            input_context, storage)
+                                                            input_context, storage,
+                                                            schema=schema)
     index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
     sampler = PKSampler(index, classes_per_batch, examples_per_class, seed=seed,
                         exclude_small=exclude_small, epoch=epoch, rank=rank, world_size=world)
@@ -247,6 +250,7 @@ def load_tf_triplet_dataset(
     input_context: Any = None,
     max_open_files: int | None = None,
     storage_options: dict[str, Any] | None = None,
+    schema: Schema | None = None,
 ) -> Any:
     """Batches of ``{"anchor", "positive", "negative"}`` examples as a ``tf.data.Dataset``.
 
@@ -259,7 +263,8 @@ def load_tf_triplet_dataset(
     As with :func:`load_tf_pk_dataset`, triplet ``g`` (anchor ``g % anchors`` of epoch
     ``g // anchors``) is a pure function of the seed: the iterator can be checkpointed with
     ``tf.train.Checkpoint``, and ``start`` (a triplet number, or ``ds.state_at(n)``) resumes
-    anywhere. Without ``repeat`` the dataset is the rest of ``start``'s epoch.
+    anywhere. Without ``repeat`` the dataset is the rest of ``start``'s epoch. ``schema``
+    reads the records instead of the dataset's own.
     """
     from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
 
@@ -267,7 +272,8 @@ def load_tf_triplet_dataset(
     _refuse_keyed(options)
     storage = Storage.of(path, storage_options)
     manifest, schema, names, rank, world = _sampling_context(path, split, options,
-                                                            input_context, storage)
+                                                            input_context, storage,
+                                                            schema=schema)
     label = manifest.label_feature
     if as_supervised and label is None:
         raise DatasetError(_no_label_hint(schema))
