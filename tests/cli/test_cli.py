@@ -223,3 +223,31 @@ def test_head_names_classes_of_a_dataset(capsys, tmp_path):
     assert main(["head", str(tmp_path / "ds"), "-n", "2", "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["features"]["label"] for line in lines] == ["0 (cat)", "1 (dog)"]
+
+
+@pytest.mark.integration
+def test_emitted_reader_gives_the_numpy_loaders_pixels(tf, capsys, tmp_path):
+    """JPEGs (accurate DCT) and PNGs in one key, as the library's readers decode them: the
+    emitted code's pixels equal the NumPy loader's, byte for byte."""
+    import numpy as np
+
+    import tfrecordkit as tk
+    from tests.datasets import encode_image, photos
+
+    shots = photos()
+    path = tmp_path / "mixed.tfrecord"
+    with tk.RecordWriter(path) as writer:
+        for i, name in enumerate(["astronaut", "coffee", "chelsea", "rocket"]):
+            pixels = shots[name][:40, :48]
+            data = encode_image(pixels, "JPEG" if i % 2 == 0 else "PNG")
+            writer.write(tk.encode_example({"image": [data], "label": [i]}))
+    _, code, _ = run(capsys, "inspect", "--emit-code", str(path))
+    assert 'dct_method="INTEGER_ACCURATE"' in code and "tf.io.is_jpeg" in code
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    emitted = {int(r["label"]): r["image"].numpy()
+               for r in namespace["load"]([str(path)])}  # type: ignore[operator]
+    batch = next(iter(tk.load_numpy_dataset(str(path), batch_size=4, shuffle=False)))
+    for k in range(4):
+        height, width = batch["image"]["lengths"][k]
+        np.testing.assert_array_equal(emitted[k], batch["image"]["values"][k, :height, :width])
