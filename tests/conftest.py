@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,26 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 GOLDEN = Path(__file__).parent / "golden"
+#: What pytest.importorskip says when a framework the agreement tests need is missing.
+_MISSING_FRAMEWORK = re.compile(r"could not import '(tensorflow|torch|grain|ray)\b")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--require-frameworks", action="store_true",
+                     help="a test skipped because TensorFlow, PyTorch, grain or Ray is missing "
+                          "fails instead (CI sets it: half an agreement test is no test)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    report = yield
+    if report.skipped and item.config.getoption("--require-frameworks"):
+        reason = (report.longrepr[-1] if isinstance(report.longrepr, tuple)
+                  else str(report.longrepr))
+        if _MISSING_FRAMEWORK.search(str(reason)):
+            report.outcome = "failed"
+            report.longrepr = f"--require-frameworks: skipped because {reason}"
+    return report
 
 
 @pytest.fixture
