@@ -26,6 +26,8 @@ from tfrecordkit.format import (
     RecordReader,
     Storage,
     file_checksums,
+    load_restarts,
+    restarts_path_for,
     write_index,
 )
 from tfrecordkit.schema import (
@@ -176,8 +178,14 @@ def adopt(
     # A failure removes the links and index files made so far: a retry finds the folder as
     # it was (and nothing is written unless everything is).
     with _Undo(storage) as undo:
-        placed = [_place(file, where, storage, undo)
-                  for file, where in _placements(files, target, split, storage)]
+        placements = _placements(files, target, split, storage)
+        placed = [_place(file, where, storage, undo) for file, where in placements]
+        # Restart points written beside compressed files (by tfrecordkit's writer) come
+        # along, so random access starts near each record; readers confirm each point
+        # against the stream before its first use, and verify checks them all.
+        restarts = ([_place_restarts(file, where, storage, undo)
+                     for file, where in placements] if compression is not None
+                    else [None] * len(placed))
         observations = ImageObservations()
         # A new dataset's schema comes from every record, not the sample: a key first seen
         # late, or a list longer than the sample's, is described.
@@ -204,7 +212,7 @@ def adopt(
                 file=os.path.basename(file), records=records, bytes=storage.size(file),
                 crc32c=checksum, head_crc32c=head_checksum,
                 index=os.path.basename(file) + INDEX_SUFFIX,
-                class_id=class_id, class_counts=counts))
+                class_id=class_id, class_counts=counts, restarts=restarts[number]))
         per_class = label_feature is not None and all(s.class_id is not None for s in shards)
         if parsed_label is not None:
             if class_names is None:
@@ -537,6 +545,16 @@ class _Undo:
         for path in reversed(self.paths):
             with contextlib.suppress(OSError, StorageError):
                 self.storage.remove(path)
+
+
+def _place_restarts(file: str, placed: str, storage: Storage, undo: _Undo) -> str | None:
+    """The name of ``file``'s restart-point sidecar placed beside ``placed`` (checked to
+    parse, its offsets within the file), or None when it has none."""
+    sidecar = restarts_path_for(file)
+    if load_restarts(file, storage) is None:
+        return None
+    _place(sidecar, restarts_path_for(placed), storage, undo)
+    return os.path.basename(restarts_path_for(placed))
 
 
 def _place(file: str, placed: str, storage: Storage, undo: _Undo) -> str:
