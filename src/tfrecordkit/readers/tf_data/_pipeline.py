@@ -49,6 +49,9 @@ _PARSE_BATCH = 256
 # 0.27 s more to fill 2,048 records: bench/first_batch.py).
 _RUN_RECORDS = 64
 _RUN_BYTES = 256 << 10
+# Records this large are read by TensorFlow's own parallel reader, one at a time: its
+# per-record cost is nothing beside theirs, and the first shuffle buffer fills sooner.
+_SINGLE_BYTES = 16 << 10
 
 
 def _run_length(bytes_per_record: float) -> int:
@@ -204,8 +207,16 @@ def load_tf_dataset(
                 + tf.range(tf.size(r, out_type=tf.int64)))))
         return records
 
-    ds = files_ds.interleave(graph_only(runs), cycle_length=cycle, block_length=1,
-                             num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
+    if (read.bytes_per_record >= _SINGLE_BYTES and "entry" not in files and counter is None
+            and read.storage.local):
+        # Large records, read one at a time: TensorFlow's own parallel reader (no run
+        # batches to build and take apart).
+        ds = tf.data.TFRecordDataset(files_ds.map(graph_only(lambda f: f["file"])),
+                                     compression_type=compression, buffer_size=1 << 20,
+                                     num_parallel_reads=cycle if cycle > 1 else None)
+    else:
+        ds = files_ds.interleave(graph_only(runs), cycle_length=cycle, block_length=1,
+                                 num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
     if by_record:
         ds = ds.shard(workers, worker)
     if cache:
