@@ -40,12 +40,28 @@ def glance() -> str:
 
     lines = [START, "", "| entry point | what it does |", "|---|---|"]
     for name in ENTRY_POINTS:
-        obj = getattr(tk, name)
-        doc = (inspect.getdoc(obj) or "").split("\n\n")[0].replace("\n", " ")
-        signature = _signature(obj).replace("|", "\\|")
-        lines.append(f"| `tk.{name}{signature}` | {doc.replace('|', '/')} |")
+        lines.append(_row(tk, name))
+    rest = [n for n in tk.__all__ if n not in ENTRY_POINTS and not n.startswith("_")]
+    lines += ["", "Every other public name of `tfrecordkit`:", "",
+              "| name | what it is |", "|---|---|"]
+    lines += [_row(tk, name) for name in sorted(rest, key=str.lower)]
     lines += ["", END]
     return "\n".join(lines)
+
+
+def _row(tk: object, name: str) -> str:
+    """A table row: the name with its signature (functions and classes), and the first
+    paragraph of its docstring."""
+    obj = getattr(tk, name)
+    doc = (inspect.getdoc(obj) or "").split("\n\n")[0].replace("\n", " ")
+    try:
+        signature = _signature(obj) if callable(obj) else ""
+    except (TypeError, ValueError):  # a builtin without a signature
+        signature = ""
+    signature = signature.replace("|", "\\|")
+    if not callable(obj):
+        doc = f"`{obj!r}`" if isinstance(obj, str) else doc
+    return f"| `tk.{name}{signature}` | {doc.replace('|', '/')} |"
 
 
 def updated(text: str) -> str:
