@@ -24,6 +24,7 @@ def main() -> None:
     parser.add_argument("--classes", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", default="bench_output/report")
+    parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args()
     from PIL import Image
 
@@ -52,6 +53,17 @@ def main() -> None:
     print(f"{args.records:,} records, {args.classes:,} classes: report in "
           + ", ".join(f"{t:.2f}" for t in times)
           + f" s (median {statistics.median(times):.2f} s), {size / 1e3:,.0f} kB")
+    if args.json:
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _results import write_results
+
+        write_results(args.json, "report", records=args.records, classes=args.classes,
+                      runs=args.runs,
+                      medians={"report": {"seconds": statistics.median(times),
+                                          "page_kb": size / 1e3}},
+                      spread={"report": {"seconds": [min(times), max(times)]}})
 
 
 if __name__ == "__main__":

@@ -151,3 +151,124 @@ def test_it_renders_in_a_real_browser(dataset, tmp_path):
     assert scripts == 0 and HOSTILE in headings
     assert problems == []
     assert all(url.startswith(("file:", "data:")) for url in fetched), fetched
+
+
+@pytest.fixture(scope="module")
+def detection(tmp_path_factory):
+    """Object Detection API records (boxes, class names and ids) written by another tool."""
+    from tfrecordkit.format import RecordWriter, encode_example
+
+    root = tmp_path_factory.mktemp("detection")
+    rng = np.random.default_rng(3)
+    with RecordWriter(root / "od.tfrecord") as writer:
+        for i in range(30):
+            pixels = np.full((40, 60, 3), 90, np.uint8)
+            n = 1 + i % 3
+            xmin = rng.uniform(0, 0.5, n)
+            ymin = rng.uniform(0, 0.5, n)
+            boxes = {"image/object/bbox/xmin": xmin, "image/object/bbox/ymin": ymin,
+                     "image/object/bbox/xmax": xmin + 0.3, "image/object/bbox/ymax": ymin + 0.4}
+            if i == 0:  # one box the wrong way round (inside the image)
+                boxes["image/object/bbox/xmin"] = np.array([0.4])
+                boxes["image/object/bbox/xmax"] = np.array([0.3])
+            if i == 1:  # two boxes reaching past the image's bottom
+                boxes["image/object/bbox/ymax"] = ymin + 1.0
+            classes = [("cat", "dog", "fox")[(i + k) % 3] for k in range(n)]
+            writer.write(encode_example({
+                "image/encoded": encode_image(pixels, "JPEG"), "image/height": 40,
+                "image/width": 60, **{k: v.tolist() for k, v in boxes.items()},
+                "image/object/class/text": [c.encode() for c in classes],
+                "image/object/class/label": [("cat", "dog", "fox").index(c) + 1
+                                             for c in classes]}))
+    return root / "od.tfrecord"
+
+
+def test_detection_data_shows_classes_boxes_and_one_chart_per_distribution(detection):
+    page = tk.dataset_report(detection, sample=30)
+    assert '<section id="objects">' in page and '<section id="boxes">' in page
+    objects = re.search(r'id="objects">.*?<figcaption>([^<]*)</figcaption>', page, re.S)
+    assert objects and "60 objects of 3 classes in 30 sampled records" in objects.group(1)
+    boxes = page[page.index('<section id="boxes">'):]
+    boxes = boxes[: boxes.index("</section>")]
+    assert "<td>xmin &gt; xmax or ymin &gt; ymax</td><td>1</td>" in boxes
+    assert "outside the image (a corner &lt; 0 or &gt; 1)</td><td>2</td>" in boxes
+    # The six per-object lists have one size per record: one chart, not six.
+    lengths = re.findall(r"<figcaption>([^<]*): length \(values\)", page)
+    assert len(lengths) == 1 and "4 more with the same sizes" in lengths[0]
+
+
+def test_boxes_are_drawn_on_the_example_images(detection):
+    import base64
+    import io
+
+    from PIL import Image
+
+    page = tk.dataset_report(detection, sample=30, classes=1, per_class=2)
+    examples = page[page.index('<section id="examples">'):]
+    data = re.findall(r'data:image/png;base64,([^"]+)"', examples)
+    assert data
+    tile = np.asarray(Image.open(io.BytesIO(base64.b64decode(data[0]))).convert("RGB"))
+    yellow = (tile[:, :, 0] > 200) & (tile[:, :, 1] > 180) & (tile[:, :, 2] < 60)
+    assert yellow.sum() > 20  # the box outlines; the image itself is plain grey
+
+
+def test_many_classes_keep_the_page_small(tmp_path):
+    blob = encode_image(np.zeros((4, 4, 3), np.uint8), "PNG")
+    classes = 3000
+    schema = tk.Schema({"image": tk.Image("png"),
+                        "label": tk.ClassLabel([f"c{k}" for k in range(classes)])})
+    tk.write_dataset(({"image": blob, "label": i % classes} for i in range(6000)),
+                     tmp_path / "ds", schema)
+    page = tk.dataset_report(tmp_path / "ds")
+    bars = re.findall(r'<g id="class-train-(\d+)"', page)
+    assert len(bars) == 50
+    assert "the 50 largest shown, the other 2,950 hold 2 to 2 records each" in page
+    assert len(page.encode()) < 1_500_000
+
+
+def test_tables_show_column_statistics_and_rows_and_sources_are_relative(tmp_path):
+    source = tmp_path / "deep" / "folder" / "table.jsonl"
+    source.parent.mkdir(parents=True)
+    source.write_text("".join(f'{{"x": {i}, "kind": "{"ab"[i % 2]}"}}\n' for i in range(40)))
+    tk.convert(tk.open_source(source), tmp_path / "ds")
+    page = tk.dataset_report(tmp_path / "ds")
+    columns = page[page.index('<section id="columns">'):]
+    assert "<td>x</td><td class=\"n\">40</td><td class=\"n\">0</td>" in columns
+    assert "a (20), b (20)" in columns
+    assert "The first 8 sampled rows" in columns
+    # Where it was converted from, without the converting machine's directories.
+    assert "deep/folder" not in page and "<td>table:table.jsonl</td>" in page
+
+
+@pytest.mark.integration
+def test_the_detection_page_renders_in_a_real_browser(detection, tmp_path):
+    """Headless Chromium: the box and class charts and every tile (boxes drawn) render, with
+    no script, no error and nothing fetched."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium")
+    assert chromium, "Chromium is missing: scripts/test installs it (apt-get install chromium)"
+    page_file = tmp_path / "report.html"
+    page_file.write_text(tk.dataset_report(detection, sample=30), encoding="utf-8")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        try:
+            page = browser.new_page()
+            problems: list[str] = []
+            fetched: list[str] = []
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on("request", lambda r: fetched.append(r.url))
+            page.goto(page_file.as_uri())
+            page.wait_for_load_state("load")
+            widths = page.eval_on_selector_all(
+                "img", "images => images.map(i => i.complete ? i.naturalWidth : 0)")
+            charts = {section: page.locator(f"section#{section} svg").count()
+                      for section in ("objects", "boxes", "distributions")}
+            scripts = page.locator("script").count()
+        finally:
+            browser.close()
+    assert widths and all(w > 0 for w in widths)
+    assert charts["objects"] == 1 and charts["boxes"] == 1 and charts["distributions"] >= 1
+    assert scripts == 0 and problems == []
+    assert all(url.startswith(("file:", "data:")) for url in fetched), fetched

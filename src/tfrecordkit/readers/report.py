@@ -33,7 +33,8 @@ from tfrecordkit.readers.grid import (
     _waveform,
     open_to_look,
 )
-from tfrecordkit.schema import SOURCE_FEATURE, Audio, Scalar
+from tfrecordkit.schema import SOURCE_FEATURE, Audio, Scalar, Schema
+from tfrecordkit.schema import Sequence as ListOf
 from tfrecordkit.store import Manifest, is_dataset_dir, load_manifest, verify_paths
 
 __all__ = ["dataset_report"]
@@ -118,6 +119,9 @@ def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256
         _schema_section(read),
         _splits_section(manifest, read),
         _classes_section(manifest, split, rows, label, names),
+        _objects_section(rows, schema, features, label),
+        _boxes_section(rows, features),
+        _columns_section(rows, decoder, features),
         _distributions_section(rows, decoder, features),
         _examples_section(rows, read, features, label, names, classes=classes,
                           per_class=per_class),
@@ -169,7 +173,7 @@ def _summary(read: ReadPlan, manifest: Manifest | None, split: str, sampled: int
         if made:
             rows.append(("written by", f"{made.get('tool', '?')} {made.get('version', '')}"))
             if "source" in made:
-                rows.append(("converted from", made["source"]))
+                rows.append(("converted from", _relative_source(str(made["source"]))))
         if manifest.skipped_count:
             rows.append(("inputs skipped", f"{manifest.skipped_count:,}"))
     else:
@@ -177,6 +181,17 @@ def _summary(read: ReadPlan, manifest: Manifest | None, split: str, sampled: int
                  ("note", "files without a manifest: the schema is inferred from records")]
     rows.append(("sampled", f"{sampled:,} records of split {split!r}"))
     return "<section id=\"summary\"><h2>Summary</h2>" + _table(None, rows) + "</section>"
+
+
+def _relative_source(source: str) -> str:
+    """Where a dataset was converted from, without the converting machine's directories
+    (``image-folder:/home/me/data/photos`` -> ``image-folder:photos``); URLs stay whole."""
+    return _LOCAL_PATH.sub(lambda m: m.group(1) + m.group(2).rstrip("/").rsplit("/", 1)[-1],
+                           source)
+
+
+# A local absolute path (after the start, a space, a comma or "kind:"), not a URL's "//".
+_LOCAL_PATH = re.compile(r"(^|[\s,;]|[\w-]:)(~?/(?!/)[^\s,;]*)")
 
 
 def _schema_section(read: ReadPlan) -> str:
@@ -229,21 +244,40 @@ def _figure(width: float, height: float) -> tuple[Any, Any]:
 
 
 def _class_chart(counts: list[int], names: Sequence[str], split: str) -> str:
-    """A bar per class; each bar's group has the id ``class-<split>-<class id>``."""
-    figure, axes = _figure(min(14.0, 2.5 + 0.22 * len(counts)), 3.0)
-    bars = axes.bar(range(len(counts)), counts, color="#4a78c2", width=0.8)
-    for class_id, bar in enumerate(bars):
+    """A bar per class (each bar's group has the id ``class-<split>-<class id>``); with many
+    classes, the largest ones as bars and the rest summed up, so the page stays small."""
+    order = list(range(len(counts)))
+    shown = order if len(counts) <= _ALL_BARS else sorted(
+        order, key=lambda c: (-counts[c], c))[:_TOP_CLASSES]
+    figure, axes = _figure(min(14.0, 2.5 + 0.22 * len(shown)), 3.0)
+    bars = axes.bar(range(len(shown)), [counts[c] for c in shown], color="#4a78c2", width=0.8)
+    for class_id, bar in zip(shown, bars, strict=True):
         bar.set_gid(f"class-{split}-{class_id}")
-    if len(counts) <= 40:
-        axes.set_xticks(range(len(counts)), [_clip_name(n) for n in names], rotation=60,
-                        ha="right", fontsize=8, parse_math=False)
+    if len(shown) <= 40 or len(shown) < len(counts):
+        axes.set_xticks(range(len(shown)), [_clip_name(names[c]) for c in shown],
+                        rotation=60, ha="right", fontsize=8 if len(shown) <= 40 else 6,
+                        parse_math=False)
     else:
         axes.set_xlabel("class id")
     axes.set_ylabel("records")
     caption = f"split {split!r}: {len(counts):,} classes, {sum(counts):,} records"
-    axes.set_title(caption, parse_math=False)
-    return (f"<figure class=\"chart\" data-split=\"{_text(split)}\">{_svg(figure)}"
-            f"<figcaption>{_text(caption)}</figcaption></figure>")
+    if len(shown) < len(counts):
+        rest = sorted(counts[c] for c in order if c not in set(shown))
+        caption += (f"; the {len(shown)} largest shown, the other {len(rest):,} hold "
+                    f"{rest[0]:,} to {rest[-1]:,} records each (median "
+                    f"{rest[len(rest) // 2]:,})")
+    axes.set_title(caption if len(caption) < 90 else caption.split(";")[0],
+                   parse_math=False)
+    chart = (f"<figure class=\"chart\" data-split=\"{_text(split)}\">{_svg(figure)}"
+             f"<figcaption>{_text(caption)}</figcaption></figure>")
+    if len(shown) < len(counts):
+        chart += _histogram([float(c) for c in counts], f"split {split!r}",
+                            "records per class")
+    return chart
+
+
+_ALL_BARS = 200  # classes drawn one bar each; more: the largest and a summary of the rest
+_TOP_CLASSES = 50
 
 
 def _clip_name(name: str) -> str:
@@ -270,6 +304,88 @@ def _classes_section(manifest: Manifest | None, split: str, rows: list[dict[str,
             + "</section>")
 
 
+def _objects_section(rows: list[dict[str, Any]], schema: Schema, features: list[str],
+                     label: str | None) -> str:
+    """Classes of the objects in each record (detection data: the Object Detection API's
+    ``image/object/class/text``, or any list of class names or ids named like one), counted
+    over the sample: objects per class, the most frequent first."""
+    lists = {n: f for n in features if n != label and _CLASS_KEY.search(n)
+             and isinstance(f := schema[n], ListOf)}
+    if not lists or not rows:
+        return ""
+    # Names over ids when a record gives both (class/text beside class/label).
+    key = next((k for k, f in lists.items() if f.feature == Scalar("string")), next(iter(lists)))
+    counts: Counter[str] = Counter()
+    for row in rows:
+        value = row[key]
+        items = (value["values"][: int(np.asarray(value["lengths"]).reshape(-1)[0])]
+                 if isinstance(value, dict) else value)
+        counts.update(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+                      for v in np.asarray(items, dtype=object).reshape(-1).tolist())
+    if not counts:
+        return ""
+    ranked = counts.most_common()
+    shown = ranked[:_TOP_CLASSES]
+    figure, axes = _figure(min(14.0, 2.5 + 0.22 * len(shown)), 3.0)
+    axes.bar(range(len(shown)), [n for _, n in shown], color="#4a78c2", width=0.8)
+    axes.set_xticks(range(len(shown)), [_clip_name(c) for c, _ in shown], rotation=60,
+                    ha="right", fontsize=8, parse_math=False)
+    axes.set_ylabel("objects")
+    caption = (f"{key}: {sum(counts.values()):,} objects of {len(counts):,} classes in "
+               f"{len(rows):,} sampled records")
+    if len(shown) < len(ranked):
+        caption += f" (the {len(shown)} most frequent shown)"
+    axes.set_title(caption if len(caption) < 90 else key, parse_math=False)
+    return ("<section id=\"objects\"><h2>Objects per class</h2><figure class=\"chart\">"
+            f"{_svg(figure)}<figcaption>{_text(caption)}</figcaption></figure></section>")
+
+
+_CLASS_KEY = re.compile(r"(^|/)(class|label|category)(es|s)?(/(text|label|name|id))?$")
+
+
+def _columns_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
+                     features: list[str]) -> str:
+    """For features of one value per record (a table's columns): numbers' range and
+    median, strings' most frequent values, each with how many distinct values the sample
+    holds; then the first sampled rows."""
+    layout = decoder.layout
+    columns = [n for n in features if layout[n].kind in ("numbers", "bytes", "text")
+               and layout[n].shape == () and not layout[n].varies]
+    if not columns or not rows:
+        return ""
+    stats = []
+    for name in columns:
+        values = [r[name] for r in rows]
+        distinct = len({v if not isinstance(v, np.ndarray) else v.item() for v in values})
+        if layout[name].kind == "numbers":
+            array = np.asarray(values, dtype=np.float64)
+            stats.append((name, f"{distinct:,}", f"{array.min():g}", f"{np.median(array):g}",
+                          f"{array.max():g}", ""))
+        else:
+            top = Counter(_short(v) for v in values).most_common(3)
+            stats.append((name, f"{distinct:,}", "", "", "",
+                          ", ".join(f"{v} ({n})" for v, n in top)))
+    example = [tuple(_short(r[n]) for n in columns) for r in rows[:_EXAMPLE_ROWS]]
+    return ("<section id=\"columns\"><h2>Columns in the sample</h2>"
+            + _table(("column", "distinct", "min", "median", "max", "most frequent"),
+                     stats, {1, 2, 3, 4})
+            + f"<h3>The first {len(example)} sampled rows</h3>"
+            + _table(tuple(columns), example) + "</section>")
+
+
+_EXAMPLE_ROWS = 8
+
+
+def _short(value: Any) -> str:
+    """A value as short text for a table cell."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = str(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def _histogram(values: Sequence[float], title: str, xlabel: str) -> str:
     distinct = len(set(values))
     if distinct == 1:
@@ -286,8 +402,14 @@ def _histogram(values: Sequence[float], title: str, xlabel: str) -> str:
 
 def _distributions_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
                            features: list[str]) -> str:
-    charts = []
+    """Sizes in the sample, one chart per distinct distribution: keys whose values have the
+    same sizes in every record (a box's four coordinate lists) share one chart."""
+    found: dict[tuple[str, str, tuple[float, ...]], list[str]] = {}
     layout = decoder.layout
+
+    def add(name: str, what: str, unit: str, values: Sequence[float]) -> None:
+        found.setdefault((what, unit, tuple(values)), []).append(name)
+
     for name in features:
         feature = layout[name]
         values = [r[name] for r in rows]
@@ -295,30 +417,100 @@ def _distributions_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
             continue
         if feature.kind == "image":
             shapes = [np.asarray(v).shape for v in values]
-            charts.append(_histogram([s[0] for s in shapes], f"{name}: height", "pixels"))
-            charts.append(_histogram([s[1] for s in shapes], f"{name}: width", "pixels"))
+            add(name, "height", "pixels", [s[0] for s in shapes])
+            add(name, "width", "pixels", [s[1] for s in shapes])
         elif feature.kind == "audio":
-            seconds = [len(v["samples"]) / max(1, int(v["sample_rate"])) for v in values]
-            charts.append(_histogram(seconds, f"{name}: duration", "seconds"))
+            add(name, "duration", "seconds",
+                [len(v["samples"]) / max(1, int(v["sample_rate"])) for v in values])
         elif feature.kind == "tokens":
-            charts.append(_histogram([len(v["ids"]) for v in values], f"{name}: tokens",
-                                     "token ids"))
+            add(name, "tokens", "token ids", [len(v["ids"]) for v in values])
         elif feature.step_lengths:  # a feature list whose steps vary: steps, step lengths
-            charts.append(_histogram([len(v) for v in values], f"{name}: steps", "steps"))
-            charts.append(_histogram([len(step) for v in values for step in v],
-                                     f"{name}: values per step", "values"))
+            add(name, "steps", "steps", [len(v) for v in values])
+            add(name, "values per step", "values", [len(step) for v in values for step in v])
         elif feature.varies:
-            lengths = [np.shape(v)[feature.length_axes[0]] if feature.kind == "numbers"
-                       else len(v) for v in values]
-            charts.append(_histogram(lengths, f"{name}: length", "values"))
+            add(name, "length", "values",
+                [np.shape(v)[feature.length_axes[0]] if feature.kind == "numbers" else len(v)
+                 for v in values])
+    charts = [_histogram(list(values), f"{_names(names)}: {what}", unit)
+              for (what, unit, values), names in found.items()]
     if not charts:
         return ""
     return ("<section id=\"distributions\"><h2>Sizes in the sample</h2>" + "".join(charts)
             + "</section>")
 
 
-def _tile(pixels_or_audio: Any, audio: bool, caption: str) -> str:
+def _names(names: list[str]) -> str:
+    """Feature names for a chart's title: all of them, or the first few and a count."""
+    return ", ".join(names) if len(names) <= 3 else (
+        f"{', '.join(names[:2])} and {len(names) - 2} more with the same sizes")
+
+
+def _box_keys(features: Sequence[str]) -> tuple[str, str, str, str] | None:
+    """The keys of a record's boxes, as the Object Detection API names them
+    (``<prefix>/bbox/xmin``, ``ymin``, ``xmax``, ``ymax``, in 0-1 of the image), if present."""
+    for name in features:
+        if name.endswith("/bbox/xmin"):
+            prefix = name[: -len("xmin")]
+            keys = tuple(prefix + side for side in ("xmin", "ymin", "xmax", "ymax"))
+            if all(k in features for k in keys):
+                return keys  # type: ignore[return-value]
+    return None
+
+
+def _boxes_of(row: dict[str, Any], keys: tuple[str, str, str, str]) -> np.ndarray:
+    """A record's boxes as ``[n, 4]`` (xmin, ymin, xmax, ymax)."""
+    sides = []
+    for key in keys:
+        value = row[key]
+        if isinstance(value, dict):
+            value = value["values"][: int(np.asarray(value["lengths"]).reshape(-1)[0])]
+        sides.append(np.asarray(value, np.float64).reshape(-1))
+    n = min(len(side) for side in sides)
+    return np.stack([side[:n] for side in sides], axis=1)
+
+
+def _boxes_section(rows: list[dict[str, Any]], features: list[str]) -> str:
+    """Box statistics over the sample: counts per record, sizes, aspect, and the boxes that
+    lie outside the image or have their corners the wrong way round."""
+    keys = _box_keys(features)
+    if keys is None or not rows:
+        return ""
+    boxes = [_boxes_of(row, keys) for row in rows]
+    every = np.concatenate(boxes) if boxes else np.zeros((0, 4))
+    if not len(every):
+        return ""
+    width, height = every[:, 2] - every[:, 0], every[:, 3] - every[:, 1]
+    outside = int(((every < 0) | (every > 1)).any(axis=1).sum())
+    flipped = int(((width < 0) | (height < 0)).sum())
+    area = np.clip(width, 0, None) * np.clip(height, 0, None)
+    aspect = width[(width > 0) & (height > 0)] / height[(width > 0) & (height > 0)]
+    rows_ = [("boxes", f"{len(every):,} in {len(rows):,} sampled records"),
+             ("per record", f"{min(map(len, boxes))} to {max(map(len, boxes))}, median "
+                            f"{np.median([len(b) for b in boxes]):g}"),
+             ("width (of the image's)", f"{width.min():.3g} to {width.max():.3g}"),
+             ("height (of the image's)", f"{height.min():.3g} to {height.max():.3g}"),
+             ("area (of the image's)", f"{area.min():.3g} to {area.max():.3g}, median "
+                                       f"{np.median(area):.3g}"),
+             ("aspect (width / height)", f"{aspect.min():.3g} to {aspect.max():.3g}"
+              if aspect.size else "—"),
+             ("outside the image (a corner < 0 or > 1)", f"{outside:,}"),
+             ("xmin > xmax or ymin > ymax", f"{flipped:,}")]
+    return ("<section id=\"boxes\"><h2>Boxes</h2><p>" + _text(", ".join(keys))
+            + "</p>" + _table(None, rows_) + _histogram(
+                [float(a) for a in area], "box area", "fraction of the image") + "</section>")
+
+
+def _tile(pixels_or_audio: Any, audio: bool, caption: str,
+          boxes: np.ndarray | None = None) -> str:
     picture = _waveform(pixels_or_audio) if audio else _picture(pixels_or_audio)
+    if boxes is not None and len(boxes):
+        from PIL import ImageDraw
+
+        draw = ImageDraw.Draw(picture)
+        for xmin, ymin, xmax, ymax in boxes.tolist():  # corners as given, either way round
+            xs = sorted((xmin * picture.width, xmax * picture.width))
+            ys = sorted((ymin * picture.height, ymax * picture.height))
+            draw.rectangle([xs[0], ys[0], xs[1], ys[1]], outline=(255, 210, 0), width=2)
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG")
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
@@ -335,6 +527,7 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
     if media is None or not rows:
         return ""
     audio = isinstance(read.schema.get(media), Audio)
+    boxes = _box_keys(features) if not audio else None
     by_class: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
         key = int(np.asarray(row[label]).reshape(-1)[0]) if label is not None else -1
@@ -344,7 +537,8 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
     for class_id in sorted(chosen):
         title = (names[class_id] if 0 <= class_id < len(names) else str(class_id)
                  ) if label is not None else "records"
-        tiles = "".join(_tile(row[media], audio, row.get(SOURCE_FEATURE, ""))
+        tiles = "".join(_tile(row[media], audio, row.get(SOURCE_FEATURE, ""),
+                              None if boxes is None else _boxes_of(row, boxes))
                         for row in by_class[class_id][:per_class])
         blocks.append(f"<h3>{_text(title)}</h3><div class=\"tiles\">{tiles}</div>")
     shown = (f"{len(chosen)} of the {len(by_class)} classes in the sample"
