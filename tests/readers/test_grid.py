@@ -76,6 +76,12 @@ def test_audio_is_drawn_and_plain_records_make_a_table(tmp_path):
                      plain)
     table = tk.show_examples(tmp_path / "plain")
     assert table.height == 8 + 14 * (2 + 12)  # header, rule, the first 12 records
+    # A monospace grid: the column separators lie in the same pixel columns on every row.
+    ink = (np.asarray(table.convert("L")) < 128)
+    rows = [ink[4 + 14 * k : 4 + 14 * k + 14] for k in (0, 2, 3, 13)]
+    separators = np.flatnonzero(rows[0].sum(axis=0) >= 6)  # the header's tall strokes: "|"
+    assert len(separators) == 1
+    assert all((r[:, separators].sum(axis=0) >= 6).all() for r in rows)
 
 
 def test_foreign_files_and_refusals(tmp_path):

@@ -209,11 +209,16 @@ def _table(rows: list[dict[str, Any]], names: list[str]) -> Any:
     for row in shown:
         lines.append(" | ".join(_clip(_value_text(row[n]), _CELL).ljust(_CELL)
                                 for n in names))
+    # Pillow's bitmap font: every character 6 px wide, so the columns line up (its default
+    # font is proportional).
+    from PIL import ImageFont
+
+    font = ImageFont.load_default_imagefont()
     width = 8 + 6 * max(len(line) for line in lines)
     canvas = pil.new("RGB", (width, 8 + 14 * len(lines)), _BACKGROUND)
     draw = draw_module.Draw(canvas)
     for k, line in enumerate(lines):
-        draw.text((4, 4 + 14 * k), line, fill=_INK)
+        draw.text((4, 4 + 14 * k), line, fill=_INK, font=font)
     return canvas
 
 
