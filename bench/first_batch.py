@@ -72,11 +72,11 @@ def main() -> None:
     path = photos.make_photos(Path(args.dir) / f"photos_{args.images}", args.images)
     times: dict[str, list[float]] = {"plain": [], "tk": []}
     for _ in range(args.runs):
-        for case in times:
+        for case, values in times.items():
             out = subprocess.run([sys.executable, "-c", CASE, case, str(path),
                                   str(args.shuffle)], capture_output=True, text=True,
                                  check=True)
-            times[case].append(float(out.stdout.strip().splitlines()[-1]))
+            values.append(float(out.stdout.strip().splitlines()[-1]))
     median = {case: statistics.median(values) for case, values in times.items()}
     print(f"time to the first batch (s), medians of {args.runs} fresh processes, "
           f"{args.images} photos, shuffle buffer {args.shuffle}, batch 128 at 224x224, "
