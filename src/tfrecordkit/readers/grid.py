@@ -210,16 +210,25 @@ def _table(rows: list[dict[str, Any]], names: list[str]) -> Any:
         lines.append(" | ".join(_clip(_value_text(row[n]), _CELL).ljust(_CELL)
                                 for n in names))
     # Pillow's bitmap font: every character 6 px wide, so the columns line up (its default
-    # font is proportional).
+    # font is proportional). It draws Latin-1 only: other text keeps the default font.
     from PIL import ImageFont
 
-    font = ImageFont.load_default_imagefont()
+    latin = all(line.isascii() or _latin1(line) for line in lines)
+    font = ImageFont.load_default_imagefont() if latin else ImageFont.load_default()
     width = 8 + 6 * max(len(line) for line in lines)
     canvas = pil.new("RGB", (width, 8 + 14 * len(lines)), _BACKGROUND)
     draw = draw_module.Draw(canvas)
     for k, line in enumerate(lines):
         draw.text((4, 4 + 14 * k), line, fill=_INK, font=font)
     return canvas
+
+
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _value_text(value: Any) -> str:
