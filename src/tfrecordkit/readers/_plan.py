@@ -37,10 +37,10 @@ from tfrecordkit.schema import (
 from tfrecordkit.store import (
     MANIFEST_NAME,
     Manifest,
-    expand_record_paths,
     is_dataset_dir,
     load_manifest,
     profile_files,
+    record_files,
     shard_paths,
 )
 
@@ -162,7 +162,7 @@ def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = No
                         / max(1, manifest.num_records(split)), storage=storage,
                         classes=tuple(-1 if info.class_id is None else info.class_id
                                       for _, info in infos))
-    files = _foreign_files(path, storage)
+    files = record_files(path, storage=storage)
     compression = RecordReader(files[0], storage=storage).compression
     given = (os.fspath(path) if isinstance(path, str | os.PathLike)
              else ", ".join(os.fspath(p) for p in path))
@@ -212,15 +212,6 @@ def _first_record(file: str, storage: Storage) -> bytes:
 
 
 _PEEK = 1 << 16
-
-
-def _foreign_files(path: PathArg, storage: Storage) -> list[str]:
-    patterns = ([os.fspath(path)] if isinstance(path, str | os.PathLike)
-                else [os.fspath(p) for p in path])
-    files = expand_record_paths(patterns, manifests=False, folders=False, storage=storage)
-    if not files:
-        raise DatasetError(f"no TFRecord files in {path!r}")
-    return files
 
 
 def open_records(path: PathArg, split: str, options: DecodeOptions, *,

@@ -4,7 +4,7 @@ random access to a split's records (``open_split``, ``RecordFetcher``)."""
 
 from tfrecordkit.store._adopt import adopt
 from tfrecordkit.store._fetch import RecordFetcher, RecordLocations
-from tfrecordkit.store._infer import infer_schema, profile_files
+from tfrecordkit.store._infer import infer_schema, profile_files, record_files
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._labels import scan_labels
 from tfrecordkit.store._manifest import (
@@ -58,6 +58,7 @@ __all__ = [
     "open_split",
     "plan_split",
     "profile_files",
+    "record_files",
     "record_hash",
     "scan_labels",
     "shard_name",

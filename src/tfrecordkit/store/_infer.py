@@ -14,7 +14,7 @@ from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.schema import RecordProfile, Schema, schema_from_profile
 from tfrecordkit.store._inputs import expand_record_paths
 
-__all__ = ["SAMPLE_FILES", "infer_schema", "profile_files"]
+__all__ = ["SAMPLE_FILES", "infer_schema", "profile_files", "record_files"]
 
 SAMPLE_FILES = 8  # a sample takes records from the first files and the last one
 
@@ -33,7 +33,7 @@ def infer_schema(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     Raises:
         DatasetError: no files, or no record is an Example (the file is named).
     """
-    files = _files(paths, storage_options)
+    files = record_files(paths, storage_options)
     profile = profile_files(files, sample, progress=progress, storage_options=storage_options)
     try:
         return schema_from_profile(profile, complete=sample is None)
@@ -87,10 +87,17 @@ def _records(files: Sequence[str], sample: int | None,
             return
 
 
-def _files(paths: Any, storage_options: dict[str, Any] | None) -> list[str]:
+def record_files(paths: Any, storage_options: dict[str, Any] | None = None, *,
+                 storage: Storage | None = None) -> list[str]:
+    """The TFRecord files that files / globs (no dataset directory, no folder) name.
+
+    Raises:
+        DatasetError: they name none.
+    """
     patterns = ([os.fspath(paths)] if isinstance(paths, str | os.PathLike)
                 else [os.fspath(p) for p in paths])
-    files = expand_record_paths(patterns, storage_options, manifests=False, folders=False)
+    files = expand_record_paths(patterns, storage_options, manifests=False, folders=False,
+                                storage=storage)
     if not files:
         raise DatasetError(f"no TFRecord files in {paths!r}")
     return files
