@@ -232,39 +232,35 @@ class Image(Feature):
         min_size, out = options.get("min_size"), options.get("out")
         finish: Callable[[int, np.ndarray], Any] | None = options.get("finish")
         column = columns[name]
-        if options.get("strict") and self.channels is not None and self.encoding != "raw":
-            self._check_channels(name, column.to_bytes(), where)
+        # Strict (a schema inferred from a sample): each image's header is checked as it is
+        # decoded, against the channels the schema decodes to.
+        strict = bool(options.get("strict")) and self.channels is not None
         if self.encoding == "raw" or bool(column.missing.any()):
             images = super().decode_column(name, columns, n, where, min_size=min_size)
             return images if finish is None else [
                 _finished(name, finish, i, image, where) for i, image in enumerate(images)]
         if finish is not None:
             return [_finished(name, finish, i, self._decode_one(
-                name, data, min_size, row=None, transient=True, where=where, i=i), where)
-                    for i, data in enumerate(column.to_bytes())]
+                name, data, min_size, row=None, transient=True, where=where, i=i,
+                strict=strict), where) for i, data in enumerate(column.to_bytes())]
         rows = [None] * n if out is None else list(out)
         images = [self._decode_one(name, data, min_size, row=row, transient=False, where=where,
-                                   i=i)
+                                   i=i, strict=strict)
                   for i, (data, row) in enumerate(zip(column.to_bytes(), rows, strict=True))]
         if out is not None and all(image is row for image, row in zip(images, rows,
                                                                          strict=True)):
             return out
         return images
 
-    def _check_channels(self, name: str, values: list[bytes], where: Callable[[int], Any]
-                        ) -> None:
-        """Refuse an image with more channels than the (inferred) schema decodes to, from
-        its header: converting it would drop colour or alpha without a word."""
-        for i, data in enumerate(values):
+    def _decode_one(self, name: str, data: bytes, min_size: tuple[int, int] | None, *,
+                    row: np.ndarray | None, transient: bool, where: Callable[[int], Any],
+                    i: int, strict: bool = False) -> np.ndarray:
+        if strict:  # more channels than the schema decodes to: colour or alpha would be lost
             header = image_header(data)
             if header is not None and self.channels is not None and header[2] > self.channels:
                 raise SchemaError(name, f"an image with {header[2]} channels; the schema "
                                         f"decodes to {self.channels} (Image(channels="
                                         f"{header[2]}) reads it)", record=where(i))
-
-    def _decode_one(self, name: str, data: bytes, min_size: tuple[int, int] | None, *,
-                    row: np.ndarray | None, transient: bool, where: Callable[[int], Any],
-                    i: int) -> np.ndarray:
         try:
             return decode_image_bytes(data, self.channels, min_size=min_size, out=row,
                                       transient=transient)
