@@ -72,15 +72,25 @@ def test_workers_and_reruns_write_the_same_bytes(tmp_path):
     assert outs[0] == outs[1] == outs[2] and len(outs[0]) > 4
 
 
-def test_fixed_shard_counts_and_per_class_keep_the_spill(tmp_path):
+def test_fixed_shard_counts_and_per_class_keep_the_spill(tmp_path, monkeypatch):
     """Evenly sized or per-class shards need the totals first: those still spill."""
     digits_folder(tmp_path / "digits", limit_per_class=5)
     source = tk.ImageFolder(tmp_path / "digits")
+    spilled: list[int] = []
+    bucket = ShardedWriter._bucket
+
+    def counted(self, *args, **kwargs):
+        spilled.append(1)
+        return bucket(self, *args, **kwargs)
+
+    monkeypatch.setattr(ShardedWriter, "_bucket", counted)
     for options in (tk.ShardOptions(num_shards=3), tk.ShardOptions(layout="per_class"),
                     tk.ShardOptions(min_shards=2)):
+        spilled.clear()
         result = tk.convert(source, tmp_path / "out", workers=1, shards=options,
                             overwrite=True)
         assert result.records == 50
+        assert spilled, f"{options} wrote no record to the spill"
     arrays = tk.NumpyArrays({"x": np.arange(40, dtype=np.int64)})
     result = tk.convert(arrays, tmp_path / "arrays", shards=tk.ShardOptions(shard_size=200))
     back = np.concatenate([b["x"] for b in tk.load_numpy_dataset(

@@ -3,6 +3,7 @@ would see it (in headless Chromium) and as data: escaped, inline, counts from th
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 
@@ -118,34 +119,16 @@ def test_it_renders_in_a_real_browser(dataset, tmp_path):
     """Headless Chromium (Debian's; scripts/test installs it): every tile decodes, each chart
     has one mark per class, the class named <script> is text, and nothing is logged or
     fetched."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    chromium = shutil.which("chromium")
-    assert chromium, "Chromium is missing: scripts/test installs it (apt-get install chromium)"
     page_file = tmp_path / "report.html"
     page_file.write_text(tk.dataset_report(dataset), encoding="utf-8")
     manifest = tk.load_manifest(dataset)
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update",
-            "--disable-sync"])
-        try:
-            page = browser.new_page()
-            problems: list[str] = []
-            fetched: list[str] = []
-            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on("request", lambda r: fetched.append(r.url))
-            page.goto(page_file.as_uri())
-            page.wait_for_load_state("load")
-            widths = page.eval_on_selector_all(
-                "img", "images => images.map(i => i.complete ? i.naturalWidth : 0)")
-            marks = {name: page.locator(f'svg g[id^="class-{name}-"]').count()
-                     for name in manifest.splits}
-            scripts = page.locator("script").count()
-            headings = page.eval_on_selector_all("h3", "hs => hs.map(h => h.textContent)")
-        finally:
-            browser.close()
+    with _in_chromium(page_file) as (page, problems, fetched):
+        widths = page.eval_on_selector_all(
+            "img", "images => images.map(i => i.complete ? i.naturalWidth : 0)")
+        marks = {name: page.locator(f'svg g[id^="class-{name}-"]').count()
+                 for name in manifest.splits}
+        scripts = page.locator("script").count()
+        headings = page.eval_on_selector_all("h3", "hs => hs.map(h => h.textContent)")
     assert widths and all(w > 0 for w in widths)
     assert marks == {name: len(manifest.class_names) for name in manifest.splits}
     assert scripts == 0 and HOSTILE in headings
@@ -244,14 +227,32 @@ def test_tables_show_column_statistics_and_rows_and_sources_are_relative(tmp_pat
 def test_the_detection_page_renders_in_a_real_browser(detection, tmp_path):
     """Headless Chromium: the box and class charts and every tile (boxes drawn) render, with
     no script, no error and nothing fetched."""
+    page_file = tmp_path / "report.html"
+    page_file.write_text(tk.dataset_report(detection, sample=30), encoding="utf-8")
+    with _in_chromium(page_file) as (page, problems, fetched):
+        widths = page.eval_on_selector_all(
+            "img", "images => images.map(i => i.complete ? i.naturalWidth : 0)")
+        charts = {section: page.locator(f"section#{section} svg").count()
+                  for section in ("objects", "boxes", "distributions")}
+        scripts = page.locator("script").count()
+    assert widths and all(w > 0 for w in widths)
+    assert charts["objects"] == 1 and charts["boxes"] == 1 and charts["distributions"] >= 1
+    assert scripts == 0 and problems == []
+    assert all(url.startswith(("file:", "data:")) for url in fetched), fetched
+
+
+@contextlib.contextmanager
+def _in_chromium(page_file):
+    """``page_file`` loaded in headless Chromium (Debian's; scripts/test installs it): the
+    page, and the console errors and requests it made."""
     sync_api = pytest.importorskip("playwright.sync_api")
     chromium = shutil.which("chromium")
     assert chromium, "Chromium is missing: scripts/test installs it (apt-get install chromium)"
-    page_file = tmp_path / "report.html"
-    page_file.write_text(tk.dataset_report(detection, sample=30), encoding="utf-8")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=[
-            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update",
+            "--disable-sync"])
         try:
             page = browser.new_page()
             problems: list[str] = []
@@ -261,14 +262,6 @@ def test_the_detection_page_renders_in_a_real_browser(detection, tmp_path):
             page.on("request", lambda r: fetched.append(r.url))
             page.goto(page_file.as_uri())
             page.wait_for_load_state("load")
-            widths = page.eval_on_selector_all(
-                "img", "images => images.map(i => i.complete ? i.naturalWidth : 0)")
-            charts = {section: page.locator(f"section#{section} svg").count()
-                      for section in ("objects", "boxes", "distributions")}
-            scripts = page.locator("script").count()
+            yield page, problems, fetched
         finally:
             browser.close()
-    assert widths and all(w > 0 for w in widths)
-    assert charts["objects"] == 1 and charts["boxes"] == 1 and charts["distributions"] >= 1
-    assert scripts == 0 and problems == []
-    assert all(url.startswith(("file:", "data:")) for url in fetched), fetched
