@@ -26,3 +26,35 @@ def write_results(path: str | os.PathLike[str], bench: str, **figures: Any) -> N
         "bench": bench, "date": datetime.datetime.now(datetime.UTC).isoformat(),
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(),
         **figures}, indent=2))
+
+
+def medians_and_spread(runs: dict[str, list[dict[str, float]]]
+                       ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, list[float]]]]:
+    """Per case, each figure's median over its runs, and its lowest and highest run (cases
+    with no run left out)."""
+    import statistics
+
+    median = {case: {k: statistics.median(r[k] for r in done) for k in done[0]}
+              for case, done in runs.items() if done}
+    spread = {case: {k: [min(r[k] for r in done), max(r[k] for r in done)] for k in done[0]}
+              for case, done in runs.items() if done}
+    return median, spread
+
+
+def run_fresh(module: str, call: str) -> Any:
+    """``<module>.<call>`` (a Python expression) in a fresh process with this directory on the
+    path, its JSON-printed result back.
+
+    Raises:
+        RuntimeError: the process failed (its last lines of stderr).
+    """
+    import subprocess
+
+    here = str(Path(__file__).resolve().parent)
+    code = (f"import sys, json; sys.path.insert(0, {here!r}); import {module}; "
+            f"print(json.dumps({module}.{call}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=False, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    if out.returncode != 0:
+        raise RuntimeError(f"{call} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])

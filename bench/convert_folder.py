@@ -32,11 +32,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import shutil
-import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -46,7 +43,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _results import write_results  # noqa: E402
+from _results import medians_and_spread, run_fresh, write_results  # noqa: E402
 
 CLASSES = 100
 
@@ -95,33 +92,39 @@ def _size(path: Path) -> int:
     return total
 
 
-def _loop(root: Path, out: Path) -> None:
-    import tensorflow as tf
+def _inputs(root: Path) -> Any:
+    """What the plain loop and MDS write of each file, as their users would get it: its
+    bytes, Pillow's header size and bands, its class and its path under the root."""
     from PIL import Image
 
-    out.mkdir(parents=True)
-    writers = [tf.io.TFRecordWriter(str(out / f"part-{k:05d}.tfrecord")) for k in range(16)]
     classes = sorted(p.name for p in root.iterdir() if p.is_dir())
-    n = 0
     for label, name in enumerate(classes):
         for path in sorted((root / name).iterdir()):
             data = path.read_bytes()
             with Image.open(io.BytesIO(data)) as image:
                 width, height = image.size
                 channels = len(image.getbands())
-            feature = {
-                "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
-                "image/height": tf.train.Feature(int64_list=tf.train.Int64List(value=[height])),
-                "image/width": tf.train.Feature(int64_list=tf.train.Int64List(value=[width])),
-                "image/channels": tf.train.Feature(
-                    int64_list=tf.train.Int64List(value=[channels])),
-                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
-                "__source": tf.train.Feature(bytes_list=tf.train.BytesList(
-                    value=[f"{name}/{path.name}".encode()])),
-            }
-            example = tf.train.Example(features=tf.train.Features(feature=feature))
-            writers[n % 16].write(example.SerializeToString())
-            n += 1
+            yield data, height, width, channels, label, f"{name}/{path.name}"
+
+
+def _loop(root: Path, out: Path) -> None:
+    import tensorflow as tf
+
+    out.mkdir(parents=True)
+    writers = [tf.io.TFRecordWriter(str(out / f"part-{k:05d}.tfrecord")) for k in range(16)]
+    for n, (data, height, width, channels, label, source) in enumerate(_inputs(root)):
+        feature = {
+            "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
+            "image/height": tf.train.Feature(int64_list=tf.train.Int64List(value=[height])),
+            "image/width": tf.train.Feature(int64_list=tf.train.Int64List(value=[width])),
+            "image/channels": tf.train.Feature(
+                int64_list=tf.train.Int64List(value=[channels])),
+            "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+            "__source": tf.train.Feature(bytes_list=tf.train.BytesList(
+                value=[source.encode()])),
+        }
+        example = tf.train.Example(features=tf.train.Features(feature=feature))
+        writers[n % 16].write(example.SerializeToString())
     for writer in writers:
         writer.close()
 
@@ -145,22 +148,13 @@ def _mds_writer() -> Any:
 
 
 def _mds(root: Path, out: Path) -> None:
-    from PIL import Image
-
     writer_class = _mds_writer()
     columns = {"image": "bytes", "height": "int", "width": "int", "channels": "int",
                "label": "int", "source": "str"}
-    classes = sorted(p.name for p in root.iterdir() if p.is_dir())
     with writer_class(out=str(out), columns=columns) as writer:
-        for label, name in enumerate(classes):
-            for path in sorted((root / name).iterdir()):
-                data = path.read_bytes()
-                with Image.open(io.BytesIO(data)) as image:
-                    width, height = image.size
-                    channels = len(image.getbands())
-                writer.write({"image": data, "height": height, "width": width,
-                              "channels": channels, "label": label,
-                              "source": f"{name}/{path.name}"})
+        for data, height, width, channels, label, source in _inputs(root):
+            writer.write({"image": data, "height": height, "width": width,
+                          "channels": channels, "label": label, "source": source})
 
 
 def run_case(case: str, root: str, out: str) -> dict[str, float]:
@@ -204,14 +198,7 @@ def run_case(case: str, root: str, out: str) -> dict[str, float]:
 
 
 def _in_process(case: str, root: Path, out: Path) -> dict[str, float]:
-    code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import convert_folder; "
-            f"print(json.dumps(convert_folder.run_case({case!r}, {str(root)!r}, "
-            f"{str(out)!r})))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=False, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    if result.returncode != 0:
-        raise RuntimeError(f"case {case!r} failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return run_fresh("convert_folder", f"run_case({case!r}, {str(root)!r}, {str(out)!r})")
 
 
 def catches(work: Path) -> dict[str, dict[str, bool]]:
@@ -297,10 +284,7 @@ def main() -> None:
                 runs[case].append(_in_process(case, root, work / "out"))
             except RuntimeError as err:
                 skipped[case] = str(err).splitlines()[-1]
-    median = {c: {k: statistics.median(r[k] for r in runs[c]) for k in runs[c][0]}
-              for c in cases if runs[c]}
-    spread = {c: {k: [min(r[k] for r in runs[c]), max(r[k] for r in runs[c])]
-                  for k in runs[c][0]} for c in cases if runs[c]}
+    median, spread = medians_and_spread(runs)
     print(f"medians of {args.runs} runs, {args.files} JPEGs of 160-320 px in {CLASSES} "
           f"classes, {os.cpu_count()} cores, one process per run\n")
     print(f"{'case':<14}{'files/s':>9}{'  (min-max)':<18}{'CPU s':>7}{'peak MB':>9}"

@@ -32,10 +32,7 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,7 +41,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from _results import write_results  # noqa: E402
+from _results import medians_and_spread, run_fresh, write_results  # noqa: E402
 
 BATCH = 128
 SIZE = (224, 224)
@@ -236,13 +233,7 @@ def _count(batch: Any) -> int:
 
 
 def _in_process(case: str, path: Path, shuffle: int, steps: int) -> dict[str, float]:
-    code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import photos; "
-            f"print(json.dumps(photos.run_case({case!r}, {str(path)!r}, {shuffle}, {steps})))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=False, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    if out.returncode != 0:
-        raise RuntimeError(f"case {case!r} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_fresh("photos", f"run_case({case!r}, {str(path)!r}, {shuffle}, {steps})")
 
 
 CASES = ("tf.data", "tk.tf", "numpy", "torch", "ceiling", "decode numpy", "decode ceiling",
@@ -271,10 +262,7 @@ def main() -> None:
                 runs[case].append(_in_process(case, path, args.shuffle, args.pk_steps))
             except RuntimeError as err:
                 skipped[case] = str(err).splitlines()[-1]
-    median = {c: {k: statistics.median(r[k] for r in runs[c]) for k in runs[c][0]}
-              for c in cases if runs[c]}
-    spread = {c: {k: [min(r[k] for r in runs[c]), max(r[k] for r in runs[c])]
-                  for k in runs[c][0]} for c in cases if runs[c]}
+    median, spread = medians_and_spread(runs)
     print(f"medians of {args.runs} runs, batch {BATCH} (P×K {P}×{K}), {os.cpu_count()} cores, "
           f"{args.images} JPEGs of 200-400 px, resized to {SIZE[0]}x{SIZE[1]}, one process "
           f"per run\n")

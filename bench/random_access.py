@@ -27,10 +27,7 @@ Run: python bench/random_access.py [--records 20000] [--fetches 10000] [--runs 5
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,7 +36,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _results import write_results  # noqa: E402
+from _results import medians_and_spread, run_fresh, write_results  # noqa: E402
 
 SHARDS = 16
 GROUP = 64
@@ -131,13 +128,7 @@ def run_case(case: str, paths: dict[str, str], fetches: int) -> dict[str, float]
 
 def _in_process(case: str, paths: dict[str, Path], fetches: int) -> dict[str, float]:
     given = {k: str(v) for k, v in paths.items()}
-    code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import random_access; "
-            f"print(json.dumps(random_access.run_case({case!r}, {given!r}, {fetches})))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=False)
-    if out.returncode != 0:
-        raise RuntimeError(f"case {case!r} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_fresh("random_access", f"run_case({case!r}, {given!r}, {fetches})")
 
 
 CASES = ("tk[i]", "ar[i]", "tk get_many", "ar getitems", "tk gzip[i]", "tk gzip warm[i]")
@@ -174,10 +165,7 @@ def main() -> None:
                 runs[case].append(_in_process(case, paths, args.fetches))
             except RuntimeError as err:
                 skipped[case] = str(err).splitlines()[-1]
-    median = {c: {k: statistics.median(r[k] for r in runs[c]) for k in runs[c][0]}
-              for c in cases if runs[c]}
-    spread = {c: {k: [min(r[k] for r in runs[c]), max(r[k] for r in runs[c])]
-                  for k in runs[c][0]} for c in cases if runs[c]}
+    median, spread = medians_and_spread(runs)
     size = median[next(iter(median))]["bytes"] / args.fetches if median else 0
     print(f"medians of {args.runs} runs, {args.fetches} random fetches each, {args.records} "
           f"records of {size / 1024:.1f} KiB on average, {os.cpu_count()} cores; ArrayRecord "
