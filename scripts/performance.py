@@ -1,7 +1,8 @@
-"""Renders docs/performance.md from the bench results in bench/results/*.json (what the
-bench/ scripts write with --json: figures, medians, spread, the machine, the date and the
-command). Run: python scripts/performance.py; tests/test_docs.py checks the page is current.
-To refresh a figure, run its command (printed on the page) with --json bench/results/<name>.json.
+"""Renders docs/performance.md and the README's headline table from the bench results in
+bench/results/*.json (what the bench/ scripts write with --json: figures, medians, spread, the
+machine, the date and the command). Run: python scripts/performance.py; tests/test_docs.py
+checks both are current. To refresh a figure, run its command (printed on the page) with
+--json bench/results/<name>.json.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 PAGE = ROOT / "docs" / "performance.md"
+README = ROOT / "README.md"
+START = "<!-- headline:start (rendered by scripts/performance.py from bench/results/*.json) -->"
+END = "<!-- headline:end -->"
 
 HEADER = """# Performance
 
@@ -96,6 +100,76 @@ def section(name: str, result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _rate(value: float) -> str:
+    return f"{value / 1000:.1f}k" if value >= 10_000 else f"{value:,.0f}"
+
+
+def _random_access(r: dict[str, Any]) -> tuple[str, str, str]:
+    m = r["medians"]
+    return ("random access, one record at a time (24 KB photos)",
+            f"`records[i]`: {_rate(m['tk[i]']['fetches_per_s'])} fetches/s, CRC-checked",
+            f"grain's `ArrayRecordDataSource` ({r['array_record_options']}): "
+            f"{_rate(m['ar[i]']['fetches_per_s'])} — **{r['ratios']['tk[i] / ar[i]']:.2f}×**")
+
+
+def _convert_folder(r: dict[str, Any]) -> tuple[str, str, str]:
+    m, ratios = r["medians"], r["ratios"]
+    tk = m["tk structure"]
+    return (f"convert a folder of {r['files']:,} JPEGs (defaults)",
+            f"{_rate(tk['files_per_s'])} files/s, peak disk "
+            f"{tk['peak_over_final']:.2f}× the dataset",
+            f"MosaicML MDS {_rate(m['mds']['files_per_s'])} "
+            f"(**{ratios['tk structure / mds']:.2f}×**); a plain `TFRecordWriter` loop "
+            f"{_rate(m['loop']['files_per_s'])} (**{ratios['tk structure / loop']:.2f}×**)")
+
+
+def _photos(r: dict[str, Any]) -> tuple[str, str, str]:
+    m, ratios = r["medians"], r["ratios"]
+    return ("photos at training size without TensorFlow (decode + resize 224, batch 128)",
+            f"`load_numpy_dataset`: {_rate(m['numpy']['rate'])} img/s, "
+            f"{ratios['numpy / ceiling']:.2f}× the decode + resize ceiling",
+            f"plain tf.data as tutorials write it: {_rate(m['tf.data']['rate'])} "
+            f"(**{ratios['numpy / tf.data']:.2f}×**)")
+
+
+def _first_batch(r: dict[str, Any]) -> tuple[str, str, str]:
+    m = r["medians"]
+    return ("`load_tf_dataset` time to the first decoded batch", f"{m['tk']:.2f} s",
+            f"plain tf.data: {m['plain']:.2f} s (**{r['ratios']['tk / plain']:.2f}×** the time)")
+
+
+def _report(r: dict[str, Any]) -> tuple[str, str, str]:
+    m = r["medians"]["report"]
+    return (f"`dataset_report` of {r['records']:,} records in {r['classes']:,} classes",
+            f"{m['seconds']:.1f} s, a {m['page_kb'] / 1000:.1f} MB page",
+            "target: under 10 s and 5 MB")
+
+
+HEADLINES = {"random_access": _random_access, "convert_folder": _convert_folder,
+             "photos": _photos, "first_batch": _first_batch, "report": _report}
+
+
+def headline() -> str:
+    """The README's table: five figures, each from its bench's newest JSON, with its command."""
+    lines = ["| job | tfrecordkit | the alternative, same run | command |", "|---|---|---|---|"]
+    for name, row in HEADLINES.items():
+        result = json.loads((RESULTS / f"{name}.json").read_text())
+        job, ours, theirs = row(result)
+        command = result["command"].replace("bench_output/", "bench/results/")
+        lines.append(f"| {job} | {ours} | {theirs} | `{command}` |")
+    return "\n".join([START, "", *lines, "",
+                      "Medians of alternating fresh processes on a shared 2-core machine, both "
+                      "sides on the same files in the same run; every figure with its spread, "
+                      "the machine and the date: [`docs/performance.md`](docs/performance.md).",
+                      END])
+
+
+def updated_readme(text: str) -> str:
+    """``text`` (the README) with its headline table rendered anew."""
+    before, rest = text.split(START, 1)
+    return before + headline() + rest.split(END, 1)[1]
+
+
 def render() -> str:
     """The whole page from the results on disk."""
     parts = [HEADER]
@@ -106,9 +180,11 @@ def render() -> str:
 
 def main() -> int:
     page = render()
+    readme = updated_readme(README.read_text())
     if "--check" in sys.argv[1:]:
-        return 0 if PAGE.exists() and PAGE.read_text() == page else 1
+        return 0 if PAGE.read_text() == page and README.read_text() == readme else 1
     PAGE.write_text(page)
+    README.write_text(readme)
     return 0
 
 

@@ -1,5 +1,6 @@
 """The docs read where users look: docs/api.md's glance table is current (the signatures of
-the entry points as they are), and scripts/docs builds the site and says where it is."""
+the entry points as they are), scripts/docs builds the site and says where it is, the
+README's figures come from the bench results and its tour runs as copied."""
 
 from __future__ import annotations
 
@@ -35,5 +36,49 @@ def test_the_performance_page_is_rendered_from_the_bench_results():
     spec.loader.exec_module(module)
     assert module.render() == (ROOT / "docs" / "performance.md").read_text(), (
         "run python scripts/performance.py")
+    readme = (ROOT / "README.md").read_text()
+    assert module.updated_readme(readme) == readme, "run python scripts/performance.py"
+    assert readme.count("| `python bench/") == len(module.HEADLINES) == 5
     results = sorted(p.stem for p in (ROOT / "bench" / "results").glob("*.json"))
     assert {"random_access", "convert_folder", "first_batch", "photos"} <= set(results)
+
+
+def _readme_tour() -> str:
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## A short tour")
+    block = readme[readme.index("```python", start) + len("```python"):]
+    return block[:block.index("```")]
+
+
+@pytest.mark.slow
+def test_the_readme_tour_runs_as_copied(tmp_path, monkeypatch):
+    """The README's tour, copied into a folder holding what it names (photo class folders,
+    files others wrote), runs and gives what it says; only the Ray line (a cluster and a
+    bucket) is left out."""
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("torch")
+    pytest.importorskip("grain")
+    pytest.importorskip("matplotlib")
+    from tests.datasets import digits_folder, unlabelled_files
+
+    digits_folder(tmp_path / "photos", limit_per_class=12)
+    (tmp_path / "their_data").mkdir()
+    unlabelled_files(tmp_path / "their_data")
+    monkeypatch.chdir(tmp_path)
+    code = "\n".join(line for line in _readme_tour().splitlines()
+                     if 'engine="ray"' not in line)
+    namespace: dict = {}
+    exec(compile(code, "README.md tour", "exec"), namespace)
+
+    batch = next(iter(namespace["loader"]))  # the glob's loader, the last one bound
+    assert len(batch["caption"]) == 30  # 6 classes x 5 records, read by glob
+    images = next(iter(namespace["ds"]))["image"]
+    assert tuple(images.shape) == (64, 224, 224, 1)
+    torch_batch = next(iter(namespace["torch_ds"]))
+    assert tuple(torch_batch["image"].shape) == (64, 224, 224, 1)
+    assert namespace["source"][0]["image"].shape == (224, 224, 1)
+    pk = next(iter(namespace["pk"]))
+    assert len(set(pk["label"].numpy().tolist())) == 8 and pk["label"].shape[0] == 32
+    assert (tmp_path / "their_data" / "dataset.json").exists()
+    assert (tmp_path / "grid.png").stat().st_size > 0
+    assert "<html" in (tmp_path / "report.html").read_text()[:200].lower()
