@@ -28,6 +28,28 @@ def write_results(path: str | os.PathLike[str], bench: str, **figures: Any) -> N
         **figures}, indent=2))
 
 
+def add_json_option(parser: Any) -> None:
+    """``--json FILE`` on a bench script's argument parser: also write its results there."""
+    parser.add_argument("--json", metavar="FILE",
+                        help="also write the results as JSON (figures, medians, spread, the "
+                             "machine, the date, the command), for scripts/performance.py")
+
+
+def named(runs: dict[str, list[Any]], names: tuple[str, ...]) -> dict[str, list[dict[str, float]]]:
+    """Runs measured as tuples (or lists) of figures, as dicts of ``names``."""
+    return {case: [dict(zip(names, run, strict=True)) for run in done]
+            for case, done in runs.items()}
+
+
+def scalar_medians(runs: dict[str, list[float]]
+                   ) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Per case, the median of its runs and its lowest and highest run (one figure a run)."""
+    import statistics
+
+    return ({case: statistics.median(done) for case, done in runs.items() if done},
+            {case: [min(done), max(done)] for case, done in runs.items() if done})
+
+
 def medians_and_spread(runs: dict[str, list[dict[str, float]]]
                        ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, list[float]]]]:
     """Per case, each figure's median over its runs, and its lowest and highest run (cases

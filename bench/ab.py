@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("new", type=Path, help="the tree under test")
     parser.add_argument("script", help="a bench script name, e.g. codec")
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each tree")
+    parser.add_argument("--json", metavar="FILE", help="also write the medians and ratios here")
     argv = sys.argv[1:]
     script_args = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
@@ -62,11 +63,19 @@ def main() -> None:
     keys = [k for k in runs["new"][0] if all(k in r for rs in runs.values() for r in rs)]
     print(f"{options.script}: medians of {options.rounds} alternating runs; old = "
           f"{options.old}, new = {options.new}")
+    figures = {}
     for key in keys:
         old = statistics.median(r[key] for r in runs["old"])
         new = statistics.median(r[key] for r in runs["new"])
         label = key[0] if len(key[0]) < 70 else key[0][:67] + "..."
         print(f"  {label} [#{key[1]}]: old {old:,.0f}  new {new:,.0f}  new/old {new / old:.2f}x")
+        figures[f"{label} [#{key[1]}]"] = {"old": old, "new": new}
+    if options.json:
+        from _results import write_results
+
+        write_results(options.json, f"ab {options.script}", old=str(options.old),
+                      new=str(options.new), rounds=options.rounds, script_args=options.args,
+                      medians=figures, ratios={k: v["new"] / v["old"] for k, v in figures.items()})
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).parent))
+from _results import add_json_option, scalar_medians, write_results
 
 
 def main() -> None:
@@ -44,6 +45,7 @@ def main() -> None:
                         help="every case in this one process (the old way: TensorFlow's "
                              "threads then slow the cases after it)")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, in a child process
+    add_json_option(parser)
     args = parser.parse_args()
     import numpy as np
     from tf_read import make_datasets
@@ -149,13 +151,21 @@ def main() -> None:
                 count = case()
                 rates[name].append(count / (time.perf_counter() - start))
                 continue
-            out = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--case", name],
+            argv = [a for a in sys.argv[1:] if a != "--json" and a != args.json]
+            out = subprocess.run([sys.executable, __file__, *argv, "--case", name],
                                  capture_output=True, text=True, check=True).stdout
             rates[name].append(json.loads(out.strip().splitlines()[-1]))
     base = statistics.median(rates["tf.io.parse_example"])
     for name, values in rates.items():
         rate = statistics.median(values)
         print(f"{name:28s} {rate:12,.0f} rec/s   {rate / base:5.2f}x tf.io.parse_example")
+    if args.json:
+        medians, spread = scalar_medians(rates)
+        write_results(args.json, "codec", records=len(records), batch=args.batch,
+                      runs=args.runs, codec=codec_name(), unit="records/s", medians=medians,
+                      spread=spread, all_runs=rates,
+                      ratios={f"{n} / tf.io.parse_example": m / base
+                              for n, m in medians.items()})
     del np
 
 

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from _results import add_json_option, scalar_medians, write_results
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -83,6 +85,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=4_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dir", default="bench_output/compressed")
+    add_json_option(parser)
     args = parser.parse_args()
     import numpy as np
     import tensorflow as tf
@@ -131,9 +134,16 @@ def main() -> None:
     for name, rates in runs.items():
         print(f"  {name:34s} {medians[name]:10,.0f} rec/s  (runs: "
               + ", ".join(f"{r:,.0f}" for r in rates) + ")")
+    ratios = {}
     for which in ("ours gzip ", "TF's gzip "):
         ratio = medians[f"{which} / load_numpy_dataset"] / medians[f"{which} / load_tf_dataset"]
+        ratios[f"NumPy / tf.data, {which.strip()}"] = ratio
         print(f"  ratio NumPy / tf.data, {which.strip()}: {ratio:.2f}x")
+    if args.json:  # the sequential reading (section 2); the others print only
+        median, spread = scalar_medians(runs)
+        write_results(args.json, "compressed", records=args.records, runs=args.runs,
+                      unit="records/s", medians=median, spread=spread, all_runs=runs,
+                      ratios=ratios)
 
     print("3. random access, open_split(...).get_many(1,000 random positions): the first call on "
           "a fresh split (every part inflated anew), then 20 calls more")

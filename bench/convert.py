@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import add_json_option, medians_and_spread, write_results
 from PIL import Image
 
 from tfrecordkit import ClassLabel, Scalar, Schema, ShardOptions, Text, convert, write_dataset
@@ -236,6 +237,7 @@ def main() -> None:
     parser.add_argument("--only-folder", action="store_true",
                         help="run only the image-folder case")
     parser.add_argument("--skip-folder", action="store_true")
+    add_json_option(parser)
     args = parser.parse_args()
     if args.only_folder:
         image_folder(Path(args.dir) / "convert", jpeg_pool(), args.files, args.runs)
@@ -251,6 +253,7 @@ def main() -> None:
     print(f"{n} records per case, medians of {args.runs} runs, {os.cpu_count()} cores; "
           f"JPEG ~{statistics.mean(map(len, pool)) / 1e3:.1f} KB\n")
     print(f"{'case':<34}{'baseline rec/s':>15}{'ours rec/s':>12}{'ours MB/s':>11}{'ratio':>8}")
+    all_runs: dict[str, list[dict[str, float]]] = {}
     for label, base, ours, nbytes in [
         ("JPEG records, 4 features",
          lambda: tutorial_images(tf, str(folder / "t.tfrecord"), pool, n),
@@ -275,6 +278,8 @@ def main() -> None:
         written = nbytes or sum(p.stat().st_size for p in (folder / "tab").glob("*.tfrecord"))
         print(f"{label:<34}{n / b:>15,.0f}{n / o:>12,.0f}{written / o / 1e6:>11,.1f}"
               f"{b / o:>7.2f}x")
+        all_runs[label] = [{"baseline_records_per_s": n / bt, "ours_records_per_s": n / ot}
+                           for bt, ot in zip(base_times, our_times, strict=True)]
 
     if not args.skip_folder:
         image_folder(folder, pool, args.files, args.runs)
@@ -285,6 +290,13 @@ def main() -> None:
     print(f"peak RSS converting {small:,} tabular records: {rss_small} MB; "
           f"{large:,} records (10x): {rss_large} MB")
     shutil.rmtree(folder / "rss", ignore_errors=True)
+    if args.json:  # the record cases and the memory; the image folder: convert_folder.py
+        median, spread = medians_and_spread(all_runs)
+        write_results(args.json, "convert", records=n, runs=args.runs, medians=median,
+                      spread=spread, all_runs=all_runs,
+                      ratios={f"{label}: ours / baseline": m["ours_records_per_s"]
+                              / m["baseline_records_per_s"] for label, m in median.items()},
+                      peak_rss_mb={str(small): rss_small, str(large): rss_large})
 
 
 if __name__ == "__main__":

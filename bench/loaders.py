@@ -44,6 +44,8 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = Path(__file__).parent
 BATCH = 256
+sys.path.insert(0, str(HERE))
+from _results import add_json_option, medians_and_spread, named, write_results  # noqa: E402
 
 
 def _cpu() -> float:
@@ -184,6 +186,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", default="bench_output/tf_read")
+    add_json_option(parser)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from tf_read import make_datasets
@@ -225,12 +228,27 @@ def main() -> None:
         print(f"  torch/numpy {rate['torch'] / rate['numpy']:.2f}x")
     for (what, case), why in skipped.items():
         print(f"{what} {case}: skipped ({why})")
+    figures = named({f"{what} {case}": done for (what, case), done in results.items()},
+                    ("records_per_s", "cpu_s_per_1k", "first_s"))
+    median, spread = medians_and_spread(figures)
     # Memory stays flat in dataset size: the same loader over a quarter of the records.
     quarter, _ = make_datasets(folder / "quarter", args.images // 4, 1000)
+    rss: dict[str, list[float]] = {}
     for path, count in ((quarter, args.images // 4), (images, args.images)):
         marks = _in_process("numpy", "decode", str(path), "memory")
         print(f"RSS of a NumPy-loader epoch over {count} records, after 1/4, 1/2, 3/4, "
               f"all of it: " + ", ".join(f"{m:.0f}" for m in marks) + " MB")
+        rss[str(count)] = marks
+    if args.json:
+        write_results(args.json, "loaders", images=args.images, runs=args.runs, batch=BATCH,
+                      medians=median, spread=spread, all_runs=figures,
+                      ratios={f"{what} {ours} / tf.data":
+                              median[f"{what} {ours}"]["records_per_s"]
+                              / median[f"{what} tf.data"]["records_per_s"]
+                              for what in names for ours in ("numpy", "torch")
+                              if f"{what} {ours}" in median and f"{what} tf.data" in median},
+                      rss_mb_quarters=rss,
+                      skipped={f"{what} {case}": why for (what, case), why in skipped.items()})
 
 
 if __name__ == "__main__":

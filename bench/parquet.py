@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import add_json_option, scalar_medians, write_results
 
 
 def make_rows(n: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -80,6 +81,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dir", default="bench_output")
+    add_json_option(parser)
     args = parser.parse_args()
     folder = Path(args.dir) / f"parquet-{args.rows}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -96,6 +98,12 @@ def main() -> None:
     print(f"  parquet (pyarrow)          {args.rows / p:>12,.0f} rows/s")
     print(f"  tfrecordkit NumPy loader   {args.rows / o:>12,.0f} rows/s")
     print(f"  Parquet is {o / p:.1f}x faster here: a columnar file needs no per-row parse")
+    if args.json:
+        rates = {name: [args.rows / t for t in done] for name, done in times.items()}
+        medians, spread = scalar_medians(rates)
+        write_results(args.json, "parquet", rows=args.rows, batch=args.batch, runs=args.runs,
+                      unit="rows/s", medians=medians, spread=spread, all_runs=rates,
+                      ratios={"parquet / ours": o / p})
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).parent))
+from _results import add_json_option, medians_and_spread, named, write_results
+
 from convert import jpeg_pool
 from tfrecordkit import (
     ClassLabel,
@@ -157,6 +159,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=4,
                         help="passes over the data per run, so one-time setup amortises")
     parser.add_argument("--dir", default="bench_output/pk")
+    add_json_option(parser)
     args = parser.parse_args()
     path = Path(args.dir) / "jpeg_per_class"
     make_dataset(path, args.classes, args.per_class)
@@ -184,6 +187,19 @@ def main() -> None:
                          capture_output=True, text=True, check=True).stdout.split()
     print(f"\n10,000 classes x 5 records, 1,000 P×K batches (P=32, K=4, max_open_files=64): "
           f"{out[0]} records, peak RSS {out[1]} MB, at most {out[2]} files open")
+    if args.json:
+        figures = named({f"{label} {side}": done for (label, side), done in runs.items()},
+                        ("records_per_s", "cpu_s_per_1k", "first_s"))
+        median, spread = medians_and_spread(figures)
+        write_results(args.json, "pk_sampling", classes=args.classes, per_class=args.per_class,
+                      p=P, k=K, runs=args.runs, medians=median, spread=spread,
+                      all_runs=figures,
+                      ratios={f"{label} pk / sequential":
+                              median[f"{label} pk"]["records_per_s"]
+                              / median[f"{label} sequential"]["records_per_s"]
+                              for label in LABELS},
+                      many_classes={"records": int(out[0]), "peak_rss_mb": float(out[1]),
+                                    "max_open_files": int(out[2])})
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import add_json_option, medians_and_spread, named, write_results
 
 import tfrecordkit as tk
 
@@ -81,6 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=5)
+    add_json_option(parser)
     args = parser.parse_args()
     n = args.records
     rng = np.random.default_rng(0)
@@ -111,6 +113,17 @@ def main() -> None:
             first = statistics.median(r[2] for r in rows_)
             print(f"{name:<44}{pixels / seconds / 1e9:>7.2f}{base / seconds:>7.2f}x"
                   f"{cpu:>10.3f}{first * 1000:>12.1f}")
+        if args.json:
+            runs = named({name: [(pixels / r[0] / 1e9, r[1], r[2]) for r in done]
+                          for name, done in results.items()}, ("gb_per_s", "cpu_s_per_1k",
+                                                               "first_s"))
+            medians, spread = medians_and_spread(runs)
+            first_case = next(iter(cases))
+            write_results(args.json, "raw_tensors", records=n, shape=list(SHAPE), batch=BATCH,
+                          runs=args.runs, medians=medians, spread=spread, all_runs=runs,
+                          ratios={f"{name} / {first_case}": m["gb_per_s"]
+                                  / medians[first_case]["gb_per_s"]
+                                  for name, m in medians.items()})
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import add_json_option, scalar_medians, write_results
 
 import tfrecordkit as tk
 from tfrecordkit import ShardOptions
@@ -31,6 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
+    add_json_option(parser)
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import ray
@@ -98,6 +100,18 @@ def main() -> None:
         median = statistics.median(samples)
         print(f"{name:<32}{median:>8.2f} s{n / median:>12,.0f} rec/s{base / median:>8.2f}x")
     ray.shutdown()
+    if args.json:
+        rates = {name: [n / t for t in done] for name, done in {**writes, **{
+            f"read: {k}": v for k, v in times.items()}}.items()}
+        medians, spread = scalar_medians(rates)
+        write_results(args.json, "ray_engine", records=n, runs=args.runs, unit="records/s",
+                      medians=medians, spread=spread, all_runs=rates, ratios={
+                          "tfrecordkit, ray engine / ray write_tfrecords":
+                              medians["tfrecordkit, ray engine"]
+                              / medians["ray write_tfrecords"],
+                          "read: tfrecordkit / ray.data.read_tfrecords":
+                              medians["read: tfrecordkit"]
+                              / medians["read: ray.data.read_tfrecords"]})
 
 
 if __name__ == "__main__":

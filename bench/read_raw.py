@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import add_json_option, scalar_medians, write_results
 
 from tfrecordkit import RecordReader, RecordWriter
 
@@ -71,6 +72,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the data sizes")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dir", default="bench_output")
+    add_json_option(parser)
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
@@ -83,6 +85,7 @@ def main() -> None:
     print(f"{'records':<22}{'count':>9}{'MB':>7}  {'ours rec/s':>11}{'ours MB/s':>10}"
           f"  {'tf.data rec/s':>13}{'tf MB/s':>8}  {'ratio':>6}")
     mmap_rows: list[str] = []
+    rates: dict[str, dict[str, list[float]]] = {}
     for label, size, mb in cases:
         path = folder / f"raw-{size}.tfrecord"
         count = write_file(path, size, mb, seed=size)
@@ -101,6 +104,8 @@ def main() -> None:
               f"{nbytes / o / 1e6:>10,.0f}  {count / t:>13,.0f}{nbytes / t / 1e6:>8,.0f}"
               f"  {t / o:>5.2f}x")
         m = statistics.median(mapped)
+        rates[label] = {"ours": [count / t for t in ours], "ours mmap": [count / t for t in mapped],
+                        "tf.data": [count / t for t in theirs]}
         mmap_rows.append(f"  {label}: buffered (the default) {nbytes / o / 1e6:,.0f} MB/s, "
                          f"mmap {nbytes / m / 1e6:,.0f} MB/s: {m / o:.2f}x")
     print("\nRecordReader's default buffered reads against use_mmap=True (same run):")
@@ -112,6 +117,13 @@ def main() -> None:
     small = folder / "raw-small-check.tfrecord"
     write_file(small, 6000, 10 * args.scale, seed=1)
     print(f"  {small.name}: {small.stat().st_size / 1e6:.0f} MB file -> {peak_rss_mb(small)} MB")
+    if args.json:
+        summary = {label: scalar_medians(r) for label, r in rates.items()}
+        write_results(args.json, "read_raw", scale=args.scale, runs=args.runs,
+                      unit="records/s", medians={k: v[0] for k, v in summary.items()},
+                      spread={k: v[1] for k, v in summary.items()}, all_runs=rates,
+                      ratios={f"{label}: ours / tf.data": v[0]["ours"] / v[0]["tf.data"]
+                              for label, v in summary.items()})
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import add_json_option, scalar_medians, write_results
 
 import tfrecordkit as tk
 
@@ -132,6 +133,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--proxy", nargs=3, type=float, help=argparse.SUPPRESS)
+    add_json_option(parser)
     args = parser.parse_args()
     if args.proxy:  # the latency proxy's own process: port, upstream port, delay
         _proxy(int(args.proxy[0]), int(args.proxy[1]), args.proxy[2])
@@ -276,6 +278,14 @@ def main() -> None:
         print(f"  ratio, ahead / one at a time: {medians[names[1]] / medians[names[0]]:.2f}x; "
               f"ahead / the no-delay ceiling: {medians[names[1]] / medians[names[3]]:.2f}x; "
               f"kept whole: {medians[names[5]] / medians[names[4]]:.2f}x")
+        if args.json:
+            pk_medians, pk_spread = scalar_medians(rates)
+            write_results(
+                args.json, "remote", records=n, runs=args.runs, latency_ms=args.latency_ms,
+                medians={"seconds": results, "pk batches/s": pk_medians},
+                spread={"pk batches/s": pk_spread}, all_runs={"pk batches/s": rates},
+                ratios={"pk ahead / one at a time": medians[names[1]] / medians[names[0]],
+                        "pk ahead / no-delay ceiling": medians[names[1]] / medians[names[3]]})
     server.terminate()
     server.wait()
 

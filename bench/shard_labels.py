@@ -23,6 +23,8 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from _results import add_json_option, scalar_medians, write_results
+
 import tfrecordkit as tk
 
 
@@ -59,6 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
+    add_json_option(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         stored, named = Path(tmp) / "stored", Path(tmp) / "named"
@@ -75,6 +78,11 @@ def main() -> None:
               f"(runs: {', '.join(f'{v / 1e3:.0f}k' for v in values)})")
     ratio = statistics.median(rates["named"]) / statistics.median(rates["stored"])
     print(f"label from the file name / label in the record: {ratio:.2f}x")
+    if args.json:
+        medians, spread = scalar_medians(rates)
+        write_results(args.json, "shard_labels", records=args.records, runs=args.runs,
+                      unit="records/s", medians=medians, spread=spread, all_runs=rates,
+                      ratios={"named / stored": ratio})
 
 
 if __name__ == "__main__":

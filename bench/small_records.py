@@ -28,6 +28,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).parent))
+from _results import add_json_option, medians_and_spread, named, write_results
 
 
 def measure(open_loader: Callable[[], Iterable[dict]], count: Callable[[dict], int]
@@ -73,6 +74,7 @@ def main() -> None:
     parser.add_argument("--shared-process", action="store_true",
                         help="both loaders in this one process (the old way: TensorFlow's "
                              "threads then slow the NumPy side)")
+    add_json_option(parser)
     args = parser.parse_args()
     from tf_read import make_datasets
 
@@ -106,6 +108,13 @@ def main() -> None:
               + ", ".join(f"{r[0]:,.0f}" for r in runs) + ")")
     print(f"ratio load_numpy_dataset / load_tf_dataset: "
           f"{medians['load_numpy_dataset'] / medians['load_tf_dataset']:.2f}x")
+    if args.json:
+        runs = named(results, ("records_per_s", "cpu_s_per_1k", "first_s"))
+        median, spread = medians_and_spread(runs)
+        write_results(args.json, "small_records", records=args.records, runs=args.runs,
+                      medians=median, spread=spread, all_runs=runs,
+                      ratios={"load_numpy_dataset / load_tf_dataset":
+                              medians["load_numpy_dataset"] / medians["load_tf_dataset"]})
 
 
 if __name__ == "__main__":

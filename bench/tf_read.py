@@ -23,6 +23,8 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _results import add_json_option, scalar_medians, write_results
+
 from convert import TABULAR_SCHEMA, jpeg_pool
 from tfrecordkit import ClassLabel, Schema, ShardOptions, load_manifest, write_dataset
 from tfrecordkit import Image as ImageFeature
@@ -93,6 +95,7 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", default="bench_output/tf_read")
+    add_json_option(parser)
     args = parser.parse_args()
     import tensorflow as tf
 
@@ -112,6 +115,8 @@ def main() -> None:
     print(f"records/s, medians of {args.runs} runs, batch 256, {os.cpu_count()} cores\n")
     print(f"{'case':<30}{'tutorial':>10}{'hand-tuned':>12}{'ours':>10}{'ours+shuf':>11}"
           f"{'vs tutorial':>13}{'vs tuned':>10}")
+    all_medians: dict[str, dict[str, float]] = {}
+    all_spread: dict[str, dict[str, list[float]]] = {}
     for label, path, description, decode, n in cases:
         files = files_of(path)
         chosen = ["image", "label"] if decode else None
@@ -131,6 +136,12 @@ def main() -> None:
         print(f"{label:<30}{m['tutorial']:>10,.0f}{m['tuned']:>12,.0f}{m['ours']:>10,.0f}"
               f"{m['shuffled']:>11,.0f}{m['ours'] / m['tutorial']:>12.1f}x"
               f"{m['ours'] / m['tuned']:>9.2f}x")
+        all_medians[label], all_spread[label] = scalar_medians(results)
+    if args.json:
+        write_results(args.json, "tf_read", images=args.images, small=args.small,
+                      runs=args.runs, unit="records/s", medians=all_medians, spread=all_spread,
+                      ratios={f"{label}: ours / tutorial": m["ours"] / m["tutorial"]
+                              for label, m in all_medians.items()})
 
 
 if __name__ == "__main__":

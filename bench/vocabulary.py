@@ -27,6 +27,8 @@ import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from _results import add_json_option, scalar_medians, write_results
+
 import tfrecordkit as tk
 
 
@@ -74,6 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
+    add_json_option(parser)
     args = parser.parse_args()
     texts = sentences(args.texts)
     times: dict[str, list[float]] = {"keras TextVectorization": [], "tfrecordkit": []}
@@ -91,6 +94,13 @@ def main() -> None:
         median = statistics.median(samples)
         print(f"{name:<26}{median:>8.2f} s{len(texts) / median:>12,.0f} texts/s"
               f"{base / median:>8.2f}x")
+    if args.json:
+        rates = {name: [len(texts) / t for t in done] for name, done in times.items()}
+        medians, spread = scalar_medians(rates)
+        write_results(args.json, "vocabulary", texts=len(texts), runs=args.runs,
+                      unit="texts/s", medians=medians, spread=spread, all_runs=rates,
+                      ratios={"tfrecordkit / keras TextVectorization":
+                              medians["tfrecordkit"] / medians["keras TextVectorization"]})
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Makes docs/img/digits_grid.png, the README's picture of tfrecordkit.show_examples: the 1,797
+"""Makes docs/img/digits_grid.png, the guide's picture of tfrecordkit.show_examples: the 1,797
 scikit-learn digits (what scripts/demo converts) as a dataset, 16 records sampled with seed 0.
 
 Run: python scripts/make_grid_figure.py [OUT.png]   (tests/readers/test_grid_figure.py checks

@@ -1,4 +1,5 @@
-"""The README's grid picture is what scripts/make_grid_figure.py makes, byte for byte."""
+"""The guide's grid picture (docs/guide.md) is what scripts/make_grid_figure.py makes,
+byte for byte."""
 
 from __future__ import annotations
 
@@ -17,4 +18,4 @@ def test_the_script_reproduces_the_committed_figure(tmp_path):
     module.make(tmp_path / "grid.png")
     assert (tmp_path / "grid.png").read_bytes() == (ROOT / "docs" / "img" /
                                                     "digits_grid.png").read_bytes()
-    assert "docs/img/digits_grid.png" in (ROOT / "README.md").read_text()
+    assert "(img/digits_grid.png)" in (ROOT / "docs" / "guide.md").read_text()

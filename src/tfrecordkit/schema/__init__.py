@@ -23,6 +23,7 @@ from tfrecordkit.schema._features import (
     feature_from_json,
 )
 from tfrecordkit.schema._infer import schema_from_profile
+from tfrecordkit.schema._layout import FeatureLayout, Kind, LayoutOptions, axes_of, steps_layout
 from tfrecordkit.schema._observations import ImageObservations, Observed, observe_image
 from tfrecordkit.schema._profile import FeatureProfile, ListKind, RecordProfile, profile_records
 from tfrecordkit.schema._schema import RESERVED_PREFIX, SOURCE_FEATURE, Schema
@@ -36,11 +37,14 @@ __all__ = [
     "ClassLabel",
     "ContentType",
     "Feature",
+    "FeatureLayout",
     "FeatureList",
     "FeatureProfile",
     "Image",
     "ImageObservations",
     "KeySpec",
+    "Kind",
+    "LayoutOptions",
     "ListKind",
     "Observed",
     "RecordProfile",
@@ -50,6 +54,7 @@ __all__ = [
     "Tensor",
     "Text",
     "Vocabulary",
+    "axes_of",
     "check_key",
     "convert_channels",
     "decode_image_bytes",
@@ -61,4 +66,5 @@ __all__ = [
     "schema_from_profile",
     "serialized_tensor_feature",
     "sniff_bytes",
+    "steps_layout",
 ]

@@ -25,6 +25,7 @@ from tfrecordkit.schema._base import (
     _int_scalar_encoder,
     _scalar,
 )
+from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 
 __all__ = ["Audio"]
 
@@ -44,6 +45,9 @@ class Audio(Feature):
         if self.encoding not in self._ENCODINGS:
             raise SchemaError("<audio>", f"encoding must be one of {self._ENCODINGS}; "
                                          f"got {self.encoding!r}")
+
+    def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
+        return FeatureLayout(name, "audio", np.dtype(np.float32), (None, None), (0,))
 
     def key_specs(self, name: str) -> list[KeySpec]:
         main = (KeySpec(name, "float32", None) if self.encoding == "pcm"

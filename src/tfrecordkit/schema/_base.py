@@ -21,6 +21,7 @@ from tfrecordkit.format import (
     map_entry_prefix,
     varint,
 )
+from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 
 __all__ = ["ColumnEncoder", "Entries", "EntryEncoder", "Feature"]
 
@@ -271,6 +272,10 @@ class Feature:
 
     def key_specs(self, name: str) -> list[KeySpec]:
         """Parsing specs of every Example key this feature writes."""
+        raise NotImplementedError
+
+    def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
+        """How this feature's decoded values look in a batch read with ``options``."""
         raise NotImplementedError
 
     def entry_encoder(self, name: str) -> EntryEncoder:

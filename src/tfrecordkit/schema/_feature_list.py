@@ -20,6 +20,7 @@ from tfrecordkit.schema._base import (
     _as_bytes,
     _float32_list,
 )
+from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions, steps_layout
 
 __all__ = ["FeatureList"]
 
@@ -68,6 +69,10 @@ class FeatureList(Feature):
         """The Example list each step is stored in."""
         return {"string": "bytes", "float32": "float", "int64": "int64"}[  # type: ignore[return-value]
             self.dtype]
+
+    def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
+        return steps_layout(name, self.dtype, None if self.varying_steps
+                            else tuple(int(d) for d in self.shape if d))
 
     def key_specs(self, name: str) -> list[KeySpec]:
         step = None if self.varying_steps else tuple(int(d) for d in self.shape if d)

@@ -37,6 +37,7 @@ from tfrecordkit.schema._base import (
     _int_scalar_encoder,
     _scalar,
 )
+from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions, axes_of
 
 __all__ = ["Image"]
 
@@ -76,6 +77,12 @@ class Image(Feature):
                 raise SchemaError("<image>", f"size must be (height, width), two positive "
                                              f"ints; got {self.size!r}")
             object.__setattr__(self, "size", size)
+
+    def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
+        height, width = options.image_size or self.size or (None, None)
+        shape = (height, width, self.channels)
+        return FeatureLayout(name, "image", np.dtype(options.image_dtype), shape,
+                             axes_of(shape[:2]))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "encoding": self.encoding,

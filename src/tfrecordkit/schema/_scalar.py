@@ -38,6 +38,7 @@ from tfrecordkit.schema._base import (
     _str_column,
     _utf8,
 )
+from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 
 __all__ = ["ClassLabel", "Scalar"]
 
@@ -81,6 +82,11 @@ class Scalar(Feature):
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, _SPEC_DTYPE[self.list_kind], ())]
+
+    def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
+        if self.dtype == "string":
+            return FeatureLayout(name, "bytes", None, ())
+        return FeatureLayout(name, "numbers", np.dtype(self.dtype), ())
 
     @property
     def _int_range(self) -> tuple[int, int]:
@@ -216,6 +222,9 @@ class ClassLabel(Feature):
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [] if self.from_shard else [KeySpec(name, "int64", ())]
+
+    def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
+        return FeatureLayout(name, "numbers", np.dtype(np.int64), ())
 
     def entry_encoder(self, name: str) -> EntryEncoder:
         if self.from_shard:

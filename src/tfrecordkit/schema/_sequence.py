@@ -28,6 +28,7 @@ from tfrecordkit.schema._base import (
     _float32_list,
     _ragged_column,
 )
+from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 from tfrecordkit.schema._scalar import ClassLabel, Scalar
 from tfrecordkit.schema._text import Text
 
@@ -56,6 +57,14 @@ class Sequence(Feature):
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, _SPEC_DTYPE[self._list_kind], None)]
+
+    def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
+        if isinstance(self.feature, Text):
+            return FeatureLayout(name, "text", None, (None,), (0,), fill="")
+        if self._list_kind == "bytes":
+            return FeatureLayout(name, "bytes", None, (None,), (0,), fill=b"")
+        dtype = np.dtype(np.float32 if self._list_kind == "float" else np.int64)
+        return FeatureLayout(name, "numbers", dtype, (None,), (0,))
 
     def entry_encoder(self, name: str) -> EntryEncoder:
         inner = self.feature

@@ -21,6 +21,7 @@ from tfrecordkit.schema._base import (
     _entry,
     _scalar,
 )
+from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions, axes_of
 
 __all__ = ["Tensor", "serialized_tensor_feature"]
 
@@ -73,6 +74,10 @@ class Tensor(Feature):
     @property
     def variable(self) -> bool:
         return any(d is None for d in self.shape)
+
+    def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
+        return FeatureLayout(name, "numbers", np.dtype(self.dtype), self.shape,
+                             axes_of(self.shape))
 
     def key_specs(self, name: str) -> list[KeySpec]:
         if self.encoding == "list":

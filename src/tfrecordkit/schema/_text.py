@@ -29,6 +29,7 @@ from tfrecordkit.schema._base import (
     _scalar,
     _str_column,
 )
+from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 from tfrecordkit.schema._vocab import Vocabulary
 
 __all__ = ["Text"]
@@ -55,6 +56,11 @@ class Text(Feature):
         if self.vocabulary is not None:
             out["vocabulary"] = self.vocabulary.to_json()
         return out
+
+    def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
+        if self.has_ids:
+            return FeatureLayout(name, "tokens", np.dtype(np.int64), (None,), ())
+        return FeatureLayout(name, "text", None, ())
 
     def key_specs(self, name: str) -> list[KeySpec]:
         specs = [KeySpec(name, "string", ())]
