@@ -317,77 +317,99 @@ def check_wire(data: bytes | memoryview, message: str = "Example") -> None:
     stack = [(message, 0, len(view))]
     while stack:
         kind, pos, end = stack.pop()
-        allowed = _ALLOWED[kind]
-        children = _SUBMESSAGES[kind]
-        numeric_list = kind in ("FloatList", "Int64List")
-        fields = lists = packed = keys = values = 0
-        while pos < end:
-            start = pos
-            tag = view[pos]
-            if tag < 0x80:
-                pos += 1
-            else:
-                tag, pos = _read_varint(view, pos)
-                if view[pos - 1] == 0 or tag > 0xFFFFFFFF:
-                    raise ValueError(f"a malformed or padded tag at byte {start}")
-            number, wire = tag >> 3, tag & 7
-            if not number:
-                raise ValueError(f"a malformed tag at byte {start}")
-            # After a Feature's list, or after the packed run opening a numeric list,
-            # TensorFlow ignores the rest and protobuf skips unknown fields: both read alike.
-            trailing = allowed is not None and number not in allowed and (
-                (kind == "Feature" and lists > 0)
-                or (numeric_list and packed == 1 and fields == 1))
-            if not trailing and allowed is not None and wire not in allowed.get(number, ()):
+        _check_message(view, kind, pos, end, stack)
+
+
+def _check_message(view: bytes, kind: str, pos: int, end: int,
+                   stack: list[tuple[str, int, int]]) -> None:
+    """One message of :func:`check_wire` (its submessages pushed on ``stack``)."""
+    allowed = _ALLOWED[kind]
+    numeric_list = kind in ("FloatList", "Int64List")
+    counts = {"fields": 0, "lists": 0, "packed": 0, "keys": 0, "values": 0}
+    while pos < end:
+        start = pos
+        number, wire, pos = _checked_tag(view, pos)
+        # After a Feature's list, or after the packed run opening a numeric list,
+        # TensorFlow ignores the rest and protobuf skips unknown fields: both read alike.
+        trailing = allowed is not None and number not in allowed and (
+            (kind == "Feature" and counts["lists"] > 0)
+            or (numeric_list and counts["packed"] == 1 and counts["fields"] == 1))
+        if not trailing:
+            if allowed is not None and wire not in allowed.get(number, ()):
                 what = _MAP_ENTRIES.get(kind, f"{kind} message")
                 raise ValueError(f"a {what} holds field {number} (wire type {wire}) "
                                  f"at byte {start}, which TensorFlow rejects")
-            repeated = False
-            if not trailing:
-                fields += 1
-                if kind in _MAP_ENTRIES:
-                    keys += number == 1
-                    values += number == 2
-                    repeated = keys > 1 or values > 1
-                elif kind == "Feature":
-                    lists += 1
-                    repeated = lists > 1
-                else:
-                    packed += numeric_list and wire == 2
-                    repeated = packed > 0 and fields > 1
-            if repeated:
+            if _repeats(counts, kind, number, wire, numeric_list):
                 what = _MAP_ENTRIES.get(kind, f"{kind} message")
                 raise ValueError(f"a {what} repeats a field at byte {start}, which "
                                  "TensorFlow reads otherwise than protobuf")
-            if wire == 2:
-                size_at = pos
-                size = view[pos] if pos < end else 0x80
-                if size < 0x80:
-                    pos += 1
-                else:
-                    size, pos = _read_varint(view, pos)
-                    if pos - size_at > 5:
-                        raise ValueError(f"a malformed length at byte {size_at}")
-                if pos + size > end:
-                    raise ValueError(f"a malformed length at byte {size_at}")
-                inner = children.get(number)
-                if inner is not None:
-                    stack.append((inner, pos, pos + size))
-                pos += size
-            elif wire == 0:
-                _, pos = _read_varint(view, pos)
-            elif wire in {1, 5}:
-                pos += 8 if wire == 1 else 4
-            elif wire == 3:
-                pos = _skip_group(view, pos, end, number)
-            else:
-                raise ValueError(f"an unmatched end of group or wire type {wire} at byte "
-                                 f"{start}")
-            if pos > end:
-                raise ValueError(f"a field runs past its message at byte {start}")
-        if kind in _MAP_ENTRIES and not (keys and values):
-            raise ValueError(f"a {_MAP_ENTRIES[kind]} has no key or no value, which "
-                             "TensorFlow rejects")
+        pos = _skip_field(view, pos, end, number, wire, start=start,
+                          inner=_SUBMESSAGES[kind].get(number), stack=stack)
+    if kind in _MAP_ENTRIES and not (counts["keys"] and counts["values"]):
+        raise ValueError(f"a {_MAP_ENTRIES[kind]} has no key or no value, which "
+                         "TensorFlow rejects")
+
+
+def _checked_tag(view: bytes, pos: int) -> tuple[int, int, int]:
+    """The field number and wire type of the tag at ``pos``, and where its value starts;
+    a padded or malformed tag refused."""
+    start, tag = pos, view[pos]
+    if tag < 0x80:
+        pos += 1
+    else:
+        tag, pos = _read_varint(view, pos)
+        if view[pos - 1] == 0 or tag > 0xFFFFFFFF:
+            raise ValueError(f"a malformed or padded tag at byte {start}")
+    if not tag >> 3:
+        raise ValueError(f"a malformed tag at byte {start}")
+    return tag >> 3, tag & 7, pos
+
+
+def _repeats(counts: dict[str, int], kind: str, number: int, wire: int,
+             numeric_list: bool) -> bool:
+    """Count a field of a ``kind`` message; whether it repeats what TensorFlow reads once
+    (a map entry's key or value, a Feature's list, a numeric list's packed run)."""
+    counts["fields"] += 1
+    if kind in _MAP_ENTRIES:
+        counts["keys"] += number == 1
+        counts["values"] += number == 2
+        return counts["keys"] > 1 or counts["values"] > 1
+    if kind == "Feature":
+        counts["lists"] += 1
+        return counts["lists"] > 1
+    counts["packed"] += numeric_list and wire == 2
+    return counts["packed"] > 0 and counts["fields"] > 1
+
+
+def _skip_field(view: bytes, pos: int, end: int, number: int, wire: int, *, start: int,
+                inner: str | None, stack: list[tuple[str, int, int]]) -> int:
+    """Where the value of the field whose tag began at ``start`` ends (a submessage of kind
+    ``inner`` pushed on ``stack`` to check)."""
+    if wire == 2:
+        size_at = pos
+        size = view[pos] if pos < end else 0x80
+        if size < 0x80:
+            pos += 1
+        else:
+            size, pos = _read_varint(view, pos)
+            if pos - size_at > 5:
+                raise ValueError(f"a malformed length at byte {size_at}")
+        if pos + size > end:
+            raise ValueError(f"a malformed length at byte {size_at}")
+        if inner is not None:
+            stack.append((inner, pos, pos + size))
+        pos += size
+    elif wire == 0:
+        _, pos = _read_varint(view, pos)
+    elif wire in {1, 5}:
+        pos += 8 if wire == 1 else 4
+    elif wire == 3:
+        pos = _skip_group(view, pos, end, number)
+    else:
+        raise ValueError(f"an unmatched end of group or wire type {wire} at byte {start}")
+    if pos > end:
+        raise ValueError(f"a field runs past its message at byte {start}")
+    return pos
 
 
 def _compiled_check() -> Any:

@@ -197,11 +197,9 @@ class RecordReader:
         if self.on_error == "warn":
             logger.warning("%s", error)
 
-    def _scan(
-        self, start_offset: int, *, with_offsets: bool
-    ) -> Iterator[bytes | tuple[int, bytes]]:
-        """Parse frames from ``start_offset``; yield records (or offset/record pairs)."""
-        self.stats = stats = ReadStats()
+    def _open_window(self, start_offset: int) -> tuple[Any, _Window | _MappedWindow]:
+        """The record stream opened at ``start_offset`` (a record boundary), and the window
+        the scan reads it through."""
         stream = self._open_stream()
         if start_offset:
             if isinstance(stream, io.FileIO) and _is_regular(stream):
@@ -222,6 +220,32 @@ class RecordReader:
             window = _Window(stream, self.buffer_size, start_offset)
             if regular:  # uncompressed and seekable: frames can be checked ahead by pread
                 window.fd, window.file_size = stream.fileno(), os.fstat(stream.fileno()).st_size
+        return stream, window
+
+    def _lost_tail(self, stats: ReadStats, offset: int, index: int, *, report: bool,
+                   left: int, check: CorruptionCheck, detail: str) -> None:
+        """The file ends inside a frame: its ``left`` bytes are skipped (and, with
+        ``report``, the frame counted as a problem)."""
+        if report:
+            self._problem(stats, offset, index, check, detail)
+            stats.skipped_records += 1
+        stats.skipped_bytes += left
+
+    def _close_scan(self, stream: Any, stats: ReadStats) -> None:
+        if getattr(stream, "unterminated", False):
+            stats.unterminated = True
+            logger.warning("%s: the compressed stream has no end marker (its writer is "
+                           "still writing, or the file was cut at a flush point)", self.path)
+        stream.close()
+        if stats.problems and self.log_skipped:
+            logger.warning(stats.summary(self.path))
+
+    def _scan(
+        self, start_offset: int, *, with_offsets: bool
+    ) -> Iterator[bytes | tuple[int, bytes]]:
+        """Parse frames from ``start_offset``; yield records (or offset/record pairs)."""
+        self.stats = stats = ReadStats()
+        stream, window = self._open_window(start_offset)
         # Only streams (compressed files, pipes) must buffer a whole record to read it; a file
         # has its size as the bound. A record claiming more than the limit is refused.
         record_limit = self.max_record_bytes if window.fd is None else _NO_LIMIT
@@ -241,12 +265,11 @@ class RecordReader:
                     ok, view, pos, end = window.refill(pos, HEADER_SIZE)
                     if not ok:
                         left = end - pos
-                        if left and resyncing_from < 0:
-                            self._problem(stats, window.offset(pos), index, "truncated header",
-                                          f"{left} of {HEADER_SIZE} header bytes at end of "
-                                          f"file{_shrank(window)}")
-                            stats.skipped_records += 1
-                        stats.skipped_bytes += left
+                        self._lost_tail(stats, window.offset(pos), index,
+                                        report=bool(left) and resyncing_from < 0, left=left,
+                                        check="truncated header",
+                                        detail=f"{left} of {HEADER_SIZE} header bytes at end "
+                                               f"of file{_shrank(window)}")
                         break
                 length, length_crc = header_unpack(view, pos)
                 if verify:
@@ -280,13 +303,12 @@ class RecordReader:
                     ok, view, pos, end = window.refill(pos, size)
                     if not ok:
                         left = end - pos
-                        if resyncing_from < 0:
-                            self._problem(stats, window.offset(pos), index, "truncated data",
-                                          f"header says {length} data bytes, "
-                                          f"{max(0, left - HEADER_SIZE)} remain"
-                                          + _shrank(window))
-                            stats.skipped_records += 1
-                        stats.skipped_bytes += left
+                        self._lost_tail(stats, window.offset(pos), index,
+                                        report=resyncing_from < 0, left=left,
+                                        check="truncated data",
+                                        detail=f"header says {length} data bytes, "
+                                               f"{max(0, left - HEADER_SIZE)} remain"
+                                               + _shrank(window))
                         break
                 data_end = pos + HEADER_SIZE + length
                 record = view[pos + HEADER_SIZE : data_end]
@@ -327,13 +349,7 @@ class RecordReader:
         except (zlib.error, EOFError) as err:
             self._problem(stats, window.offset(pos), index, "bad compressed stream", str(err))
         finally:
-            if getattr(stream, "unterminated", False):
-                stats.unterminated = True
-                logger.warning("%s: the compressed stream has no end marker (its writer is "
-                               "still writing, or the file was cut at a flush point)", self.path)
-            stream.close()
-            if stats.problems and self.log_skipped:
-                logger.warning(stats.summary(self.path))
+            self._close_scan(stream, stats)
         if resyncing_from >= 0:
             stats.skipped_bytes += window.offset(pos) - resyncing_from
 

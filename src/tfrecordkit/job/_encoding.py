@@ -100,9 +100,8 @@ class ConversionJob:
     def with_vocabularies(self) -> ConversionJob:
         """This job with every text vocabulary that has no tokens yet built from the
         training split (a pass that loads those items), so every engine encodes ids."""
-        unbuilt = {name: f.vocabulary for name, f in self.schema.items()
-                   if isinstance(f, Text) and f.vocabulary is not None
-                   and not f.vocabulary.built}
+        unbuilt = {name: f.vocabulary for name, f in self.schema.of_kind(Text).items()
+                   if f.vocabulary is not None and not f.vocabulary.built}
         if not unbuilt:
             return self
         if not getattr(self.source, "reiterable", True):
@@ -152,8 +151,7 @@ class ConversionJob:
 
     def _label_of(self, record: Mapping[str, Any]) -> int:
         assert self.label_feature is not None
-        feature = self.schema[self.label_feature]
-        assert isinstance(feature, ClassLabel)
+        feature = self.schema.feature_as(self.label_feature, ClassLabel)
         return feature.index_of(self.label_feature, record[self.label_feature])
 
     def split_assigner(self) -> SplitAssigner:
@@ -224,8 +222,8 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
     records: list[Mapping[str, Any]] = []
     kept: list[int] = []
     failures: list[tuple[int, str]] = []
-    encoded_images = tuple(n for n in job.images
-                           if isinstance(f := job.schema[n], Image) and f.encoding != "raw")
+    images = job.schema.of_kind(Image)
+    encoded_images = tuple(n for n in job.images if images[n].encoding != "raw")
     with_source = SOURCE_FEATURE in job.schema
     for position, item in enumerate(chunk):
         try:
@@ -256,8 +254,7 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
         frames = job.schema.encode_frames(records)
     labels: list[int | None] = [None] * len(records)
     if job.label_feature is not None:
-        feature = job.schema[job.label_feature]
-        assert isinstance(feature, ClassLabel)
+        feature = job.schema.feature_as(job.label_feature, ClassLabel)
         labels = [feature.index_of(job.label_feature, r[job.label_feature]) for r in records]
     hashes = (None if job.seed is None
               else [record_hash(chunk[p].key, job.seed) for p in kept])
@@ -270,7 +267,7 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
 
 def image_features(schema: Schema) -> tuple[str, ...]:
     """The image features (what conversion observes to refine the schema)."""
-    return tuple(name for name, f in schema.items() if isinstance(f, Image))
+    return tuple(schema.of_kind(Image))
 
 
 def _with_image_dims(names: tuple[str, ...], record: Mapping[str, Any]

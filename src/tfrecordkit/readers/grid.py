@@ -75,7 +75,7 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
     captions = [_caption(row, label, names, text) + ([_tail(row[SOURCE_FEATURE], 22)]
                                                      if origin else [])
                 for row in rows]
-    is_audio = isinstance(schema[media], Audio)
+    is_audio = media in schema.of_kind(Audio)
     tiles = [_waveform(row[media]) if is_audio else _picture(row[media]) for row in rows]
     return _grid(tiles, captions)
 
@@ -92,8 +92,9 @@ def open_to_look(path: PathArg, split: str, storage_options: dict[str, Any] | No
 
 
 def _media_feature(schema: Schema, names: list[str], wanted: str | None) -> str | None:
-    media = [n for n in names if isinstance(schema[n], Image | Audio)]
-    pictures = [n for n in media if isinstance(schema[n], Image)]
+    images, audio = schema.of_kind(Image), schema.of_kind(Audio)
+    media = [n for n in names if n in images or n in audio]
+    pictures = [n for n in media if n in images]
     if wanted is not None:
         if wanted not in media:
             raise OptionError(f"image={wanted!r} is not an image or audio feature; these are: "
@@ -104,22 +105,19 @@ def _media_feature(schema: Schema, names: list[str], wanted: str | None) -> str 
 
 
 def _label_of(schema: Schema, names: list[str]) -> tuple[str | None, tuple[str, ...]]:
+    labels = schema.of_kind(ClassLabel)
     for name in names:
-        feature = schema[name]
-        if isinstance(feature, ClassLabel):
-            return name, tuple(feature.names)
+        if name in labels:
+            return name, tuple(labels[name].names)
     return None, ()
 
 
 def _text_of(schema: Any, names: list[str], exclude: set[str | None]) -> str | None:
     if schema is None:
         return None
-    for name in names:
-        feature = schema[name]
-        if name not in exclude and (isinstance(feature, Text) or (
-                isinstance(feature, Scalar) and feature.dtype == "string")):
-            return name
-    return None
+    texts = {*schema.of_kind(Text),
+             *(n for n, f in schema.of_kind(Scalar).items() if f.dtype == "string")}
+    return next((n for n in names if n not in exclude and n in texts), None)
 
 
 def _caption(row: dict[str, Any], label: str | None, names: tuple[str, ...],

@@ -309,8 +309,9 @@ def _objects_section(rows: list[dict[str, Any]], schema: Schema, features: list[
     """Classes of the objects in each record (detection data: the Object Detection API's
     ``image/object/class/text``, or any list of class names or ids named like one), counted
     over the sample: objects per class, the most frequent first."""
-    lists = {n: f for n in features if n != label and _CLASS_KEY.search(n)
-             and isinstance(f := schema[n], ListOf)}
+    sequences = schema.of_kind(ListOf)
+    lists = {n: sequences[n] for n in features
+             if n != label and _CLASS_KEY.search(n) and n in sequences}
     if not lists or not rows:
         return ""
     # Names over ids when a record gives both (class/text beside class/label).
@@ -526,7 +527,7 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
     media = _media_feature(read.schema, features, None)
     if media is None or not rows:
         return ""
-    audio = isinstance(read.schema.get(media), Audio)
+    audio = media in read.schema.of_kind(Audio)
     boxes = _box_keys(features) if not audio else None
     by_class: dict[int, list[dict[str, Any]]] = {}
     for row in rows:

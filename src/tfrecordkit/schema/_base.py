@@ -145,6 +145,18 @@ def _as_bytes(name: str, value: Any) -> bytes:
     raise SchemaError(name, f"expected str or bytes, got {type(value).__name__} {value!r:.60}")
 
 
+def _number(text: str) -> int | float | None:
+    """``text`` as an int, else a float, else None."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def _scalar(features: Mapping[str, Any], key: str) -> Any:
     return features[key][0]
 
@@ -277,6 +289,20 @@ class Feature:
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
         """How this feature's decoded values look in a batch read with ``options``."""
         raise NotImplementedError
+
+    def from_text(self, name: str, text: str) -> Any:
+        """The value a table cell's ``text`` stands for (a number, a list, ...).
+
+        Raises:
+            SchemaError: ``text`` does not read as this kind's value.
+        """
+        return text
+
+    @property
+    def format_need(self) -> tuple[int, str] | None:
+        """The ``dataset.json`` format version a manifest holding this feature needs, and
+        what needs it (None: any version)."""
+        return None
 
     def entry_encoder(self, name: str) -> EntryEncoder:
         """A function turning one value into this feature's framed Example map entries."""

@@ -70,6 +70,10 @@ class FeatureList(Feature):
         return {"string": "bytes", "float32": "float", "int64": "int64"}[  # type: ignore[return-value]
             self.dtype]
 
+    @property
+    def format_need(self) -> tuple[int, str] | None:
+        return 8, "feature lists (SequenceExample records)"
+
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
         return steps_layout(name, self.dtype, None if self.varying_steps
                             else tuple(int(d) for d in self.shape if d))

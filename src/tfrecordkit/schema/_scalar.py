@@ -34,6 +34,7 @@ from tfrecordkit.schema._base import (
     _float_scalar_encoder,
     _int_column,
     _int_scalar_encoder,
+    _number,
     _scalar,
     _str_column,
     _utf8,
@@ -82,6 +83,14 @@ class Scalar(Feature):
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, _SPEC_DTYPE[self.list_kind], ())]
+
+    def from_text(self, name: str, text: str) -> Any:
+        if self.dtype == "string":
+            return text
+        parsed = _number(text)
+        if parsed is None:
+            raise SchemaError(name, f"{text!r:.40} is not a number")
+        return parsed
 
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
         if self.dtype == "string":
@@ -222,6 +231,10 @@ class ClassLabel(Feature):
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [] if self.from_shard else [KeySpec(name, "int64", ())]
+
+    def from_text(self, name: str, text: str) -> Any:
+        number = _number(text)
+        return text if text in self.names or number is None else number
 
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
         return FeatureLayout(name, "numbers", np.dtype(np.int64), ())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -34,6 +34,8 @@ from tfrecordkit.schema._features import (
 )
 
 __all__ = ["RESERVED_PREFIX", "SOURCE_FEATURE", "Schema"]
+
+F = TypeVar("F", bound=Feature)
 
 #: Feature names starting with it are refused: readers add their own keys under it.
 RESERVED_PREFIX = "__"
@@ -323,6 +325,33 @@ class Schema(Mapping[str, Feature]):
         """The parsing spec of every Example key the (selected) features write."""
         chosen = self._features if names is None else {n: self[n] for n in names}
         return [spec for name, feature in chosen.items() for spec in feature.key_specs(name)]
+
+    def of_kind(self, *kinds: type[F]) -> dict[str, F]:
+        """The features of the given kinds (e.g. ``Image``), by name, in order."""
+        return {name: f for name, f in self._features.items()
+                if isinstance(f, kinds)}
+
+    def feature_as(self, name: str, kind: type[F]) -> F:
+        """The feature ``name``, which must be a ``kind``.
+
+        Raises:
+            SchemaError: it is another kind (or missing).
+        """
+        feature = self._features.get(name)
+        if not isinstance(feature, kind):
+            found = type(feature).__name__ if feature is not None else "missing"
+            raise SchemaError(name, f"expected a {kind.__name__} feature, found {found}")
+        return feature
+
+    def class_names(self, name: str | None) -> list[str]:
+        """The class names of the feature ``name`` if it is a :class:`ClassLabel`, else []."""
+        feature = self._features.get(name) if name is not None else None
+        return list(feature.names) if isinstance(feature, ClassLabel) else []
+
+    @property
+    def format_needs(self) -> list[tuple[int, str]]:
+        """The ``dataset.json`` format versions its features need, and what needs each."""
+        return [need for f in self._features.values() if (need := f.format_need)]
 
     def class_label(self) -> tuple[str, ClassLabel] | None:
         """The first :class:`ClassLabel` feature (name, feature), if any."""

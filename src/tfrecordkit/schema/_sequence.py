@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -42,10 +43,14 @@ class Sequence(Feature):
     feature: Feature = field(default_factory=Scalar)
     kind: ClassVar[str] = "sequence"
 
+    @staticmethod
+    def can_hold(feature: Feature) -> bool:
+        """Whether a sequence may list values of ``feature``'s kind."""
+        return isinstance(feature, Scalar | ClassLabel) or (
+            isinstance(feature, Text) and not feature.has_ids)
+
     def __post_init__(self) -> None:
-        if not isinstance(self.feature, Scalar | ClassLabel | Text) or (
-            isinstance(self.feature, Text) and self.feature.has_ids
-        ):
+        if not self.can_hold(self.feature):
             raise SchemaError("<sequence>", f"sequences of {type(self.feature).__name__} are "
                                             "not supported; use Scalar, ClassLabel or Text")
 
@@ -57,6 +62,12 @@ class Sequence(Feature):
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, _SPEC_DTYPE[self._list_kind], None)]
+
+    def from_text(self, name: str, text: str) -> Any:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            raise SchemaError(name, "expected a JSON list") from None
 
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
         if isinstance(self.feature, Text):

@@ -75,6 +75,12 @@ class Tensor(Feature):
     def variable(self) -> bool:
         return any(d is None for d in self.shape)
 
+    @property
+    def format_need(self) -> tuple[int, str] | None:
+        if self.encoding == "raw":
+            return None
+        return 7, "Tensors stored as a TensorProto or a list"
+
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
         return FeatureLayout(name, "numbers", np.dtype(self.dtype), self.shape,
                              axes_of(self.shape))

@@ -282,7 +282,7 @@ def _element_list(name: str, inner: Any, length: int) -> tuple[Feature, Convert]
             return Sequence(ClassLabel(list(leaf.names))), lambda v, where: [int(x) for x in v]
         if kind == "Value":
             element, _ = _value(name, leaf.dtype)
-            if isinstance(element, Scalar | Text):
+            if Sequence.can_hold(element):
                 return Sequence(element), lambda v, where: list(v)
     raise SourceError(f"datasets column {name!r}", f"a list of {kind} has no counterpart")
 

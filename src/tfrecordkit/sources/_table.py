@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from itertools import islice
 from typing import Any
 
-from tfrecordkit.errors import MissingDependencyError, SourceError
+from tfrecordkit.errors import MissingDependencyError, SchemaError, SourceError
 from tfrecordkit.schema import (
     Audio,
     ClassLabel,
@@ -185,33 +185,33 @@ class Table:
     def load(self, item: Any) -> Mapping[str, Any]:
         number, row = item
         record: dict[str, Any] = {}
-        for name, feature in self.schema().items():
+        schema = self.schema()
+        media: dict[str, Image | Audio] = {**schema.of_kind(Image), **schema.of_kind(Audio)}
+        for name, feature in schema.items():
             value = row.get(name)
             if value is None or value == "":
                 raise SourceError(f"{self.path}:{number}", f"column {name!r} is empty")
-            record[name] = self._convert(feature, value, number, name)
+            record[name] = (self._load_media(media[name], value) if name in media
+                            and isinstance(value, str) else self._convert(feature, value,
+                                                                          number, name))
         return record
 
+    def _load_media(self, feature: Image | Audio, path: str) -> Any:
+        """A media column's file, loaded (its path relative to the table's folder)."""
+        if feature.kind == "audio":
+            return load_audio(self.resolve(path), encoding=feature.encoding)
+        return load_image(self.resolve(path))
+
     def _convert(self, feature: Feature, value: Any, number: int, name: str) -> Any:
-        where = f"{self.path}:{number}"
-        if isinstance(feature, Image) and isinstance(value, str):
-            return load_image(self.resolve(value))
-        if isinstance(feature, Audio) and isinstance(value, str):
-            return load_audio(self.resolve(value), encoding=feature.encoding)
-        if isinstance(feature, ClassLabel) and isinstance(value, str):
-            number_value = _number(value)
-            return value if value in feature.names or number_value is None else number_value
-        if isinstance(feature, Scalar) and isinstance(value, str) and feature.dtype != "string":
-            parsed = _number(value)
-            if parsed is None:
-                raise SourceError(where, f"column {name!r}: {value!r:.40} is not a number")
-            return parsed
-        if isinstance(feature, Sequence) and isinstance(value, str):
-            try:
-                return json.loads(value)
-            except json.JSONDecodeError:
-                raise SourceError(where, f"column {name!r}: expected a JSON list") from None
-        return value
+        """A cell's value: a text cell read as its kind reads text (numbers, JSON lists,
+        class names or ids), other values as they are."""
+        if not isinstance(value, str):
+            return value
+        try:
+            return feature.from_text(name, value)
+        except SchemaError as err:
+            where = f"{self.path}:{number}"
+            raise SourceError(where, f"column {name!r}: {err.reason}") from None
 
 
 #: Columns taken as the class label when none is named, in this order of preference.

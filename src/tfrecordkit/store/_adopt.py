@@ -9,7 +9,6 @@ import dataclasses
 import itertools
 import logging
 import os
-import re
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -31,8 +30,6 @@ from tfrecordkit.format import (
     write_index,
 )
 from tfrecordkit.schema import (
-    ClassLabel,
-    FeatureProfile,
     Image,
     ImageObservations,
     RecordProfile,
@@ -41,6 +38,7 @@ from tfrecordkit.schema import (
     profile_records,
     schema_from_profile,
 )
+from tfrecordkit.store._adopt_labels import Labels, is_int_scalar
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._labels import scan_columns
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, load_manifest
@@ -52,7 +50,6 @@ __all__ = ["adopt"]
 
 logger = logging.getLogger(__name__)
 
-LABEL_NAMES = ("label", "labels", "class", "target", "y")
 _SAMPLE_PER_FILE = 200
 _SAMPLE_FILES = 8
 
@@ -117,14 +114,9 @@ def adopt(
     """
     inputs = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike)
                                      else paths)]
-    if len(inputs) == 1:
-        storage = Storage.of(inputs[0], storage_options)
-        if is_tfds_dir(inputs[0], storage):
-            target = os.fspath(out_dir) if out_dir is not None else inputs[0]
-            if storage.exists(storage.join(target, MANIFEST_NAME)) and not overwrite:
-                raise DatasetError(f"{target} already holds {MANIFEST_NAME}; pass "
-                                   "overwrite=True (--overwrite) to replace it")
-            return _adopt_tfds(inputs[0], target, storage)
+    tfds = _tfds_input(inputs, out_dir, overwrite=overwrite, storage_options=storage_options)
+    if tfds is not None:
+        return tfds
     files = expand_record_paths(inputs, storage_options, manifests=False)
     if not files:
         raise DatasetError(f"no TFRecord files in {inputs}")
@@ -137,144 +129,157 @@ def adopt(
         label_feature, class_names = _join(existing, target, split, compression,
                                            label_feature=label_feature,
                                            class_names=class_names, class_pattern=class_pattern)
-    names = [os.path.basename(f.rstrip("/")) for f in files]
-    clashes = sorted(n for n, c in Counter(names).items() if c > 1)
-    if clashes or MANIFEST_NAME in names:
-        raise DatasetError(f"files would share a name in {target}: "
-                           f"{clashes or [MANIFEST_NAME]}")
-    if schema is not None and existing is not None:
-        raise DatasetError(f"{target} already holds a dataset, whose schema its new split "
-                           "is read with: leave out schema=, or pass overwrite=True")
-    given = schema
+        if schema is not None:
+            raise DatasetError(f"{target} already holds a dataset, whose schema its new split "
+                               "is read with: leave out schema=, or pass overwrite=True")
+    _check_names(files, target)
     # Joining a dataset (or given a schema): it must read the same sample the profile sees.
-    reader = existing.schema if existing is not None else given
-    check = _readable_by(reader) if reader is not None else None
-    sampled = list(_sample(files, storage, check))
-    profile = profile_records(sampled, limit=None)
+    reader = existing.schema if existing is not None else schema
+    profile = profile_records(list(_sample(files, storage, _readable_by(reader)
+                                           if reader is not None else None)), limit=None)
     if profile.unparsable:
         raise DatasetError(f"{files[0]}: {profile.unparsable} sampled record(s) are not "
                            "tf.train.Example messages")
-    file_classes: list[int] | None = None
-    if class_pattern is not None:
-        file_classes, class_names = _classes_from_names(files, class_pattern, class_names)
-        label_feature = label_feature or "label"
-        if label_feature in profile.features:
-            raise DatasetError(f"the records already hold a feature {label_feature!r}; name "
-                               "the class taken from file names with label_feature")
-    if given is not None and label_feature is None and class_pattern is None and (
-            found := given.class_label()) is not None:
-        label_feature = found[0]
-        class_names = class_names if class_names is not None else found[1].names or None
-    label_feature = label_feature or _label_candidate(profile)
-    parsed_label = label_feature if file_classes is None else None
-    if parsed_label is not None and not _is_int_scalar(profile.features.get(parsed_label),
-                                                       profile.records):
-        raise DatasetError(f"{parsed_label!r} is not one int64 per record in "
-                           f"{files[0]}; name the class feature with label_feature")
-    # Joining a dataset: what its images are is checked against the new ones (a new
-    # dataset's profile observes every image itself).
-    images = (tuple(n for n, f in existing.schema.items() if isinstance(f, Image))
-              if existing is not None else ())
+    labels = Labels.resolve(files, profile, schema, label_feature=label_feature,
+                             class_names=class_names, class_pattern=class_pattern)
     # A failure removes the links and index files made so far: a retry finds the folder as
     # it was (and nothing is written unless everything is).
     with _Undo(storage) as undo:
-        placements = _placements(files, target, split, storage)
-        placed = [_place(file, where, storage, undo) for file, where in placements]
-        # Restart points written beside compressed files (by tfrecordkit's writer) come
-        # along, so random access starts near each record; readers confirm each point
-        # against the stream before its first use, and verify checks them all.
-        restarts = ([_place_restarts(file, where, storage, undo)
-                     for file, where in placements] if compression is not None
-                    else [None] * len(placed))
-        observations = ImageObservations()
-        # A new dataset's schema comes from every record, not the sample: a key first seen
-        # late, or a list longer than the sample's, is described.
-        whole = RecordProfile() if existing is None and given is None else None
-        shards, top = [], -1
-        for number, file in enumerate(placed):
-            undo.new(file + INDEX_SUFFIX)
-            records, labels = _scan(file, storage, compression, label=parsed_label,
-                                    images=images, observations=observations, profile=whole)
-            counts: dict[str, int] = {}
-            class_id = None
-            if file_classes is not None:
-                class_id = file_classes[number]
-                counts = {str(class_id): records} if records else {}
-            elif labels is not None:
-                if labels.size and int(labels.min()) < 0:
-                    raise DatasetError(f"{file}: class id {int(labels.min())} is negative")
-                ids, n = np.unique(labels, return_counts=True)
-                counts = {str(int(i)): int(c) for i, c in zip(ids, n, strict=True)}
-                top = max(top, int(ids.max()) if ids.size else -1)
-                class_id = int(ids[0]) if len(ids) == 1 else None
-            checksum, head_checksum = file_checksums(file, storage=storage)  # one read
-            shards.append(ShardInfo(
-                file=os.path.basename(file), records=records, bytes=storage.size(file),
-                crc32c=checksum, head_crc32c=head_checksum,
-                index=os.path.basename(file) + INDEX_SUFFIX,
-                class_id=class_id, class_counts=counts, restarts=restarts[number]))
-        per_class = label_feature is not None and all(s.class_id is not None for s in shards)
-        if parsed_label is not None:
-            if class_names is None:
-                class_names = [str(i) for i in range(top + 1)]
-            elif top >= len(class_names):
-                raise DatasetError(f"class id {top} found, but only {len(class_names)} class "
-                                   "names given")
+        scanned = _scan_files(files, target, split, storage, undo, compression=compression,
+                              labels=labels, existing=existing,
+                              whole=existing is None and schema is None)
+        labels = labels.with_names_up_to(scanned.top)
+        per_class = labels.label_feature is not None and all(
+            s.class_id is not None for s in scanned.shards)
         if existing is not None:
             if existing.layout == "per_class" and not per_class:
                 raise DatasetError(f"{target} has one class per file (per_class); some of these "
                                    "files hold several classes")
             per_class = existing.layout == "per_class"
-            schema = _joined_schema(existing.schema, observations)
-        elif given is not None:
-            schema = given
-            if parsed_label is not None and not isinstance(schema.get(parsed_label),
-                                                           ClassLabel):
-                schema = Schema({**schema, parsed_label: ClassLabel(list(class_names or ()))})
-            elif parsed_label is not None and class_names is not None:
-                schema = Schema({**schema, parsed_label: ClassLabel(list(class_names))})
-            if file_classes is not None:
-                assert label_feature is not None and class_names is not None
-                schema = Schema({**schema, label_feature: ClassLabel(class_names,
-                                                                     from_shard=True)})
+            described = _joined_schema(existing.schema, scanned.observations)
+        elif schema is not None:
+            described = labels.with_file_class(labels.as_class_label(schema))
         else:
-            assert whole is not None
-            if whole.unparsable:
-                raise DatasetError(f"{whole.unparsable} record(s) are not tf.train.Example "
-                                   "messages")
-            if parsed_label is not None and not _is_int_scalar(
-                    whole.features.get(parsed_label), whole.records):
-                raise DatasetError(f"{parsed_label!r} is not one int64 in every record; name "
-                                   "the class feature with label_feature")
-            try:
-                schema = schema_from_profile(whole, complete=True, label_feature=parsed_label,
-                                      class_names=class_names)
-            except SchemaError as err:
-                raise DatasetError(f"cannot describe the records of {files[0]}: "
-                                   f"{err}") from None
-            if file_classes is not None:
-                assert label_feature is not None and class_names is not None
-                schema = Schema({**schema, label_feature: ClassLabel(class_names,
-                                                                     from_shard=True)})
-        if not per_class:
-            shards = [dataclasses.replace(s, class_id=None) for s in shards]
+            described = labels.with_file_class(_whole_schema(scanned.whole, labels, files[0]))
+        shards = scanned.shards if per_class else [
+            dataclasses.replace(s, class_id=None) for s in scanned.shards]
         options = ShardOptions(layout="per_class" if per_class else "mixed",
-                               compression=compression, shuffle=False,
-                               index=True)
-        from tfrecordkit._version import __version__
-
-        sources = ", ".join(inputs)
-        splits: dict[str, Sequence[ShardInfo]] = {split: shards}
-        if existing is not None:
-            splits.update({name: info.shards for name, info in existing.splits.items()})
-            sources = f"{existing.created_by.get('source', '')}; {split}: {sources}"
-        manifest = finalize_manifest(
-            target, splits, schema=schema, options=options, label_feature=label_feature,
-            created_by={"tool": "tfrecordkit adopt", "version": __version__, "source": sources},
-            storage=storage)
+                               compression=compression, shuffle=False, index=True)
+        manifest = _write_manifest(target, split, shards, existing=existing, inputs=inputs,
+                                   storage=storage, schema=described, options=options,
+                                   label_feature=labels.label_feature)
     logger.info("adopted %d file(s), %d records, as split %r of %s",
                 len(shards), sum(s.records for s in shards), split, target)
     return manifest
+
+
+def _tfds_input(inputs: list[str], out_dir: str | os.PathLike[str] | None, *, overwrite: bool,
+                storage_options: dict[str, Any] | None) -> Manifest | None:
+    """The manifest of a TFDS-prepared version folder, when ``inputs`` is one; else None."""
+    if len(inputs) != 1:
+        return None
+    storage = Storage.of(inputs[0], storage_options)
+    if not is_tfds_dir(inputs[0], storage):
+        return None
+    target = os.fspath(out_dir) if out_dir is not None else inputs[0]
+    if storage.exists(storage.join(target, MANIFEST_NAME)) and not overwrite:
+        raise DatasetError(f"{target} already holds {MANIFEST_NAME}; pass "
+                           "overwrite=True (--overwrite) to replace it")
+    return _adopt_tfds(inputs[0], target, storage)
+
+
+def _check_names(files: list[str], target: str) -> None:
+    names = [os.path.basename(f.rstrip("/")) for f in files]
+    clashes = sorted(n for n, c in Counter(names).items() if c > 1)
+    if clashes or MANIFEST_NAME in names:
+        raise DatasetError(f"files would share a name in {target}: "
+                           f"{clashes or [MANIFEST_NAME]}")
+
+
+@dataclasses.dataclass
+class _Scanned:
+    shards: list[ShardInfo]
+    top: int  # the highest class id read, -1 for none
+    observations: ImageObservations
+    whole: RecordProfile | None
+
+
+def _scan_files(files: list[str], target: str, split: str, storage: Storage, undo: _Undo, *,
+                compression: str | None, labels: Labels, existing: Manifest | None,
+                whole: bool) -> _Scanned:
+    """Every file placed in ``target``, read once (CRCs, count, index, classes, images'
+    sizes, and with ``whole`` a profile of every record) and described as a shard."""
+    placements = _placements(files, target, split, storage)
+    placed = [_place(file, where, storage, undo) for file, where in placements]
+    # Restart points written beside compressed files (by tfrecordkit's writer) come
+    # along, so random access starts near each record; readers confirm each point
+    # against the stream before its first use, and verify checks them all.
+    restarts = ([_place_restarts(file, where, storage, undo)
+                 for file, where in placements] if compression is not None
+                else [None] * len(placed))
+    # Joining a dataset: what its images are is checked against the new ones (a new
+    # dataset's profile observes every image itself).
+    images = tuple(existing.schema.of_kind(Image)) if existing is not None else ()
+    # A new dataset's schema comes from every record, not the sample: a key first seen
+    # late, or a list longer than the sample's, is described.
+    result = _Scanned([], -1, ImageObservations(), RecordProfile() if whole else None)
+    for number, file in enumerate(placed):
+        undo.new(file + INDEX_SUFFIX)
+        records, ids = _scan(file, storage, compression, label=labels.parsed, images=images,
+                             observations=result.observations, profile=result.whole)
+        counts: dict[str, int] = {}
+        class_id = None
+        if labels.file_classes is not None:
+            class_id = labels.file_classes[number]
+            counts = {str(class_id): records} if records else {}
+        elif ids is not None:
+            if ids.size and int(ids.min()) < 0:
+                raise DatasetError(f"{file}: class id {int(ids.min())} is negative")
+            found, n = np.unique(ids, return_counts=True)
+            counts = {str(int(i)): int(c) for i, c in zip(found, n, strict=True)}
+            result.top = max(result.top, int(found.max()) if found.size else -1)
+            class_id = int(found[0]) if len(found) == 1 else None
+        checksum, head_checksum = file_checksums(file, storage=storage)  # one read
+        result.shards.append(ShardInfo(
+            file=os.path.basename(file), records=records, bytes=storage.size(file),
+            crc32c=checksum, head_crc32c=head_checksum,
+            index=os.path.basename(file) + INDEX_SUFFIX,
+            class_id=class_id, class_counts=counts, restarts=restarts[number]))
+    return result
+
+
+def _whole_schema(whole: RecordProfile | None, labels: Labels, first: str) -> Schema:
+    """The schema of every record's profile (the rule globs use), the label a class label."""
+    assert whole is not None
+    if whole.unparsable:
+        raise DatasetError(f"{whole.unparsable} record(s) are not tf.train.Example messages")
+    if labels.parsed is not None and not is_int_scalar(whole.features.get(labels.parsed),
+                                                        whole.records):
+        raise DatasetError(f"{labels.parsed!r} is not one int64 in every record; name "
+                           "the class feature with label_feature")
+    try:
+        return schema_from_profile(whole, complete=True, label_feature=labels.parsed,
+                                   class_names=labels.class_names)
+    except SchemaError as err:
+        raise DatasetError(f"cannot describe the records of {first}: {err}") from None
+
+
+def _write_manifest(target: str, split: str, shards: list[ShardInfo], *,
+                    existing: Manifest | None, inputs: list[str], storage: Storage,
+                    schema: Schema, label_feature: str | None,
+                    options: ShardOptions) -> Manifest:
+    """``dataset.json`` with the new split (beside the dataset's own, when joining one)."""
+    from tfrecordkit._version import __version__
+
+    sources = ", ".join(inputs)
+    splits: dict[str, Sequence[ShardInfo]] = {split: shards}
+    if existing is not None:
+        splits.update({name: info.shards for name, info in existing.splits.items()})
+        sources = f"{existing.created_by.get('source', '')}; {split}: {sources}"
+    return finalize_manifest(
+        target, splits, schema=schema, options=options, label_feature=label_feature,
+        created_by={"tool": "tfrecordkit adopt", "version": __version__, "source": sources},
+        storage=storage)
 
 
 def _adopt_tfds(root: str, target: str, storage: Storage) -> Manifest:
@@ -364,9 +369,7 @@ def _joined_schema(schema: Schema, observations: ImageObservations) -> Schema:
     it too: a PNG-only promise would send JPEG bytes to TensorFlow's PNG decoder."""
     features = dict(schema)
     sizes = observations.sizes()
-    for name, feature in schema.items():
-        if not isinstance(feature, Image):
-            continue
+    for name, feature in schema.of_kind(Image).items():
         formats = {fmt for fmt, _, _ in observations.seen.get(name, ())}
         mixed = feature.encoding in ("jpeg", "png") and bool(formats - {feature.encoding})
         features[name] = dataclasses.replace(
@@ -411,62 +414,6 @@ def _scan(file: str, storage: Storage, compression: str | None, *, label: str | 
     return count, np.concatenate(labels) if labels else np.zeros(0, np.int64)
 
 
-def _classes_from_names(files: list[str], pattern: str, class_names: Sequence[str] | None
-                        ) -> tuple[list[int], list[str]]:
-    """Each file's class id, from the text of its name that ``pattern`` picks, and the class
-    names: given (a capture is a name, or the id of one), else the captured texts, with dense
-    ids ``0..n-1`` in numeric order when every capture is an integer, else in sorted order.
-    Time and memory grow with the number of files, never with the numbers in their names.
-
-    Raises:
-        DatasetError: a name gives no class, two captures are one number written two ways
-            (``01`` and ``1``), or a capture is not among the given names.
-    """
-    try:
-        regex = re.compile(pattern)
-    except re.error as err:
-        raise DatasetError(f"class_pattern {pattern!r} is not a regular expression: "
-                           f"{err}") from None
-    group: int | str = ("class" if "class" in regex.groupindex else 1 if regex.groups else 0)
-    found = []
-    for file in files:
-        match = regex.search(os.path.basename(file.rstrip("/")))
-        if match is None or not match.group(group):
-            raise DatasetError(f"{file}: its name does not give a class by class_pattern "
-                               f"{pattern!r}")
-        found.append(match.group(group))
-    numeric = all(_DIGITS.fullmatch(text) for text in found)
-    if numeric:
-        first_text: dict[int, tuple[str, str]] = {}
-        for file, text in zip(files, found, strict=True):
-            seen = first_text.setdefault(int(text), (text, file))
-            if seen[0] != text:
-                raise DatasetError(
-                    f"{file}: class {text!r} (by class_pattern) is the number of class "
-                    f"{seen[0]!r} of {seen[1]} written another way; rename one of them")
-    if class_names is not None:
-        names = [str(n) for n in class_names]
-        lookup = {n: i for i, n in enumerate(names)}
-        # A number is a class id only when no class name is a number (no two readings).
-        ids_allowed = not any(_DIGITS.fullmatch(n) for n in names)
-        ids = []
-        for file, text in zip(files, found, strict=True):
-            if text in lookup:
-                ids.append(lookup[text])
-            elif ids_allowed and _DIGITS.fullmatch(text) and int(text) < len(names):
-                ids.append(int(text))
-            else:
-                raise DatasetError(f"{file}: class {text!r} (by class_pattern) is not among "
-                                   f"the {len(names)} class names")
-        return ids, names
-    names = (sorted(set(found), key=int) if numeric else sorted(set(found)))
-    lookup = {n: i for i, n in enumerate(names)}
-    return [lookup[text] for text in found], names
-
-
-_DIGITS = re.compile("[0-9]+")
-
-
 def _common_folder(files: list[str]) -> str:
     folders = {os.path.dirname(f) for f in files}
     if len(folders) != 1:
@@ -495,18 +442,6 @@ def _sample(files: list[str], storage: Storage,
         if check is not None:
             check(file, records)
         yield from records
-
-
-def _is_int_scalar(profile: FeatureProfile | None, records: int) -> bool:
-    return (profile is not None and profile.kind == "int64" and profile.present == records
-            and profile.min_count == profile.max_count == 1)
-
-
-def _label_candidate(profile: Any) -> str | None:
-    for name in LABEL_NAMES:
-        if _is_int_scalar(profile.features.get(name), profile.records):
-            return name
-    return None
 
 
 def _placements(files: list[str], target: str, split: str, storage: Storage

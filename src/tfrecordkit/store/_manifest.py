@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -22,7 +23,7 @@ from tfrecordkit.format import (
     crc32c_hex,
     masked_crc32c,
 )
-from tfrecordkit.schema import SOURCE_FEATURE, ClassLabel, FeatureList, Schema, Tensor
+from tfrecordkit.schema import SOURCE_FEATURE, ClassLabel, Schema
 from tfrecordkit.store._sidecar import externalize_lists, internalize_lists
 
 __all__ = ["MANIFEST_NAME", "Manifest", "ShardInfo", "SplitInfo", "load_manifest",
@@ -158,13 +159,13 @@ class Manifest:
         """The JSON object written to ``dataset.json``."""
         return {
             "format": FORMAT_NAME,
-            "format_version": (8 if _has_feature_list(self.schema)
-                               else 7 if _has_encoded_tensor(self.schema)
-                               else 6 if self.compression and any(
-                                   shard.restarts or shard.index
-                                   for split in self.splits.values() for shard in split.shards)
-                               else 5 if SOURCE_FEATURE in self.schema
-                               else 3 if self.schema.shard_label else 2),
+            "format_version": max(
+                [v for v, _ in self.schema.format_needs]
+                + [6 if self.compression and any(
+                    shard.restarts or shard.index
+                    for split in self.splits.values() for shard in split.shards) else 2,
+                   5 if SOURCE_FEATURE in self.schema else 2,
+                   3 if self.schema.shard_label else 2]),
             "schema": self.schema.to_json(),
             "layout": self.layout,
             "compression": self.compression,
@@ -410,14 +411,6 @@ class _ManifestSpec(msgspec.Struct, frozen=True):
     created_by: dict[str, Any] = {}
 
 
-def _has_encoded_tensor(schema: Schema) -> bool:
-    return any(isinstance(f, Tensor) and f.encoding != "raw" for f in schema.values())
-
-
-def _has_feature_list(schema: Schema) -> bool:
-    return any(isinstance(f, FeatureList) for f in schema.values())
-
-
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return text if len(text) <= 300 else text[:297] + "..."
@@ -444,47 +437,14 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
         schema = Schema.from_json(spec.schema)
     except (SchemaError, KeyError, TypeError, ValueError, AttributeError) as err:
         raise fail("schema", f"not a valid schema ({_one_line(err)})") from None
-    classes: int | None = None
-    if spec.label_feature is not None:
-        feature = schema.get(spec.label_feature)
-        if not isinstance(feature, ClassLabel):
-            raise fail("label_feature", f"{spec.label_feature!r} is not a class_label feature")
-        classes = feature.num_classes
-    if schema.shard_label is not None:
-        if spec.label_feature != schema.shard_label or spec.layout != "per_class":
-            raise fail("label_feature", f"{schema.shard_label!r} is the shard's class "
-                                        "(from_shard), so it must be the label feature of "
-                                        "a per_class dataset")
-        if spec.format_version < 3:
-            raise fail("format_version", "a label taken from the shard needs version 3")
-    if _has_encoded_tensor(schema) and spec.format_version < 7:
-        raise fail("format_version", "a Tensor stored as a TensorProto or a list needs "
-                                     "version 7")
-    if _has_feature_list(schema) and spec.format_version < 8:
-        raise fail("format_version", "feature lists (SequenceExample records) need version 8")
-    if SOURCE_FEATURE in schema and spec.format_version < 5:
-        raise fail("format_version", f"records that carry {SOURCE_FEATURE!r} need version 5")
+    classes = _check_schema(schema, spec, fail)
     seen: set[str] = set()
     splits = {}
     for name, split in spec.splits.items():
         for i, shard in enumerate(split.shards):
-            key = f"splits.{name}.shards[{i}]"
-            for file in (shard.file, shard.index, shard.restarts):
-                if file is not None and file in seen:
-                    raise fail(key, f"file {file!r} is listed twice")
-                if file is not None:
-                    seen.add(file)
-            if shard.restarts is not None and (spec.compression is None
-                                               or spec.format_version < 6):
-                raise fail(key, "restart points belong to compressed shards, and need "
-                                "version 6")
-            if schema.shard_label is not None and shard.class_id is None:
-                raise fail(key, f"no class_id, which {schema.shard_label!r} (from_shard) "
-                                "takes its value from")
-            ids = [shard.class_id] if shard.class_id is not None else []
-            ids += [int(k) for k in shard.class_counts]
-            if ids and (classes is None or max(ids) >= classes):
-                raise fail(key, f"class id {max(ids)} outside the {classes or 0} classes")
+            problem = _shard_problem(shard, spec, schema, classes, seen=seen)
+            if problem is not None:
+                raise fail(f"splits.{name}.shards[{i}]", problem)
         split_ids = [int(k) for k in split.class_counts]
         if split_ids and (classes is None or max(split_ids) >= classes):
             raise fail(f"splits.{name}.class_counts", f"class id {max(split_ids)} outside "
@@ -501,3 +461,49 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
     return cls(schema=schema, splits=splits, layout=spec.layout, compression=spec.compression,
                label_feature=spec.label_feature, skipped=tuple(spec.skipped),
                skipped_count=spec.skipped_count, created_by=dict(spec.created_by))
+
+
+def _check_schema(schema: Schema, spec: _ManifestSpec,
+                  fail: Callable[[str, str], DatasetError]) -> int | None:
+    """The schema against the rest of the manifest (its label feature, layout and format
+    version); the label's number of classes, if there is a label."""
+    classes: int | None = None
+    if spec.label_feature is not None:
+        labels = schema.of_kind(ClassLabel)
+        if spec.label_feature not in labels:
+            raise fail("label_feature", f"{spec.label_feature!r} is not a class_label feature")
+        classes = labels[spec.label_feature].num_classes
+    if schema.shard_label is not None:
+        if spec.label_feature != schema.shard_label or spec.layout != "per_class":
+            raise fail("label_feature", f"{schema.shard_label!r} is the shard's class "
+                                        "(from_shard), so it must be the label feature of "
+                                        "a per_class dataset")
+        if spec.format_version < 3:
+            raise fail("format_version", "a label taken from the shard needs version 3")
+    for version, what in schema.format_needs:
+        if spec.format_version < version:
+            raise fail("format_version", f"{what} need version {version} or later")
+    if SOURCE_FEATURE in schema and spec.format_version < 5:
+        raise fail("format_version", f"records that carry {SOURCE_FEATURE!r} need version 5")
+    return classes
+
+
+def _shard_problem(shard: _ShardSpec, spec: _ManifestSpec, schema: Schema,
+                   classes: int | None, *, seen: set[str]) -> str | None:
+    """What is wrong with one shard's entry, if anything: files listed once (``seen`` so
+    far), restart points only on compressed shards, a class id where the label comes from the
+    shard, ids in range."""
+    for file in (shard.file, shard.index, shard.restarts):
+        if file is not None and file in seen:
+            return f"file {file!r} is listed twice"
+        if file is not None:
+            seen.add(file)
+    if shard.restarts is not None and (spec.compression is None or spec.format_version < 6):
+        return "restart points belong to compressed shards, and need version 6"
+    if schema.shard_label is not None and shard.class_id is None:
+        return f"no class_id, which {schema.shard_label!r} (from_shard) takes its value from"
+    ids = [shard.class_id] if shard.class_id is not None else []
+    ids += [int(k) for k in shard.class_counts]
+    if ids and (classes is None or max(ids) >= classes):
+        return f"class id {max(ids)} outside the {classes or 0} classes"
+    return None

@@ -98,7 +98,7 @@ def tfds_manifest(path: str | os.PathLike[str], storage: Storage) -> Manifest:
                            f"({what})") from None
     if not splits:
         raise DatasetError(f"{root}: {TFDS_INFO} lists no splits")
-    labels = [n for n, f in schema.items() if isinstance(f, ClassLabel)]
+    labels = list(schema.of_kind(ClassLabel))
     return Manifest(schema=schema, splits=splits, layout="mixed", compression=None,
                     label_feature="label" if "label" in labels else (
                         labels[0] if len(labels) == 1 else None),

@@ -22,10 +22,9 @@ from tfrecordkit.readers.tf_data._graph import graph_only
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     Example,
-    _decode_common,
-    _decode_one,
-    _needs_per_example_decode,
     _scale_image,
+    decode_feature,
+    per_example_decode,
 )
 from tfrecordkit.schema import (
     ClassLabel,
@@ -74,15 +73,12 @@ class _DecodePlan:
         """Whether decoding needs a per-example map (images, audio, ragged tensors, augment,
         fixed padded shapes)."""
         return self.augment is not None or bool(self.options.padded_shapes) or (
-            self.decode and any(_needs_per_example_decode(f) for f in self.selected.values()))
+            self.decode and any(per_example_decode(f) for f in self.selected.values()))
 
 
-def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
-                      drop_remainder: bool) -> Any:
-    """Batches of serialized records → parsed (whole batch at once) → decoded examples,
-    re-batched to ``batch_size`` (None: single examples), in the layout's structure."""
-    ordered, layout, options = plan.ordered, plan.layout, plan.options
-
+def _batch_parser(plan: _DecodePlan) -> Any:
+    """A function parsing a batch of serialized records whole: Examples, or SequenceExamples
+    when there are feature lists."""
     stored = plan.stored.features
     lists = {k: v for k, v in plan.description.items()
              if isinstance(v, tf.io.FixedLenSequenceFeature)
@@ -104,64 +100,80 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
                         else tf.RaggedTensor.from_tensor(values, lengths=lengths[key]))
         return out
 
-    if plan.per_example:
-        # Parse in big batches (fast), then decode each example in a parallel map.
-        ds = ds.map(graph_only(parse_batch), num_parallel_calls=AUTOTUNE,
-                    deterministic=ordered).unbatch()
-        # Dimensions the schema leaves open but that can't vary (channels) must agree
-        # within a padded batch: padding would otherwise fill them with zeros.
-        open_axes = {n: f.open_axes for n, f in layout.features.items()
-                     if f.open_axes and f.kind in ("image", "audio")}
-        checked = batch_size is not None and plan.structured and bool(open_axes)
+    return parse_batch
 
-        def decode_example_tf(parsed: Example) -> Example:
-            if not plan.decode or not plan.selected:
-                out = dict(parsed)
-            else:
-                out = {n: _decode_one(f, parsed, n, options, plan.seed)
-                       for n, f in plan.selected.items()}
-            out.pop(CROP_KEY, None)  # the record's tag, read by finish_image
-            out.update({k: parsed[k] for k in plan.passthrough})
-            if plan.decode and options.image_dtype != "uint8":
-                for key in layout.images:
-                    out[key] = _scale_image(out[key], options.image_dtype, options.mean,
-                                            options.std)
-            out = _compose(plan.augment)(out) if plan.augment is not None else out
-            if not plan.decode:
-                return out
-            out = _check_padded_shapes(out, layout)
-            out = {n: _fixed_tokens(v, layout[n]) if _fixed_width(layout, n) else v
+
+def _per_example(ds: Any, plan: _DecodePlan, batch_size: int | None, drop_remainder: bool,
+                 parse_batch: Any) -> Any:
+    """Parsed in big batches (fast), then each example decoded in a parallel map (images,
+    audio, tensors of their own shapes, augmentation), then batched (padded or ragged)."""
+    ordered, layout, options = plan.ordered, plan.layout, plan.options
+    ds = ds.map(graph_only(parse_batch), num_parallel_calls=AUTOTUNE,
+                deterministic=ordered).unbatch()
+    # Dimensions the schema leaves open but that can't vary (channels) must agree
+    # within a padded batch: padding would otherwise fill them with zeros.
+    open_axes = {n: f.open_axes for n, f in layout.features.items()
+                 if f.open_axes and f.kind in ("image", "audio")}
+    checked = batch_size is not None and plan.structured and bool(open_axes)
+
+    def decode_example_tf(parsed: Example) -> Example:
+        if not plan.decode or not plan.selected:
+            out = dict(parsed)
+        else:
+            out = {n: decode_feature(f, parsed, n, options, batched=False, seed=plan.seed)
+                   for n, f in plan.selected.items()}
+        out.pop(CROP_KEY, None)  # the record's tag, read by finish_image
+        out.update({k: parsed[k] for k in plan.passthrough})
+        if plan.decode and options.image_dtype != "uint8":
+            for key in layout.images:
+                out[key] = _scale_image(out[key], options.image_dtype, options.mean,
+                                        options.std)
+        out = _compose(plan.augment)(out) if plan.augment is not None else out
+        if not plan.decode:
+            return out
+        out = _check_padded_shapes(out, layout)
+        out = {n: _fixed_tokens(v, layout[n]) if _fixed_width(layout, n) else v
+               for n, v in out.items()}
+        sizes = ({_OPEN + n: tf.gather(tf.shape(_array(out[n])), list(axes))
+                  for n, axes in open_axes.items()} if checked else {})
+        if plan.structured:
+            out = {n: _structure(v, layout[n]) if n in layout.features else v
                    for n, v in out.items()}
-            sizes = ({_OPEN + n: tf.gather(tf.shape(_array(out[n])), list(axes))
-                      for n, axes in open_axes.items()} if checked else {})
-            if plan.structured:
-                out = {n: _structure(v, layout[n]) if n in layout.features else v
-                       for n, v in out.items()}
-            return {**out, **sizes}
+        return {**out, **sizes}
 
-        ds = ds.map(graph_only(decode_example_tf), num_parallel_calls=AUTOTUNE,
-                    deterministic=ordered)
-        if batch_size is not None:
-            if options.padding == "ragged":
-                ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
-            else:
-                shapes, fills = _padding(ds.element_spec, layout)
-                ds = ds.padded_batch(batch_size, padded_shapes=shapes, padding_values=fills,
-                                     drop_remainder=drop_remainder)
-                if checked:
-                    ds = ds.map(graph_only(lambda b: _check_open_axes(b, open_axes)),
-                                num_parallel_calls=AUTOTUNE, deterministic=ordered)
-        elif options.padding == "pad":
-            ds = ds.map(graph_only(_to_dense), num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    ds = ds.map(graph_only(decode_example_tf), num_parallel_calls=AUTOTUNE,
+                deterministic=ordered)
+    if batch_size is None:
+        if options.padding == "pad":
+            ds = ds.map(graph_only(_to_dense), num_parallel_calls=AUTOTUNE,
+                        deterministic=ordered)
         return ds
+    if options.padding == "ragged":
+        return ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
+    shapes, fills = _padding(ds.element_spec, layout)
+    ds = ds.padded_batch(batch_size, padded_shapes=shapes, padding_values=fills,
+                         drop_remainder=drop_remainder)
+    if checked:
+        ds = ds.map(graph_only(lambda b: _check_open_axes(b, open_axes)),
+                    num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    return ds
+
+
+def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
+                      drop_remainder: bool) -> Any:
+    """Batches of serialized records → parsed (whole batch at once) → decoded examples,
+    re-batched to ``batch_size`` (None: single examples), in the layout's structure."""
+    ordered, options = plan.ordered, plan.options
+    parse_batch = _batch_parser(plan)
+    if plan.per_example:
+        return _per_example(ds, plan, batch_size, drop_remainder, parse_batch)
 
     def parse_and_decode(serialized: Any) -> Example:
         parsed = parse_batch(serialized)
         if not plan.decode or not plan.selected:
             out = dict(parsed)
         else:
-            out = {n: _decode_common(f, parsed, n, batched=True,
-                                     text_length=options.text_length)
+            out = {n: decode_feature(f, parsed, n, options, batched=True)
                    for n, f in plan.selected.items()}
             out.update({k: parsed[k] for k in plan.passthrough})
         if batch_size is None or options.padding != "pad":
@@ -340,9 +352,10 @@ def _no_label_hint(schema: Schema | None) -> str:
     if schema is None:
         return message
     kinds = ", ".join(f"{n}: {type(f).__name__}" for n, f in schema.items())
-    integers = [n for n, f in schema.items()
-                if isinstance(f, Scalar | Tensor) and f.dtype.startswith(("int", "uint"))
-                and (isinstance(f, Scalar) or f.shape == (1,))]
+    whole = {n for n, f in schema.of_kind(Scalar).items() if f.dtype.startswith(("int", "uint"))}
+    whole |= {n for n, f in schema.of_kind(Tensor).items()
+              if f.dtype.startswith(("int", "uint")) and f.shape == (1,)}
+    integers = [n for n in schema if n in whole]
     hint = (f"; {integers[0]!r} holds integers: write it as tk.ClassLabel(names) (integer "
             "arrays of shape (N,) or (N, 1) named label, labels, class, target or y become "
             "class labels by themselves)") if integers else ""
@@ -370,8 +383,7 @@ def _finish(ds: Any, manifest: Manifest | None, schema: Schema | None, ordered: 
     options.experimental_optimization.map_parallelization = True
     ds = ds.with_options(options)
     label = _label_feature(manifest, schema)
-    class_feature = schema[label] if schema is not None and label else None
-    ds.class_names = list(class_feature.names) if isinstance(class_feature, ClassLabel) else []
+    ds.class_names = schema.class_names(label) if schema is not None else []
     ds.manifest = manifest
     return ds
 
@@ -396,8 +408,8 @@ def _shard_label(schema: Schema | None, names: Sequence[str],
 def _shard_entries(schema: Schema | None, label: str, classes: Sequence[int]) -> list[bytes]:
     """Per class (or file), the serialized label entry appended to its records: concatenated
     Example messages merge, so the parser reads the label as if the record held it."""
-    feature = schema[label] if schema is not None else None
-    assert isinstance(feature, ClassLabel)
+    assert schema is not None
+    feature = schema.feature_as(label, ClassLabel)
     return [feature.shard_entry(label, int(c)) for c in classes]
 
 

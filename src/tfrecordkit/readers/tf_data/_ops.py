@@ -3,8 +3,9 @@ as TensorFlow ops, pixel for pixel as the NumPy readers decode."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable
+from collections.abc import Sequence as Names
+from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -14,11 +15,14 @@ from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers.tf_data._crop import CROP_KEY, crop_window
 from tfrecordkit.schema import (
     Audio,
+    ClassLabel,
     Feature,
+    FeatureList,
     Image,
     KeySpec,
     Scalar,
     Schema,
+    Sequence,
     Tensor,
     Text,
 )
@@ -33,7 +37,7 @@ _TF_DTYPES = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}
 # -- parsing specs ---------------------------------------------------------------------------
 
 
-def feature_description(schema: Schema, features: Sequence[str] | None = None) -> dict[str, Any]:
+def feature_description(schema: Schema, features: Names[str] | None = None) -> dict[str, Any]:
     """The ``tf.io.parse_example`` spec for a schema (or the named subset of its features).
 
     Fixed-length keys become ``FixedLenFeature``; variable-length ones ``RaggedFeature``.
@@ -57,12 +61,6 @@ def _tf_spec(spec: KeySpec) -> Any:
 
 
 # -- decoding --------------------------------------------------------------------------------
-
-
-def _needs_per_example_decode(feature: Feature) -> bool:
-    return isinstance(feature, Image | Audio) or (
-        isinstance(feature, Tensor) and (feature.variable or feature.encoding == "proto")
-    )
 
 
 def _tf_to_channels(image: Any, channels: int | None) -> Any:
@@ -213,42 +211,99 @@ def _token_ids(ids: Any, text_length: int | None, batched: bool) -> dict[str, An
     return {"ids": ids, "mask": mask}
 
 
-def _decode_common(feature: Feature, parsed: Example, name: str, batched: bool,
-                   text_length: int | None = None) -> Any:
-    """Decoding that works on a whole batch as well as on one example."""
-    if isinstance(feature, Text):
-        if feature.has_ids:
-            return {"text": parsed[name],
-                    **_token_ids(parsed[f"{name}/ids"], text_length, batched)}
-        return parsed[name]
-    if isinstance(feature, Tensor) and feature.encoding == "list":
+# -- each kind's in-graph decoding, keyed by kind ---------------------------------------------
+
+
+class _How(NamedTuple):
+    """How a feature is decoded: over a whole parsed batch or one parsed example."""
+
+    batched: bool
+    options: DecodeOptions
+    seed: int = 0
+
+
+def _text(feature: Text, parsed: Example, name: str, how: _How) -> Any:
+    if feature.has_ids:
+        return {"text": parsed[name],
+                **_token_ids(parsed[f"{name}/ids"], how.options.text_length, how.batched)}
+    return parsed[name]
+
+
+def _tensor(feature: Tensor, parsed: Example, name: str, how: _How) -> Any:
+    if feature.encoding == "proto":  # one example at a time (see _PER_EXAMPLE)
+        return tf.ensure_shape(tf.io.parse_tensor(parsed[name], tf.as_dtype(feature.dtype)),
+                               feature.shape)
+    if feature.encoding == "list":
         values = parsed[name]
         if isinstance(values, tf.RaggedTensor):
             values = values.flat_values
-        values = tf.reshape(values, [-1, *feature.shape] if batched and not feature.variable
+        values = tf.reshape(values, [-1, *feature.shape] if how.batched and not feature.variable
                             else [-1, *feature.shape[1:]] if feature.shape else [])
-        if not batched:
+        if not how.batched:
             values.set_shape(feature.shape)
         return tf.cast(values, tf.as_dtype(feature.dtype))
-    if isinstance(feature, Tensor) and feature.encoding == "proto":  # one example at a time
-        return tf.ensure_shape(tf.io.parse_tensor(parsed[name], tf.as_dtype(feature.dtype)),
-                               feature.shape)
-    if isinstance(feature, Tensor):
-        shape = parsed[f"{name}/shape"] if feature.variable else list(feature.shape)
-        return _decode_tensor(feature, parsed[name], shape, batched)
-    if isinstance(feature, Scalar):
-        value = parsed[name]
-        if feature.dtype in ("string", "int64", "float32"):
-            return value
-        return tf.cast(value, tf.as_dtype(feature.dtype))
-    return parsed[name]  # ClassLabel (int64), Sequence (ragged)
+    shape = parsed[f"{name}/shape"] if feature.variable else list(feature.shape)
+    return _decode_tensor(feature, parsed[name], shape, how.batched)
 
 
-def _decode_one(feature: Feature, parsed: Example, name: str, options: DecodeOptions,
-                seed: int = 0) -> Any:
-    if isinstance(feature, Image):
-        return _decode_image(feature, parsed, name, options, seed)
-    if isinstance(feature, Audio):
-        return _decode_audio(feature, parsed, name, options.sample_rate)
-    return _decode_common(feature, parsed, name, batched=False,
-                          text_length=options.text_length)
+def _scalar(feature: Scalar, parsed: Example, name: str, how: _How) -> Any:
+    value = parsed[name]
+    if feature.dtype in ("string", "int64", "float32"):
+        return value
+    return tf.cast(value, tf.as_dtype(feature.dtype))
+
+
+def _image(feature: Image, parsed: Example, name: str, how: _How) -> Any:
+    return _decode_image(feature, parsed, name, how.options, how.seed)
+
+
+def _audio(feature: Audio, parsed: Example, name: str, how: _How) -> Any:
+    return _decode_audio(feature, parsed, name, how.options.sample_rate)
+
+
+def _as_parsed(feature: Feature, parsed: Example, name: str, how: _How) -> Any:
+    return parsed[name]  # int64 class ids, ragged sequences, feature lists' steps
+
+
+def _always(feature: Feature) -> bool:
+    return True
+
+
+TF_OPS: dict[type[Feature], Callable[[Any, Example, str, _How], Any]] = {
+    Text: _text, Tensor: _tensor, Scalar: _scalar, Image: _image, Audio: _audio,
+    ClassLabel: _as_parsed, Sequence: _as_parsed, FeatureList: _as_parsed,
+}
+"""Each kind's in-graph decoding of its parsed keys (the NumPy decoding's twin). A new kind
+with values TensorFlow parses as they are maps to ``_as_parsed``; one with its own decoding
+adds its op here (and to ``_PER_EXAMPLE`` when it can't decode a whole batch at once)."""
+
+_PER_EXAMPLE: dict[type[Feature], Callable[[Any], bool]] = {
+    Image: _always, Audio: _always,
+    Tensor: lambda t: t.variable or t.encoding == "proto",
+}
+"""Kinds decoded one example at a time (images and audio of their own sizes, tensors of
+their own shapes), and for which of their features."""
+
+
+def _lookup(table: dict[type[Feature], Any], feature: Feature) -> Any:
+    for kind in type(feature).__mro__:
+        if kind in table:
+            return table[kind]
+    return None
+
+
+def per_example_decode(feature: Feature) -> bool:
+    """Whether ``feature`` is decoded one example at a time rather than per batch."""
+    rule = _lookup(_PER_EXAMPLE, feature)
+    return rule is not None and bool(rule(feature))
+
+
+def decode_feature(feature: Feature, parsed: Example, name: str, options: DecodeOptions, *,
+                   batched: bool, seed: int = 0) -> Any:
+    """The in-graph decoding of ``feature`` from its parsed keys (a batch's, or one
+    example's)."""
+    op = _lookup(TF_OPS, feature)
+    if op is None:
+        raise TypeError(f"no tf.data decoding for {type(feature).__name__}: add it to "
+                        "tfrecordkit.readers.tf_data._ops.TF_OPS")
+    return op(feature, parsed, name, _How(batched, options, seed))

@@ -139,20 +139,10 @@ def load_tf_dataset(
             schema mismatch), before any training starts.
     """
     options = decode_options(options, decode=decode, features=features, image_size=image_size)
-    if options.fast_resize:
-        raise OptionError("fast_resize decodes JPEGs at a reduced DCT scale in the TF-free "
-                          "readers only; tf.data decodes them whole (leave fast_resize off)")
-    if options.padded_shapes and batch_size is None:
-        raise OptionError("padded_shapes pads batches: give batch_size")
-    if batch_size is not None and batch_size < 1:
-        raise OptionError(f"batch_size must be positive; got {batch_size}")
-    if not isinstance(shuffle, bool) and shuffle < 1:
-        raise OptionError(f"shuffle must be True, False or a buffer size of at least 1 "
-                          f"record; got {shuffle}")
+    _check_options(options, batch_size, shuffle)
     read = plan_read(path, split, schema=schema, storage_options=storage_options)
     manifest, schema = read.manifest, read.schema
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
-    open_file = _file_reader(read.storage, compression, storage_options)
     layout = BatchLayout.of(schema, options)
     names = layout.names
     description = feature_description(schema, names)
@@ -188,35 +178,9 @@ def load_tf_dataset(
     files_ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle and len(file_paths) > 1:
         files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
-    counter = EpochCounter() if tagged else None
-    if counter is not None:
-        files_ds = counter.starting(files_ds)
-    cycle = max(1, min(len(file_paths), 16)) if shuffle else 1
-    run_length = _run_length(read.bytes_per_record)
-
-    # Files are interleaved in runs of records: a parallel interleave of single records
-    # costs ~15 µs each (one file: 15x slower than reading it; bench/vocabulary.py found it).
-    def runs(file: dict[str, Any]) -> Any:
-        records = open_file(file["file"]).batch(run_length)
-        if "entry" in file:
-            records = records.map(graph_only(lambda r: tf.strings.join(
-                [r, tf.fill(tf.shape(r), file["entry"])])))
-        if counter is not None:
-            records = records.enumerate().map(graph_only(lambda run, r: tag_records(
-                r, counter.value(), file["first"] + run * run_length
-                + tf.range(tf.size(r, out_type=tf.int64)))))
-        return records
-
-    if (read.bytes_per_record >= _SINGLE_BYTES and "entry" not in files and counter is None
-            and read.storage.local):
-        # Large records, read one at a time: TensorFlow's own parallel reader (no run
-        # batches to build and take apart).
-        ds = tf.data.TFRecordDataset(files_ds.map(graph_only(lambda f: f["file"])),
-                                     compression_type=compression, buffer_size=1 << 20,
-                                     num_parallel_reads=cycle if cycle > 1 else None)
-    else:
-        ds = files_ds.interleave(graph_only(runs), cycle_length=cycle, block_length=1,
-                                 num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
+    ds = _interleaved(files_ds, read, _file_reader(read.storage, compression, storage_options),
+                      compression=compression, files=len(file_paths), tagged=tagged,
+                      entries="entry" in files, shuffle=bool(shuffle), ordered=ordered)
     if by_record:
         ds = ds.shard(workers, worker)
     if cache:
@@ -240,12 +204,8 @@ def load_tf_dataset(
     if as_supervised:
         ds = _supervised(ds, manifest, schema, ordered)
     if not repeat and records >= 0:
-        if batch_size is None:
-            cardinality = records
-        elif drop_last:
-            cardinality = records // batch_size
-        else:
-            cardinality = math.ceil(records / batch_size)
+        cardinality = (records if batch_size is None else records // batch_size if drop_last
+                       else math.ceil(records / batch_size))
         ds = ds.apply(tf.data.experimental.assert_cardinality(cardinality))
     ds = _finish(ds, manifest, schema, ordered)
 
@@ -259,6 +219,56 @@ def load_tf_dataset(
             pass
 
     return name_errors(ds, file_paths, find)
+
+
+def _check_options(options: DecodeOptions, batch_size: int | None, shuffle: bool | int) -> None:
+    """Refuse what tf.data cannot do as asked."""
+    if options.fast_resize:
+        raise OptionError("fast_resize decodes JPEGs at a reduced DCT scale in the TF-free "
+                          "readers only; tf.data decodes them whole (leave fast_resize off)")
+    if options.padded_shapes and batch_size is None:
+        raise OptionError("padded_shapes pads batches: give batch_size")
+    if batch_size is not None and batch_size < 1:
+        raise OptionError(f"batch_size must be positive; got {batch_size}")
+    if not isinstance(shuffle, bool) and shuffle < 1:
+        raise OptionError(f"shuffle must be True, False or a buffer size of at least 1 "
+                          f"record; got {shuffle}")
+
+
+def _interleaved(files_ds: Any, read: ReadPlan, open_file: Callable[[Any], Any], *,
+                 compression: str, files: int, tagged: bool, entries: bool, shuffle: bool,
+                 ordered: bool) -> Any:
+    """The records of the files ``files_ds`` gives (``{"file"}``, and ``"entry"``: the shard
+    label entry each record gets; ``"first"``: the id of each file's first record, to tag
+    records for keyed crops and flips), read from up to 16 files at a time."""
+    counter = EpochCounter() if tagged else None
+    if counter is not None:
+        files_ds = counter.starting(files_ds)
+    cycle = max(1, min(files, 16)) if shuffle else 1
+    run_length = _run_length(read.bytes_per_record)
+
+    # Files are interleaved in runs of records: a parallel interleave of single records
+    # costs ~15 µs each (one file: 15x slower than reading it; bench/vocabulary.py found it).
+    def runs(file: dict[str, Any]) -> Any:
+        records = open_file(file["file"]).batch(run_length)
+        if "entry" in file:
+            records = records.map(graph_only(lambda r: tf.strings.join(
+                [r, tf.fill(tf.shape(r), file["entry"])])))
+        if counter is not None:
+            records = records.enumerate().map(graph_only(lambda run, r: tag_records(
+                r, counter.value(), file["first"] + run * run_length
+                + tf.range(tf.size(r, out_type=tf.int64)))))
+        return records
+
+    if (read.bytes_per_record >= _SINGLE_BYTES and not entries and counter is None
+            and read.storage.local):
+        # Large records, read one at a time: TensorFlow's own parallel reader (no run
+        # batches to build and take apart).
+        return tf.data.TFRecordDataset(files_ds.map(graph_only(lambda f: f["file"])),
+                                       compression_type=compression, buffer_size=1 << 20,
+                                       num_parallel_reads=cycle if cycle > 1 else None)
+    return files_ds.interleave(graph_only(runs), cycle_length=cycle, block_length=1,
+                               num_parallel_calls=AUTOTUNE, deterministic=ordered).unbatch()
 
 
 def _first_ids(read: ReadPlan, files: Sequence[str]) -> list[int]:
