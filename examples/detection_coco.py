@@ -6,10 +6,11 @@
 2. Writes it as TFRecord files in the TensorFlow Object Detection API's key layout
    (``image/encoded``, ``image/height``, ``image/object/bbox/xmin`` ... normalised to 0-1,
    ``image/object/class/text`` and ``/label``), the layout TF detection pipelines read.
-3. Reads those files by glob (their schema inferred from every record) in PyTorch, with a
-   detection collate (a list of per-image ``{"boxes": [n, 4] in pixels, "labels": [n]}``
-   targets beside the padded image batch, as torchvision's detection models take them), and
-   in tf.data; checks that both give the boxes the annotations hold.
+3. Reads those files by glob (their schema inferred from every record: the box and class
+   keys become one ``tk.Boxes`` feature, ``image/object``) in PyTorch, with a detection
+   collate (a list of per-image ``{"boxes": [n, 4] in pixels, "labels": [n]}`` targets beside
+   the padded image batch, as torchvision's detection models take them), and in tf.data;
+   checks that both give the boxes the annotations hold.
 
 Run: python examples/detection_coco.py [folder]
 """
@@ -95,26 +96,20 @@ def write_od_records(annotations: Path, out: Path, shards: int = 2) -> list[str]
     return files
 
 
-BOX_KEYS = ["image/object/bbox/ymin", "image/object/bbox/xmin", "image/object/bbox/ymax",
-            "image/object/bbox/xmax"]
-
-
 def detection_collate(batch: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
     """A loader batch as a detection model takes it: the padded images as float [B, 3, H, W]
     and, per image, its boxes in pixels (x1, y1, x2, y2) and its labels."""
     import torch
 
     images = batch["image/encoded"]["values"].permute(0, 3, 1, 2).float() / 255
-    lengths = batch["image/object/class/label"]["lengths"][:, 0]
+    objects = batch["image/object"]  # Boxes: [xmin, ymin, xmax, ymax] fractions, class ids
+    lengths = objects["labels"]["lengths"][:, 0]
     targets = []
     for k in range(len(lengths)):
         n = int(lengths[k])
-        height = float(batch["image/height"][k])
-        width = float(batch["image/width"][k])
-        ymin, xmin, ymax, xmax = (batch[key]["values"][k, :n] for key in BOX_KEYS)
-        boxes = torch.stack([xmin * width, ymin * height, xmax * width, ymax * height], dim=1)
-        targets.append({"boxes": boxes,
-                        "labels": batch["image/object/class/label"]["values"][k, :n]})
+        size = torch.tensor([float(batch["image/width"][k]), float(batch["image/height"][k])])
+        targets.append({"boxes": objects["boxes"]["values"][k, :n] * size.repeat(2),
+                        "labels": objects["labels"]["values"][k, :n]})
     return images, targets
 
 
@@ -127,7 +122,7 @@ def main() -> None:
     coco = json.loads(annotations.read_text())
     print(f"{len(coco['images'])} images, {len(coco['annotations'])} boxes in "
           f"{len(files)} files of the Object Detection API's layout; inferred "
-          f"{schema['image/encoded']!r}, {schema['image/object/bbox/xmin']!r}")
+          f"{schema['image/encoded']!r}, {schema['image/object']!r}")
 
     import torch
 
@@ -160,10 +155,11 @@ def main() -> None:
     same = 0
     for batch in ds:
         names = [n.decode() for n in batch["image/filename"].numpy()]
-        lengths = batch["image/object/class/label"]["lengths"].numpy()[:, 0]
+        objects = batch["image/object"]
+        lengths = objects["labels"]["lengths"].numpy()[:, 0]
         for k, name in enumerate(names):
             n = int(lengths[k])
-            xmin = batch["image/object/bbox/xmin"]["values"].numpy()[k, :n]
+            xmin = objects["boxes"]["values"].numpy()[k, :n, 0]
             want = by_file[name]["boxes"].numpy()[:, 0] / float(batch["image/width"][k])
             same += int(np.allclose(xmin, want, atol=1e-6))
     print(f"tf.data gives the same boxes for {same} of {len(by_file)} images "

@@ -34,6 +34,7 @@ from tfrecordkit.format import (
 from tfrecordkit.sampling import SplitRecords, open_split
 from tfrecordkit.schema import (
     Audio,
+    Boxes,
     ClassLabel,
     FeatureList,
     Image,
@@ -121,6 +122,7 @@ def __dir__() -> list[str]:
 __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "Audio",
     "AudioFolder",
+    "Boxes",
     "ClassLabel",
     "ConversionResult",
     "CorruptRecordError",

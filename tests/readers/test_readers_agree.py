@@ -29,6 +29,11 @@ def _text(rng: np.random.Generator) -> str:
     return "".join(rng.choice(alphabet, size=int(rng.integers(0, 5))))
 
 
+def _boxes(rng: np.random.Generator, classes: int) -> dict:
+    n = int(rng.integers(0, 4))
+    return {"boxes": rng.random((n, 4)), "labels": rng.integers(0, classes, n).tolist()}
+
+
 def _image(rng: np.random.Generator, shape: tuple[int, int, int]) -> np.ndarray:
     return rng.integers(0, 256, size=shape, dtype=np.uint8)
 
@@ -76,6 +81,8 @@ KINDS = {
     "steps_bags": (tk.FeatureList("string", (None,)),
                    lambda r, i: [[r.bytes(1) for _ in range(int(r.integers(0, 3)))]
                                  for _ in range(int(r.integers(0, 3)))]),
+    "boxes": (tk.Boxes(["a", "b", "c"]), lambda r, i: _boxes(r, 3)),
+    "box_ids": (tk.Boxes(), lambda r, i: _boxes(r, 1000)),
     "image": (tk.Image("png", channels=3), lambda r, i: _image(r, (6, 5, 3))),
     "image_var": (tk.Image("png", channels=1),
                   lambda r, i: _image(r, (int(r.integers(3, 9)), int(r.integers(3, 9)), 1))),
@@ -301,7 +308,8 @@ def test_ray_rows_batch_to_the_same_values(padding):
 def _foreign_files(root: Path, mixed_channels: bool) -> str:
     """TFRecord files written by TensorFlow's own writer, as someone else's pipeline writes
     them: encoded PNGs of several sizes (grey and colour when ``mixed_channels``), a
-    variable-length int list, a float and a bytes value; no manifest."""
+    variable-length int list, a float and a bytes value, and 0-3 objects in the Object
+    Detection API's keys (which inference makes one ``Boxes`` feature, ``obj``); no manifest."""
     rng = np.random.default_rng(9)
     for part in range(2):
         with tf.io.TFRecordWriter(str(root / f"part-{part}.tfrecord")) as writer:
@@ -317,6 +325,12 @@ def _foreign_files(root: Path, mixed_channels: bool) -> str:
                     "name": tf.train.Feature(bytes_list=tf.train.BytesList(
                         value=[f"n{part}{i}".encode()])),
                 }
+                objects = i % 4
+                corners = rng.random((4, objects)).astype(np.float32)
+                feature.update({f"obj/bbox/{c}": tf.train.Feature(float_list=tf.train.FloatList(
+                    value=corners[k].tolist())) for k, c in enumerate(tk.schema.BOX_CORNERS)})
+                feature["obj/class/label"] = tf.train.Feature(int64_list=tf.train.Int64List(
+                    value=rng.integers(1, 5, objects).tolist()))
                 writer.write(tf.train.Example(features=tf.train.Features(
                     feature=feature)).SerializeToString())
     return str(root / "part-*.tfrecord")
@@ -329,7 +343,7 @@ def test_files_someone_else_wrote_read_alike(padding, resize, mixed):
     """No schema: specs inferred from the records, images found by their bytes, channel
     counts open (in a ragged batch, grey and colour images each keep their own)."""
     options = tk.DecodeOptions(padding=padding, image_size=(4, 6) if resize else None)
-    names = ["image", "tags", "score", "name"]
+    names = ["image", "tags", "score", "name", "obj"]
     with tempfile.TemporaryDirectory() as root:
         got = _batches(_foreign_files(Path(root), mixed), options, names)
     want = got.pop("tf.data")
@@ -337,4 +351,30 @@ def test_files_someone_else_wrote_read_alike(padding, resize, mixed):
     for reader, batches in got.items():
         assert len(batches) == len(want), reader
         for step, (a, b) in enumerate(zip(want, batches, strict=True)):
+            assert_same(a, b, f"{reader} step {step}")
+
+
+@pytest.mark.parametrize("padding", ["pad", "ragged"])
+def test_globbed_and_adopted_files_read_alike(padding, tmp_path):
+    """The same files read by glob (the schema of every record) and adopted (unrewritten):
+    one schema, a Boxes feature among it, and the same values in every reader."""
+    import shutil
+
+    options = tk.DecodeOptions(padding=padding)
+    names = ["image", "tags", "score", "name", "obj"]
+    pattern = _foreign_files(tmp_path, mixed_channels=False)
+    adopted = tmp_path / "adopted"
+    adopted.mkdir()
+    for file in tmp_path.glob("part-*.tfrecord"):
+        shutil.copy(file, adopted / file.name)
+    manifest = tk.adopt(adopted)
+    schema = tk.infer_schema(pattern, sample=None)
+    assert schema == manifest.schema and isinstance(schema["obj"], tk.Boxes)
+    numpy_glob = list(tk.load_numpy_dataset(pattern, batch_size=BATCH, shuffle=False,
+                                            options=options, schema=schema))
+    got = _batches(adopted, options, names)
+    glob = [{n: plain(b[n]) for n in names} for b in numpy_glob]
+    for reader, batches in got.items():
+        assert len(batches) == len(glob), reader
+        for step, (a, b) in enumerate(zip(glob, batches, strict=True)):
             assert_same(a, b, f"{reader} step {step}")

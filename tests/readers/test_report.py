@@ -175,9 +175,10 @@ def test_detection_data_shows_classes_boxes_and_one_chart_per_distribution(detec
     boxes = boxes[: boxes.index("</section>")]
     assert "<td>xmin &gt; xmax or ymin &gt; ymax</td><td>1</td>" in boxes
     assert "outside the image (a corner &lt; 0 or &gt; 1)</td><td>2</td>" in boxes
-    # The six per-object lists have one size per record: one chart, not six.
+    # The boxes (one Boxes feature, from the five box and class keys) and the class names
+    # have one size per record: one chart, not two.
     lengths = re.findall(r"<figcaption>([^<]*): length \(values\)", page)
-    assert len(lengths) == 1 and "4 more with the same sizes" in lengths[0]
+    assert lengths == ["image/object, image/object/class/text"]
 
 
 def test_boxes_are_drawn_on_the_example_images(detection):

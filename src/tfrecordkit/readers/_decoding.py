@@ -43,12 +43,15 @@ def batch_feature(layout: FeatureLayout, values: list[Any], padding: Padding) ->
     """One feature's per-record values as a batch, as its layout says: arrays stacked;
     varying shapes padded with ``{"values", "lengths"}`` (or listed, ``"ragged"``); strings
     as lists (padded to object arrays when they vary); audio ``{samples, sample_rate}``;
-    texts with token ids ``{text, ids, mask}``.
+    texts with token ids ``{text, ids, mask}``; a feature of parts, each part batched alike.
 
     Raises:
         ValueError: a value larger than the padded shape, or records of one batch that
             disagree on a dimension the schema leaves open but that can't vary (channels).
     """
+    if layout.parts is not None:
+        return {key: batch_feature(part, [v[key] for v in values], padding)
+                for key, part in layout.parts.items()}
     if layout.kind == "tokens":
         return _batch_tokens(layout, values, padding)
     if layout.kind == "audio":
@@ -80,6 +83,8 @@ def record_values(layout: FeatureLayout, value: Any, padding: Padding) -> Any:
 def unbatch_values(layout: FeatureLayout, value: Any) -> Any:
     """A value from :func:`record_values` (or a record's plain value, as Ray rows hold it)
     back as the record's plain value."""
+    if layout.parts is not None:
+        return {key: unbatch_values(part, value[key]) for key, part in layout.parts.items()}
     if layout.kind == "tokens":
         ids = np.asarray(value["ids"])
         return {"text": value["text"], "ids": ids[value["mask"]] if "mask" in value else ids}

@@ -117,6 +117,12 @@ def _of_spec(spec: KeySpec) -> FeatureLayout:
 def _with_padding(layout: FeatureLayout, padded: tuple[int | None, ...] | None,
                   fill: float | None, text_length: int | None) -> FeatureLayout:
     """The layout with the options' padded shape and fill."""
+    if layout.parts is not None:
+        if padded is not None or fill is not None:
+            raise OptionError(f"padded_shapes / padding_values[{layout.name!r}]: its parts "
+                              f"({', '.join(layout.parts)}) pad to the batch's longest, "
+                              "with zeros")
+        return layout
     if layout.kind == "tokens":
         if padded is not None and len(padded) != 1:
             raise OptionError(f"padded_shapes[{layout.name!r}] = {padded}: token ids have "

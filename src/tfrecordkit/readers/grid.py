@@ -16,7 +16,16 @@ from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._plan import PathArg, ReadPlan, open_records
 from tfrecordkit.sampling import SplitRecords
-from tfrecordkit.schema import SOURCE_FEATURE, Audio, ClassLabel, Image, Scalar, Schema, Text
+from tfrecordkit.schema import (
+    SOURCE_FEATURE,
+    Audio,
+    Boxes,
+    ClassLabel,
+    Image,
+    Scalar,
+    Schema,
+    Text,
+)
 
 __all__ = ["show_examples"]
 
@@ -76,8 +85,39 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
                                                      if origin else [])
                 for row in rows]
     is_audio = media in schema.of_kind(Audio)
-    tiles = [_waveform(row[media]) if is_audio else _picture(row[media]) for row in rows]
+    boxes = None if is_audio else box_feature(schema, features)
+    tiles = [_waveform(row[media]) if is_audio else draw_boxes(
+        _picture(row[media]), None if boxes is None else boxes_of(row[boxes])) for row in rows]
     return _grid(tiles, captions)
+
+
+def box_feature(schema: Schema, names: list[str]) -> str | None:
+    """The first :class:`~tfrecordkit.schema.Boxes` feature among ``names``, if any."""
+    boxes = schema.of_kind(Boxes)
+    return next((n for n in names if n in boxes), None)
+
+
+def boxes_of(value: Any) -> np.ndarray:
+    """A record's boxes (a ``Boxes`` value as a reader gives it) as ``[n, 4]`` (xmin, ymin,
+    xmax, ymax, fractions of the image)."""
+    boxes = value["boxes"]
+    if isinstance(boxes, dict):  # padded: cut to its length
+        boxes = boxes["values"][: int(np.asarray(boxes["lengths"]).reshape(-1)[0])]
+    return np.asarray(boxes, np.float64).reshape(-1, 4)
+
+
+def draw_boxes(picture: Any, boxes: np.ndarray | None) -> Any:
+    """``picture`` (a PIL image) with ``boxes`` (fractions of it) outlined in yellow."""
+    if boxes is None or not len(boxes):
+        return picture
+    _, draw_module = _pil()
+    picture = picture.convert("RGB") if picture.mode != "RGB" else picture
+    draw = draw_module.Draw(picture)
+    for xmin, ymin, xmax, ymax in boxes.tolist():  # corners as given, either way round
+        xs = sorted((xmin * picture.width, xmax * picture.width))
+        ys = sorted((ymin * picture.height, ymax * picture.height))
+        draw.rectangle([xs[0], ys[0], xs[1], ys[1]], outline=(255, 210, 0), width=2)
+    return picture
 
 
 def open_to_look(path: PathArg, split: str, storage_options: dict[str, Any] | None

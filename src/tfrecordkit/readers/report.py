@@ -31,9 +31,12 @@ from tfrecordkit.readers.grid import (
     _media_feature,
     _picture,
     _waveform,
+    box_feature,
+    boxes_of,
+    draw_boxes,
     open_to_look,
 )
-from tfrecordkit.schema import SOURCE_FEATURE, Audio, Scalar, Schema
+from tfrecordkit.schema import SOURCE_FEATURE, Audio, Boxes, Scalar, Schema
 from tfrecordkit.schema import Sequence as ListOf
 from tfrecordkit.store import Manifest, is_dataset_dir, load_manifest, verify_paths
 
@@ -120,7 +123,7 @@ def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256
         _splits_section(manifest, read),
         _classes_section(manifest, split, rows, label, names),
         _objects_section(rows, schema, features, label),
-        _boxes_section(rows, features),
+        _boxes_section(rows, schema, features),
         _columns_section(rows, decoder, features),
         _distributions_section(rows, decoder, features),
         _examples_section(rows, read, features, label, names, classes=classes,
@@ -306,25 +309,14 @@ def _classes_section(manifest: Manifest | None, split: str, rows: list[dict[str,
 
 def _objects_section(rows: list[dict[str, Any]], schema: Schema, features: list[str],
                      label: str | None) -> str:
-    """Classes of the objects in each record (detection data: the Object Detection API's
-    ``image/object/class/text``, or any list of class names or ids named like one), counted
+    """Classes of the objects in each record (detection data: a
+    :class:`~tfrecordkit.schema.Boxes` feature's labels, or a list of class names or ids
+    named like one, e.g. the Object Detection API's ``image/object/class/text``), counted
     over the sample: objects per class, the most frequent first."""
-    sequences = schema.of_kind(ListOf)
-    lists = {n: sequences[n] for n in features
-             if n != label and _CLASS_KEY.search(n) and n in sequences}
-    if not lists or not rows:
+    found = _object_classes(rows, schema, features, label) if rows else None
+    if found is None:
         return ""
-    # Names over ids when a record gives both (class/text beside class/label).
-    key = next((k for k, f in lists.items() if f.feature == Scalar("string")), next(iter(lists)))
-    counts: Counter[str] = Counter()
-    for row in rows:
-        value = row[key]
-        items = (value["values"][: int(np.asarray(value["lengths"]).reshape(-1)[0])]
-                 if isinstance(value, dict) else value)
-        counts.update(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-                      for v in np.asarray(items, dtype=object).reshape(-1).tolist())
-    if not counts:
-        return ""
+    key, counts = found
     ranked = counts.most_common()
     shown = ranked[:_TOP_CLASSES]
     figure, axes = _figure(min(14.0, 2.5 + 0.22 * len(shown)), 3.0)
@@ -339,6 +331,36 @@ def _objects_section(rows: list[dict[str, Any]], schema: Schema, features: list[
     axes.set_title(caption if len(caption) < 90 else key, parse_math=False)
     return ("<section id=\"objects\"><h2>Objects per class</h2><figure class=\"chart\">"
             f"{_svg(figure)}<figcaption>{_text(caption)}</figcaption></figure></section>")
+
+
+def _object_classes(rows: list[dict[str, Any]], schema: Schema, features: list[str],
+                    label: str | None) -> tuple[str, Counter[str]] | None:
+    """The feature naming each record's objects' classes, and the objects per class: a list
+    of names (or ids) named like classes, else a ``Boxes`` feature's labels (its names)."""
+    sequences = schema.of_kind(ListOf)
+    lists = {n: sequences[n] for n in features
+             if n != label and _CLASS_KEY.search(n) and n in sequences}
+    counts: Counter[str] = Counter()
+    boxes = box_feature(schema, features)
+    if lists:
+        # Names over ids when a record gives both (class/text beside class/label).
+        key = next((k for k, f in lists.items() if f.feature == Scalar("string")),
+                   next(iter(lists)))
+        for row in rows:
+            value = row[key]
+            items = (value["values"][: int(np.asarray(value["lengths"]).reshape(-1)[0])]
+                     if isinstance(value, dict) else value)
+            counts.update(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+                          for v in np.asarray(items, dtype=object).reshape(-1).tolist())
+    elif boxes is not None:
+        key = boxes
+        names = schema.feature_as(key, Boxes).names
+        for row in rows:
+            ids = np.asarray(row[key]["labels"], np.int64).reshape(-1).tolist()
+            counts.update(names[i] if 0 <= i < len(names) else str(i) for i in ids)
+    else:
+        return None
+    return (key, counts) if counts else None
 
 
 _CLASS_KEY = re.compile(r"(^|/)(class|label|category)(es|s)?(/(text|label|name|id))?$")
@@ -425,6 +447,9 @@ def _distributions_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
                 [len(v["samples"]) / max(1, int(v["sample_rate"])) for v in values])
         elif feature.kind == "tokens":
             add(name, "tokens", "token ids", [len(v["ids"]) for v in values])
+        elif feature.parts is not None:  # e.g. Boxes: how many objects (the parts' length)
+            part = next(k for k, p in feature.parts.items() if p.varies)
+            add(name, "length", "values", [len(np.asarray(v[part])) for v in values])
         elif feature.step_lengths:  # a feature list whose steps vary: steps, step lengths
             add(name, "steps", "steps", [len(v) for v in values])
             add(name, "values per step", "values", [len(step) for v in values for step in v])
@@ -446,37 +471,14 @@ def _names(names: list[str]) -> str:
         f"{', '.join(names[:2])} and {len(names) - 2} more with the same sizes")
 
 
-def _box_keys(features: Sequence[str]) -> tuple[str, str, str, str] | None:
-    """The keys of a record's boxes, as the Object Detection API names them
-    (``<prefix>/bbox/xmin``, ``ymin``, ``xmax``, ``ymax``, in 0-1 of the image), if present."""
-    for name in features:
-        if name.endswith("/bbox/xmin"):
-            prefix = name[: -len("xmin")]
-            keys = tuple(prefix + side for side in ("xmin", "ymin", "xmax", "ymax"))
-            if all(k in features for k in keys):
-                return keys  # type: ignore[return-value]
-    return None
-
-
-def _boxes_of(row: dict[str, Any], keys: tuple[str, str, str, str]) -> np.ndarray:
-    """A record's boxes as ``[n, 4]`` (xmin, ymin, xmax, ymax)."""
-    sides = []
-    for key in keys:
-        value = row[key]
-        if isinstance(value, dict):
-            value = value["values"][: int(np.asarray(value["lengths"]).reshape(-1)[0])]
-        sides.append(np.asarray(value, np.float64).reshape(-1))
-    n = min(len(side) for side in sides)
-    return np.stack([side[:n] for side in sides], axis=1)
-
-
-def _boxes_section(rows: list[dict[str, Any]], features: list[str]) -> str:
-    """Box statistics over the sample: counts per record, sizes, aspect, and the boxes that
-    lie outside the image or have their corners the wrong way round."""
-    keys = _box_keys(features)
-    if keys is None or not rows:
+def _boxes_section(rows: list[dict[str, Any]], schema: Schema, features: list[str]) -> str:
+    """Box statistics over the sample (of the first :class:`~tfrecordkit.schema.Boxes`
+    feature): counts per record, sizes, aspect, and the boxes that lie outside the image or
+    have their corners the wrong way round."""
+    name = box_feature(schema, features)
+    if name is None or not rows:
         return ""
-    boxes = [_boxes_of(row, keys) for row in rows]
+    boxes = [boxes_of(row[name]) for row in rows]
     every = np.concatenate(boxes) if boxes else np.zeros((0, 4))
     if not len(every):
         return ""
@@ -496,22 +498,15 @@ def _boxes_section(rows: list[dict[str, Any]], features: list[str]) -> str:
               if aspect.size else "—"),
              ("outside the image (a corner < 0 or > 1)", f"{outside:,}"),
              ("xmin > xmax or ymin > ymax", f"{flipped:,}")]
-    return ("<section id=\"boxes\"><h2>Boxes</h2><p>" + _text(", ".join(keys))
+    return ("<section id=\"boxes\"><h2>Boxes</h2><p>" + _text(name)
             + "</p>" + _table(None, rows_) + _histogram(
                 [float(a) for a in area], "box area", "fraction of the image") + "</section>")
 
 
 def _tile(pixels_or_audio: Any, audio: bool, caption: str,
           boxes: np.ndarray | None = None) -> str:
-    picture = _waveform(pixels_or_audio) if audio else _picture(pixels_or_audio)
-    if boxes is not None and len(boxes):
-        from PIL import ImageDraw
-
-        draw = ImageDraw.Draw(picture)
-        for xmin, ymin, xmax, ymax in boxes.tolist():  # corners as given, either way round
-            xs = sorted((xmin * picture.width, xmax * picture.width))
-            ys = sorted((ymin * picture.height, ymax * picture.height))
-            draw.rectangle([xs[0], ys[0], xs[1], ys[1]], outline=(255, 210, 0), width=2)
+    picture = (_waveform(pixels_or_audio) if audio
+               else draw_boxes(_picture(pixels_or_audio), boxes))
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG")
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
@@ -528,7 +523,7 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
     if media is None or not rows:
         return ""
     audio = media in read.schema.of_kind(Audio)
-    boxes = _box_keys(features) if not audio else None
+    boxes = box_feature(read.schema, features) if not audio else None
     by_class: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
         key = int(np.asarray(row[label]).reshape(-1)[0]) if label is not None else -1
@@ -539,7 +534,7 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
         title = (names[class_id] if 0 <= class_id < len(names) else str(class_id)
                  ) if label is not None else "records"
         tiles = "".join(_tile(row[media], audio, row.get(SOURCE_FEATURE, ""),
-                              None if boxes is None else _boxes_of(row, boxes))
+                              None if boxes is None else boxes_of(row[boxes]))
                         for row in by_class[class_id][:per_class])
         blocks.append(f"<h3>{_text(title)}</h3><div class=\"tiles\">{tiles}</div>")
     shown = (f"{len(chosen)} of the {len(by_class)} classes in the sample"

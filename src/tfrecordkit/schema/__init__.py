@@ -9,7 +9,9 @@ from tfrecordkit.codecs import (
     sniff_bytes,
 )
 from tfrecordkit.schema._features import (
+    BOX_CORNERS,
     Audio,
+    Boxes,
     ClassLabel,
     Feature,
     FeatureList,
@@ -31,9 +33,11 @@ from tfrecordkit.schema._tensor import serialized_tensor_feature
 from tfrecordkit.schema._vocab import Vocabulary
 
 __all__ = [
+    "BOX_CORNERS",
     "RESERVED_PREFIX",
     "SOURCE_FEATURE",
     "Audio",
+    "Boxes",
     "ClassLabel",
     "ContentType",
     "Feature",

@@ -14,6 +14,7 @@ from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import KeySpec, check_key
 from tfrecordkit.schema._audio import Audio
 from tfrecordkit.schema._base import Feature
+from tfrecordkit.schema._boxes import BOX_CORNERS, Boxes
 from tfrecordkit.schema._feature_list import FeatureList
 from tfrecordkit.schema._image import Image
 from tfrecordkit.schema._scalar import ClassLabel, Scalar
@@ -23,7 +24,9 @@ from tfrecordkit.schema._text import Text
 from tfrecordkit.schema._vocab import Vocabulary
 
 __all__ = [
+    "BOX_CORNERS",
     "Audio",
+    "Boxes",
     "ClassLabel",
     "Feature",
     "FeatureList",
@@ -40,7 +43,7 @@ __all__ = [
 
 _KINDS: dict[str, type[Feature]] = {
     cls.kind: cls for cls in (Scalar, ClassLabel, Text, Tensor, Image, Audio, Sequence,
-                                  FeatureList)
+                                  FeatureList, Boxes)
 }
 
 
@@ -57,7 +60,7 @@ def feature_from_json(data: Mapping[str, Any]) -> Feature:
         params["float32_storage"] = True  # as every dataset with one was written
     if cls is Tensor or cls is FeatureList:
         params["shape"] = tuple(params.get("shape", ()))
-    if cls is ClassLabel:
+    if cls is ClassLabel or cls is Boxes:
         params["names"] = tuple(params.get("names", ()))
     if cls is Image and isinstance(params.get("size"), list):
         params["size"] = tuple(params["size"])

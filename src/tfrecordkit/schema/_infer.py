@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.schema._features import (
+    Boxes,
     ClassLabel,
     Feature,
     FeatureList,
@@ -34,7 +35,9 @@ def schema_from_profile(profile: RecordProfile, *, complete: bool, label_feature
     seen) or bytes. The same number of
     values (more than one) in every record: a fixed-size vector. Anything else: a list of
     any length. A SequenceExample's feature lists: feature lists (steps of one shape when
-    all agree). ``label_feature`` becomes a :class:`ClassLabel` of ``class_names``.
+    all agree). ``label_feature`` becomes a :class:`ClassLabel` of ``class_names``. Objects
+    stored as the Object Detection API stores them (``P/bbox/xmin``, ``ymin``, ``xmax``,
+    ``ymax``, ``P/class/label``, as many of each) become one :class:`Boxes` feature ``P``.
 
     ``complete`` says the profile saw every record: then an image's one format and one size
     are kept (readers batch such images as plain arrays) and text is read as text; from a
@@ -56,12 +59,36 @@ def schema_from_profile(profile: RecordProfile, *, complete: bool, label_feature
                                        "__class); read the files with a schema= that leaves it "
                                        "out, or rewrite them under another name")
     features: dict[str, Feature] = {}
+    boxes = _box_prefixes(profile, label_feature)
+    grouped = {spec.key for prefix in boxes for spec in Boxes().key_specs(prefix)}
     for name, feature in sorted(profile.features.items()):
         if name == label_feature:
             features[name] = ClassLabel(list(class_names or ()))
-        else:
+        elif name not in grouped:
             features[name] = _feature(feature, profile.records, complete)
-    return Schema(features)
+    features.update({prefix: Boxes() for prefix in boxes})
+    return Schema(dict(sorted(features.items())))
+
+
+def _box_prefixes(profile: RecordProfile, label_feature: str | None) -> list[str]:
+    """Prefixes ``P`` under which the records hold objects as the Object Detection API
+    writes them: float lists ``P/bbox/xmin``, ``ymin``, ``xmax``, ``ymax`` and an int64 list
+    ``P/class/label``, as many values in each (as far as the profile shows)."""
+    found = []
+    for name in profile.features:
+        if not name.endswith("/class/label") or name == label_feature:
+            continue
+        prefix = name[: -len("/class/label")]
+        keys = [spec.key for spec in Boxes().key_specs(prefix)]
+        parts = [profile.features.get(key) for key in keys]
+        if prefix in profile.features or any(p is None or p.sequence for p in parts):
+            continue
+        kinds = [p.kind for p in parts if p is not None]
+        counts = {(p.present, p.min_count, p.max_count) for p in parts if p is not None}
+        if (all(k in ("float", "empty") for k in kinds[:4]) and kinds[4] in ("int64", "empty")
+                and len(counts) == 1):
+            found.append(prefix)
+    return found
 
 
 def _feature(p: FeatureProfile, records: int, complete: bool) -> Feature:

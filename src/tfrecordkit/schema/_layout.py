@@ -4,6 +4,7 @@ its batches from."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -11,10 +12,11 @@ import numpy as np
 
 __all__ = ["FeatureLayout", "Kind", "LayoutOptions", "axes_of", "steps_layout"]
 
-Kind = Literal["numbers", "bytes", "text", "tokens", "image", "audio"]
+Kind = Literal["numbers", "bytes", "text", "tokens", "image", "audio", "parts"]
 """What a feature's values are: ``numbers`` (arrays), ``bytes``/``text`` (strings: bytes, or
 ``str`` outside TensorFlow), ``tokens`` (``{text, ids, mask}``), ``image`` (uint8 or float32
-pixels), ``audio`` (``{samples, sample_rate}``)."""
+pixels), ``audio`` (``{samples, sample_rate}``), ``parts`` (a dict of named parts, each
+batched by its own layout: ``Boxes``' ``{boxes, labels}``)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class FeatureLayout:
             ``(None, None)``): a record's value is a list of its steps' values, and padded
             batches give each step's length too (``"step_lengths"``, 0 for padding steps)
             beside the number of steps (``"lengths"``).
+        parts: for kind ``parts``, each part's layout by key: a value is a dict of them, and
+            batches give each part batched by its own layout.
     """
 
     name: str
@@ -50,6 +54,7 @@ class FeatureLayout:
     fill: Any = 0
     cut_to: int | None = None
     step_lengths: bool = False
+    parts: Mapping[str, FeatureLayout] | None = None
 
     @property
     def varies(self) -> bool:

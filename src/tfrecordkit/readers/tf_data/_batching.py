@@ -215,6 +215,8 @@ def _padded(value: Any, layout: FeatureLayout) -> Any:
 def _structure(value: Any, layout: FeatureLayout) -> Any:
     """One example's value in the layout's structure: varying shapes as ``{"values",
     "lengths"}`` (the lengths of the varying dimensions, int64)."""
+    if layout.parts is not None:
+        return {k: _structure(value[k], part) for k, part in layout.parts.items()}
     if not layout.varies:
         return value
     if layout.step_lengths:  # steps of any length: a [steps, (values)] ragged tensor
@@ -231,6 +233,8 @@ def _structure(value: Any, layout: FeatureLayout) -> Any:
 def _batch_structure(value: Any, layout: FeatureLayout) -> Any:
     """A batch of one feature, parsed as a whole (fixed shapes, sequences, token ids), in
     the layout's structure: ragged values padded with the layout's fill, and their lengths."""
+    if layout.parts is not None:
+        return {k: _batch_structure(value[k], part) for k, part in layout.parts.items()}
     if layout.step_lengths and isinstance(value, tf.RaggedTensor):
         steps = tf.RaggedTensor.from_row_splits(value.values.row_lengths(), value.row_splits)
         return {"values": _padded(value, layout),

@@ -14,7 +14,9 @@ from tfrecordkit.codecs import load_soundfile, resample_audio
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers.tf_data._crop import CROP_KEY, crop_window
 from tfrecordkit.schema import (
+    BOX_CORNERS,
     Audio,
+    Boxes,
     ClassLabel,
     Feature,
     FeatureList,
@@ -261,6 +263,31 @@ def _audio(feature: Audio, parsed: Example, name: str, how: _How) -> Any:
     return _decode_audio(feature, parsed, name, how.options.sample_rate)
 
 
+def _boxes(feature: Boxes, parsed: Example, name: str, how: _How) -> Any:
+    """``{"boxes": [n, 4], "labels": [n]}`` from the Object Detection API's keys (a batch's:
+    ragged over the objects), checked as the NumPy decoding checks them."""
+    corners = [parsed[f"{name}/bbox/{c}"] for c in BOX_CORNERS]
+    labels = parsed[f"{name}/class/label"]
+    counts = [c.row_lengths() if how.batched else tf.size(c, tf.int64) for c in corners]
+    wanted = labels.row_lengths() if how.batched else tf.size(labels, tf.int64)
+    ids = labels.flat_values if how.batched else labels
+    checks = [tf.debugging.assert_equal(c, wanted, message=f"feature {name!r}: the box keys "
+                                        "need one corner and one label per object")
+              for c in counts]
+    checks.append(tf.debugging.assert_non_negative(ids, message=f"feature {name!r}: a "
+                                                   "negative class id"))
+    if feature.names:
+        checks.append(tf.debugging.assert_less(ids, tf.constant(len(feature.names), tf.int64),
+                                               message=f"feature {name!r}: a class id "
+                                                       "outside the class names"))
+    with tf.control_dependencies(checks):
+        if how.batched:
+            flat = tf.stack([c.flat_values for c in corners], axis=1)
+            return {"boxes": tf.RaggedTensor.from_row_splits(flat, labels.row_splits),
+                    "labels": tf.identity(labels)}
+        return {"boxes": tf.stack(corners, axis=1), "labels": tf.identity(labels)}
+
+
 def _as_parsed(feature: Feature, parsed: Example, name: str, how: _How) -> Any:
     return parsed[name]  # int64 class ids, ragged sequences, feature lists' steps
 
@@ -271,7 +298,7 @@ def _always(feature: Feature) -> bool:
 
 TF_OPS: dict[type[Feature], Callable[[Any, Example, str, _How], Any]] = {
     Text: _text, Tensor: _tensor, Scalar: _scalar, Image: _image, Audio: _audio,
-    ClassLabel: _as_parsed, Sequence: _as_parsed, FeatureList: _as_parsed,
+    Boxes: _boxes, ClassLabel: _as_parsed, Sequence: _as_parsed, FeatureList: _as_parsed,
 }
 """Each kind's in-graph decoding of its parsed keys (the NumPy decoding's twin). A new kind
 with values TensorFlow parses as they are maps to ``_as_parsed``; one with its own decoding

@@ -1,7 +1,8 @@
-"""The README's Python blocks, run as written: the tour (image folder, tf.data, P×K, NumPy,
-PyTorch, grain, foreign files, S3 through a local S3 server, Ray) and the schema example
-(vocabulary, padded shapes, audio rates). Every public name appears in the README. Here
-because the tour's URLs need this folder's S3 server."""
+"""The guide's Python blocks (docs/guide.md, the full tour the README links to), run as
+written: the tour (image folder, tf.data, P×K, NumPy, PyTorch, grain, foreign files, S3
+through a local S3 server, Ray) and the schema example (vocabulary, padded shapes, audio
+rates). Every public name appears in the guide. Here because the tour's URLs need this
+folder's S3 server."""
 
 from __future__ import annotations
 
@@ -14,17 +15,17 @@ import pytest
 import tfrecordkit as tk
 from tests.datasets import encode_audio, encode_image, photos, tone
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide.md"
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    return re.findall(r"```python\n(.*?)```", GUIDE.read_text(), flags=re.DOTALL)
 
 
-def test_every_public_name_is_in_the_readme():
-    text = README.read_text()
+def test_every_public_name_is_in_the_guide():
+    text = GUIDE.read_text()
     missing = [n for n in tk.__all__ if n != "__version__" and not re.search(rf"\b{n}\b", text)]
     assert not missing
 
@@ -75,7 +76,7 @@ def make_inputs(root: Path) -> list[dict]:
             for i in range(40)]
 
 
-def test_the_readme_code_runs_as_written(s3_server, tmp_path, monkeypatch):
+def test_the_guide_code_runs_as_written(s3_server, tmp_path, monkeypatch):
     for module in ("tensorflow", "torch", "grain", "ray"):
         pytest.importorskip(module)
     import ray
@@ -87,9 +88,9 @@ def test_the_readme_code_runs_as_written(s3_server, tmp_path, monkeypatch):
     tour, schema_example = python_blocks()[:2]
     namespace: dict = {"records": records}
     try:
-        exec(compile(tour, "README.md (tour)", "exec"), namespace)
+        exec(compile(tour, "docs/guide.md (tour)", "exec"), namespace)
         namespace["records"] = records  # the tour's last lines took the name
-        exec(compile(schema_example, "README.md (schema)", "exec"), namespace)
+        exec(compile(schema_example, "docs/guide.md (schema)", "exec"), namespace)
     finally:
         if ray.is_initialized():
             ray.shutdown()
