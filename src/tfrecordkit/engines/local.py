@@ -14,10 +14,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain, islice
 from typing import Any
 
-from tfrecordkit.errors import SourceError
 from tfrecordkit.format import EncodedFrames
 from tfrecordkit.job import (
-    SKIP_HINT,
     ConversionJob,
     EncodedChunk,
     EncodeJob,
@@ -182,11 +180,8 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
             with _Staging(writer) as staging:
                 for chunk, encoded in _parallel_chunks(job.encode_job(), workers, job.items()):
                     for position, reason in encoded.failures:
-                        item = chunk[position]
-                        if job.on_error == "raise":
-                            raise SourceError(source.describe(item), reason + SKIP_HINT)
-                        logger.info("skipping %s: %s", source.describe(item), reason)
-                        staging.skip(source.describe(item), reason)
+                        skipped = job.skipped(source.describe(chunk[position]), reason)
+                        staging.skip(skipped["input"], skipped["reason"])
                     kept = [chunk[p] for p in encoded.kept]
                     splits = [assign_split(item, label)
                               for item, label in zip(kept, encoded.labels, strict=True)]

@@ -10,11 +10,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import pickle
 import tempfile
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
@@ -22,10 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, SourceError
+from tfrecordkit.errors import SourceError
 from tfrecordkit.format import Storage
 from tfrecordkit.job import (
-    SKIP_HINT,
     ConversionJob,
     EncodeJob,
     SplitAssigner,
@@ -34,7 +32,6 @@ from tfrecordkit.job import (
 from tfrecordkit.schema import ImageObservations
 from tfrecordkit.sources import Records, SourceItem
 from tfrecordkit.store import (
-    MANIFEST_NAME,
     Manifest,
     ShardInfo,
     ShardOptions,
@@ -42,8 +39,9 @@ from tfrecordkit.store import (
     SplitTotals,
     StreamCut,
     finalize_manifest,
-    is_shard_file,
     plan_split,
+    prepare_output,
+    remove_shards,
     shard_name,
     write_shard,
 )
@@ -160,22 +158,6 @@ def _write_one(slices: list[tuple[Any, int, int]], spec: Any, target: str, stora
     return dataclasses.replace(info, class_id=spec.class_id)
 
 
-def _prepare_output(target: str, storage: Storage, overwrite: bool) -> None:
-    manifest = storage.join(target, MANIFEST_NAME)
-    if not storage.local:
-        storage.check_writable_root(target)
-    else:
-        os.makedirs(target, exist_ok=True)
-    if storage.exists(manifest):
-        if not overwrite:
-            raise DatasetError(f"{target} already holds a dataset; pass overwrite=True "
-                               "(--overwrite) to replace it")
-        storage.remove(manifest)  # first: no reader sees it pointing at missing shards
-    for name in storage.listdir(target):
-        if is_shard_file(name):
-            storage.remove(storage.join(target, name))
-
-
 def _source_blocks(items: Iterator[SourceItem]) -> Any:
     """A source's items as a Ray Dataset, put in the object store a block at a time."""
     refs: list[Any] = []
@@ -248,10 +230,6 @@ def _summarize(table: Any) -> Any:
     })
 
 
-def _cpus() -> int:
-    return int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
-
-
 @dataclasses.dataclass
 class _Summary:
     """What the driver needs of the encoded rows, merged block by block as they stream by
@@ -281,7 +259,8 @@ class _Summary:
         self.failed = sorted(self.failed)[:_SKIPPED_LISTED]
 
     def totals(self) -> dict[str, SplitTotals]:
-        return {split: SplitTotals(*values) for split, values in self.acc.items()}
+        return {split: SplitTotals(records, nbytes, Counter(by_class), Counter(class_bytes))
+                for split, (records, nbytes, by_class, class_bytes) in self.acc.items()}
 
 
 def _split_and_length(block: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -409,10 +388,7 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
         summary.add(part)
     skipped: list[dict[str, str]] = []
     for _, key, reason in summary.failed:
-        if job.on_error == "raise":
-            raise SourceError(describe(key), reason + SKIP_HINT)
-        skipped.append({"input": describe(key), "reason": reason})
-        logger.info("skipping %s: %s", skipped[-1]["input"], reason)
+        skipped.append(job.skipped(describe(key), reason))
     totals = summary.totals()
     clock("totals, failures and image formats")
     good = encoded.map_batches(_only_ok, batch_format="pyarrow")
@@ -478,7 +454,8 @@ def run_on_ray(job: ConversionJob, *, report: Callable[..., None]) -> Manifest:
     """Run ``job`` on the connected Ray cluster (``ray.init`` first, or a local one is
     started); returns the manifest, written last. ``report(records, bytes)`` sees each shard."""
     storage = Storage.of(job.out_dir, job.storage_options)
-    _prepare_output(job.out_dir, storage, job.overwrite)
+    prepare_output(job.out_dir, storage, overwrite=job.overwrite)
+    remove_shards(job.out_dir, storage)  # a killed run's
     inputs = _source_blocks(job.items())
     if inputs is None:
         raise SourceError(job.source.description, "no inputs")
@@ -495,7 +472,8 @@ def write_ray_dataset(ds: Any, job: ConversionJob, *, key: str | None,
     if missing:
         raise ValueError(f"the Ray Dataset has no column(s) {missing}; it has {sorted(have)}")
     storage = Storage.of(job.out_dir, job.storage_options)
-    _prepare_output(job.out_dir, storage, job.overwrite)
+    prepare_output(job.out_dir, storage, overwrite=job.overwrite)
+    remove_shards(job.out_dir, storage)  # a killed run's
     numbered = _numbered(ds, list(dict.fromkeys((*columns, *([key] if key else [])))))
     if numbered is None:
         raise SourceError(job.source.description, "no rows")

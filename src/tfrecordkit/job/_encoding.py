@@ -154,6 +154,14 @@ class ConversionJob:
         feature = self.schema.feature_as(self.label_feature, ClassLabel)
         return feature.index_of(self.label_feature, record[self.label_feature])
 
+    def skipped(self, what: str, reason: str) -> dict[str, str]:
+        """An input that failed: raised (``on_error="raise"``), else logged and returned as
+        the manifest lists it. Every engine applies this one policy."""
+        if self.on_error == "raise":
+            raise SourceError(what, reason + SKIP_HINT)
+        logger.info("skipping %s: %s", what, reason)
+        return {"input": what, "reason": reason}
+
     def split_assigner(self) -> SplitAssigner:
         """A fresh assigner for this job's splits (stratified ones count from the start)."""
         return SplitAssigner(self.split, self.options.seed, stratify=self.stratify)

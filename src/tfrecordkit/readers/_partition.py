@@ -44,10 +44,3 @@ class Partition:
     def from_input_context(cls, context: Any) -> Partition:
         """From ``tf.distribute.InputContext``: one input pipeline per rank."""
         return cls(int(context.input_pipeline_id), int(context.num_input_pipelines))
-
-    @classmethod
-    def from_jax(cls) -> Partition:
-        """From ``jax.process_index()`` / ``jax.process_count()`` (JAX multi-host)."""
-        import jax
-
-        return cls(int(jax.process_index()), int(jax.process_count()))

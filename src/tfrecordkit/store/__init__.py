@@ -29,7 +29,7 @@ from tfrecordkit.store._plan import (
 from tfrecordkit.store._shard import write_shard
 from tfrecordkit.store._split import SplitLocations, SplitRecords, open_split, split_locations
 from tfrecordkit.store._verify import Verification, verify_file, verify_paths
-from tfrecordkit.store._writer import ShardedWriter
+from tfrecordkit.store._writer import ShardedWriter, prepare_output, remove_shards
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -57,9 +57,11 @@ __all__ = [
     "load_manifest",
     "open_split",
     "plan_split",
+    "prepare_output",
     "profile_files",
     "record_files",
     "record_hash",
+    "remove_shards",
     "scan_labels",
     "shard_name",
     "shard_paths",

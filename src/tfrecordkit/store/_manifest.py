@@ -104,11 +104,6 @@ class SplitInfo:
     bytes: int
     class_counts: dict[str, int] = field(default_factory=dict)
 
-    def shards_of_class(self, class_id: int) -> tuple[ShardInfo, ...]:
-        """The shards holding ``class_id`` (per-class layout: its own; mixed: any with it)."""
-        key = str(class_id)
-        return tuple(s for s in self.shards if s.class_counts.get(key))
-
 
 @dataclass(frozen=True)
 class Manifest:

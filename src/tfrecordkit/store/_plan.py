@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,14 +28,15 @@ from tfrecordkit.store._options import ShardOptions
 __all__ = ["ShardSpec", "SplitTotals", "StreamCut", "finalize_manifest", "plan_split"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class SplitTotals:
-    """What a split holds: records and framed bytes, overall and per class id."""
+    """What a split holds: records and framed bytes, overall and per class id (counted up
+    as records are written, by either engine)."""
 
-    records: int
-    bytes: int
-    class_records: Mapping[int, int]
-    class_bytes: Mapping[int, int]
+    records: int = 0
+    bytes: int = 0
+    class_records: Counter[int] = field(default_factory=Counter)
+    class_bytes: Counter[int] = field(default_factory=Counter)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import crc32c
@@ -145,9 +144,3 @@ class _SplitStream:
                 for i, shard in enumerate(files)]
 
 
-@dataclass
-class _SplitTotals:
-    records: int = 0
-    bytes: int = 0
-    class_records: Counter[int] = field(default_factory=Counter)
-    class_bytes: Counter[int] = field(default_factory=Counter)

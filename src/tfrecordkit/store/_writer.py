@@ -53,7 +53,6 @@ from tfrecordkit.store._shard import (
     _UNLABELLED,
     _ShardFile,
     _SplitStream,
-    _SplitTotals,
     write_shard,
 )
 from tfrecordkit.store._sidecar import is_sidecar_name
@@ -62,7 +61,9 @@ __all__ = [
     "DEFAULT_SHARD_SIZE",
     "ShardOptions",
     "ShardedWriter",
+    "prepare_output",
     "record_hash",
+    "remove_shards",
     "write_shard",
 ]
 
@@ -138,15 +139,7 @@ class ShardedWriter:
             raise
 
     def _prepare(self, overwrite: bool) -> None:
-        if not self.storage.local:
-            self.storage.check_writable_root(self.target)  # fail now, not at the first upload
-        if self.storage.exists(self.storage.join(self.target, MANIFEST_NAME)):
-            if not overwrite:
-                raise DatasetError(
-                    f"{self.target} already holds a dataset; pass overwrite=True "
-                    "(--overwrite) to replace it"
-                )
-            self._remove_previous_dataset()
+        prepare_output(self.target, self.storage, overwrite=overwrite)
         self._split_names: set[str] = set()  # checked
         self._staging = self.out_dir / STAGING
         self._spill_dir = self._staging / "spill"
@@ -161,7 +154,7 @@ class ShardedWriter:
         # Without a shuffle left to do (none, or records already come in shuffled order:
         # ``presorted``) or a fixed shard count, records go straight into their shards.
         self.streaming = not self.resumed and self.options.streams(self.presorted)
-        self._totals: dict[str, _SplitTotals] = defaultdict(_SplitTotals)
+        self._totals: dict[str, SplitTotals] = defaultdict(SplitTotals)
         self._skipped: list[dict[str, str]] = []
         self._skipped_count = 0
         self._sequence = 0
@@ -324,7 +317,7 @@ class ShardedWriter:
         self._skipped = summary["skipped"]
         self._skipped_count = summary["skipped_count"]
         for split, t in summary["totals"].items():
-            self._totals[split] = _SplitTotals(
+            self._totals[split] = SplitTotals(
                 t["records"], t["bytes"],
                 Counter({int(k): v for k, v in t["class_records"].items()}),
                 Counter({int(k): v for k, v in t["class_bytes"].items()}),
@@ -410,9 +403,7 @@ class ShardedWriter:
                           index=self.options.index)
 
     def _plan(self, split: str) -> list[ShardSpec]:
-        t = self._totals[split]
-        return plan_split(split, SplitTotals(t.records, t.bytes, t.class_records,
-                                             t.class_bytes), self.options)
+        return plan_split(split, self._totals[split], self.options)
 
     def _write_mixed_split(self, split: str, progress: Callable[[int], None]) -> list[ShardInfo]:
         specs = self._plan(split)
@@ -512,20 +503,11 @@ class ShardedWriter:
 
     # -- housekeeping -----------------------------------------------------------------------
 
-    def _remove_previous_dataset(self) -> None:
-        # The manifest goes first, so no reader ever sees it pointing at missing shards.
-        self.storage.remove(self.storage.join(self.target, MANIFEST_NAME))
-        self._remove_stale_shards()
-
     def _remove_stale_shards(self) -> None:
         """Remove shard files (and indexes) a killed or previous run left, and nothing else."""
-        folders = [(LOCAL, os.fspath(self.out_dir))]
+        remove_shards(os.fspath(self.out_dir), LOCAL)
         if not self.storage.local:
-            folders.append((self.storage, self.target))
-        for storage, folder in folders:
-            for name in storage.listdir(folder):
-                if is_shard_file(name) or is_sidecar_name(name):
-                    storage.remove(storage.join(folder, name))
+            remove_shards(self.target, self.storage)
 
 
 
@@ -534,3 +516,27 @@ def _local_stand_in(url: str) -> Path:
     root = os.environ.get("TFRECORDKIT_STAGING") or tempfile.gettempdir()
     digest = hashlib.sha256(url.encode()).hexdigest()[:16]
     return Path(root) / f"tfrecordkit-{digest}"
+
+
+def prepare_output(target: str, storage: Storage, *, overwrite: bool) -> None:
+    """Make ``target`` ready for a new dataset, for every engine: writable (checked now, not
+    at the first upload); a dataset there refused, or with ``overwrite`` its manifest removed
+    first (no reader ever sees it pointing at missing shards), then its shards and sidecars."""
+    if not storage.local:
+        storage.check_writable_root(target)
+    else:
+        os.makedirs(target, exist_ok=True)
+    if storage.exists(storage.join(target, MANIFEST_NAME)):
+        if not overwrite:
+            raise DatasetError(f"{target} already holds a dataset; pass overwrite=True "
+                               "(--overwrite) to replace it")
+        storage.remove(storage.join(target, MANIFEST_NAME))
+        remove_shards(target, storage)
+
+
+def remove_shards(folder: str, storage: Storage) -> None:
+    """Remove the shard files and sidecars (indexes, restart points) in ``folder`` that a
+    killed or previous run left, and nothing else."""
+    for name in storage.listdir(folder):
+        if is_shard_file(name) or is_sidecar_name(name):
+            storage.remove(storage.join(folder, name))
