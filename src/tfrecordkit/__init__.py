@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at
     from tfrecordkit.readers.grid import show_examples
     from tfrecordkit.readers.numpy_data import (
         DecodeOptions,
+        Partition,
         iter_pk_batches,
         iter_triplets,
         load_numpy_dataset,
@@ -94,6 +95,7 @@ _LAZY = {
     "random_crop": "tfrecordkit.readers.tf_data",
     "random_flip": "tfrecordkit.readers.tf_data",
     "DecodeOptions": "tfrecordkit.readers.numpy_data",
+    "Partition": "tfrecordkit.readers.numpy_data",
     "iter_pk_batches": "tfrecordkit.readers.numpy_data",
     "iter_triplets": "tfrecordkit.readers.numpy_data",
     "load_numpy_dataset": "tfrecordkit.readers.numpy_data",
@@ -137,6 +139,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "NumpyArrays",
     "OptionError",
     "OutOfRangeError",
+    "Partition",
     "RecordFormatError",
     "RecordReader",
     "RecordWriter",

@@ -95,7 +95,7 @@ def test_resume_and_ranks_on_compressed_files_are_exact(tfx_files):
     fresh = load_numpy_dataset(pattern, batch_size=50, seed=11)
     fresh.load_state_dict(json.loads(json.dumps(run.state_dict())))
     assert head + ids(fresh) == reference
-    ranks = [load_numpy_dataset(pattern, batch_size=50, seed=11, rank=r, world_size=2)
+    ranks = [load_numpy_dataset(pattern, batch_size=50, seed=11, partition=tk.Partition(r, 2))
              for r in range(2)]
     parts = [ids(r) for r in ranks]
     assert len(parts[0]) == len(parts[1]) == len(reference)

@@ -58,8 +58,8 @@ def test_same_configuration_same_ids_and_epochs_differ(dataset):
 @pytest.mark.parametrize("world", [1, 2, 4])
 def test_ranks_split_every_step_into_equal_disjoint_parts(dataset, world):
     single = _ids(load_numpy_dataset(dataset, batch_size=16, seed=3, drop_last=True))
-    ranks = [_ids(load_numpy_dataset(dataset, batch_size=16, seed=3, rank=r, world_size=world,
-                                     drop_last=True)) for r in range(world)]
+    ranks = [_ids(load_numpy_dataset(dataset, batch_size=16, seed=3, drop_last=True,
+                                     partition=tk.Partition(r, world))) for r in range(world)]
     assert all(len(r) == len(single) for r in ranks)
     for step, together in enumerate(zip(*ranks, strict=True)):
         assert all(len(part) == 16 // world for part in together)
@@ -76,8 +76,8 @@ def test_every_record_by_default_and_the_last_batch_smaller_on_one_rank(dataset)
 
 
 def test_drop_last_false_pads_by_wrapping_and_marks_valid(dataset):
-    ranks = [load_numpy_dataset(dataset, batch_size=16, drop_last=False, rank=r,
-                                world_size=2) for r in range(2)]
+    ranks = [load_numpy_dataset(dataset, batch_size=16, drop_last=False,
+                                partition=tk.Partition(r, 2)) for r in range(2)]
     assert len(ranks[0]) == -(-N // 16)
     seen = []
     for r in ranks:
@@ -107,13 +107,13 @@ def test_resume_in_a_fresh_loader_equals_the_uninterrupted_run(dataset, stop_at)
 
 
 def test_state_saved_at_four_ranks_restores_at_two(dataset):
-    fours = [load_numpy_dataset(dataset, batch_size=16, seed=5, rank=r, world_size=4,
+    fours = [load_numpy_dataset(dataset, batch_size=16, seed=5, partition=tk.Partition(r, 4),
                                 drop_last=True) for r in range(4)]
     for loader in fours:
         _ids(loader, steps=3)
     states = [loader.state_dict() for loader in fours]
     assert all(s == states[0] for s in states)  # the same on every rank
-    twos = [load_numpy_dataset(dataset, batch_size=16, seed=5, rank=r, world_size=2,
+    twos = [load_numpy_dataset(dataset, batch_size=16, seed=5, partition=tk.Partition(r, 2),
                                drop_last=True) for r in range(2)]
     for loader in twos:
         loader.load_state_dict(states[0])
@@ -130,7 +130,7 @@ def test_a_state_from_elsewhere_is_refused(dataset, tmp_path):
         load_numpy_dataset(dataset, batch_size=16).load_state_dict(
             {**state, "fingerprint": "0" * 16})
     with pytest.raises(ValueError, match="divide evenly"):
-        load_numpy_dataset(dataset, batch_size=10, world_size=4)
+        load_numpy_dataset(dataset, batch_size=10, partition=tk.Partition(0, 4))
 
 
 def test_values_equal_the_source(dataset):

@@ -46,7 +46,7 @@ def _gather(batches):
 
 def test_numpy_and_torch_loaders_return_the_stored_id(with_ids):
     numpy_batches = list(tk.load_numpy_dataset(with_ids, batch_size=8, drop_last=False,
-                                               world_size=2, rank=1))
+                                               partition=tk.Partition(1, 2)))
     assert all(VALID in b for b in numpy_batches)
     every = _gather(list(tk.load_numpy_dataset(with_ids, batch_size=8, drop_last=False)))
     _check(every)

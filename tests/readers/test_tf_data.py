@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tfrecordkit as tk
 from tests.datasets import digits_folder, encode_audio, encode_image, photos, tone
 from tfrecordkit import DatasetError, DecodeOptions, ShardOptions
 from tfrecordkit.convert import convert, write_dataset
@@ -224,7 +225,8 @@ def test_two_workers_see_every_record_once(tmp_path, num_shards):
     for worker in range(2):
         context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker,
                                              num_replicas_in_sync=2)
-        ds = load_tf_dataset(tmp_path / "ds", batch_size=8, input_context=context)
+        ds = load_tf_dataset(tmp_path / "ds", batch_size=8,
+                             partition=tk.Partition.from_input_context(context))
         values = [int(v) for batch in ds for v in batch["n"].numpy()]
         assert len(ds) == math.ceil(len(values) / 8)
         seen.extend(values)
@@ -237,7 +239,8 @@ def test_distribute_datasets_from_function(digits):
 
     def dataset_fn(context):
         return load_tf_dataset(path, batch_size=context.get_per_replica_batch_size(32),
-                               input_context=context, as_supervised=True)
+                               partition=tk.Partition.from_input_context(context),
+                               as_supervised=True)
 
     dist = strategy.distribute_datasets_from_function(dataset_fn)
     count = sum(int(tf.shape(y)[0]) for _, y in dist)

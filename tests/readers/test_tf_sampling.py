@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tfrecordkit as tk
 from tfrecordkit import ShardOptions
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.schema import ClassLabel, Scalar, Schema
@@ -44,7 +45,7 @@ def test_pk_workers_with_input_context_get_disjoint_classes(dataset):
     for worker in range(2):
         context = tf.distribute.InputContext(2, worker, 2)
         ds = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=2,
-                                        seed=5, input_context=context)
+                                        seed=5, partition=tk.Partition.from_input_context(context))
         steps.append([set(b["label"].numpy().tolist()) for b in ds])
     assert len(steps[0]) == len(steps[1]) == 2
     covered = set()
@@ -117,11 +118,11 @@ def test_pk_iterators_checkpoint_and_resume_exactly(dataset, tmp_path):
     state = ds.state_at(5)
     assert state["epoch"] * ds.steps_per_epoch + state["step"] == 5
     resumed = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
-                                         seed=7, repeat=True, start=state)
+                                         seed=7, repeat=True, state=state)
     assert _labels(resumed.take(7)) == reference[5:12]
     with pytest.raises(ValueError, match="seed"):
         tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
-                                   seed=8, start=state)
+                                   seed=8, state=state)
 
 
 def test_a_finite_pk_dataset_is_the_rest_of_its_epoch(dataset):
@@ -131,7 +132,7 @@ def test_a_finite_pk_dataset_is_the_rest_of_its_epoch(dataset):
     endless = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
                                          seed=1, repeat=True)
     second_epoch = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4,
-                                              examples_per_class=3, seed=1, start=steps + 1)
+                                              examples_per_class=3, seed=1, state=steps + 1)
     assert len(second_epoch) == steps - 1
     assert _labels(second_epoch) == _labels(endless.take(2 * steps))[steps + 1:]
 
@@ -162,5 +163,5 @@ def test_triplets_have_the_other_loaders_options_and_resume(dataset, tmp_path):
     assert [next(iterator)["anchor"]["x"].numpy().tolist() for _ in range(8)] == after
     assert after == reference[4:12]
     resumed = tf_data.load_tf_triplet_dataset(dataset, batch_size=8, seed=3, repeat=True,
-                                              start=endless.state_at(32))
+                                              state=endless.state_at(32))
     assert [b["anchor"]["x"].numpy().tolist() for b in resumed.take(3)] == reference[4:7]

@@ -16,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
+import tfrecordkit as tk  # noqa: E402
 from tests.datasets import LOADER_RECORDS as RECORDS  # noqa: E402
 from tfrecordkit import ShardOptions  # noqa: E402
 from tfrecordkit.convert import write_dataset  # noqa: E402
@@ -123,8 +124,8 @@ def test_a_state_from_another_configuration_is_refused(dataset):
 @pytest.mark.parametrize("world", [2, 4])
 def test_explicit_ranks_split_steps_and_workers_keep_order(dataset, world):
     single = _ids(load_numpy_dataset(dataset, batch_size=B, seed=6, drop_last=True))
-    ranks = [_ids(_loader(load_torch_dataset(dataset, batch_size=B, seed=6, rank=r,
-                                             world_size=world, drop_last=True), 2))
+    ranks = [_ids(_loader(load_torch_dataset(dataset, batch_size=B, seed=6,
+                                             partition=tk.Partition(r, world), drop_last=True), 2))
              for r in range(world)]
     assert all(len(r) == len(single) for r in ranks)
     for step, together in enumerate(zip(*ranks, strict=True)):

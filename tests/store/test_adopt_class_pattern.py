@@ -130,7 +130,8 @@ options=tk.DecodeOptions(padding="ragged"))) == 45
         for worker in range(pipelines):
             context = tf.distribute.InputContext(num_input_pipelines=pipelines,
                                                  input_pipeline_id=worker)
-            for b in tk.load_tf_dataset(folder, batch_size=4, input_context=context,
+            share = tk.Partition.from_input_context(context)
+            for b in tk.load_tf_dataset(folder, batch_size=4, partition=share,
                                         features=["caption", "label"]):
                 check(b)
                 got += [c.decode() for c in b["caption"].numpy()]

@@ -14,6 +14,7 @@ from tfrecordkit.readers._decoding import (
 )
 from tfrecordkit.readers._keys import CLASS_ID, CLASS_POSITION, RECORD_ID, SOURCE, VALID
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, Kind
+from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg, plan_read
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "DecodeOptions",
     "FeatureLayout",
     "Kind",
+    "Partition",
     "PathArg",
     "RecordDecoder",
     "decode_options",

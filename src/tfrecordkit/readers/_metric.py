@@ -334,8 +334,7 @@ def iter_pk_batches(
     steps: int | None = None,
     epoch: EpochUnit = "classes",
     exclude_small: bool = False,
-    rank: int = 0,
-    world_size: int = 1,
+    partition: Partition | None = None,
     max_open_files: int | None = None,
     state: dict[str, Any] | None = None,
     image_size: int | tuple[int, int] | None = None,
@@ -348,15 +347,15 @@ def iter_pk_batches(
     Batches are class-major (record ``i`` belongs to the batch's class ``i // K``); each
     carries ``"__class"`` (class ids) and ``"__class_position"`` (0..P-1). ``steps`` bounds the
     number of batches (default: endless; ``steps_per_epoch`` on the result gives an epoch).
-    ``rank``/``world_size`` split classes between workers; ``state`` (a previous result's
-    ``state_dict()``, JSON) continues exactly where it stopped. At most ``max_open_files``
+    ``partition`` (a :class:`Partition`) splits classes between ranks; ``state`` (a previous
+    result's ``state_dict()``, JSON) continues exactly where it stopped. At most ``max_open_files``
     shard files are open at once (default: an eighth of the process's open-file limit, 64
     to 1,024). ``schema`` reads the records instead of the dataset's own (checked against
     them as every loader checks it).
     """
     loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
                       examples_per_class=examples_per_class, seed=seed, epoch=epoch,
-                      exclude_small=exclude_small, partition=Partition(rank, world_size),
+                      exclude_small=exclude_small, partition=Partition.given(partition),
                       options=decode_options(options, decode=decode, features=features,
                                              image_size=image_size),
                       max_open_files=max_open_files, storage_options=storage_options,
@@ -457,8 +456,7 @@ def iter_triplets(
     decode: bool = True,
     features: Sequence[str] | None = None,
     epochs: int | None = 1,
-    rank: int = 0,
-    world_size: int = 1,
+    partition: Partition | None = None,
     max_open_files: int | None = None,
     image_size: int | tuple[int, int] | None = None,
     options: DecodeOptions | None = None,
@@ -472,7 +470,7 @@ def iter_triplets(
     epochs, workers and saving state use :class:`TripletLoader` directly. ``schema`` reads
     the records instead of the dataset's own."""
     loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,
-                           partition=Partition(rank, world_size),
+                           partition=Partition.given(partition),
                            options=decode_options(options, decode=decode, features=features,
                                                   image_size=image_size),
                            max_open_files=max_open_files, storage_options=storage_options,

@@ -4,6 +4,7 @@ says (TF's InputContext, torch's worker info and process group, ``jax.process_in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,9 @@ __all__ = ["Partition"]
 
 @dataclass(frozen=True)
 class Partition:
-    """Rank ``rank`` of ``world_size`` reads records ``[rank * B/W, (rank + 1) * B/W)`` of each
+    """Which share of the data this process reads: every reader's ``partition=``.
+
+    Rank ``rank`` of ``world_size`` reads records ``[rank * B/W, (rank + 1) * B/W)`` of each
     global batch of ``B``; worker ``worker`` of that rank's ``num_workers`` loading workers
     builds steps ``start + worker``, ``start + worker + num_workers``, ... so that taking the
     workers' batches in turn (as torch's DataLoader does) gives the steps in order."""
@@ -42,5 +45,30 @@ class Partition:
 
     @classmethod
     def from_input_context(cls, context: Any) -> Partition:
-        """From ``tf.distribute.InputContext``: one input pipeline per rank."""
+        """From a ``tf.distribute.InputContext``: one input pipeline per rank."""
         return cls(int(context.input_pipeline_id), int(context.num_input_pipelines))
+
+    @classmethod
+    def from_torch(cls) -> Partition:
+        """From ``torch.distributed``'s process group when it is initialised, else one rank."""
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return cls(dist.get_rank(), dist.get_world_size())
+        return cls()
+
+    @classmethod
+    def given(cls, partition: Any, default: Callable[[], Partition] | None = None) -> Partition:
+        """``partition`` checked to be one (None: ``default()``, else one rank).
+
+        Raises:
+            OptionError: it is something else (e.g. an ``InputContext`` given as it is).
+        """
+        if partition is None:
+            return default() if default is not None else cls()
+        if not isinstance(partition, Partition):
+            raise OptionError(f"partition= takes a tfrecordkit.Partition (Partition(rank, "
+                              "world_size), Partition.from_torch() or "
+                              "Partition.from_input_context(ctx)); got "
+                              f"{type(partition).__name__}")
+        return partition

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any
 
@@ -284,7 +284,7 @@ class Loader:
                 "batch_size": self.batch_size, "shuffle": self.shuffle,
                 "drop_last": self.drop_last, "fingerprint": self.fingerprint}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a :meth:`state_dict`; refuses one made for another dataset, seed,
         global batch size or shuffle mode, or one that is malformed (naming the key)."""
         state = self.check_state(state)
@@ -300,21 +300,23 @@ class Loader:
 
 def load_numpy_dataset(path: PathArg, split: str = "train", *,
                        batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
-                       drop_last: bool = False, rank: int = 0, world_size: int = 1,
+                       drop_last: bool = False, partition: Partition | None = None,
                        features: Sequence[str] | None = None, decode: bool = True,
                        image_size: int | tuple[int, int] | None = None,
                        num_threads: int | None = None,
                        options: DecodeOptions | None = None,
                        augment: Augment | None = None,
+                       state: Mapping[str, Any] | None = None,
                        storage_options: dict[str, Any] | None = None,
                        schema: Schema | None = None) -> Loader:
     """Batches of a split as dicts of NumPy arrays, without any framework; see :class:`Loader`.
 
-    ``batch_size`` is the global batch: each of ``world_size`` ranks gets ``batch_size /
-    world_size`` records per step, every rank the same number of steps. Every batch carries
-    ``"__id"`` (record positions in the split). Every record is read by default: on one rank
-    the last batch is smaller; with several ranks the last step is filled by wrapping around,
-    and ``"__valid"`` marks the real records. ``drop_last=True`` drops the last partial step.
+    ``batch_size`` is the global batch: each of the ``partition``'s ``world_size`` ranks
+    (default: one) gets ``batch_size / world_size`` records per step, every rank the same number
+    of steps. Every batch carries ``"__id"`` (record positions in the split). Every record is
+    read by default: on one rank the last batch is smaller; with several ranks the last step is
+    filled by wrapping around, and ``"__valid"`` marks the real records. ``drop_last=True``
+    drops the last partial step.
     ``features``, ``decode`` and ``image_size`` (or every decode option as one
     :class:`DecodeOptions`, ``options=``) say how records become values; decoding runs on
     ``num_threads`` threads. ``augment(values, rng)`` maps each record's decoded values
@@ -324,12 +326,15 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
     ``schema`` describes TFRecord files without a manifest (e.g. ``Image(channels=3)`` for
     JPEGs some of which are grey); by default it is inferred from a sample.
     """
-    return Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                  drop_last=drop_last, partition=Partition(rank, world_size),
-                  options=decode_options(options, decode=decode, features=features,
-                                         image_size=image_size),
-                  num_threads=num_threads, augment=augment, storage_options=storage_options,
-                  schema=schema)
+    loader = Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
+                    drop_last=drop_last, partition=Partition.given(partition),
+                    options=decode_options(options, decode=decode, features=features,
+                                           image_size=image_size),
+                    num_threads=num_threads, augment=augment,
+                    storage_options=storage_options, schema=schema)
+    if state is not None:
+        loader.load_state_dict(state)
+    return loader
 
 
 def _part_of(records: RecordSlices | list[bytes], start: int, count: int

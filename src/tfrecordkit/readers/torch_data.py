@@ -317,14 +317,10 @@ def _bytes_list(data: Any, lengths: Sequence[int]) -> list[bytes]:
     return out
 
 
-def _distributed_partition(rank: int | None, world_size: int | None) -> Partition:
-    """The given rank/world size, else torch.distributed's when it is initialised."""
-    if rank is None and world_size is None:
-        dist = torch.distributed
-        if dist.is_available() and dist.is_initialized():
-            return Partition(dist.get_rank(), dist.get_world_size())
-        return Partition()
-    return Partition(rank or 0, world_size or 1)
+def _resumed(dataset: TorchDataset, state: Mapping[str, Any] | None) -> TorchDataset:
+    if state is not None:
+        dataset.load_state_dict(dict(state))
+    return dataset
 
 
 class TorchDataset(IterableDataset[dict[str, Any]]):
@@ -455,43 +451,45 @@ def _position_of_loader(loader_state: Mapping[str, Any]) -> dict[str, Any]:
 
 def load_torch_dataset(path: PathArg, split: str = "train", *,
                        batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
-                       drop_last: bool = False, rank: int | None = None,
-                       world_size: int | None = None, features: Sequence[str] | None = None,
+                       drop_last: bool = False, partition: Partition | None = None,
+                       features: Sequence[str] | None = None,
                        decode: bool = True, image_size: int | tuple[int, int] | None = None,
                        num_threads: int | None = None,
                        options: DecodeOptions | None = None,
                        augment: Augment | None = None,
+                       state: Mapping[str, Any] | None = None,
                        storage_options: dict[str, Any] | None = None,
                        schema: Schema | None = None) -> TorchDataset:
     """Batches of a split as dicts of tensors: use ``DataLoader(ds, batch_size=None,
     num_workers=N)`` (or torchdata's ``StatefulDataLoader``).
 
     The arguments are :func:`~tfrecordkit.load_numpy_dataset`'s, and so are the order, the
-    values and the state. ``rank``/``world_size`` default to ``torch.distributed``'s when it
-    is initialised. DataLoader worker ``j`` of ``N`` builds steps ``j, j+N, ...``, so the
-    DataLoader yields the steps in order; every rank yields ``len(ds)`` batches of
-    ``batch_size / world_size`` records. Images are uint8 ``[B, H, W, C]`` tensors.
+    values and the state. ``partition`` defaults to ``torch.distributed``'s ranks when it is
+    initialised (:meth:`Partition.from_torch`). DataLoader worker ``j`` of ``N`` builds steps
+    ``j, j+N, ...``, so the DataLoader yields the steps in order; every rank yields ``len(ds)``
+    batches of ``batch_size / world_size`` records. Images are uint8 ``[B, H, W, C]`` tensors.
     ``augment(values, rng)`` runs per record on NumPy values with an ``rng`` seeded by
     ``(seed, epoch, record id)`` (picklable, e.g. a module-level function, for workers).
     ``schema`` describes files without a manifest (default: inferred).
     """
     loader = Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                    drop_last=drop_last, partition=_distributed_partition(rank, world_size),
+                    drop_last=drop_last, partition=Partition.given(partition, Partition.from_torch),
                     options=decode_options(options, decode=decode, features=features,
                                            image_size=image_size),
                     num_threads=num_threads, augment=augment,
                     storage_options=storage_options, schema=schema)
-    return TorchDataset(loader, num_threads)
+    return _resumed(TorchDataset(loader, num_threads), state)
 
 
 def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
                           classes_per_batch: int, examples_per_class: int, seed: int = 0,
                           epoch: EpochUnit = "classes", exclude_small: bool = False,
-                          rank: int | None = None, world_size: int | None = None,
+                          partition: Partition | None = None,
                           features: Sequence[str] | None = None, decode: bool = True,
                           image_size: int | tuple[int, int] | None = None,
                           num_threads: int | None = None, max_open_files: int | None = None,
                           options: DecodeOptions | None = None,
+                          state: Mapping[str, Any] | None = None,
                           storage_options: dict[str, Any] | None = None,
                           schema: Schema | None = None) -> TorchDataset:
     """Class-balanced P×K batches as tensors, for ``DataLoader(ds, batch_size=None,
@@ -502,21 +500,22 @@ def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
     loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
                       examples_per_class=examples_per_class, seed=seed, epoch=epoch,
                       exclude_small=exclude_small,
-                      partition=_distributed_partition(rank, world_size),
+                      partition=Partition.given(partition, Partition.from_torch),
                       options=decode_options(options, decode=decode, features=features,
                                              image_size=image_size),
                       num_threads=num_threads, max_open_files=max_open_files,
                       storage_options=storage_options, schema=schema)
-    return TorchDataset(loader, num_threads)
+    return _resumed(TorchDataset(loader, num_threads), state)
 
 
 def load_torch_triplet_dataset(path: str | os.PathLike[str], split: str = "train", *,
-                               batch_size: int, seed: int = 0, rank: int | None = None,
-                               world_size: int | None = None,
+                               batch_size: int, seed: int = 0,
+                               partition: Partition | None = None,
                                features: Sequence[str] | None = None, decode: bool = True,
                                image_size: int | tuple[int, int] | None = None,
                                num_threads: int | None = None, max_open_files: int | None = None,
                                options: DecodeOptions | None = None,
+                               state: Mapping[str, Any] | None = None,
                                storage_options: dict[str, Any] | None = None,
                                schema: Schema | None = None) -> TorchDataset:
     """Triplet batches (``{"anchor", "positive", "negative"}``, each with ``"__class"``) as
@@ -524,9 +523,9 @@ def load_torch_triplet_dataset(path: str | os.PathLike[str], split: str = "train
     (anchors split between them) and JSON state. ``schema`` reads the records instead of
     the dataset's own."""
     loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,
-                           partition=_distributed_partition(rank, world_size),
+                           partition=Partition.given(partition, Partition.from_torch),
                            options=decode_options(options, decode=decode, features=features,
                                                   image_size=image_size),
                            num_threads=num_threads, max_open_files=max_open_files,
                            storage_options=storage_options, schema=schema)
-    return TorchDataset(loader, num_threads)
+    return _resumed(TorchDataset(loader, num_threads), state)

@@ -88,7 +88,7 @@ def load_tf_dataset(
     augment: Augment | None = None,
     drop_last: bool = False,
     as_supervised: bool = False,
-    input_context: Any = None,
+    partition: Partition | None = None,
     schema: Schema | None = None,
     cache: bool = False,
     storage_options: dict[str, Any] | None = None,
@@ -123,9 +123,10 @@ def load_tf_dataset(
             :func:`random_flip`, :func:`random_brightness`, :func:`random_crop`.
         drop_last: drop the last smaller batch (static batch dimension).
         cache: cache serialized records in memory after the first epoch.
-        input_context: a ``tf.distribute.InputContext``: shard by file when there are at least
-            as many files as input pipelines, else by record. ``batch_size`` is then per
-            replica (``input_context.get_per_replica_batch_size(global_batch)``).
+        partition: this input pipeline's share (``Partition.from_input_context(ctx)`` for a
+            ``tf.distribute.InputContext``): by file when there are at least as many files as
+            pipelines, else by record. ``batch_size`` is then per replica
+            (``ctx.get_per_replica_batch_size(global_batch)``).
         as_supervised: yield ``(inputs, label)`` for ``model.fit``; ``inputs`` is the one
             remaining feature, or a dict of them.
         schema: the schema for foreign files (default: inferred).
@@ -148,8 +149,7 @@ def load_tf_dataset(
     description = feature_description(schema, names)
 
     # Distribution: by file when there are enough files, else by record.
-    partition = (Partition.from_input_context(input_context) if input_context is not None
-                 else Partition())
+    partition = Partition.given(partition)
     workers, worker = partition.world_size, partition.rank
     file_paths, counts, file_classes, by_record = read.for_rank(partition)
     records = sum(counts) if all(n >= 0 for n in counts) else -1

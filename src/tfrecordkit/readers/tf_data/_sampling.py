@@ -56,7 +56,7 @@ __all__ = ["load_tf_pk_dataset", "load_tf_triplet_dataset"]
 
 
 def _sampling_context(path: str | os.PathLike[str], split: str, options: DecodeOptions,
-                      input_context: Any, storage: Storage, *, schema: Schema | None
+                      partition: Partition | None, storage: Storage, *, schema: Schema | None
                       ) -> tuple[Manifest, Schema, list[str], int, int]:
     if not is_dataset_dir(path, storage):
         raise DatasetError(f"{os.fspath(path)}: class-balanced sampling needs a dataset "
@@ -69,9 +69,8 @@ def _sampling_context(path: str | os.PathLike[str], split: str, options: DecodeO
         names.append(manifest.label_feature)  # batches always carry their labels
     # The names every reader gives for these options (provenance adds each record's input).
     names = BatchLayout.of(schema, dataclasses.replace(options, features=tuple(names))).names
-    partition = (Partition.from_input_context(input_context) if input_context is not None
-                 else Partition())
-    return manifest, schema, names, partition.rank, partition.world_size
+    share = Partition.given(partition)
+    return manifest, schema, names, share.rank, share.world_size
 
 
 def _sampling_plan(schema: Schema, names: list[str], description: dict[str, Any],
@@ -101,32 +100,32 @@ def _class_entries(schema: Schema, names: list[str], description: dict[str, Any]
     return entries
 
 
-def _step_number(start: Any) -> int:
+def _step_number(state: Any) -> int:
     """An integer step: a Python or NumPy int, or an integer tensor / variable (such as
     ``optimizer.iterations``); never a bool, float or string."""
-    if not isinstance(start, bool | np.bool_):
+    if not isinstance(state, bool | np.bool_):
         try:
-            return operator.index(start)
+            return operator.index(state)
         except TypeError:
-            dtype = getattr(start, "dtype", None)
+            dtype = getattr(state, "dtype", None)
             if dtype is not None and getattr(dtype, "is_integer", False):
-                return int(start)
-    raise StateError("start", f"must be a global step >= 0 (an int) or a state_dict(); "
-                              f"got {type(start).__name__} {start!r:.40}")
+                return int(state)
+    raise StateError("state", f"must be a global step >= 0 (an int) or a state_dict(); "
+                              f"got {type(state).__name__} {state!r:.40}")
 
 
-def _global_steps(start: int | Mapping[str, Any], steps: int, repeat: bool,
+def _global_steps(state: int | Mapping[str, Any], steps: int, repeat: bool,
                   sampler: Any) -> tuple[int, int | None]:
-    """The first global step and how many follow (None: endlessly) for ``start``."""
-    if isinstance(start, Mapping):
+    """The first global step and how many follow (None: endlessly) for ``state``."""
+    if isinstance(state, Mapping):
         probe = copy.copy(sampler)
-        probe.load_state_dict(dict(start))  # refuses a malformed one, or other settings
-        first = (state_int(start, "epoch", 0, MAX_EPOCH) * steps
-                 + state_int(start, "step", 0, steps))
+        probe.load_state_dict(dict(state))  # refuses a malformed one, or other settings
+        first = (state_int(state, "epoch", 0, MAX_EPOCH) * steps
+                 + state_int(state, "step", 0, steps))
     else:
-        first = _step_number(start)
+        first = _step_number(state)
         if not 0 <= first <= MAX_EPOCH * max(1, steps):
-            raise StateError("start", f"{first} is not a global step >= 0")
+            raise StateError("state", f"{first} is not a global step >= 0")
     return first, None if repeat else steps - first % steps
 
 
@@ -175,8 +174,8 @@ def load_tf_pk_dataset(
     epoch: Literal["classes", "examples"] = "classes",
     exclude_small: bool = False,
     repeat: bool = False,
-    start: int | Mapping[str, Any] = 0,
-    input_context: Any = None,
+    state: int | Mapping[str, Any] = 0,
+    partition: Partition | None = None,
     max_open_files: int | None = None,
     storage_options: dict[str, Any] | None = None,
     schema: Schema | None = None,
@@ -186,15 +185,16 @@ def load_tf_pk_dataset(
     Batches are class-major (K consecutive examples per class) and are drawn by
     :class:`~tfrecordkit.sampling.PKSampler` (see it for rounds, reshuffling, small classes and
     ``epoch``). Records are read by offset, with at most ``max_open_files`` files open, then
-    parsed as a batch and decoded as :func:`load_tf_dataset` does. With ``input_context``
-    each input pipeline gets different classes every step.
+    parsed as a batch and decoded as :func:`load_tf_dataset` does. With a ``partition``
+    (``Partition.from_input_context(ctx)``) each input pipeline gets different classes every
+    step.
 
     The batch at global step ``g`` (step ``g % ds.steps_per_epoch`` of epoch
     ``g // ds.steps_per_epoch``) is a pure function of the seed and ``g``, so the dataset
     holds no hidden state: ``tf.train.Checkpoint(iterator=it)`` saves and restores an
-    iterator exactly, and ``start`` (a global step such as ``optimizer.iterations``, or
+    iterator exactly, and ``state`` (a global step such as ``optimizer.iterations``, or
     ``ds.state_at(step)``, JSON) resumes anywhere. Without ``repeat`` the dataset is the rest
-    of ``start``'s epoch; with it, every later epoch follows (for ``model.fit``, give
+    of ``state``'s epoch; with it, every later epoch follows (for ``model.fit``, give
     ``steps_per_epoch=ds.steps_per_epoch`` so each Keras epoch continues the plan).
     ``schema`` reads the records instead of the dataset's own.
     """
@@ -204,7 +204,7 @@ def load_tf_pk_dataset(
     _refuse_keyed(options)
     storage = Storage.of(path, storage_options)
     manifest, schema, names, rank, world = _sampling_context(path, split, options,
-                                                            input_context, storage,
+                                                            partition, storage,
                                                             schema=schema)
     index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
     sampler = PKSampler(index, classes_per_batch, examples_per_class, seed=seed,
@@ -212,7 +212,7 @@ def load_tf_pk_dataset(
     fetcher = RecordFetcher(index, max_open_files, storage=storage)
     size = classes_per_batch * examples_per_class
     steps = sampler.steps_per_epoch
-    first, count = _global_steps(start, steps, repeat, sampler)
+    first, count = _global_steps(state, steps, repeat, sampler)
 
     description = feature_description(schema, names)
     entries = _class_entries(schema, names, description, manifest.class_names)
@@ -246,8 +246,8 @@ def load_tf_triplet_dataset(
     with_labels: bool = True,
     as_supervised: bool = False,
     repeat: bool = False,
-    start: int | Mapping[str, Any] = 0,
-    input_context: Any = None,
+    state: int | Mapping[str, Any] = 0,
+    partition: Partition | None = None,
     max_open_files: int | None = None,
     storage_options: dict[str, Any] | None = None,
     schema: Schema | None = None,
@@ -262,8 +262,8 @@ def load_tf_triplet_dataset(
 
     As with :func:`load_tf_pk_dataset`, triplet ``g`` (anchor ``g % anchors`` of epoch
     ``g // anchors``) is a pure function of the seed: the iterator can be checkpointed with
-    ``tf.train.Checkpoint``, and ``start`` (a triplet number, or ``ds.state_at(n)``) resumes
-    anywhere. Without ``repeat`` the dataset is the rest of ``start``'s epoch. ``schema``
+    ``tf.train.Checkpoint``, and ``state`` (a triplet number, or ``ds.state_at(n)``) resumes
+    anywhere. Without ``repeat`` the dataset is the rest of ``state``'s epoch. ``schema``
     reads the records instead of the dataset's own.
     """
     from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
@@ -272,7 +272,7 @@ def load_tf_triplet_dataset(
     _refuse_keyed(options)
     storage = Storage.of(path, storage_options)
     manifest, schema, names, rank, world = _sampling_context(path, split, options,
-                                                            input_context, storage,
+                                                            partition, storage,
                                                             schema=schema)
     label = manifest.label_feature
     if as_supervised and label is None:
@@ -284,7 +284,7 @@ def load_tf_triplet_dataset(
     sampler = TripletSampler(index, seed=seed, rank=rank, world_size=world)
     fetcher = RecordFetcher(index, max_open_files, storage=storage)
     anchors = sampler.anchors_per_epoch
-    first, count = _global_steps(start, anchors, repeat, sampler)
+    first, count = _global_steps(state, anchors, repeat, sampler)
     cache: dict[int, np.ndarray] = {}
     description = feature_description(schema, names)
     entries = _class_entries(schema, names, description, manifest.class_names)
