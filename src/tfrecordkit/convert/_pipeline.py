@@ -189,7 +189,7 @@ def convert(
     # An empty plan id never resumes: used when the source's data can't be identified.
     plan_id = (_plan_id(source, job.schema, job.options, split, job.label_feature,
                         job.stratify)
-               if getattr(source, "resumable", True) else "")
+               if job.traits.resumable else "")
     return run_conversion(
         job, lambda report: run_local(job, workers=workers, report=report, plan_id=plan_id),
         progress=progress)

@@ -22,7 +22,7 @@ from tfrecordkit.job import (
     encode_items,
 )
 from tfrecordkit.schema import ImageObservations
-from tfrecordkit.sources import SourceItem
+from tfrecordkit.sources import SourceItem, SourceTraits
 from tfrecordkit.store import Manifest, ShardedWriter
 
 __all__ = ["run_local"]
@@ -88,7 +88,7 @@ def _parallel_chunks(job: EncodeJob, workers: int, items: Iterator[SourceItem]
     except jobs of fewer than 500 items, which run in this process: starting workers (a
     second or more when they import heavy modules) costs more than it saves.
     """
-    if workers > 1 and getattr(job.source, "threaded", False):
+    if workers > 1 and SourceTraits.of(job.source).threaded:
         with ThreadPoolExecutor(workers, thread_name_prefix="tfrecordkit-encode") as threads:
             yield from _in_order(
                 ((chunk, threads.submit(encode_items, job, chunk))

@@ -30,7 +30,7 @@ from tfrecordkit.schema import (
     observe_image,
     sniff_bytes,
 )
-from tfrecordkit.sources import Source, SourceItem
+from tfrecordkit.sources import Source, SourceItem, SourceTraits
 from tfrecordkit.store import ShardOptions, record_hash
 
 __all__ = ["SKIP_HINT", "ConversionJob", "EncodeJob", "EncodedChunk", "SplitAssigner", "SplitSpec",
@@ -74,7 +74,8 @@ class ConversionJob:
                                                   "(tfrecordkit adopt --class-pattern); "
                                                   "convert stores labels: use "
                                                   "ClassLabel(names)")
-        if getattr(source, "provenance", False) and callable(getattr(source, "origin", None)):
+        traits = SourceTraits.of(source)
+        if traits.provenance:
             schema = schema.with_source()  # each record's input, for provenance
         if label_feature is None and (found := schema.class_label()) is not None:
             label_feature = found[0]
@@ -88,9 +89,8 @@ class ConversionJob:
                                       "source": source.description,
                                       "split": split if isinstance(split, str)
                                       else dict(split)}
-        conversions = getattr(source, "conversions", None)
-        if isinstance(conversions, dict) and conversions:
-            created_by["conversions"] = dict(conversions)
+        if traits.conversions:
+            created_by["conversions"] = dict(traits.conversions)
         stratify = stratify and label_feature is not None
         if not isinstance(split, str):
             created_by["stratified"] = stratify
@@ -104,7 +104,7 @@ class ConversionJob:
                    if f.vocabulary is not None and not f.vocabulary.built}
         if not unbuilt:
             return self
-        if not getattr(self.source, "reiterable", True):
+        if not self.traits.reiterable:
             raise SourceError(self.source.description,
                               "building a vocabulary reads the records twice: give a list "
                               "(or anything iterable again), or a built Vocabulary(tokens)")
@@ -162,6 +162,11 @@ class ConversionJob:
         logger.info("skipping %s: %s", what, reason)
         return {"input": what, "reason": reason}
 
+    @property
+    def traits(self) -> SourceTraits:
+        """What the source says about itself (resumable, threaded, reorderable, ...)."""
+        return SourceTraits.of(self.source)
+
     def split_assigner(self) -> SplitAssigner:
         """A fresh assigner for this job's splits (stratified ones count from the start)."""
         return SplitAssigner(self.split, self.options.seed, stratify=self.stratify)
@@ -172,7 +177,7 @@ class ConversionJob:
         (a source that can be read in any order, written to shards cut by size as records
         come): one read and one write of each record, no spill."""
         options = self.options
-        return (options.shuffle and bool(getattr(self.source, "reorderable", False))
+        return (options.shuffle and self.traits.reorderable
                 and options.streams(presorted=True))
 
     def items(self) -> Iterator[SourceItem]:

@@ -8,7 +8,7 @@ worker processes.
 from tfrecordkit.sources._folder import AudioFolder, ImageFolder, class_dirs, walk_files
 from tfrecordkit.sources._huggingface import HuggingFace, is_huggingface
 from tfrecordkit.sources._media import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS, load_audio, load_image
-from tfrecordkit.sources._protocol import Source, SourceItem
+from tfrecordkit.sources._protocol import Source, SourceItem, SourceTraits
 from tfrecordkit.sources._records import NumpyArrays, Records, TextLines
 from tfrecordkit.sources._table import Table
 
@@ -22,6 +22,7 @@ __all__ = [
     "Records",
     "Source",
     "SourceItem",
+    "SourceTraits",
     "Table",
     "TextLines",
     "class_dirs",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from tfrecordkit.schema import Schema
 
-__all__ = ["Source", "SourceItem"]
+__all__ = ["Source", "SourceItem", "SourceTraits"]
 
 
 class SourceItem(NamedTuple):
@@ -34,7 +35,8 @@ class Source(Protocol):
     ``origin(item) -> str`` (where the item came from, relative to the source); conversion
     stores it with each record as ``"__source"``. One that sets ``reorderable = True`` can
     list its (light) items again and load any item in any order: the write-time shuffle then
-    reads it in shuffled order and writes each record once, with no spill.
+    reads it in shuffled order and writes each record once, with no spill. These optional
+    attributes are declared, with their defaults, by :class:`SourceTraits`.
     """
 
     description: str
@@ -47,3 +49,36 @@ class Source(Protocol):
     def load(self, item: Any) -> Mapping[str, Any]: ...
 
     def describe(self, item: SourceItem) -> str: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceTraits:
+    """What a source may say about itself beyond :class:`Source`'s members, each optional
+    (a source sets it as an attribute; these are the defaults), read in one place.
+
+    Attributes:
+        resumable: ``description`` identifies its data, so a killed conversion resumes.
+        threaded: ``load()`` spends its time with the GIL released: load on threads.
+        provenance: it has ``origin(item) -> str``, stored with each record.
+        reorderable: it lists its items again and loads any in any order (one-pass shuffle).
+        reiterable: ``items()`` can be run twice (a vocabulary pass before the conversion).
+        conversions: what it changed in its inputs (e.g. CMYK JPEGs stored as PNG), by kind.
+    """
+
+    resumable: bool = True
+    threaded: bool = False
+    provenance: bool = False
+    reorderable: bool = False
+    reiterable: bool = True
+    conversions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, source: Any) -> SourceTraits:
+        """``source``'s traits (the defaults where it says nothing)."""
+        values = {f.name: getattr(source, f.name) for f in dataclasses.fields(cls)
+                  if hasattr(source, f.name)}
+        values["provenance"] = bool(values.get("provenance")) and callable(
+            getattr(source, "origin", None))
+        if not isinstance(values.get("conversions", {}), Mapping):
+            values.pop("conversions")
+        return cls(**values)
