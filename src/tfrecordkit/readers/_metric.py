@@ -19,6 +19,7 @@ from tfrecordkit.readers._decoding import (
     RecordDecoder,
     decode_options,
 )
+from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
 from tfrecordkit.readers._transform import RecordKeys
@@ -226,7 +227,7 @@ class PKLoader(_SampledLoader):
                                  world_size=self.partition.world_size)
         self.decoder = RecordDecoder(schema, options or DecodeOptions())
         self.fetcher = RecordFetcher(self.index, max_open_files, storage=storage)
-        self.num_threads = num_threads or min(4, os.cpu_count() or 1)
+        self.num_threads = thread_count(num_threads)
         self.fingerprint = fingerprint(manifest.to_json(), split)
         self.epoch, self.step = 0, 0
         self._class_of = np.repeat(self.index.classes, self.index.counts)
@@ -389,7 +390,7 @@ class TripletLoader(_SampledLoader):
         self.decoder = RecordDecoder(schema, options or DecodeOptions())
         self.fetcher = RecordFetcher(self.index, max_open_files, storage=storage)
         self.batch_size, self.seed = batch_size, seed
-        self.num_threads = num_threads or min(4, os.cpu_count() or 1)
+        self.num_threads = thread_count(num_threads)
         self.fingerprint = fingerprint(manifest.to_json(), split)
         self.epoch, self.step = 0, 0
         self._class_of = np.repeat(self.index.classes, self.index.counts)

@@ -4,6 +4,7 @@ how an entry point's shortcut keywords combine with it (:func:`decode_options`).
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from collections.abc import Sequence as Names
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ import numpy as np
 
 from tfrecordkit.errors import OptionError
 
-__all__ = ["DecodeOptions", "Padding", "decode_options"]
+__all__ = ["DecodeOptions", "Padding", "decode_options", "thread_count", "threads_per_worker"]
 
 Padding = Literal["pad", "ragged"]
 
@@ -193,3 +194,15 @@ def decode_options(options: DecodeOptions | None, *, decode: bool = True,
                               "give it once")
         changes[name] = value
     return dataclasses.replace(options, **changes) if changes else options
+
+
+def thread_count(num_threads: int | None) -> int:
+    """Decoding threads of a loader, the one rule every loader follows: the ``num_threads``
+    given, else up to 4 of the machine's cores."""
+    return num_threads or min(4, os.cpu_count() or 1)
+
+
+def threads_per_worker(threads: int, workers: int) -> int:
+    """``threads`` cut so that ``workers`` loading processes (DataLoader workers) together
+    don't oversubscribe the machine's cores (at least one each)."""
+    return max(1, min(threads, (os.cpu_count() or 1) // max(workers, 1)))

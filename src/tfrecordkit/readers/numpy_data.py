@@ -3,7 +3,6 @@ exact resume, ranks) and, re-exported from ``_metric``, the P×K and triplet loa
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
@@ -27,6 +26,7 @@ from tfrecordkit.readers._metric import (
     iter_triplets,
     stack_records,
 )
+from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg, open_records
 from tfrecordkit.readers._transform import RecordKeys
@@ -110,7 +110,7 @@ class Loader:
         self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.drop_last = drop_last
-        self.num_threads = num_threads or min(4, os.cpu_count() or 1)
+        self.num_threads = thread_count(num_threads)
         self.fingerprint = self.plan.fingerprint
         self.epoch, self.step = 0, 0
         self._order: EpochOrder | None = None

@@ -18,6 +18,7 @@ import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, OptionError, StateError
 from tfrecordkit.readers._decoding import DecodeOptions, decode_options
+from tfrecordkit.readers._options import threads_per_worker
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
 from tfrecordkit.readers.numpy_data import Augment, Loader, PKLoader, TripletLoader
@@ -364,7 +365,7 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
 
         threads = self.threads_per_worker or loader.pool_threads
         if workers > 1 and self.threads_per_worker is None:  # don't oversubscribe the cores
-            threads = max(1, min(threads, (os.cpu_count() or 1) // workers))
+            threads = threads_per_worker(threads, workers)
         if info is not None:  # this worker's own copy: batches split for the threads it has
             loader.num_threads = threads
         with ThreadPoolExecutor(threads) as pool:
