@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from tests.datasets import encode_audio, encode_image, photos, tone
-from tfrecordkit.codecs import image_header
-from tfrecordkit.schema import sniff_bytes
+from tfrecordkit.codecs import image_header, sniff_bytes
 
 TEXT_STARTING_WITH_BM = "BMW drove past, ünïcode and all".encode()
 

@@ -8,7 +8,7 @@ import io
 import numpy as np
 import pytest
 
-from tfrecordkit.schema import decode_image_bytes
+from tfrecordkit.codecs import decode_image_bytes
 
 pytestmark = pytest.mark.integration
 tf = pytest.importorskip("tensorflow")

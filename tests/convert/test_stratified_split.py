@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import tfrecordkit as tk
 from tests.datasets import digits_folder
-from tfrecordkit.convert import SplitAssigner
+from tfrecordkit.job import SplitAssigner
 from tfrecordkit.sources import SourceItem
 
 

@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 
 import tfrecordkit as tk
 from tfrecordkit import OptionError
-from tfrecordkit.codecs import resize_image
+from tfrecordkit.codecs import decode_image_bytes, resize_image
 from tfrecordkit.sampling import center_crop_boxes, random_crop_boxes, random_flips
-from tfrecordkit.schema import decode_image_bytes
 
 SIZE = (24, 28)
 

@@ -13,9 +13,9 @@ import pytest
 import tfrecordkit as tk
 from tests.datasets import encode_image, photos
 from tfrecordkit import SchemaError
+from tfrecordkit.codecs import decode_image_bytes
 from tfrecordkit.readers import DecodeOptions
 from tfrecordkit.readers._decoding import RecordDecoder
-from tfrecordkit.schema import decode_image_bytes
 
 
 def _images() -> dict[str, bytes]:

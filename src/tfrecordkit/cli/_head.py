@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.codecs import sniff_bytes
 from tfrecordkit.format import Storage, decode_sequence_example, read_records
-from tfrecordkit.schema import sniff_bytes
 from tfrecordkit.store import expand_record_paths, is_dataset_dir, load_manifest
 
 _SHOWN_VALUES = 8

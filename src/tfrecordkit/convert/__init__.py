@@ -10,30 +10,12 @@ from tfrecordkit.convert._pipeline import (
     write_dataset,
 )
 from tfrecordkit.convert._source_choice import SOURCE_KINDS, infer_kind, open_source
-from tfrecordkit.job import (
-    SKIP_HINT,
-    ConversionJob,
-    EncodedChunk,
-    EncodeJob,
-    SplitAssigner,
-    SplitSpec,
-    encode_items,
-    image_features,
-)
 
 __all__ = [
-    "SKIP_HINT",
     "SOURCE_KINDS",
-    "ConversionJob",
     "ConversionResult",
     "ConvertOptions",
-    "EncodeJob",
-    "EncodedChunk",
-    "SplitAssigner",
-    "SplitSpec",
     "convert",
-    "encode_items",
-    "image_features",
     "infer_kind",
     "open_source",
     "run_conversion",

@@ -1,4 +1,4 @@
-"""Engines run a :class:`~tfrecordkit.convert.ConversionJob`: ``local`` (processes on this
+"""Engines run a :class:`~tfrecordkit.job.ConversionJob`: ``local`` (processes on this
 machine, the default) and ``ray_data`` (a Ray cluster, extra ``ray``). Every engine orders by the
 same seeded hash, cuts shards with :func:`~tfrecordkit.store.plan_split`, writes each with
 :func:`~tfrecordkit.store.write_shard` and finishes with

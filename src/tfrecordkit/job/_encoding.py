@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.codecs import image_header, sniff_bytes
 from tfrecordkit.errors import OptionError, SchemaError, SourceError
 from tfrecordkit.format import EncodedFrames
 from tfrecordkit.job._order import shuffled_items
@@ -26,9 +27,7 @@ from tfrecordkit.schema import (
     Observed,
     Schema,
     Text,
-    image_header,
     observe_image,
-    sniff_bytes,
 )
 from tfrecordkit.sources import Source, SourceItem, SourceTraits
 from tfrecordkit.store import ShardOptions, record_hash

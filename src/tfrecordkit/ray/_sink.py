@@ -7,7 +7,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from tfrecordkit.convert import ConversionJob, ConversionResult, SplitSpec, run_conversion
+from tfrecordkit.convert import ConversionResult, run_conversion
+from tfrecordkit.job import ConversionJob, SplitSpec
 from tfrecordkit.schema import Schema
 from tfrecordkit.sources import Records
 from tfrecordkit.store import ShardOptions

@@ -1,13 +1,5 @@
 """Typed features and their mapping to ``tf.train.Example``; profiling records of unknown layout."""
 
-from tfrecordkit.codecs import (
-    ContentType,
-    convert_channels,
-    decode_image_bytes,
-    image_header,
-    resample_audio,
-    sniff_bytes,
-)
 from tfrecordkit.schema._features import (
     BOX_CORNERS,
     Audio,
@@ -39,7 +31,6 @@ __all__ = [
     "Audio",
     "Boxes",
     "ClassLabel",
-    "ContentType",
     "Feature",
     "FeatureLayout",
     "FeatureList",
@@ -60,15 +51,10 @@ __all__ = [
     "Vocabulary",
     "axes_of",
     "check_key",
-    "convert_channels",
-    "decode_image_bytes",
     "feature_from_json",
-    "image_header",
     "observe_image",
     "profile_records",
-    "resample_audio",
     "schema_from_profile",
     "serialized_tensor_feature",
-    "sniff_bytes",
     "steps_layout",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.codecs import sniff_bytes
 from tfrecordkit.errors import SourceError
 from tfrecordkit.schema import (
     Audio,
@@ -26,7 +27,6 @@ from tfrecordkit.schema import (
     Sequence,
     Tensor,
     Text,
-    sniff_bytes,
 )
 from tfrecordkit.sources._media import audio_from_bytes, image_from_bytes
 from tfrecordkit.sources._protocol import SourceItem

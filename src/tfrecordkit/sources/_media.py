@@ -17,9 +17,9 @@ from tfrecordkit.codecs import (
     load_pillow,
     load_simplejpeg,
     png_bit_depth,
+    sniff_bytes,
 )
 from tfrecordkit.errors import MissingDependencyError, OptionError, SourceError
-from tfrecordkit.schema import sniff_bytes
 
 IMAGE_EXTENSIONS = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}

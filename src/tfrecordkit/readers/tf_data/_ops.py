@@ -67,7 +67,7 @@ def _tf_spec(spec: KeySpec) -> Any:
 
 def _tf_to_channels(image: Any, channels: int | None) -> Any:
     """``[h, w, c]`` uint8 pixels (any c in 1..4) with ``channels`` channels, converted as
-    :func:`~tfrecordkit.schema.convert_channels` converts them (both readers agree)."""
+    :func:`~tfrecordkit.codecs.convert_channels` converts them (both readers agree)."""
     if channels is None:
         return image
     have = tf.shape(image)[2]
