@@ -4,6 +4,7 @@ says (TF's InputContext, torch's worker info and process group, ``jax.process_in
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,9 +52,9 @@ class Partition:
     @classmethod
     def from_torch(cls) -> Partition:
         """From ``torch.distributed``'s process group when it is initialised, else one rank."""
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
+        # A process group exists only once torch.distributed was imported: no import here.
+        dist = sys.modules.get("torch.distributed")
+        if dist is not None and dist.is_available() and dist.is_initialized():
             return cls(dist.get_rank(), dist.get_world_size())
         return cls()
 

@@ -7,13 +7,12 @@ from tfrecordkit.store._fetch import RecordFetcher, RecordLocations
 from tfrecordkit.store._infer import infer_schema, profile_files, record_files
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._labels import scan_labels
+from tfrecordkit.store._load import is_dataset_dir, load_manifest
 from tfrecordkit.store._manifest import (
     MANIFEST_NAME,
     Manifest,
     ShardInfo,
     SplitInfo,
-    is_dataset_dir,
-    load_manifest,
     shard_paths,
     text_of_name,
 )

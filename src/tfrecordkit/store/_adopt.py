@@ -41,7 +41,8 @@ from tfrecordkit.schema import (
 from tfrecordkit.store._adopt_labels import Labels, is_int_scalar
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._labels import scan_columns
-from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, load_manifest
+from tfrecordkit.store._load import load_manifest
+from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo
 from tfrecordkit.store._options import ShardOptions
 from tfrecordkit.store._plan import finalize_manifest
 from tfrecordkit.store._tfds import TFDS_INFO, is_tfds_dir, tfds_manifest

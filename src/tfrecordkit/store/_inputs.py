@@ -7,8 +7,9 @@ from typing import Any
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Storage
+from tfrecordkit.store._load import is_dataset_dir, load_manifest
 from tfrecordkit.store._lock import unfinished_conversion
-from tfrecordkit.store._manifest import MANIFEST_NAME, is_dataset_dir, load_manifest
+from tfrecordkit.store._manifest import MANIFEST_NAME
 
 __all__ = ["expand_record_paths"]
 

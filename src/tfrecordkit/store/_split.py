@@ -24,11 +24,11 @@ from tfrecordkit.format import (
 )
 from tfrecordkit.schema import Schema
 from tfrecordkit.store._fetch import RecordFetcher
+from tfrecordkit.store._load import load_manifest
 from tfrecordkit.store._manifest import (
     MANIFEST_NAME,
     Manifest,
     ShardInfo,
-    load_manifest,
     shard_paths,
 )
 

@@ -22,7 +22,8 @@ from tfrecordkit.format import (
     parse_restarts,
 )
 from tfrecordkit.store._inputs import expand_record_paths
-from tfrecordkit.store._manifest import ShardInfo, is_dataset_dir, load_manifest
+from tfrecordkit.store._load import is_dataset_dir, load_manifest
+from tfrecordkit.store._manifest import ShardInfo
 
 __all__ = ["Verification", "verify_file", "verify_paths"]
 
