@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit._native import load_compiled
 from tfrecordkit.errors import SchemaError
+from tfrecordkit.format._compiled import CODEC
 from tfrecordkit.format._example import decode_example, decode_example_keys
 from tfrecordkit.format._spec import KeySpec, check_key
 
@@ -29,7 +29,7 @@ _KIND = {"string": 1, "float32": 2, "int64": 3}
 _DTYPE: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
 
 
-_CODEC = load_compiled("tfrecordkit.format._codec")
+_CODEC = CODEC  # a module global: tests swap it
 
 
 def compiled_codec() -> Any:

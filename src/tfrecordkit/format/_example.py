@@ -16,6 +16,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from tfrecordkit.errors import RecordFormatError, SchemaError
+from tfrecordkit.format._compiled import CODEC
 from tfrecordkit.format._wire import ListKind, encode_example_wire, feature_wire
 
 __all__ = [
@@ -416,9 +417,7 @@ def _compiled_check() -> Any:
     """The compiled codec's structural check of one record (the rules of
     :func:`check_wire`, ~0.5 us), or :func:`check_wire` itself without the compiled codec
     (the codec the columnar parser chose)."""
-    from tfrecordkit.format import _columns  # it imports this module: chosen on first use
-
-    codec = _columns._CODEC
+    codec = CODEC
     if codec is None:
         return check_wire
 

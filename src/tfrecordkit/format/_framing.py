@@ -20,6 +20,8 @@ from tfrecordkit.errors import (
     CorruptRecordError,
     OptionError,
 )
+from tfrecordkit.format._columns import RecordSlices
+from tfrecordkit.format._compiled import CODEC as _CODEC
 from tfrecordkit.format._compression import (
     Compression,
     DeflatingWriter,
@@ -298,8 +300,6 @@ def split_frames(buffer: bytes, starts: np.ndarray, lengths: np.ndarray, *,
         CorruptRecordError: a frame is short, its header disagrees with the index, or a CRC
             fails; it names that frame's file and offset.
     """
-    from tfrecordkit.format._columns import _CODEC
-
     starts = np.ascontiguousarray(starts, dtype="<i8")
     lengths = np.ascontiguousarray(lengths, dtype="<i8")
     whole = not len(starts) or int((starts + lengths).max()) <= len(buffer)
@@ -323,7 +323,7 @@ def split_frames(buffer: bytes, starts: np.ndarray, lengths: np.ndarray, *,
 
 
 def frame_slices(buffer: bytes, starts: np.ndarray, lengths: np.ndarray, *,
-                 where: Callable[[int], tuple[str, int]]) -> Any:
+                 where: Callable[[int], tuple[str, int]]) -> RecordSlices:
     """:func:`split_frames`, checked the same way, as a
     :class:`~tfrecordkit.format.RecordSlices` over ``buffer`` (the records are not copied
     out one by one: the columnar codec reads them where they lie).
@@ -331,8 +331,6 @@ def frame_slices(buffer: bytes, starts: np.ndarray, lengths: np.ndarray, *,
     Raises:
         CorruptRecordError: as :func:`split_frames`.
     """
-    from tfrecordkit.format._columns import _CODEC, RecordSlices
-
     starts = np.ascontiguousarray(starts, dtype="<i8")
     lengths = np.ascontiguousarray(lengths, dtype="<i8")
     whole = not len(starts) or int((starts + lengths).max()) <= len(buffer)
