@@ -86,7 +86,7 @@ class Loader:
     """
 
     def __init__(self, path: PathArg, split: str = "train", *, batch_size: int,
-                 shuffle: ShuffleMode = "block", seed: int = 0, drop_last: bool = False,
+                 shuffle: ShuffleMode | bool = "block", seed: int = 0, drop_last: bool = False,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
                  num_threads: int | None = None, max_open_files: int | None = None,
                  augment: Augment | None = None,
@@ -98,8 +98,13 @@ class Loader:
         if batch_size % self.partition.world_size:
             raise OptionError(f"the global batch_size {batch_size} must divide evenly between "
                              f"{self.partition.world_size} ranks")
+        if shuffle is True:  # every reader's word for its default shuffle
+            shuffle = "block"
         if shuffle not in ("global", "block", False):
-            raise OptionError(f"shuffle must be 'global', 'block' or False; got {shuffle!r}")
+            raise OptionError(f"shuffle must be True ('block'), 'block', 'global' or False; got "
+                              f"{shuffle!r}" + (" (a buffer size is tf.data's: this loader "
+                                                "shuffles exactly, with no buffer)"
+                                                if isinstance(shuffle, int) else ""))
         self.options = options or DecodeOptions()
         if augment is not None and not self.options.decode:
             raise OptionError("augment needs decoded values (decode=True)")
@@ -299,7 +304,7 @@ class Loader:
 
 
 def load_numpy_dataset(path: PathArg, split: str = "train", *,
-                       batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
+                       batch_size: int, shuffle: ShuffleMode | bool = "block", seed: int = 0,
                        drop_last: bool = False, partition: Partition | None = None,
                        features: Sequence[str] | None = None, decode: bool = True,
                        image_size: int | tuple[int, int] | None = None,

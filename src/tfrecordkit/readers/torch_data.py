@@ -451,7 +451,7 @@ def _position_of_loader(loader_state: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_torch_dataset(path: PathArg, split: str = "train", *,
-                       batch_size: int, shuffle: ShuffleMode = "block", seed: int = 0,
+                       batch_size: int, shuffle: ShuffleMode | bool = "block", seed: int = 0,
                        drop_last: bool = False, partition: Partition | None = None,
                        features: Sequence[str] | None = None,
                        decode: bool = True, image_size: int | tuple[int, int] | None = None,

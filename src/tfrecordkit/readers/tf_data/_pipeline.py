@@ -78,7 +78,7 @@ def load_tf_dataset(
     split: str = "train",
     *,
     batch_size: int | None = None,
-    shuffle: bool | int = True,
+    shuffle: bool | int | str = True,
     seed: int | None = None,
     repeat: bool = False,
     decode: bool = True,
@@ -104,7 +104,9 @@ def load_tf_dataset(
         split: which split.
         batch_size: records per batch (None: unbatched examples).
         shuffle: shuffle files every epoch and records through a buffer sized from the record
-            size (see :func:`shuffle_buffer_size`); a number sets the buffer (records).
+            size (see :func:`shuffle_buffer_size`; ``True`` or ``"block"``, the other readers'
+            default word); a number sets the buffer (records). ``"global"`` (an exact
+            permutation) is refused: it is the NumPy and PyTorch loaders'.
             False reads the split's stored order.
         seed: seeds the shuffles and makes the order reproducible: the same seed gives the same
             order every run (parallel steps then keep their order, a little slower). Without a
@@ -140,6 +142,7 @@ def load_tf_dataset(
             schema mismatch), before any training starts.
     """
     options = decode_options(options, decode=decode, features=features, image_size=image_size)
+    shuffle = True if shuffle == "block" else shuffle
     _check_options(options, batch_size, shuffle)
     read = plan_read(path, split, schema=schema, storage_options=storage_options)
     manifest, schema = read.manifest, read.schema
@@ -221,7 +224,8 @@ def load_tf_dataset(
     return name_errors(ds, file_paths, find)
 
 
-def _check_options(options: DecodeOptions, batch_size: int | None, shuffle: bool | int) -> None:
+def _check_options(options: DecodeOptions, batch_size: int | None,
+                   shuffle: bool | int | str) -> None:
     """Refuse what tf.data cannot do as asked."""
     if options.fast_resize:
         raise OptionError("fast_resize decodes JPEGs at a reduced DCT scale in the TF-free "
@@ -230,9 +234,12 @@ def _check_options(options: DecodeOptions, batch_size: int | None, shuffle: bool
         raise OptionError("padded_shapes pads batches: give batch_size")
     if batch_size is not None and batch_size < 1:
         raise OptionError(f"batch_size must be positive; got {batch_size}")
-    if not isinstance(shuffle, bool) and shuffle < 1:
-        raise OptionError(f"shuffle must be True, False or a buffer size of at least 1 "
-                          f"record; got {shuffle}")
+    if isinstance(shuffle, str) or (not isinstance(shuffle, bool) and shuffle < 1):
+        raise OptionError(f"shuffle must be True ('block'), False or a buffer size of at least "
+                          f"1 record; got {shuffle!r}" + (
+                              " (an exact global shuffle is the NumPy and PyTorch loaders': "
+                              "tf.data shuffles through a buffer)" if shuffle == "global"
+                              else ""))
 
 
 def _interleaved(files_ds: Any, read: ReadPlan, open_file: Callable[[Any], Any], *,
