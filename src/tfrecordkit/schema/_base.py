@@ -282,6 +282,12 @@ class Feature:
                 list(value) if isinstance(value, tuple) else value)
         return out
 
+    @classmethod
+    def from_json(cls, params: dict[str, Any], rebuild: Callable[[Any], Feature]) -> Feature:
+        """The feature :meth:`to_json` described (its ``"kind"`` taken out); ``rebuild``
+        rebuilds a nested feature's description."""
+        return cls(**params)
+
     def key_specs(self, name: str) -> list[KeySpec]:
         """Parsing specs of every Example key this feature writes."""
         raise NotImplementedError

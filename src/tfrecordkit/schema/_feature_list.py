@@ -78,6 +78,10 @@ class FeatureList(Feature):
         return steps_layout(name, self.dtype, None if self.varying_steps
                             else tuple(int(d) for d in self.shape if d))
 
+    @classmethod
+    def from_json(cls, params: dict[str, Any], rebuild: Callable[[Any], Feature]) -> Feature:
+        return cls(**{**params, "shape": tuple(params.get("shape", ()))})
+
     def key_specs(self, name: str) -> list[KeySpec]:
         step = None if self.varying_steps else tuple(int(d) for d in self.shape if d)
         return [KeySpec(name, self.dtype, step, sequence=True)]  # type: ignore[arg-type]

@@ -21,7 +21,6 @@ from tfrecordkit.schema._scalar import ClassLabel, Scalar
 from tfrecordkit.schema._sequence import Sequence
 from tfrecordkit.schema._tensor import Tensor
 from tfrecordkit.schema._text import Text
-from tfrecordkit.schema._vocab import Vocabulary
 
 __all__ = [
     "BOX_CORNERS",
@@ -53,17 +52,4 @@ def feature_from_json(data: Mapping[str, Any]) -> Feature:
         cls = _KINDS[data["kind"]]
     except KeyError:
         raise SchemaError("<schema>", f"unknown feature kind {data.get('kind')!r}") from None
-    params = {k: v for k, v in data.items() if k != "kind"}
-    if cls is Sequence:
-        params["feature"] = feature_from_json(params["feature"])
-    if cls is Scalar and params.get("dtype") == "float64":
-        params["float32_storage"] = True  # as every dataset with one was written
-    if cls is Tensor or cls is FeatureList:
-        params["shape"] = tuple(params.get("shape", ()))
-    if cls is ClassLabel or cls is Boxes:
-        params["names"] = tuple(params.get("names", ()))
-    if cls is Image and isinstance(params.get("size"), list):
-        params["size"] = tuple(params["size"])
-    if cls is Text and isinstance(params.get("vocabulary"), Mapping):
-        params["vocabulary"] = Vocabulary.from_json(params["vocabulary"])
-    return cls(**params)
+    return cls.from_json({k: v for k, v in data.items() if k != "kind"}, feature_from_json)

@@ -84,6 +84,11 @@ class Image(Feature):
         return FeatureLayout(name, "image", np.dtype(options.image_dtype), shape,
                              axes_of(shape[:2]))
 
+    @classmethod
+    def from_json(cls, params: dict[str, Any], rebuild: Callable[[Any], Feature]) -> Feature:
+        size = params.get("size")
+        return cls(**{**params, "size": tuple(size) if isinstance(size, list) else size})
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "encoding": self.encoding,
                                "channels": self.channels}

@@ -67,6 +67,12 @@ class Scalar(Feature):
         if self.float32_storage and self.dtype != "float64":
             raise SchemaError("<scalar>", "float32_storage applies to float64 only")
 
+    @classmethod
+    def from_json(cls, params: dict[str, Any], rebuild: Callable[[Any], Feature]) -> Feature:
+        if params.get("dtype") == "float64":
+            params = {**params, "float32_storage": True}  # as every dataset with one was written
+        return cls(**params)
+
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "dtype": self.dtype}
 

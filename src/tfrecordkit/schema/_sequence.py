@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -59,6 +59,10 @@ class Sequence(Feature):
         if isinstance(self.feature, Scalar):
             return self.feature.list_kind
         return "int64" if isinstance(self.feature, ClassLabel) else "bytes"
+
+    @classmethod
+    def from_json(cls, params: dict[str, Any], rebuild: Callable[[Any], Feature]) -> Feature:
+        return cls(**{**params, "feature": rebuild(params["feature"])})
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, _SPEC_DTYPE[self._list_kind], None)]

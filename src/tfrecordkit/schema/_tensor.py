@@ -65,6 +65,10 @@ class Tensor(Feature):
         """The Example list a list-encoded tensor's values are stored in."""
         return "float" if np.dtype(self.dtype).kind == "f" else "int64"
 
+    @classmethod
+    def from_json(cls, params: dict[str, Any], rebuild: Callable[[Any], Feature]) -> Feature:
+        return cls(**{**params, "shape": tuple(params.get("shape", ()))})
+
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
         if self.encoding == "raw":

@@ -51,6 +51,13 @@ class Text(Feature):
         """Whether records store token ids next to the text."""
         return self.token_ids or self.vocabulary is not None
 
+    @classmethod
+    def from_json(cls, params: dict[str, Any], rebuild: Callable[[Any], Feature]) -> Feature:
+        vocabulary = params.get("vocabulary")
+        if isinstance(vocabulary, Mapping):
+            params = {**params, "vocabulary": Vocabulary.from_json(dict(vocabulary))}
+        return cls(**params)
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "token_ids": self.token_ids}
         if self.vocabulary is not None:
