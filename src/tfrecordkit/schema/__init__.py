@@ -1,5 +1,6 @@
 """Typed features and their mapping to ``tf.train.Example``; profiling records of unknown layout."""
 
+from tfrecordkit.schema._base import number_of
 from tfrecordkit.schema._features import (
     BOX_CORNERS,
     Audio,
@@ -52,6 +53,7 @@ __all__ = [
     "axes_of",
     "check_key",
     "feature_from_json",
+    "number_of",
     "observe_image",
     "profile_records",
     "schema_from_profile",

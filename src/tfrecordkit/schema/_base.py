@@ -23,7 +23,7 @@ from tfrecordkit.format import (
 )
 from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 
-__all__ = ["ColumnEncoder", "Entries", "EntryEncoder", "Feature"]
+__all__ = ["ColumnEncoder", "Entries", "EntryEncoder", "Feature", "number_of"]
 
 Entries = list[bytes]  # wire parts of a feature's map entries, joined as they are
 _SPEC_DTYPE: dict[str, SpecDtype] = {"bytes": "string", "float": "float32", "int64": "int64"}
@@ -145,8 +145,8 @@ def _as_bytes(name: str, value: Any) -> bytes:
     raise SchemaError(name, f"expected str or bytes, got {type(value).__name__} {value!r:.60}")
 
 
-def _number(text: str) -> int | float | None:
-    """``text`` as an int, else a float, else None."""
+def number_of(text: str) -> int | float | None:
+    """``text`` (a table cell) as an int, else a float, else None."""
     try:
         return int(text)
     except ValueError:

@@ -34,10 +34,10 @@ from tfrecordkit.schema._base import (
     _float_scalar_encoder,
     _int_column,
     _int_scalar_encoder,
-    _number,
     _scalar,
     _str_column,
     _utf8,
+    number_of,
 )
 from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 
@@ -93,7 +93,7 @@ class Scalar(Feature):
     def from_text(self, name: str, text: str) -> Any:
         if self.dtype == "string":
             return text
-        parsed = _number(text)
+        parsed = number_of(text)
         if parsed is None:
             raise SchemaError(name, f"{text!r:.40} is not a number")
         return parsed
@@ -239,7 +239,7 @@ class ClassLabel(Feature):
         return [] if self.from_shard else [KeySpec(name, "int64", ())]
 
     def from_text(self, name: str, text: str) -> Any:
-        number = _number(text)
+        number = number_of(text)
         return text if text in self.names or number is None else number
 
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:

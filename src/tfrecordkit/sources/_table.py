@@ -25,6 +25,7 @@ from tfrecordkit.schema import (
     Schema,
     Sequence,
     Text,
+    number_of,
 )
 from tfrecordkit.sources._media import load_audio, load_image, media_kind
 from tfrecordkit.sources._protocol import SourceItem
@@ -58,17 +59,6 @@ def _read_rows(path: str) -> Iterator[dict[str, Any]]:
     else:
         with open(path, encoding="utf-8", newline="") as f:
             yield from csv.DictReader(f)
-
-
-def _number(text: str) -> int | float | None:
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 class Table:
@@ -134,7 +124,7 @@ class Table:
     def _label_feature(self, column: str) -> ClassLabel:
         # Class names need every value of the column: one pass reading the table (not media).
         values = {row.get(column) for row in _read_rows(self.path)} - {None, ""}
-        numbers = [_number(str(v)) for v in values]
+        numbers = [number_of(str(v)) for v in values]
         ints = [n for n in numbers if isinstance(n, int) and n >= 0]
         if values and len(ints) == len(numbers):
             return ClassLabel([str(i) for i in range(max(ints) + 1)])
@@ -164,7 +154,7 @@ class Table:
             if all(isinstance(x, int | float) for x in flat):
                 return Sequence(Scalar("float32"))
             return Sequence(Text())
-        numbers = [v if isinstance(v, int | float) else _number(str(v)) for v in present]
+        numbers = [v if isinstance(v, int | float) else number_of(str(v)) for v in present]
         if all(isinstance(n, int) for n in numbers):
             return Scalar("int64")
         if all(isinstance(n, int | float) for n in numbers):
