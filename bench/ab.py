@@ -7,7 +7,8 @@ prints, for every throughput figure the script prints, the medians and new/old r
 
 The script's own data directory is shared (written once, by the warm-up run), so both trees
 read the same files. Figures are the numbers of at least 100 on each output line (rates);
-a line is identified by its text with the numbers taken out.
+a line is identified by its text with the numbers taken out (and, when a later table repeats
+it, by which occurrence it is).
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ _NUMBER = re.compile(r"\d[\d,]*\.?\d*")
 
 def _figures(output: str) -> dict[tuple[str, int], float]:
     found = {}
+    seen: dict[str, int] = {}
     for line in output.splitlines():
         numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(line)]
         key = " ".join(_NUMBER.sub("#", line).split())  # widths vary with the values
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:  # the same row in another table of the output: keep both
+            key = f"{key} (table {seen[key]})"
         for i, value in enumerate(numbers):
             if value >= 100:
                 found[(key, i)] = value
