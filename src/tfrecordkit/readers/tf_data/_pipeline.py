@@ -43,20 +43,15 @@ __all__ = ["load_tf_dataset", "shuffle_buffer_size"]
 
 _SHUFFLE_BYTES = 64 << 20
 _PARSE_BATCH = 256
-# Records read from one file before the interleave moves on: up to 64 small records (a
-# parallel interleave of single records costs ~15 µs each), fewer large ones, so that the
-# first shuffle buffer fills as fast as a plain interleave (runs of 64 30-KB photos took
-# 0.27 s more to fill 2,048 records: bench/first_batch.py).
+# Records read from one file before the interleave moves on (a parallel interleave of
+# single records costs ~15 µs each).
 _RUN_RECORDS = 64
-_RUN_BYTES = 256 << 10
 # Records this large are read by TensorFlow's own parallel reader, one at a time: its
-# per-record cost is nothing beside theirs, and the first shuffle buffer fills sooner.
+# per-record cost is nothing beside theirs, and the first shuffle buffer fills sooner (runs
+# of 64 30-KB photos took 0.27 s more to fill 2,048 records: bench/first_batch.py). Smaller
+# records keep whole runs: shorter ones (tried for 6-KB JPEGs) read up to 17% fewer records
+# a second in bench/loaders.py.
 _SINGLE_BYTES = 16 << 10
-
-
-def _run_length(bytes_per_record: float) -> int:
-    """Records in one interleave run of records of about ``bytes_per_record`` bytes."""
-    return int(max(1, min(_RUN_RECORDS, _RUN_BYTES // max(bytes_per_record, 1.0))))
 
 
 # -- sources of files ------------------------------------------------------------------------
@@ -252,7 +247,7 @@ def _interleaved(files_ds: Any, read: ReadPlan, open_file: Callable[[Any], Any],
     if counter is not None:
         files_ds = counter.starting(files_ds)
     cycle = max(1, min(files, 16)) if shuffle else 1
-    run_length = _run_length(read.bytes_per_record)
+    run_length = _RUN_RECORDS
 
     # Files are interleaved in runs of records: a parallel interleave of single records
     # costs ~15 µs each (one file: 15x slower than reading it; bench/vocabulary.py found it).
