@@ -40,6 +40,20 @@ def test_a_long_class_list_goes_to_a_sidecar_and_reads_back(many_classes):
     assert labels == sorted(r["label"] for r in rows)
 
 
+def test_the_class_names_of_boxes_go_to_a_sidecar_too(tmp_path):
+    names = [f"object {k}" for k in range(SIDECAR_ITEMS + 5)]
+    schema = tk.Schema({"image/object": tk.Boxes(names)})
+    rows = [{"image/object": {"boxes": [[0.1, 0.2, 0.3, 0.4]], "labels": [len(names) - 1 - i]}}
+            for i in range(5)]
+    tk.write_dataset(rows, tmp_path / "ds", schema)
+    data = json.loads((tmp_path / "ds" / "dataset.json").read_text())
+    assert "sidecar" in data["schema"]["features"]["image/object"]["names"]
+    assert tk.load_manifest(tmp_path / "ds").schema["image/object"].names == tuple(names)
+    labels = sorted(int(v) for b in tk.load_numpy_dataset(tmp_path / "ds", batch_size=5)
+                    for v in b["image/object"]["labels"]["values"].reshape(-1))
+    assert labels == sorted(len(names) - 1 - i for i in range(5))
+
+
 def test_a_large_vocabulary_goes_to_a_sidecar(tmp_path):
     words = [f"w{k}" for k in range(SIDECAR_ITEMS + 5)]
     schema = tk.Schema({"text": tk.Text(vocabulary=tk.Vocabulary(tuple(words)))})

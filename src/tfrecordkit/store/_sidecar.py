@@ -44,7 +44,7 @@ def _lists(features: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
         inner = feature.get("feature") if feature.get("kind") == "sequence" else feature
         if not isinstance(inner, dict):
             continue
-        if inner.get("kind") == "class_label" and "names" in inner:
+        if inner.get("kind") in ("class_label", "boxes") and "names" in inner:
             found.append((name, inner, "names"))
         vocabulary = inner.get("vocabulary")
         if inner.get("kind") == "text" and isinstance(vocabulary, dict):
