@@ -323,30 +323,59 @@ def check_wire(data: bytes | memoryview, message: str = "Example") -> None:
 
 def _check_message(view: bytes, kind: str, pos: int, end: int,
                    stack: list[tuple[str, int, int]]) -> None:
-    """One message of :func:`check_wire` (its submessages pushed on ``stack``)."""
+    """One message of :func:`check_wire` (its submessages pushed on ``stack``). The per-field
+    loop keeps its counts in locals and reads one-byte tags and lengths inline: it is the
+    pure-Python codec's per-record check."""
     allowed = _ALLOWED[kind]
+    children = _SUBMESSAGES[kind]
     numeric_list = kind in ("FloatList", "Int64List")
-    counts = {"fields": 0, "lists": 0, "packed": 0, "keys": 0, "values": 0}
+    entry = kind in _MAP_ENTRIES
+    fields = lists = packed = keys = values = 0
     while pos < end:
         start = pos
-        number, wire, pos = _checked_tag(view, pos)
+        if view[pos] < 0x80:
+            number, wire, pos = view[pos] >> 3, view[pos] & 7, pos + 1
+            if not number:
+                raise ValueError(f"a malformed tag at byte {start}")
+        else:
+            number, wire, pos = _checked_tag(view, pos)
         # After a Feature's list, or after the packed run opening a numeric list,
         # TensorFlow ignores the rest and protobuf skips unknown fields: both read alike.
         trailing = allowed is not None and number not in allowed and (
-            (kind == "Feature" and counts["lists"] > 0)
-            or (numeric_list and counts["packed"] == 1 and counts["fields"] == 1))
+            (kind == "Feature" and lists > 0)
+            or (numeric_list and packed == 1 and fields == 1))
         if not trailing:
             if allowed is not None and wire not in allowed.get(number, ()):
-                what = _MAP_ENTRIES.get(kind, f"{kind} message")
-                raise ValueError(f"a {what} holds field {number} (wire type {wire}) "
-                                 f"at byte {start}, which TensorFlow rejects")
-            if _repeats(counts, kind, number, wire, numeric_list):
-                what = _MAP_ENTRIES.get(kind, f"{kind} message")
-                raise ValueError(f"a {what} repeats a field at byte {start}, which "
-                                 "TensorFlow reads otherwise than protobuf")
-        pos = _skip_field(view, pos, end, number, wire, start=start,
-                          inner=_SUBMESSAGES[kind].get(number), stack=stack)
-    if kind in _MAP_ENTRIES and not (counts["keys"] and counts["values"]):
+                raise ValueError(f"a {_MAP_ENTRIES.get(kind, f'{kind} message')} holds field "
+                                 f"{number} (wire type {wire}) at byte {start}, which "
+                                 "TensorFlow rejects")
+            fields += 1
+            if entry:
+                keys += number == 1
+                values += number == 2
+                repeated = keys > 1 or values > 1
+            elif kind == "Feature":
+                lists += 1
+                repeated = lists > 1
+            else:
+                packed += numeric_list and wire == 2
+                repeated = packed > 0 and fields > 1
+            if repeated:
+                raise ValueError(f"a {_MAP_ENTRIES.get(kind, f'{kind} message')} repeats a "
+                                 f"field at byte {start}, which TensorFlow reads otherwise "
+                                 "than protobuf")
+        if wire == 2 and pos < end and view[pos] < 0x80:  # a one-byte length, inline
+            size = view[pos]
+            pos += 1
+            if pos + size > end:
+                raise ValueError(f"a malformed length at byte {pos - 1}")
+            if (inner := children.get(number)) is not None:
+                stack.append((inner, pos, pos + size))
+            pos += size
+        else:
+            pos = _skip_field(view, pos, end, number, wire, start=start,
+                              inner=children.get(number), stack=stack)
+    if entry and not (keys and values):
         raise ValueError(f"a {_MAP_ENTRIES[kind]} has no key or no value, which "
                          "TensorFlow rejects")
 
@@ -364,22 +393,6 @@ def _checked_tag(view: bytes, pos: int) -> tuple[int, int, int]:
     if not tag >> 3:
         raise ValueError(f"a malformed tag at byte {start}")
     return tag >> 3, tag & 7, pos
-
-
-def _repeats(counts: dict[str, int], kind: str, number: int, wire: int,
-             numeric_list: bool) -> bool:
-    """Count a field of a ``kind`` message; whether it repeats what TensorFlow reads once
-    (a map entry's key or value, a Feature's list, a numeric list's packed run)."""
-    counts["fields"] += 1
-    if kind in _MAP_ENTRIES:
-        counts["keys"] += number == 1
-        counts["values"] += number == 2
-        return counts["keys"] > 1 or counts["values"] > 1
-    if kind == "Feature":
-        counts["lists"] += 1
-        return counts["lists"] > 1
-    counts["packed"] += numeric_list and wire == 2
-    return counts["packed"] > 0 and counts["fields"] > 1
 
 
 def _skip_field(view: bytes, pos: int, end: int, number: int, wire: int, *, start: int,
