@@ -95,6 +95,7 @@ class Table:
         self._label_column = label_column
         self._path_columns = path_columns
         self._schema: Schema | None = None
+        self._media_columns: dict[str, Image | Audio] | None = None
 
     def resolve(self, value: str) -> str:
         """A path from the table, relative to the table's folder."""
@@ -176,7 +177,7 @@ class Table:
         number, row = item
         record: dict[str, Any] = {}
         schema = self.schema()
-        media: dict[str, Image | Audio] = {**schema.of_kind(Image), **schema.of_kind(Audio)}
+        media = self._media(schema)
         for name, feature in schema.items():
             value = row.get(name)
             if value is None or value == "":
@@ -185,6 +186,12 @@ class Table:
                             and isinstance(value, str) else self._convert(feature, value,
                                                                           number, name))
         return record
+
+    def _media(self, schema: Schema) -> dict[str, Image | Audio]:
+        """The columns holding media files, by name (looked up once, not once per row)."""
+        if self._media_columns is None:
+            self._media_columns = {**schema.of_kind(Image), **schema.of_kind(Audio)}
+        return self._media_columns
 
     def _load_media(self, feature: Image | Audio, path: str) -> Any:
         """A media column's file, loaded (its path relative to the table's folder)."""
