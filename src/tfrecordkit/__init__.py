@@ -59,10 +59,13 @@ if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at
     from tfrecordkit.readers.grain_source import load_grain_source
     from tfrecordkit.readers.grid import show_examples
     from tfrecordkit.readers.numpy_data import (
+        PK,
         DecodeOptions,
+        InOrder,
         Partition,
-        iter_pk_batches,
-        iter_triplets,
+        ReadOptions,
+        Shuffled,
+        Triplets,
         load_numpy_dataset,
     )
     from tfrecordkit.readers.report import dataset_report
@@ -70,25 +73,17 @@ if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at
         batch_hard_triplet_loss,
         feature_description,
         load_tf_dataset,
-        load_tf_pk_dataset,
-        load_tf_triplet_dataset,
         random_brightness,
         random_crop,
         random_flip,
     )
-    from tfrecordkit.readers.torch_data import (
-        load_torch_dataset,
-        load_torch_pk_dataset,
-        load_torch_triplet_dataset,
-    )
+    from tfrecordkit.readers.torch_data import load_torch_dataset
 
 from tfrecordkit._version import __version__
 
 # Readers imported on first use (tf_data imports TensorFlow): name -> module.
 _LAZY = {
     "load_tf_dataset": "tfrecordkit.readers.tf_data",
-    "load_tf_pk_dataset": "tfrecordkit.readers.tf_data",
-    "load_tf_triplet_dataset": "tfrecordkit.readers.tf_data",
     "batch_hard_triplet_loss": "tfrecordkit.readers.tf_data",
     "feature_description": "tfrecordkit.readers.tf_data",
     "random_brightness": "tfrecordkit.readers.tf_data",
@@ -96,12 +91,13 @@ _LAZY = {
     "random_flip": "tfrecordkit.readers.tf_data",
     "DecodeOptions": "tfrecordkit.readers.numpy_data",
     "Partition": "tfrecordkit.readers.numpy_data",
-    "iter_pk_batches": "tfrecordkit.readers.numpy_data",
-    "iter_triplets": "tfrecordkit.readers.numpy_data",
+    "InOrder": "tfrecordkit.readers.numpy_data",
+    "Shuffled": "tfrecordkit.readers.numpy_data",
+    "PK": "tfrecordkit.readers.numpy_data",
+    "Triplets": "tfrecordkit.readers.numpy_data",
+    "ReadOptions": "tfrecordkit.readers.numpy_data",
     "load_numpy_dataset": "tfrecordkit.readers.numpy_data",
     "load_torch_dataset": "tfrecordkit.readers.torch_data",
-    "load_torch_pk_dataset": "tfrecordkit.readers.torch_data",
-    "load_torch_triplet_dataset": "tfrecordkit.readers.torch_data",
     "load_grain_source": "tfrecordkit.readers.grain_source",
     "show_examples": "tfrecordkit.readers.grid",
     "dataset_report": "tfrecordkit.readers.report",
@@ -122,6 +118,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [  # the readers among these are imported on first use (see _LAZY)
+    "PK",
     "Audio",
     "AudioFolder",
     "Boxes",
@@ -133,6 +130,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "FeatureList",
     "Image",
     "ImageFolder",
+    "InOrder",
     "IndexUnavailableError",
     "Manifest",
     "MissingDependencyError",
@@ -140,6 +138,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "OptionError",
     "OutOfRangeError",
     "Partition",
+    "ReadOptions",
     "RecordFormatError",
     "RecordReader",
     "RecordWriter",
@@ -149,6 +148,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "SchemaError",
     "Sequence",
     "ShardOptions",
+    "Shuffled",
     "SourceError",
     "SplitRecords",
     "StateError",
@@ -158,6 +158,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "Tensor",
     "Text",
     "TextLines",
+    "Triplets",
     "Vocabulary",
     "__version__",
     "adopt",
@@ -171,17 +172,11 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "encode_sequence_example",
     "feature_description",
     "infer_schema",
-    "iter_pk_batches",
-    "iter_triplets",
     "load_grain_source",
     "load_manifest",
     "load_numpy_dataset",
     "load_tf_dataset",
-    "load_tf_pk_dataset",
-    "load_tf_triplet_dataset",
     "load_torch_dataset",
-    "load_torch_pk_dataset",
-    "load_torch_triplet_dataset",
     "open_source",
     "open_split",
     "random_brightness",

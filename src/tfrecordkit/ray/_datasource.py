@@ -4,18 +4,19 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import MissingDependencyError
+from tfrecordkit.errors import MissingDependencyError, OptionError
 from tfrecordkit.format import Inflater, Restarts, Storage, check_frame
 from tfrecordkit.readers import (
     RECORD_ID,
     DecodeOptions,
     PathArg,
+    ReadOptions,
     RecordDecoder,
     decode_options,
     plan_read,
@@ -55,10 +56,18 @@ class TFRecordKitDatasource(Datasource):
 
     def __init__(self, path: PathArg, split: str = "train", *,
                  options: DecodeOptions | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 read: ReadOptions | None = None) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
-        self.plan = plan_read(path, split, storage_options=storage_options)
         self.options = options or DecodeOptions()
+        read = read or ReadOptions()
+        if self.options.augment is not None or self.options.as_supervised:
+            raise OptionError("augment and as_supervised belong to the loaders: on Ray, map "
+                              "your function over the rows (ds.map)")
+        if read.cache or read.num_threads is not None or read.max_open_files is not None:
+            raise OptionError("Ray runs the read tasks: leave ReadOptions(cache=, num_threads=, "
+                              "max_open_files=) out (override_num_blocks sets the tasks)")
+        self.plan = plan_read(path, split, schema=read.schema,
+                              storage_options=read.storage_options)
         self.decoder = RecordDecoder(self.plan.schema, self.options,
                                      inferred_from=self.plan.inferred_from)
         self.locations = self.plan.locations()
@@ -189,16 +198,15 @@ def _steps_column(values: list[list[Any]]) -> np.ndarray:
 
 
 def read_dataset(path: PathArg, split: str = "train", *,
-                 features: Sequence[str] | None = None, decode: bool = True,
                  image_size: int | tuple[int, int] | None = None,
-                 options: DecodeOptions | None = None,
-                 storage_options: dict[str, Any] | None = None,
+                 options: DecodeOptions | None = None, read: ReadOptions | None = None,
                  override_num_blocks: int | None = None,
                  ray_remote_args: dict[str, Any] | None = None) -> Any:
     """A split of a dataset (a folder or URL with ``dataset.json``, or TFRecord files / globs)
     as a ``ray.data.Dataset``: one row per record with its decoded features and ``"__id"``
-    (the record's position in the split); ``decode=False`` gives each feature's stored keys
-    parsed but not decoded, as every reader does.
+    (the record's position in the split); ``DecodeOptions(decode=False)`` gives each
+    feature's stored keys parsed but not decoded, as every reader does. ``image_size``,
+    ``options`` and ``read`` (schema, storage options) are every loader's.
     A variable shape is the record's own array (Ray's Arrow blocks would turn a nested
     ``{"values", "lengths"}`` into lists and lose its dtype); a feature list whose steps
     differ in length, an object array of its steps' arrays; ``load_grain_source(path,
@@ -208,8 +216,6 @@ def read_dataset(path: PathArg, split: str = "train", *,
     ``count()`` is exact without reading. CRCs are checked; workers never import TensorFlow.
     """
     datasource = TFRecordKitDatasource(
-        path, split, options=decode_options(options, decode=decode, features=features,
-                                            image_size=image_size),
-        storage_options=storage_options)
+        path, split, options=decode_options(options, image_size=image_size), read=read)
     return ray.data.read_datasource(datasource, override_num_blocks=override_num_blocks,
                                     ray_remote_args=ray_remote_args)

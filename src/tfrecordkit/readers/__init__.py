@@ -14,22 +14,29 @@ from tfrecordkit.readers._decoding import (
 )
 from tfrecordkit.readers._keys import CLASS_ID, CLASS_POSITION, RECORD_ID, SOURCE, VALID
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, Kind
+from tfrecordkit.readers._modes import PK, InOrder, ReadOptions, Sampling, Shuffled, Triplets
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg, plan_read
 
 __all__ = [
     "CLASS_ID",
     "CLASS_POSITION",
+    "PK",
     "RECORD_ID",
     "SOURCE",
     "VALID",
     "BatchLayout",
     "DecodeOptions",
     "FeatureLayout",
+    "InOrder",
     "Kind",
     "Partition",
     "PathArg",
+    "ReadOptions",
     "RecordDecoder",
+    "Sampling",
+    "Shuffled",
+    "Triplets",
     "decode_options",
     "plan_read",
     "record_values",

@@ -14,18 +14,14 @@ import numpy as np
 from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.format import RecordSlices, Storage
 from tfrecordkit.readers import CLASS_ID, CLASS_POSITION, RECORD_ID
-from tfrecordkit.readers._decoding import (
-    DecodeOptions,
-    RecordDecoder,
-    decode_options,
-)
+from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
+from tfrecordkit.readers._modes import PK, ReadOptions
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
 from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import (
     ClassIndex,
-    EpochUnit,
     PKSampler,
     RecordFetcher,
     TripletSampler,
@@ -35,8 +31,7 @@ from tfrecordkit.sampling import (
 from tfrecordkit.schema import Schema
 from tfrecordkit.store import Manifest
 
-__all__ = ["PKBatches", "PKLoader", "TripletLoader", "iter_pk_batches", "iter_triplets",
-           "stack_records"]
+__all__ = ["PKLoader", "TripletLoader", "stack_records"]
 
 
 def stack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -211,23 +206,22 @@ class PKLoader(_SampledLoader):
     index).
     """
 
-    def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
-                 classes_per_batch: int, examples_per_class: int, seed: int = 0,
-                 epoch: EpochUnit = "classes", exclude_small: bool = False,
-                 partition: Partition | None = None, options: DecodeOptions | None = None,
-                 num_threads: int | None = None, max_open_files: int | None = None,
-                 storage_options: dict[str, Any] | None = None,
-                 schema: Schema | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], split: str = "train", *, sampling: PK,
+                 seed: int = 0, partition: Partition | None = None,
+                 options: DecodeOptions | None = None, read: ReadOptions | None = None) -> None:
         self.partition, self.seed = partition or Partition(), seed
-        manifest, schema, storage = _sampled_dataset(path, split, schema, storage_options)
+        read = _sampled_read(options, read)
+        manifest, schema, storage = _sampled_dataset(path, split, read)
+        classes_per_batch, examples_per_class = (sampling.classes_per_batch,
+                                                 sampling.examples_per_class)
         self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
         self.sampler = PKSampler(self.index, classes_per_batch, examples_per_class, seed=seed,
-                                 exclude_small=exclude_small, epoch=epoch,
-                                 rank=self.partition.rank,
+                                 exclude_small=sampling.exclude_small,
+                                 epoch=sampling.epoch, rank=self.partition.rank,
                                  world_size=self.partition.world_size)
         self.decoder = RecordDecoder(schema, options or DecodeOptions())
-        self.fetcher = RecordFetcher(self.index, max_open_files, storage=storage)
-        self.num_threads = thread_count(num_threads)
+        self.fetcher = RecordFetcher(self.index, read.max_open_files, storage=storage)
+        self.num_threads = thread_count(read.num_threads)
         self.fingerprint = fingerprint(manifest.to_json(), split)
         self.epoch, self.step = 0, 0
         self._class_of = np.repeat(self.index.classes, self.index.counts)
@@ -266,106 +260,6 @@ class PKLoader(_SampledLoader):
 
 
 
-class PKBatches(Iterator[dict[str, Any]]):
-    """The iterator :func:`iter_pk_batches` returns; ``state_dict()`` (JSON) lets a run
-    resume."""
-
-    def __init__(self, loader: PKLoader, steps: int | None) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.loader = loader
-        self.sampler = loader.sampler
-        self._steps = steps
-        self._count = 0
-        self._pool = ThreadPoolExecutor(loader.num_threads)  # threads start on first use
-        self._ahead = loader.read_ahead()
-
-    @property
-    def steps_per_epoch(self) -> int:
-        """Steps per epoch (see :class:`~tfrecordkit.sampling.PKSampler`)."""
-        return len(self.loader)
-
-    @property
-    def peak_open_files(self) -> int:
-        """The most files open at once so far."""
-        return self.loader.fetcher.peak_open_files
-
-    def __next__(self) -> dict[str, Any]:
-        loader = self.loader
-        if self._steps is not None and self._count >= self._steps:
-            self.close()
-            raise StopIteration
-        if self._ahead is not None:  # the steps after this one, within ``steps``
-            left = (self._ahead.depth if self._steps is None
-                    else min(self._ahead.depth, self._steps - self._count - 1))
-            epoch, step = loader.epoch, loader.step
-            upcoming = [(epoch, step)]  # this step and the next ones
-            for _ in range(left):
-                epoch, step = (epoch, step + 1) if step + 1 < len(loader) else (epoch + 1, 0)
-                upcoming.append((epoch, step))
-            self._ahead.plan(upcoming)
-        batch = loader.load_step(loader.epoch, loader.step, self._pool, self._ahead)
-        loader.step += 1
-        if loader.step == len(loader):
-            loader.epoch, loader.step = loader.epoch + 1, 0
-        self._count += 1
-        return batch
-
-    def state_dict(self) -> dict[str, Any]:
-        """Where the batches are after the last one returned, as JSON."""
-        return self.loader.state_dict()
-
-    def close(self) -> None:
-        """Close the files kept open and stop the decoding threads."""
-        if self._ahead is not None:
-            self._ahead.close()
-        self.loader.close()
-        self._pool.shutdown(wait=True)
-
-
-def iter_pk_batches(
-    path: str | os.PathLike[str],
-    split: str = "train",
-    *,
-    classes_per_batch: int,
-    examples_per_class: int,
-    seed: int = 0,
-    decode: bool = True,
-    features: Sequence[str] | None = None,
-    steps: int | None = None,
-    epoch: EpochUnit = "classes",
-    exclude_small: bool = False,
-    partition: Partition | None = None,
-    max_open_files: int | None = None,
-    state: dict[str, Any] | None = None,
-    image_size: int | tuple[int, int] | None = None,
-    options: DecodeOptions | None = None,
-    storage_options: dict[str, Any] | None = None,
-    schema: Schema | None = None,
-) -> PKBatches:
-    """Class-balanced batches: P distinct classes × K records each, as NumPy arrays.
-
-    Batches are class-major (record ``i`` belongs to the batch's class ``i // K``); each
-    carries ``"__class"`` (class ids) and ``"__class_position"`` (0..P-1). ``steps`` bounds the
-    number of batches (default: endless; ``steps_per_epoch`` on the result gives an epoch).
-    ``partition`` (a :class:`Partition`) splits classes between ranks; ``state`` (a previous
-    result's ``state_dict()``, JSON) continues exactly where it stopped. At most ``max_open_files``
-    shard files are open at once (default: an eighth of the process's open-file limit, 64
-    to 1,024). ``schema`` reads the records instead of the dataset's own (checked against
-    them as every loader checks it).
-    """
-    loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
-                      examples_per_class=examples_per_class, seed=seed, epoch=epoch,
-                      exclude_small=exclude_small, partition=Partition.given(partition),
-                      options=decode_options(options, decode=decode, features=features,
-                                             image_size=image_size),
-                      max_open_files=max_open_files, storage_options=storage_options,
-                      schema=schema)
-    if state is not None:
-        loader.load_state_dict(state)
-    return PKBatches(loader, steps)
-
-
 class TripletLoader(_SampledLoader):
     """Triplet batches by ``(epoch, step)`` with :class:`Loader`'s interface: every anchor once
     per epoch, ``batch_size`` triplets a step (the last step may be short), JSON state.
@@ -376,21 +270,19 @@ class TripletLoader(_SampledLoader):
 
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
                  seed: int = 0, partition: Partition | None = None,
-                 options: DecodeOptions | None = None, num_threads: int | None = None,
-                 max_open_files: int | None = None,
-                 storage_options: dict[str, Any] | None = None,
-                 schema: Schema | None = None) -> None:
+                 options: DecodeOptions | None = None, read: ReadOptions | None = None) -> None:
         if batch_size < 1:
             raise OptionError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
-        manifest, schema, storage = _sampled_dataset(path, split, schema, storage_options)
+        read = _sampled_read(options, read)
+        manifest, schema, storage = _sampled_dataset(path, split, read)
         self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
         self.sampler = TripletSampler(self.index, seed=seed, rank=self.partition.rank,
                                       world_size=self.partition.world_size)
         self.decoder = RecordDecoder(schema, options or DecodeOptions())
-        self.fetcher = RecordFetcher(self.index, max_open_files, storage=storage)
+        self.fetcher = RecordFetcher(self.index, read.max_open_files, storage=storage)
         self.batch_size, self.seed = batch_size, seed
-        self.num_threads = thread_count(num_threads)
+        self.num_threads = thread_count(read.num_threads)
         self.fingerprint = fingerprint(manifest.to_json(), split)
         self.epoch, self.step = 0, 0
         self._class_of = np.repeat(self.index.classes, self.index.counts)
@@ -448,45 +340,23 @@ class TripletLoader(_SampledLoader):
 
 
 
-def iter_triplets(
-    path: str | os.PathLike[str],
-    split: str = "train",
-    *,
-    batch_size: int,
-    seed: int = 0,
-    decode: bool = True,
-    features: Sequence[str] | None = None,
-    epochs: int | None = 1,
-    partition: Partition | None = None,
-    max_open_files: int | None = None,
-    image_size: int | tuple[int, int] | None = None,
-    options: DecodeOptions | None = None,
-    state: dict[str, Any] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    schema: Schema | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Batches of ``{"anchor": ..., "positive": ..., "negative": ...}`` (each a decoded batch
-    with its ``"__class"``); every anchor once per epoch, for ``epochs`` epochs (None: endless).
-    ``state`` (a :class:`TripletLoader`'s ``state_dict()``) continues a run exactly; for
-    epochs, workers and saving state use :class:`TripletLoader` directly. ``schema`` reads
-    the records instead of the dataset's own."""
-    loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,
-                           partition=Partition.given(partition),
-                           options=decode_options(options, decode=decode, features=features,
-                                                  image_size=image_size),
-                           max_open_files=max_open_files, storage_options=storage_options,
-                           schema=schema)
-    if state is not None:
-        loader.load_state_dict(state)
-    try:
-        while epochs is None or loader.epoch < epochs:
-            yield from loader
-    finally:
-        loader.close()
+def _sampled_read(options: DecodeOptions | None, read: ReadOptions | None) -> ReadOptions:
+    """``read``, once what class-balanced loaders cannot do is refused."""
+    if options is not None and options.augment is not None:
+        raise OptionError("augment runs in the NumPy and PyTorch loaders' in-order and "
+                          "shuffled batches; P×K and triplet batches take crop and flip "
+                          "(DecodeOptions), keyed by (seed, step, record)")
+    if options is not None and options.as_supervised:
+        raise OptionError("as_supervised shapes tf.data's elements for model.fit: this "
+                          "loader gives dicts")
+    read = read or ReadOptions()
+    if read.cache:
+        raise OptionError("ReadOptions(cache=True) is tf.data's: this loader reads records "
+                          "by offset and keeps none")
+    return read
 
 
-def _sampled_dataset(path: str | os.PathLike[str], split: str, schema: Schema | None,
-                     storage_options: dict[str, Any] | None
+def _sampled_dataset(path: str | os.PathLike[str], split: str, read: ReadOptions
                      ) -> tuple[Manifest, Schema, Storage]:
     """The dataset a class-balanced loader samples: through the read plan every loader uses
     (its shards checked against the manifest, the schema against its records).
@@ -494,8 +364,9 @@ def _sampled_dataset(path: str | os.PathLike[str], split: str, schema: Schema | 
     Raises:
         DatasetError: not a dataset directory (sampling by class needs its manifest).
     """
-    read = plan_read(path, split, schema=schema, storage_options=storage_options)
-    if read.manifest is None:
+    read_plan = plan_read(path, split, schema=read.schema,
+                          storage_options=read.storage_options)
+    if read_plan.manifest is None:
         raise DatasetError(f"{os.fspath(path)}: class-balanced sampling needs a dataset "
                            f"directory with its manifest (adopt the files first)")
-    return read.manifest, read.schema, read.storage
+    return read_plan.manifest, read_plan.schema, read_plan.storage

@@ -61,6 +61,14 @@ class DecodeOptions:
             id): every reader cuts the same pixels, and resume repeats them.
         flip: mirror each image left to right with probability 1/2, keyed like ``crop``.
         crop_scale, crop_ratio, crop_fraction: see ``crop``.
+        augment: a function run on each record's decoded values before batching. NumPy and
+            PyTorch loaders call ``augment(values, rng)`` with an ``rng`` seeded by (seed,
+            epoch, record id), so augmentation repeats exactly on resume and does not depend
+            on threads, workers or ranks (picklable, e.g. a module-level function, for
+            DataLoader workers); tf.data calls ``augment(example)`` (a function or a list of
+            them, e.g. ``tk.random_flip``) in its parallel map.
+        as_supervised: tf.data only: yield ``(inputs, label)`` for ``model.fit``, ``inputs``
+            the one remaining feature or a dict of them.
     """
 
     decode: bool = True
@@ -82,8 +90,12 @@ class DecodeOptions:
     crop_scale: tuple[float, float] = (0.08, 1.0)
     crop_ratio: tuple[float, float] = (3 / 4, 4 / 3)
     crop_fraction: float = 0.875
+    augment: Any = None
+    as_supervised: bool = False
 
     def __post_init__(self) -> None:
+        if self.augment is not None and not self.decode:
+            raise OptionError("augment needs decoded values (decode=True)")
         if self.text_length is not None and (
                 not isinstance(self.text_length, int | np.integer) or self.text_length < 1):
             raise OptionError(f"text_length must be a positive number of tokens; got "

@@ -11,12 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.errors import OptionError
 from tfrecordkit.readers import RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, sampling_of
 from tfrecordkit.readers._plan import PathArg, open_records
 from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import EpochOrder, ShuffleMode
-from tfrecordkit.schema import Schema
 
 __all__ = ["GrainSource", "load_grain_source"]
 
@@ -32,14 +33,21 @@ class GrainSource:
     record, as in every reader."""
 
     def __init__(self, path: PathArg, split: str = "train", *,
-                 options: DecodeOptions | None = None, max_open_files: int | None = None,
-                 storage_options: dict[str, Any] | None = None, seed: int = 0,
-                 schema: Schema | None = None) -> None:
+                 options: DecodeOptions | None = None, seed: int = 0,
+                 read: ReadOptions | None = None) -> None:
         self.options, self.seed = options or DecodeOptions(), seed
-        read, self.records, self.decoder = open_records(path, split, self.options, schema=schema,
-                                                        max_open_files=max_open_files,
-                                                        storage_options=storage_options)
-        self.fingerprint = read.fingerprint
+        if self.options.augment is not None or self.options.as_supervised:
+            raise OptionError("augment and as_supervised belong to the loaders: with grain, "
+                              "map your own function over the source's records")
+        read = read or ReadOptions()
+        if read.cache or read.num_threads is not None:
+            raise OptionError("grain runs its own workers and keeps no cache here: leave "
+                              "ReadOptions(cache=, num_threads=) out (grain.ReadOptions sets "
+                              "its threads)")
+        plan, self.records, self.decoder = open_records(
+            path, split, self.options, schema=read.schema, max_open_files=read.max_open_files,
+            storage_options=read.storage_options)
+        self.fingerprint = plan.fingerprint
 
     def __len__(self) -> int:
         return len(self.records)
@@ -69,12 +77,18 @@ class GrainSource:
         return [self._values(r, k, e) for r, k, e in zip(self.records.get_many(ids), ids,
                                                          epochs, strict=True)]
 
-    def order(self, seed: int = 0, epoch: int = 0, shuffle: ShuffleMode = "block"
-              ) -> np.ndarray:
+    def order(self, seed: int = 0, epoch: int = 0,
+              sampling: InOrder | Shuffled | None = None) -> np.ndarray:
         """The record keys of one epoch in the order ``load_numpy_dataset`` and
-        ``load_torch_dataset`` read them with the same ``seed`` and ``shuffle`` (one rank),
+        ``load_torch_dataset`` read them with the same ``seed`` and ``sampling`` (one rank),
         e.g. ``grain.MapDataset.range(len(src)).map(lambda i: src[int(keys[i])])``, so
         grain, NumPy and PyTorch see one shuffled order."""
+        mode = sampling_of(sampling)
+        if not isinstance(mode, InOrder | Shuffled):
+            raise OptionError(f"order() gives an epoch of every record: sampling must be "
+                              f"InOrder() or Shuffled(); got {mode!r}")
+        shuffle: ShuffleMode = (False if isinstance(mode, InOrder)
+                                else "global" if mode.exact else "block")
         return EpochOrder(len(self), seed, epoch, shuffle,
                           block=self.records.read_block).ids(np.arange(len(self)))
 
@@ -93,18 +107,16 @@ class GrainSource:
                 f"records={len(self)}, fingerprint={self.fingerprint!r}, {options})")
 
 
-def load_grain_source(path: PathArg, split: str = "train", *,
-                      features: Sequence[str] | None = None, decode: bool = True,
+def load_grain_source(path: PathArg, split: str = "train", *, seed: int = 0,
                       image_size: int | tuple[int, int] | None = None,
                       options: DecodeOptions | None = None,
-                      storage_options: dict[str, Any] | None = None,
-                      seed: int = 0, schema: Schema | None = None) -> GrainSource:
+                      read: ReadOptions | None = None) -> GrainSource:
     """A split as a grain ``RandomAccessDataSource``: ``grain.MapDataset.source(...)`` or
     ``grain.DataLoader(data_source=...)`` then shuffle, shard, batch and checkpoint it.
-    ``seed`` keys random crops and flips (see :class:`GrainSource`); ``schema`` describes
-    files without a manifest (default: inferred)."""
+    ``seed`` keys random crops and flips (see :class:`GrainSource`); ``image_size`` and
+    ``options`` say how records become values, ``read`` how files are read (schema, storage
+    options, open files), as in every loader."""
     from tfrecordkit.readers._decoding import decode_options
 
-    return GrainSource(path, split, options=decode_options(
-        options, decode=decode, features=features, image_size=image_size),
-        storage_options=storage_options, seed=seed, schema=schema)
+    return GrainSource(path, split, options=decode_options(options, image_size=image_size),
+                       seed=seed, read=read)

@@ -4,7 +4,7 @@ exact resume, ranks) and, re-exported from ``_metric``, the P×K and triplet loa
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor, Future
 from typing import Any
 
@@ -18,13 +18,17 @@ from tfrecordkit.readers._decoding import (
     chunk_size,
     decode_options,
 )
-from tfrecordkit.readers._metric import (
-    PKBatches,
-    PKLoader,
-    TripletLoader,
-    iter_pk_batches,
-    iter_triplets,
-    stack_records,
+from tfrecordkit.readers._metric import PKLoader, TripletLoader, stack_records
+from tfrecordkit.readers._modes import (
+    PK,
+    InOrder,
+    ReadOptions,
+    Sampling,
+    Shuffled,
+    Triplets,
+    class_dataset,
+    sampling_of,
+    seed_of,
 )
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
@@ -35,11 +39,10 @@ from tfrecordkit.sampling import (
     ShuffleMode,
     check_state,
 )
-from tfrecordkit.schema import Schema
 
-__all__ = ["Augment", "DecodeOptions", "Loader", "PKBatches", "PKLoader", "Partition",
-           "TripletLoader", "iter_pk_batches", "iter_triplets",
-           "load_numpy_dataset", "stack_records"]
+__all__ = ["PK", "Augment", "DecodeOptions", "InOrder", "Loader", "PKLoader", "Partition",
+           "ReadOptions", "Sampling", "Shuffled", "TripletLoader", "Triplets",
+           "load_numpy_dataset", "open_loader", "stack_records"]
 
 
 # -- the general loader --------------------------------------------------------------------
@@ -86,36 +89,37 @@ class Loader:
     """
 
     def __init__(self, path: PathArg, split: str = "train", *, batch_size: int,
-                 shuffle: ShuffleMode | bool = "block", seed: int = 0, drop_last: bool = False,
+                 sampling: InOrder | Shuffled | None = None, seed: int = 0,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
-                 num_threads: int | None = None, max_open_files: int | None = None,
-                 augment: Augment | None = None,
-                 storage_options: dict[str, Any] | None = None,
-                 schema: Schema | None = None) -> None:
+                 read: ReadOptions | None = None) -> None:
         if batch_size < 1:
             raise OptionError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
         if batch_size % self.partition.world_size:
             raise OptionError(f"the global batch_size {batch_size} must divide evenly between "
                              f"{self.partition.world_size} ranks")
-        if shuffle is True:  # every reader's word for its default shuffle
-            shuffle = "block"
-        if shuffle not in ("global", "block", False):
-            raise OptionError(f"shuffle must be True ('block'), 'block', 'global' or False; got "
-                              f"{shuffle!r}" + (" (a buffer size is tf.data's: this loader "
-                                                "shuffles exactly, with no buffer)"
-                                                if isinstance(shuffle, int) else ""))
+        sampling = sampling or Shuffled()
+        if isinstance(sampling, Shuffled) and sampling.buffer is not None:
+            raise OptionError("Shuffled(buffer=...) is tf.data's: this loader shuffles "
+                              "without a buffer (leave it out)")
+        shuffle: ShuffleMode = (False if isinstance(sampling, InOrder)
+                                else "global" if sampling.exact else "block")
         self.options = options or DecodeOptions()
-        if augment is not None and not self.options.decode:
-            raise OptionError("augment needs decoded values (decode=True)")
-        self.augment = augment
+        if self.options.as_supervised:
+            raise OptionError("as_supervised shapes tf.data's elements for model.fit: this "
+                              "loader gives dicts (take the label from the batch)")
+        self.augment = self.options.augment
+        read = read or ReadOptions()
+        if read.cache:
+            raise OptionError("ReadOptions(cache=True) is tf.data's: this loader reads records "
+                              "by offset and keeps none")
         self.plan, self.records, self.decoder = open_records(
-            path, split, self.options, max_open_files=max_open_files,
-            storage_options=storage_options, schema=schema)
+            path, split, self.options, max_open_files=read.max_open_files,
+            storage_options=read.storage_options, schema=read.schema)
         self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
-        self.drop_last = drop_last
-        self.num_threads = thread_count(num_threads)
+        self.drop_last = drop_last = sampling.drop_last
+        self.num_threads = thread_count(read.num_threads)
         self.fingerprint = self.plan.fingerprint
         self.epoch, self.step = 0, 0
         self._order: EpochOrder | None = None
@@ -304,42 +308,80 @@ class Loader:
 
 
 def load_numpy_dataset(path: PathArg, split: str = "train", *,
-                       batch_size: int, shuffle: ShuffleMode | bool = "block", seed: int = 0,
-                       drop_last: bool = False, partition: Partition | None = None,
-                       features: Sequence[str] | None = None, decode: bool = True,
-                       image_size: int | tuple[int, int] | None = None,
-                       num_threads: int | None = None,
+                       batch_size: int | None = None, sampling: Sampling | None = None,
+                       seed: int | None = 0, image_size: int | tuple[int, int] | None = None,
                        options: DecodeOptions | None = None,
-                       augment: Augment | None = None,
+                       partition: Partition | None = None,
                        state: Mapping[str, Any] | None = None,
-                       storage_options: dict[str, Any] | None = None,
-                       schema: Schema | None = None) -> Loader:
-    """Batches of a split as dicts of NumPy arrays, without any framework; see :class:`Loader`.
+                       read: ReadOptions | None = None) -> Loader | PKLoader | TripletLoader:
+    """Batches of a split as dicts of NumPy arrays, without any framework.
 
-    ``batch_size`` is the global batch: each of the ``partition``'s ``world_size`` ranks
-    (default: one) gets ``batch_size / world_size`` records per step, every rank the same number
-    of steps. Every batch carries ``"__id"`` (record positions in the split). Every record is
-    read by default: on one rank the last batch is smaller; with several ranks the last step is
-    filled by wrapping around, and ``"__valid"`` marks the real records. ``drop_last=True``
-    drops the last partial step.
-    ``features``, ``decode`` and ``image_size`` (or every decode option as one
-    :class:`DecodeOptions`, ``options=``) say how records become values; decoding runs on
-    ``num_threads`` threads. ``augment(values, rng)`` maps each record's decoded values
-    (before batching); its ``rng`` is seeded by ``(seed, epoch, record id)``, so
-    augmentation repeats exactly on resume and does not depend on threads, workers or ranks.
-    ``path`` may be a URL (``s3://``, ``gs://``, ...; ``storage_options`` go to fsspec).
-    ``schema`` describes TFRecord files without a manifest (e.g. ``Image(channels=3)`` for
-    JPEGs some of which are grey); by default it is inferred from a sample.
+    The result is re-iterable: each pass is one epoch (from the step it stopped at), ``len()``
+    its steps, ``state_dict()`` (JSON, the same on every rank) where it is, and ``state=``
+    continues exactly there. Every batch carries ``"__id"``.
+
+    Args:
+        path: a dataset directory, or TFRecord files / globs written by anyone (their schema
+            inferred from a sample unless ``read`` gives one); URLs (``s3://``, ``gs://``,
+            ...) too.
+        split: which split.
+        batch_size: the global batch: each of the ``partition``'s ranks gets
+            ``batch_size / world_size`` records a step, every rank the same number of steps.
+            On one rank the last batch is smaller; with several, the last step wraps around
+            and ``"__valid"`` marks the real records. For :class:`PK` leave it out (P×K).
+        sampling: which records make each batch: :class:`Shuffled` (default),
+            :class:`InOrder`, :class:`PK` (class-balanced) or :class:`Triplets`.
+        seed: seeds the order, P×K draws, triplets, random crops and ``augment``: the same
+            seed gives the same batches every run. None draws a fresh one (or, with
+            ``state``, takes the state's).
+        image_size: resize images to ``(height, width)`` (an int: a square); the shortcut of
+            ``options.image_size``.
+        options: how records become values (:class:`DecodeOptions`: features, decode,
+            crops, dtype, padding, ``augment``...).
+        partition: this process's share (:class:`Partition`; default: all of it).
+        state: a ``state_dict()`` to continue from.
+        read: how files are read (:class:`ReadOptions`: schema, storage options, threads,
+            open files).
+
+    Returns:
+        A :class:`Loader` (in order or shuffled), :class:`PKLoader` or
+        :class:`TripletLoader`, all with one interface.
     """
-    loader = Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                    drop_last=drop_last, partition=Partition.given(partition),
-                    options=decode_options(options, decode=decode, features=features,
-                                           image_size=image_size),
-                    num_threads=num_threads, augment=augment,
-                    storage_options=storage_options, schema=schema)
+    loader = open_loader(path, split, batch_size=batch_size, sampling=sampling,
+                         seed=seed_of(seed, state), image_size=image_size, options=options,
+                         partition=Partition.given(partition), read=read)
     if state is not None:
-        loader.load_state_dict(state)
+        loader.load_state_dict(dict(state))
     return loader
+
+
+def open_loader(path: PathArg, split: str, *, batch_size: int | None,
+                sampling: Sampling | None, seed: int,
+                image_size: int | tuple[int, int] | None, options: DecodeOptions | None,
+                partition: Partition, read: ReadOptions | None
+                ) -> Loader | PKLoader | TripletLoader:
+    """The loader a sampling mode reads with (what the NumPy and PyTorch entry points share).
+
+    Raises:
+        OptionError: ``batch_size`` missing, or given with :class:`PK` (whose batch is P×K).
+    """
+    sampling = sampling_of(sampling)
+    options = decode_options(options, image_size=image_size)
+    if isinstance(sampling, PK):
+        if batch_size is not None and batch_size != sampling.size:
+            raise OptionError(f"PK({sampling.classes_per_batch}, {sampling.examples_per_class}) "
+                              f"batches hold {sampling.size} records: leave batch_size out "
+                              f"(got {batch_size})")
+        return PKLoader(class_dataset(path, sampling), split, sampling=sampling, seed=seed,
+                        partition=partition, options=options, read=read)
+    if batch_size is None:
+        raise OptionError("batch_size is required (records per batch; triplets per batch "
+                          "with Triplets())")
+    if isinstance(sampling, Triplets):
+        return TripletLoader(class_dataset(path, sampling), split, batch_size=batch_size, seed=seed,
+                             partition=partition, options=options, read=read)
+    return Loader(path, split, batch_size=batch_size, sampling=sampling, seed=seed,
+                  partition=partition, options=options, read=read)
 
 
 def _part_of(records: RecordSlices | list[bytes], start: int, count: int

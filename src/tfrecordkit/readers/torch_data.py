@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, OptionError, StateError
-from tfrecordkit.readers._decoding import DecodeOptions, decode_options
+from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._modes import ReadOptions, Sampling, seed_of
 from tfrecordkit.readers._options import threads_per_worker
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
-from tfrecordkit.readers.numpy_data import Augment, Loader, PKLoader, TripletLoader
-from tfrecordkit.sampling import MAX_EPOCH, EpochUnit, ShuffleMode, state_int
-from tfrecordkit.schema import Schema
+from tfrecordkit.readers.numpy_data import Loader, PKLoader, TripletLoader, open_loader
+from tfrecordkit.sampling import MAX_EPOCH, state_int
 
 try:
     import torch
@@ -32,8 +32,7 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("torch", "torch", "the PyTorch reader") from err
 
-__all__ = ["TorchDataset", "load_torch_dataset", "load_torch_pk_dataset",
-           "load_torch_triplet_dataset", "to_tensors"]
+__all__ = ["TorchDataset", "load_torch_dataset", "to_tensors"]
 
 
 def to_tensors(value: Any) -> Any:
@@ -451,82 +450,26 @@ def _position_of_loader(loader_state: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_torch_dataset(path: PathArg, split: str = "train", *,
-                       batch_size: int, shuffle: ShuffleMode | bool = "block", seed: int = 0,
-                       drop_last: bool = False, partition: Partition | None = None,
-                       features: Sequence[str] | None = None,
-                       decode: bool = True, image_size: int | tuple[int, int] | None = None,
-                       num_threads: int | None = None,
+                       batch_size: int | None = None, sampling: Sampling | None = None,
+                       seed: int | None = 0, image_size: int | tuple[int, int] | None = None,
                        options: DecodeOptions | None = None,
-                       augment: Augment | None = None,
+                       partition: Partition | None = None,
                        state: Mapping[str, Any] | None = None,
-                       storage_options: dict[str, Any] | None = None,
-                       schema: Schema | None = None) -> TorchDataset:
+                       read: ReadOptions | None = None) -> TorchDataset:
     """Batches of a split as dicts of tensors: use ``DataLoader(ds, batch_size=None,
     num_workers=N)`` (or torchdata's ``StatefulDataLoader``).
 
-    The arguments are :func:`~tfrecordkit.load_numpy_dataset`'s, and so are the order, the
-    values and the state. ``partition`` defaults to ``torch.distributed``'s ranks when it is
-    initialised (:meth:`Partition.from_torch`). DataLoader worker ``j`` of ``N`` builds steps
-    ``j, j+N, ...``, so the DataLoader yields the steps in order; every rank yields ``len(ds)``
-    batches of ``batch_size / world_size`` records. Images are uint8 ``[B, H, W, C]`` tensors.
-    ``augment(values, rng)`` runs per record on NumPy values with an ``rng`` seeded by
-    ``(seed, epoch, record id)`` (picklable, e.g. a module-level function, for workers).
-    ``schema`` describes files without a manifest (default: inferred).
+    The arguments are :func:`~tfrecordkit.load_numpy_dataset`'s (every sampling mode: in
+    order, shuffled, :class:`~tfrecordkit.PK`, :class:`~tfrecordkit.Triplets`), and so are the
+    order, the values and the state. ``partition`` defaults to ``torch.distributed``'s ranks
+    when it is initialised (:meth:`Partition.from_torch`). DataLoader worker ``j`` of ``N``
+    builds steps ``j, j+N, ...``, so the DataLoader yields the steps in order; every rank
+    yields ``len(ds)`` batches. Images are uint8 ``[B, H, W, C]`` tensors. An ``augment`` in
+    ``options`` runs per record on NumPy values (picklable, e.g. a module-level function, for
+    workers).
     """
-    loader = Loader(path, split, batch_size=batch_size, shuffle=shuffle, seed=seed,
-                    drop_last=drop_last, partition=Partition.given(partition, Partition.from_torch),
-                    options=decode_options(options, decode=decode, features=features,
-                                           image_size=image_size),
-                    num_threads=num_threads, augment=augment,
-                    storage_options=storage_options, schema=schema)
-    return _resumed(TorchDataset(loader, num_threads), state)
-
-
-def load_torch_pk_dataset(path: str | os.PathLike[str], split: str = "train", *,
-                          classes_per_batch: int, examples_per_class: int, seed: int = 0,
-                          epoch: EpochUnit = "classes", exclude_small: bool = False,
-                          partition: Partition | None = None,
-                          features: Sequence[str] | None = None, decode: bool = True,
-                          image_size: int | tuple[int, int] | None = None,
-                          num_threads: int | None = None, max_open_files: int | None = None,
-                          options: DecodeOptions | None = None,
-                          state: Mapping[str, Any] | None = None,
-                          storage_options: dict[str, Any] | None = None,
-                          schema: Schema | None = None) -> TorchDataset:
-    """Class-balanced P×K batches as tensors, for ``DataLoader(ds, batch_size=None,
-    num_workers=N)``: the batches of :func:`~tfrecordkit.iter_pk_batches` (``"__class"``,
-    ``"__class_position"``, class-major), with :func:`load_torch_dataset`'s workers, ranks
-    (each rank gets P other classes every step) and JSON state. ``schema`` reads the
-    records instead of the dataset's own."""
-    loader = PKLoader(path, split, classes_per_batch=classes_per_batch,
-                      examples_per_class=examples_per_class, seed=seed, epoch=epoch,
-                      exclude_small=exclude_small,
-                      partition=Partition.given(partition, Partition.from_torch),
-                      options=decode_options(options, decode=decode, features=features,
-                                             image_size=image_size),
-                      num_threads=num_threads, max_open_files=max_open_files,
-                      storage_options=storage_options, schema=schema)
-    return _resumed(TorchDataset(loader, num_threads), state)
-
-
-def load_torch_triplet_dataset(path: str | os.PathLike[str], split: str = "train", *,
-                               batch_size: int, seed: int = 0,
-                               partition: Partition | None = None,
-                               features: Sequence[str] | None = None, decode: bool = True,
-                               image_size: int | tuple[int, int] | None = None,
-                               num_threads: int | None = None, max_open_files: int | None = None,
-                               options: DecodeOptions | None = None,
-                               state: Mapping[str, Any] | None = None,
-                               storage_options: dict[str, Any] | None = None,
-                               schema: Schema | None = None) -> TorchDataset:
-    """Triplet batches (``{"anchor", "positive", "negative"}``, each with ``"__class"``) as
-    tensors, every anchor once per epoch, with :func:`load_torch_dataset`'s workers, ranks
-    (anchors split between them) and JSON state. ``schema`` reads the records instead of
-    the dataset's own."""
-    loader = TripletLoader(path, split, batch_size=batch_size, seed=seed,
-                           partition=Partition.given(partition, Partition.from_torch),
-                           options=decode_options(options, decode=decode, features=features,
-                                                  image_size=image_size),
-                           num_threads=num_threads, max_open_files=max_open_files,
-                           storage_options=storage_options, schema=schema)
-    return _resumed(TorchDataset(loader, num_threads), state)
+    loader = open_loader(path, split, batch_size=batch_size, sampling=sampling,
+                         seed=seed_of(seed, state), image_size=image_size, options=options,
+                         partition=Partition.given(partition, Partition.from_torch),
+                         read=read)
+    return _resumed(TorchDataset(loader, (read or ReadOptions()).num_threads), state)

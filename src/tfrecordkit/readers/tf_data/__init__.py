@@ -10,8 +10,9 @@ The pipeline, every stage AUTOTUNEd::
 Parsing specs come from the manifest's schema; files tfrecordkit did not write get a schema
 inferred from a sample of their records.
 
-A package: ``_ops`` (in-graph decoding), ``_batching`` (the layout's structure), ``_pipeline``
-(``load_tf_dataset``), ``_sampling`` (P×K, triplets), ``_augment``, ``_losses``.
+A package: ``_ops`` (in-graph decoding), ``_batching`` (the layout's structure), ``_load``
+(``load_tf_dataset``), ``_pipeline`` (in order, shuffled), ``_sampling`` (P×K, triplets),
+``_augment``, ``_losses``.
 """
 
 from tfrecordkit.errors import MissingDependencyError
@@ -27,10 +28,10 @@ from tfrecordkit.readers.tf_data._augment import (
     random_crop,
     random_flip,
 )
+from tfrecordkit.readers.tf_data._load import load_tf_dataset
 from tfrecordkit.readers.tf_data._losses import batch_hard_triplet_loss
 from tfrecordkit.readers.tf_data._ops import AUTOTUNE, decode_image_tensor, feature_description
-from tfrecordkit.readers.tf_data._pipeline import load_tf_dataset, shuffle_buffer_size
-from tfrecordkit.readers.tf_data._sampling import load_tf_pk_dataset, load_tf_triplet_dataset
+from tfrecordkit.readers.tf_data._pipeline import shuffle_buffer_size
 
 __all__ = [
     "AUTOTUNE",
@@ -39,8 +40,6 @@ __all__ = [
     "decode_image_tensor",
     "feature_description",
     "load_tf_dataset",
-    "load_tf_pk_dataset",
-    "load_tf_triplet_dataset",
     "random_brightness",
     "random_crop",
     "random_flip",

@@ -1,8 +1,9 @@
-"""``load_tf_dataset``: files of a split → interleave in runs → shuffle → batch → parse and
-decode in-graph → the batch layout → prefetch."""
+"""``load_tf_dataset`` in order or shuffled: files of a split → interleave in runs → shuffle
+→ batch → parse and decode in-graph → the batch layout → prefetch."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -13,13 +14,11 @@ import tensorflow as tf
 
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import RecordReader, Storage
-from tfrecordkit.readers._decoding import DecodeOptions, decode_options
+from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
+from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import ReadPlan, plan_read
-from tfrecordkit.readers.tf_data._augment import (
-    Augment,
-)
 from tfrecordkit.readers.tf_data._batching import (
     _DecodePlan,
     _finish,
@@ -35,11 +34,8 @@ from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     feature_description,
 )
-from tfrecordkit.schema import (
-    Schema,
-)
 
-__all__ = ["load_tf_dataset", "shuffle_buffer_size"]
+__all__ = ["records_dataset", "shuffle_buffer_size"]
 
 _SHUFFLE_BYTES = 64 << 20
 _PARSE_BATCH = 256
@@ -68,78 +64,24 @@ def shuffle_buffer_size(record_bytes: float, records: int,
 # -- the pipeline ----------------------------------------------------------------------------
 
 
-def load_tf_dataset(
-    path: str | os.PathLike[str] | Sequence[str],
-    split: str = "train",
-    *,
-    batch_size: int | None = None,
-    shuffle: bool | int | str = True,
-    seed: int | None = None,
-    repeat: bool = False,
-    decode: bool = True,
-    features: Sequence[str] | None = None,
-    image_size: int | tuple[int, int] | None = None,
-    options: DecodeOptions | None = None,
-    augment: Augment | None = None,
-    drop_last: bool = False,
-    as_supervised: bool = False,
-    partition: Partition | None = None,
-    schema: Schema | None = None,
-    cache: bool = False,
-    storage_options: dict[str, Any] | None = None,
-) -> Any:
-    """A ``tf.data.Dataset`` of one split of a dataset, parsed and decoded from its manifest.
-
-    Args:
-        path: a dataset directory (with ``dataset.json``), or TFRecord files / globs that
-            tfrecordkit did not write (their schema is inferred from a sample, or ``schema``).
-            Local paths and ``gs://`` URLs are read by TensorFlow's own file reader; other
-            URLs (``s3://``, ``http(s)://``, ``memory://``; ``gs://`` with
-            ``storage_options``) by tfrecordkit's reader through fsspec, feeding tf.data.
-        split: which split.
-        batch_size: records per batch (None: unbatched examples).
-        shuffle: shuffle files every epoch and records through a buffer sized from the record
-            size (see :func:`shuffle_buffer_size`; ``True`` or ``"block"``, the other readers'
-            default word); a number sets the buffer (records). ``"global"`` (an exact
-            permutation) is refused: it is the NumPy and PyTorch loaders'.
-            False reads the split's stored order.
-        seed: seeds the shuffles and makes the order reproducible: the same seed gives the same
-            order every run (parallel steps then keep their order, a little slower). Without a
-            seed, parallel steps may reorder records for speed.
-        repeat: repeat forever (cardinality becomes infinite).
-        decode: decode images, audio, tensors; False leaves the parsed raw values.
-        features: parse only these features (the others are never parsed).
-        image_size: resize images to ``(height, width)`` (``DecodeOptions(keep_aspect=True)``
-            fits and pads instead of stretching).
-        options: every decode option as one :class:`~tfrecordkit.DecodeOptions` (padding,
-            padded shapes and fills, float32 images, audio rate, text length...), the same
-            object every reader takes; then leave ``decode``, ``features`` and
-            ``image_size`` at their defaults.
-        augment: a function (or list) mapping an example dict to an example dict, run per
-            example after decoding and resizing, before batching, in the parallel map; see
-            :func:`random_flip`, :func:`random_brightness`, :func:`random_crop`.
-        drop_last: drop the last smaller batch (static batch dimension).
-        cache: cache serialized records in memory after the first epoch.
-        partition: this input pipeline's share (``Partition.from_input_context(ctx)`` for a
-            ``tf.distribute.InputContext``): by file when there are at least as many files as
-            pipelines, else by record. ``batch_size`` is then per replica
-            (``ctx.get_per_replica_batch_size(global_batch)``).
-        as_supervised: yield ``(inputs, label)`` for ``model.fit``; ``inputs`` is the one
-            remaining feature, or a dict of them.
-        schema: the schema for foreign files (default: inferred).
-        storage_options: options for a URL's filesystem (fsspec).
-
-    Returns:
-        The dataset; it carries ``class_names`` and (for tfrecordkit datasets) ``manifest``.
+def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
+                    batch_size: int | None, sampling: InOrder | Shuffled, seed: int | None,
+                    options: DecodeOptions, partition: Partition, repeat: bool,
+                    reading: ReadOptions) -> Any:
+    """``load_tf_dataset`` in order or shuffled: every record once per epoch (see it).
 
     Raises:
+        OptionError: what tf.data cannot do as asked (an exact shuffle, a thread count, ...).
         DatasetError: the manifest disagrees with the files (missing shard, wrong size,
             schema mismatch), before any training starts.
     """
-    options = decode_options(options, decode=decode, features=features, image_size=image_size)
-    shuffle = True if shuffle == "block" else shuffle
-    _check_options(options, batch_size, shuffle)
-    read = plan_read(path, split, schema=schema, storage_options=storage_options)
+    _check_options(options, batch_size, sampling, reading)
+    shuffle: bool | int = (False if isinstance(sampling, InOrder)
+                           else sampling.buffer or True)
+    drop_last, cache = sampling.drop_last, reading.cache
+    storage_options = reading.storage_options
+    augment, as_supervised = options.augment, options.as_supervised
+    read = plan_read(path, split, schema=reading.schema, storage_options=storage_options)
     manifest, schema = read.manifest, read.schema
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
     layout = BatchLayout.of(schema, options)
@@ -147,7 +89,6 @@ def load_tf_dataset(
     description = feature_description(schema, names)
 
     # Distribution: by file when there are enough files, else by record.
-    partition = Partition.given(partition)
     workers, worker = partition.world_size, partition.rank
     file_paths, counts, file_classes, by_record = read.for_rank(partition)
     records = sum(counts) if all(n >= 0 for n in counts) else -1
@@ -211,16 +152,18 @@ def load_tf_dataset(
         """Read the split with the TF-free reader: raises the error it meets, named."""
         from tfrecordkit.readers.numpy_data import Loader
 
-        for _ in Loader(path, split, batch_size=256, shuffle=False, options=options,
-                        schema=read.schema if read.manifest is None else None,
-                        storage_options=storage_options):
+        for _ in Loader(path, split, batch_size=256, sampling=InOrder(),
+                        options=dataclasses.replace(options, augment=None,
+                                                    as_supervised=False),
+                        read=ReadOptions(schema=read.schema if read.manifest is None else None,
+                                         storage_options=storage_options)):
             pass
 
     return name_errors(ds, file_paths, find)
 
 
 def _check_options(options: DecodeOptions, batch_size: int | None,
-                   shuffle: bool | int | str) -> None:
+                   sampling: InOrder | Shuffled, read: ReadOptions) -> None:
     """Refuse what tf.data cannot do as asked."""
     if options.fast_resize:
         raise OptionError("fast_resize decodes JPEGs at a reduced DCT scale in the TF-free "
@@ -229,12 +172,13 @@ def _check_options(options: DecodeOptions, batch_size: int | None,
         raise OptionError("padded_shapes pads batches: give batch_size")
     if batch_size is not None and batch_size < 1:
         raise OptionError(f"batch_size must be positive; got {batch_size}")
-    if isinstance(shuffle, str) or (not isinstance(shuffle, bool) and shuffle < 1):
-        raise OptionError(f"shuffle must be True ('block'), False or a buffer size of at least "
-                          f"1 record; got {shuffle!r}" + (
-                              " (an exact global shuffle is the NumPy and PyTorch loaders': "
-                              "tf.data shuffles through a buffer)" if shuffle == "global"
-                              else ""))
+    if isinstance(sampling, Shuffled) and sampling.exact:
+        raise OptionError("Shuffled(exact=True), a permutation of the whole split, is the "
+                          "NumPy and PyTorch loaders': tf.data shuffles through a buffer "
+                          "(Shuffled(buffer=n) sets its size)")
+    if read.num_threads is not None or read.max_open_files is not None:
+        raise OptionError("tf.data sizes its own threads and open files (AUTOTUNE): leave "
+                          "ReadOptions(num_threads=, max_open_files=) out")
 
 
 def _interleaved(files_ds: Any, read: ReadPlan, open_file: Callable[[Any], Any], *,

@@ -9,7 +9,7 @@ import math
 import operator
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -17,13 +17,11 @@ import tensorflow as tf
 from tfrecordkit.errors import DatasetError, OptionError, StateError
 from tfrecordkit.format import Storage
 from tfrecordkit.readers import CLASS_ID
-from tfrecordkit.readers._decoding import DecodeOptions, decode_options
+from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
+from tfrecordkit.readers._modes import PK, ReadOptions, Triplets
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
-from tfrecordkit.readers.tf_data._augment import (
-    Augment,
-)
 from tfrecordkit.readers.tf_data._batching import (
     _DecodePlan,
     _finish,
@@ -48,7 +46,7 @@ from tfrecordkit.schema import (
 )
 from tfrecordkit.store import MANIFEST_NAME, Manifest, is_dataset_dir
 
-__all__ = ["load_tf_pk_dataset", "load_tf_triplet_dataset"]
+__all__ = ["pk_dataset", "triplet_dataset"]
 
 
 
@@ -56,8 +54,8 @@ __all__ = ["load_tf_pk_dataset", "load_tf_triplet_dataset"]
 
 
 def _sampling_context(path: str | os.PathLike[str], split: str, options: DecodeOptions,
-                      partition: Partition | None, storage: Storage, *, schema: Schema | None
-                      ) -> tuple[Manifest, Schema, list[str], int, int]:
+                      storage: Storage, *, schema: Schema | None
+                      ) -> tuple[Manifest, Schema, list[str]]:
     if not is_dataset_dir(path, storage):
         raise DatasetError(f"{os.fspath(path)}: class-balanced sampling needs a dataset "
                            f"directory with {MANIFEST_NAME}")
@@ -69,19 +67,18 @@ def _sampling_context(path: str | os.PathLike[str], split: str, options: DecodeO
         names.append(manifest.label_feature)  # batches always carry their labels
     # The names every reader gives for these options (provenance adds each record's input).
     names = BatchLayout.of(schema, dataclasses.replace(options, features=tuple(names))).names
-    share = Partition.given(partition)
-    return manifest, schema, names, share.rank, share.world_size
+    return manifest, schema, names
 
 
 def _sampling_plan(schema: Schema, names: list[str], description: dict[str, Any],
-                   options: DecodeOptions, augment: Augment | None) -> _DecodePlan:
+                   options: DecodeOptions) -> _DecodePlan:
     """How P×K and triplet batches decode: in stored order, the one batch layout, each
     record's class id passed through as ``__class``."""
     options = dataclasses.replace(options, features=tuple(names))
     layout = BatchLayout.of(schema, options)
     stored = stored_layout(stored_specs(schema, names), options.padding)
-    return _DecodePlan(description, {n: schema[n] for n in names}, layout, options, augment,
-                       True, stored, passthrough=(CLASS_ID,))
+    return _DecodePlan(description, {n: schema[n] for n in names}, layout, options,
+                       options.augment, True, stored, passthrough=(CLASS_ID,))
 
 
 def _class_entries(schema: Schema, names: list[str], description: dict[str, Any],
@@ -158,59 +155,34 @@ def _attach_state(ds: Any, sampler: Any, fetcher: Any, steps: int, first: int) -
     return ds
 
 
-def load_tf_pk_dataset(
-    path: str | os.PathLike[str],
-    split: str = "train",
-    *,
-    classes_per_batch: int,
-    examples_per_class: int,
-    seed: int = 0,
-    decode: bool = True,
-    features: Sequence[str] | None = None,
-    image_size: int | tuple[int, int] | None = None,
-    options: DecodeOptions | None = None,
-    augment: Augment | None = None,
-    as_supervised: bool = False,
-    epoch: Literal["classes", "examples"] = "classes",
-    exclude_small: bool = False,
-    repeat: bool = False,
-    state: int | Mapping[str, Any] = 0,
-    partition: Partition | None = None,
-    max_open_files: int | None = None,
-    storage_options: dict[str, Any] | None = None,
-    schema: Schema | None = None,
-) -> Any:
-    """Class-balanced batches of P classes × K examples as a ``tf.data.Dataset``.
-
-    Batches are class-major (K consecutive examples per class) and are drawn by
-    :class:`~tfrecordkit.sampling.PKSampler` (see it for rounds, reshuffling, small classes and
-    ``epoch``). Records are read by offset, with at most ``max_open_files`` files open, then
-    parsed as a batch and decoded as :func:`load_tf_dataset` does. With a ``partition``
-    (``Partition.from_input_context(ctx)``) each input pipeline gets different classes every
-    step.
+def pk_dataset(path: str | os.PathLike[str], split: str, *, sampling: PK, seed: int,
+               options: DecodeOptions, partition: Partition, state: int | Mapping[str, Any],
+               repeat: bool, reading: ReadOptions) -> Any:
+    """``load_tf_dataset`` with ``sampling=PK(p, k)``: class-balanced batches of P classes ×
+    K examples, class-major, drawn by :class:`~tfrecordkit.sampling.PKSampler`; records read
+    by offset (at most ``max_open_files`` open), parsed as a batch and decoded as
+    ``load_tf_dataset`` does. Each input pipeline of a ``partition`` gets other classes
+    every step.
 
     The batch at global step ``g`` (step ``g % ds.steps_per_epoch`` of epoch
-    ``g // ds.steps_per_epoch``) is a pure function of the seed and ``g``, so the dataset
-    holds no hidden state: ``tf.train.Checkpoint(iterator=it)`` saves and restores an
-    iterator exactly, and ``state`` (a global step such as ``optimizer.iterations``, or
+    ``g // ds.steps_per_epoch``) is a pure function of the seed and ``g``: the dataset holds
+    no hidden state, ``tf.train.Checkpoint(iterator=it)`` saves and restores an iterator
+    exactly, and ``state`` (a global step such as ``optimizer.iterations``, or
     ``ds.state_at(step)``, JSON) resumes anywhere. Without ``repeat`` the dataset is the rest
-    of ``state``'s epoch; with it, every later epoch follows (for ``model.fit``, give
-    ``steps_per_epoch=ds.steps_per_epoch`` so each Keras epoch continues the plan).
-    ``schema`` reads the records instead of the dataset's own.
+    of ``state``'s epoch; with it, every later epoch follows.
     """
     from tfrecordkit.sampling import ClassIndex, PKSampler, RecordFetcher
 
-    options = decode_options(options, decode=decode, features=features, image_size=image_size)
-    _refuse_keyed(options)
-    storage = Storage.of(path, storage_options)
-    manifest, schema, names, rank, world = _sampling_context(path, split, options,
-                                                            partition, storage,
-                                                            schema=schema)
+    _refuse_keyed(options, reading)
+    storage = Storage.of(path, reading.storage_options)
+    manifest, schema, names = _sampling_context(path, split, options, storage,
+                                                schema=reading.schema)
     index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
-    sampler = PKSampler(index, classes_per_batch, examples_per_class, seed=seed,
-                        exclude_small=exclude_small, epoch=epoch, rank=rank, world_size=world)
-    fetcher = RecordFetcher(index, max_open_files, storage=storage)
-    size = classes_per_batch * examples_per_class
+    sampler = PKSampler(index, sampling.classes_per_batch, sampling.examples_per_class,
+                        seed=seed, exclude_small=sampling.exclude_small, epoch=sampling.epoch,
+                        rank=partition.rank, world_size=partition.world_size)
+    fetcher = RecordFetcher(index, reading.max_open_files, storage=storage)
+    size = sampling.size
     steps = sampler.steps_per_epoch
     first, count = _global_steps(state, steps, repeat, sampler)
 
@@ -223,66 +195,45 @@ def load_tf_pk_dataset(
         return _with_shard_label(fetcher.fetch(positions), class_of[positions], entries)
 
     ds = _step_dataset(first, count, fetch, size)
-    plan = _sampling_plan(schema, names, description, options, augment)
+    plan = _sampling_plan(schema, names, description, options)
     ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
-    if as_supervised:
+    if options.as_supervised:
         ds = _supervised(ds, manifest, schema, True)
     if count is not None:
         ds = ds.apply(tf.data.experimental.assert_cardinality(count))
     return _attach_state(_finish(ds, manifest, schema, True), sampler, fetcher, steps, first)
 
 
-def load_tf_triplet_dataset(
-    path: str | os.PathLike[str],
-    split: str = "train",
-    *,
-    batch_size: int,
-    seed: int = 0,
-    decode: bool = True,
-    features: Sequence[str] | None = None,
-    image_size: int | tuple[int, int] | None = None,
-    options: DecodeOptions | None = None,
-    augment: Augment | None = None,
-    with_labels: bool = True,
-    as_supervised: bool = False,
-    repeat: bool = False,
-    state: int | Mapping[str, Any] = 0,
-    partition: Partition | None = None,
-    max_open_files: int | None = None,
-    storage_options: dict[str, Any] | None = None,
-    schema: Schema | None = None,
-) -> Any:
-    """Batches of ``{"anchor", "positive", "negative"}`` examples as a ``tf.data.Dataset``.
-
-    Every anchor is used once per epoch; the positive is another record of its class, the
-    negative one of a different class (see :class:`~tfrecordkit.sampling.TripletSampler`).
-    Each part keeps its label feature unless ``with_labels=False``; ``augment`` runs on each
-    part. ``as_supervised`` gives ``((anchor, positive, negative), anchor_label)`` for
-    ``model.fit``, each part its one remaining feature (or a dict of them).
-
-    As with :func:`load_tf_pk_dataset`, triplet ``g`` (anchor ``g % anchors`` of epoch
-    ``g // anchors``) is a pure function of the seed: the iterator can be checkpointed with
-    ``tf.train.Checkpoint``, and ``state`` (a triplet number, or ``ds.state_at(n)``) resumes
-    anywhere. Without ``repeat`` the dataset is the rest of ``state``'s epoch. ``schema``
-    reads the records instead of the dataset's own.
+def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int,
+                    sampling: Triplets, seed: int, options: DecodeOptions,
+                    partition: Partition, state: int | Mapping[str, Any], repeat: bool,
+                    reading: ReadOptions) -> Any:
+    """``load_tf_dataset`` with ``sampling=Triplets()``: batches of ``{"anchor", "positive",
+    "negative"}`` examples, every anchor once per epoch (see
+    :class:`~tfrecordkit.sampling.TripletSampler`). Each part keeps its label feature unless
+    ``Triplets(with_labels=False)``; ``augment`` runs on each part; ``as_supervised`` gives
+    ``((anchor, positive, negative), anchor_label)``. As with P×K, triplet ``g`` is a pure
+    function of the seed: ``state`` (a triplet number, or ``ds.state_at(n)``) resumes
+    anywhere; without ``repeat`` the dataset is the rest of ``state``'s epoch.
     """
     from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
 
-    options = decode_options(options, decode=decode, features=features, image_size=image_size)
-    _refuse_keyed(options)
-    storage = Storage.of(path, storage_options)
-    manifest, schema, names, rank, world = _sampling_context(path, split, options,
-                                                            partition, storage,
-                                                            schema=schema)
-    label = manifest.label_feature
+    _refuse_keyed(options, reading)
+    if batch_size < 1:
+        raise OptionError(f"batch_size must be positive; got {batch_size}")
+    storage = Storage.of(path, reading.storage_options)
+    manifest, schema, names = _sampling_context(path, split, options, storage,
+                                                schema=reading.schema)
+    label, as_supervised = manifest.label_feature, options.as_supervised
     if as_supervised and label is None:
         raise DatasetError(_no_label_hint(schema))
-    if not with_labels and not as_supervised and label in names and (
-            features is None or label not in features):
+    if not sampling.with_labels and not as_supervised and label in names and (
+            options.features is None or label not in options.features):
         names.remove(label)
     index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
-    sampler = TripletSampler(index, seed=seed, rank=rank, world_size=world)
-    fetcher = RecordFetcher(index, max_open_files, storage=storage)
+    sampler = TripletSampler(index, seed=seed, rank=partition.rank,
+                             world_size=partition.world_size)
+    fetcher = RecordFetcher(index, reading.max_open_files, storage=storage)
     anchors = sampler.anchors_per_epoch
     first, count = _global_steps(state, anchors, repeat, sampler)
     cache: dict[int, np.ndarray] = {}
@@ -299,7 +250,7 @@ def load_tf_triplet_dataset(
         return _with_shard_label(fetcher.fetch(positions), class_of[positions], entries)
 
     ds = _step_dataset(first, count, fetch, 3)
-    plan = _sampling_plan(schema, names, description, options, augment)
+    plan = _sampling_plan(schema, names, description, options)
     ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
     roles = ("anchor", "positive", "negative")
     if as_supervised:
@@ -322,10 +273,13 @@ def load_tf_triplet_dataset(
     return _attach_state(_finish(ds, manifest, schema, True), sampler, fetcher, anchors, first)
 
 
-def _refuse_keyed(options: DecodeOptions) -> None:
-    """Random crops and flips need each record's tag, which sampled tf.data batches lack."""
+def _refuse_keyed(options: DecodeOptions, reading: ReadOptions) -> None:
+    """What sampled tf.data batches cannot do: random crops and flips need each record's
+    tag, which they lack; records are read by offset, with no cache or thread count."""
     if keyed(options) or options.fast_resize:
         raise OptionError("P×K and triplet datasets in tf.data take neither random crops and "
                           "flips nor fast_resize: use crop='center' here, or the NumPy and "
-                          "PyTorch loaders (iter_pk_batches, load_torch_pk_dataset), which "
-                          "key them by (seed, step, record)")
+                          "PyTorch loaders, which key them by (seed, step, record)")
+    if reading.cache or reading.num_threads is not None:
+        raise OptionError("P×K and triplet datasets in tf.data read records by offset: "
+                          "leave ReadOptions(cache=, num_threads=) out")

@@ -1,0 +1,179 @@
+"""What every loader is told, as values: which records make each batch (``sampling=``: in
+order, shuffled, P×K by class, triplets) and how the files are read (``read=``). One object
+per idea, the same in every framework's loader; what one loader cannot do is refused there,
+by name."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tfrecordkit.errors import DatasetError, OptionError
+from tfrecordkit.schema import Schema
+
+__all__ = ["PK", "InOrder", "ReadOptions", "Sampling", "Shuffled", "Triplets",
+           "class_dataset", "sampling_of", "seed_of"]
+
+
+@dataclass(frozen=True)
+class InOrder:
+    """Every record once per epoch, in the split's stored order (evaluation, inference).
+
+    Attributes:
+        drop_last: drop the last, smaller batch of an epoch.
+    """
+
+    drop_last: bool = False
+
+
+@dataclass(frozen=True)
+class Shuffled:
+    """Every record once per epoch, in an order drawn from the seed and the epoch: the
+    default of every loader.
+
+    Attributes:
+        exact: a uniform permutation of the whole split (NumPy and PyTorch loaders; they
+            otherwise shuffle blocks of neighbouring records, which reads faster and mixes
+            as well for training). tf.data refuses it: it shuffles through a buffer.
+        buffer: tf.data's shuffle buffer in records (default: sized from the record size,
+            64 MiB). The NumPy and PyTorch loaders refuse it: they need no buffer.
+        drop_last: drop the last, smaller batch of an epoch.
+    """
+
+    exact: bool = False
+    buffer: int | None = None
+    drop_last: bool = False
+
+    def __post_init__(self) -> None:
+        if self.exact and self.buffer is not None:
+            raise OptionError("Shuffled(exact=True) permutes the whole split: it takes no "
+                              "buffer")
+        if self.buffer is not None and (isinstance(self.buffer, bool)
+                                        or not isinstance(self.buffer, int) or self.buffer < 1):
+            raise OptionError(f"Shuffled(buffer=...) must be at least 1 record; got "
+                              f"{self.buffer!r}")
+
+
+@dataclass(frozen=True)
+class PK:
+    """Class-balanced batches: ``classes_per_batch`` (P) distinct classes × ``examples_per_class``
+    (K) records each, class-major, drawn on the fly from a dataset converted by class. A batch
+    holds P×K records (the loader's ``batch_size`` is left out) and carries ``"__class"`` and
+    ``"__class_position"``.
+
+    Attributes:
+        epoch: ``"classes"``: an epoch visits every class about once; ``"examples"``: about
+            as many records as the split holds (see :class:`~tfrecordkit.sampling.PKSampler`).
+        exclude_small: leave out classes with fewer than K records (by default they are
+            sampled with repeats).
+    """
+
+    classes_per_batch: int
+    examples_per_class: int
+    epoch: Literal["classes", "examples"] = "classes"
+    exclude_small: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("classes_per_batch", "examples_per_class"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise OptionError(f"PK({name}=...) must be a positive number; got {value!r}")
+        if self.epoch not in ("classes", "examples"):
+            raise OptionError(f"PK(epoch=...) must be 'classes' or 'examples'; got "
+                              f"{self.epoch!r}")
+
+    @property
+    def size(self) -> int:
+        """Records per batch, P×K."""
+        return self.classes_per_batch * self.examples_per_class
+
+
+@dataclass(frozen=True)
+class Triplets:
+    """Batches of ``{"anchor", "positive", "negative"}``: every record is an anchor once per
+    epoch, its positive another record of its class, its negative one of another class;
+    ``batch_size`` triplets a batch.
+
+    Attributes:
+        with_labels: tf.data keeps each part's label feature; False leaves it out.
+    """
+
+    with_labels: bool = True
+
+
+Sampling = InOrder | Shuffled | PK | Triplets
+"""Which records make each batch: one of :class:`InOrder`, :class:`Shuffled`, :class:`PK`,
+:class:`Triplets`."""
+
+
+def sampling_of(sampling: Sampling | None) -> Sampling:
+    """``sampling`` checked (None: :class:`Shuffled`)."""
+    if sampling is None:
+        return Shuffled()
+    if not isinstance(sampling, InOrder | Shuffled | PK | Triplets):
+        hint = (" (sampling=tk.InOrder() reads the stored order, tk.Shuffled() shuffles)"
+                if isinstance(sampling, bool | str | int) else "")
+        raise OptionError(f"sampling must be tk.InOrder(), tk.Shuffled(), tk.PK(p, k) or "
+                          f"tk.Triplets(); got {sampling!r}{hint}")
+    return sampling
+
+
+def class_dataset(path: Any, sampling: PK | Triplets) -> str | os.PathLike[str]:
+    """``path`` as the one dataset directory class-balanced sampling reads.
+
+    Raises:
+        DatasetError: a list of files (sampling by class needs a manifest).
+    """
+    if isinstance(path, str | os.PathLike):
+        return path
+    raise DatasetError(f"{type(sampling).__name__}() samples by class: it needs a dataset "
+                       f"directory with its manifest, not a list of files (adopt them first)")
+
+
+def seed_of(seed: int | None, state: Mapping[str, Any] | None = None) -> int:
+    """The seed a TF-free loader runs with: ``seed``; None draws a fresh one, or, when
+    resuming, takes the one the state was saved with."""
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise OptionError(f"seed must be an int >= 0 or None; got {seed!r}")
+        return seed
+    if isinstance(state, Mapping) and isinstance(state.get("seed"), int):
+        return int(state["seed"])
+    return secrets.randbits(63)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How the files are read: the same object every loader takes as ``read=``.
+
+    Attributes:
+        schema: the schema to read the records with: for TFRecord files without a manifest
+            (default: inferred from a sample, e.g. ``Image(channels=3)`` for JPEGs some of
+            which are grey), or instead of a dataset's own (checked against its records).
+        storage_options: options for a URL's filesystem (fsspec: credentials, endpoint).
+        num_threads: decoding threads of the NumPy and PyTorch loaders (default: up to 4 of
+            the machine's cores); tf.data sizes its own (AUTOTUNE) and refuses it.
+        max_open_files: shard files open at once for random access (default: an eighth of
+            the process's open-file limit, 64 to 1,024).
+        cache: tf.data only: keep the serialized records in memory after the first epoch.
+    """
+
+    schema: Schema | None = None
+    storage_options: dict[str, Any] | None = None
+    num_threads: int | None = None
+    max_open_files: int | None = None
+    cache: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("num_threads", "max_open_files"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise OptionError(f"ReadOptions({name}=...) must be a positive number or "
+                                  f"None; got {value!r}")
+        if self.schema is not None and not isinstance(self.schema, Schema):
+            raise OptionError(f"ReadOptions(schema=...) must be a tk.Schema; got "
+                              f"{type(self.schema).__name__}")
