@@ -34,6 +34,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).parent))
 from _results import add_json_option, scalar_medians, write_results
 
+import tfrecordkit as tk
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -122,7 +124,8 @@ def main() -> None:
 
     def numpy_loader() -> int:
         count = 0
-        for batch in load_numpy_dataset(small, batch_size=256, drop_last=False):
+        for batch in load_numpy_dataset(small, batch_size=256,
+                                        sampling=tk.Shuffled()):
             count += len(batch["__id"])
         return count
 

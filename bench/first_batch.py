@@ -37,7 +37,8 @@ import tfrecordkit as tk
 case, path, shuffle = sys.argv[1], sys.argv[2], int(sys.argv[3])
 start = time.perf_counter()
 if case == "tk":
-    ds = tk.load_tf_dataset(path, batch_size=128, image_size=(224, 224), shuffle=shuffle)
+    ds = tk.load_tf_dataset(path, batch_size=128, image_size=(224, 224), seed=None,
+                            sampling=tk.Shuffled() if shuffle else tk.InOrder())
     batch = next(iter(ds))
     batch["image"].numpy()
 else:

@@ -47,6 +47,8 @@ BATCH = 256
 sys.path.insert(0, str(HERE))
 from _results import add_json_option, medians_and_spread, named, write_results  # noqa: E402
 
+import tfrecordkit as tk  # noqa: E402
+
 
 def _cpu() -> float:
     """CPU seconds of this process and its reaped children (torch's workers)."""
@@ -66,8 +68,8 @@ def _ceiling(path: str, batched: bool) -> tuple[float, float, float]:
 
     from tfrecordkit.readers.numpy_data import load_numpy_dataset
 
-    images = [bytes(b) for batch in load_numpy_dataset(path, batch_size=BATCH, drop_last=False,
-                                                       decode=False) for b in batch["image"]]
+    raw = load_numpy_dataset(path, batch_size=BATCH, options=tk.DecodeOptions(decode=False))
+    images = [bytes(b) for batch in raw for b in batch["image"]]
     chunks = [images[i:i + BATCH] for i in range(0, len(images), BATCH)]
     height, width, _, _ = simplejpeg.decode_jpeg_header(images[0])
 
@@ -98,19 +100,21 @@ def run_case(case: str, what: str, path: str) -> tuple[float, float, float]:
         from tfrecordkit.readers.tf_data import load_tf_dataset
 
         def make() -> Any:
-            return load_tf_dataset(path, batch_size=BATCH, decode=decode)
+            return load_tf_dataset(path, batch_size=BATCH, options=tk.DecodeOptions(decode=decode))
     elif case == "numpy":
         from tfrecordkit.readers.numpy_data import load_numpy_dataset
 
         def make() -> Any:
-            return load_numpy_dataset(path, batch_size=BATCH, drop_last=False, decode=decode)
+            return load_numpy_dataset(path, batch_size=BATCH, sampling=tk.Shuffled(),
+                                      options=tk.DecodeOptions(decode=decode))
     elif case == "torch":
         from torch.utils.data import DataLoader
 
         from tfrecordkit.readers.torch_data import load_torch_dataset
 
         def make() -> Any:
-            ds = load_torch_dataset(path, batch_size=BATCH, drop_last=False, decode=decode)
+            ds = load_torch_dataset(path, batch_size=BATCH, sampling=tk.Shuffled(),
+                                    options=tk.DecodeOptions(decode=decode))
             return DataLoader(ds, batch_size=None, num_workers=2)
     else:
         import tfrecord.torch.dataset  # noqa: F401 - imported before the clocks start
@@ -134,7 +138,7 @@ def rss_through_epoch(path: str) -> list[float]:
     """Resident memory (MB) after 1/4, 1/2, 3/4 and all of a NumPy-loader epoch (decode)."""
     from tfrecordkit.readers.numpy_data import load_numpy_dataset
 
-    loader = load_numpy_dataset(path, batch_size=BATCH, drop_last=False)
+    loader = load_numpy_dataset(path, batch_size=BATCH, sampling=tk.Shuffled())
     marks = {len(loader) * q // 4 - 1 for q in (1, 2, 3, 4)}
     out = []
     for k, _ in enumerate(loader):

@@ -43,6 +43,12 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from _results import medians_and_spread, run_fresh, write_results  # noqa: E402
 
+import tfrecordkit as tk  # noqa: E402
+
+
+def _sampling(shuffle: bool) -> tk.InOrder | tk.Shuffled:
+    return tk.Shuffled() if shuffle else tk.InOrder()
+
 BATCH = 128
 SIZE = (224, 224)
 P, K = 32, 4
@@ -127,7 +133,8 @@ def _ceiling(path: Path, resize: bool = True) -> Any:
     from tfrecordkit.codecs import resize_into
     from tfrecordkit.readers.numpy_data import load_numpy_dataset
 
-    images = [bytes(b) for batch in load_numpy_dataset(path, batch_size=BATCH, decode=False)
+    images = [bytes(b) for batch in load_numpy_dataset(path, batch_size=BATCH,
+                                                       options=tk.DecodeOptions(decode=False))
               for b in batch["image"]]
     chunks = [images[i : i + BATCH] for i in range(0, len(images), BATCH)]
 
@@ -165,25 +172,25 @@ def make_case(case: str, path: Path, shuffle: int, steps: int) -> Any:
     if case in ("tf.data", "tk.tf", "pk tf.data", "crop tf.data"):
         import tensorflow as tf
 
-        from tfrecordkit import load_tf_dataset, load_tf_pk_dataset
+        from tfrecordkit import load_tf_dataset
 
         if case == "tf.data":
             return _plain_tf_data(path, shuffle)
         if case == "pk tf.data":
-            return load_tf_pk_dataset(path, classes_per_batch=P, examples_per_class=K,
-                                      image_size=SIZE, repeat=True).take(steps)
+            return tk.load_tf_dataset(path, sampling=tk.PK(P, K), image_size=SIZE,
+                                      repeat=True).take(steps)
         if crop is not None:
-            return load_tf_dataset(path, batch_size=BATCH, shuffle=shuffle, seed=0,
-                                   options=crop)
+            return load_tf_dataset(path, batch_size=BATCH, sampling=_sampling(shuffle),
+                                   seed=0, options=crop)
         del tf
-        return load_tf_dataset(path, batch_size=BATCH, image_size=SIZE, shuffle=shuffle)
+        return load_tf_dataset(path, batch_size=BATCH, sampling=_sampling(shuffle),
+                               seed=None, image_size=SIZE)
     if case in ("ceiling", "decode ceiling"):
         return _ceiling(path, resize=case == "ceiling")
-    from tfrecordkit import iter_pk_batches, load_numpy_dataset
+    from tfrecordkit import load_numpy_dataset
 
     if case == "pk numpy":
-        return iter_pk_batches(path, classes_per_batch=P, examples_per_class=K,
-                               image_size=SIZE, steps=steps)
+        return tk.load_numpy_dataset(path, sampling=tk.PK(P, K), image_size=SIZE).batches(steps)
     if case in ("torch", "crop torch"):
         import torch
 

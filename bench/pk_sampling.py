@@ -29,13 +29,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).parent))
 from _results import add_json_option, medians_and_spread, named, write_results
 
+import tfrecordkit as tk
 from convert import jpeg_pool
 from tfrecordkit import (
     ClassLabel,
     RecordReader,
     Schema,
     ShardOptions,
-    iter_pk_batches,
     load_manifest,
     write_dataset,
 )
@@ -45,16 +45,17 @@ from tfrecordkit.format import parse_examples
 P, K = 32, 8
 RSS_PROBE = """
 import sys
-from tfrecordkit import ClassLabel, Scalar, Schema, ShardOptions, iter_pk_batches, write_dataset
+from tfrecordkit import ClassLabel, Scalar, Schema, ShardOptions, write_dataset
+import tfrecordkit as tk
 path = sys.argv[1]
 schema = Schema({"x": Scalar("int64"), "label": ClassLabel([str(i) for i in range(10000)])})
 write_dataset(({"x": i, "label": i % 10000} for i in range(50000)), path, schema,
               shards=ShardOptions(layout="per_class"), overwrite=True)
-batches = iter_pk_batches(path, classes_per_batch=32, examples_per_class=4, steps=1000,
-                          max_open_files=64)
-n = sum(len(b["label"]) for b in batches)
+loader = tk.load_numpy_dataset(path, sampling=tk.PK(32, 4),
+                               read=tk.ReadOptions(max_open_files=64))
+n = sum(len(b["label"]) for b in loader.batches(1000))
 hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM"))
-print(n, int(hwm.split()[1]) // 1024, batches.peak_open_files)
+print(n, int(hwm.split()[1]) // 1024, loader.fetcher.peak_open_files)
 """
 
 
@@ -93,18 +94,18 @@ def make_case(label: str, side: str, path: Path, steps: int):
     if label.startswith("tf.data"):
         import tensorflow as tf  # noqa: F401  (loaded before the timings)
 
-        from tfrecordkit import load_tf_dataset, load_tf_pk_dataset
+        from tfrecordkit import load_tf_dataset
 
         decode = "decode_jpeg" in label
         if side == "sequential":
-            return lambda: load_tf_dataset(path, batch_size=P * K, decode=decode,
-                                           repeat=True).take(steps)
-        return lambda: load_tf_pk_dataset(path, classes_per_batch=P, examples_per_class=K,
-                                          decode=decode, repeat=True).take(steps)
+            return lambda: load_tf_dataset(path, batch_size=P * K, repeat=True,
+                                           options=tk.DecodeOptions(decode=decode)).take(steps)
+        return lambda: tk.load_tf_dataset(path, sampling=tk.PK(P, K), repeat=True,
+                                          options=tk.DecodeOptions(decode=decode)).take(steps)
     decode = "no decode" not in label
     if side == "pk":
-        return lambda: iter_pk_batches(path, classes_per_batch=P, examples_per_class=K,
-                                       decode=decode, steps=steps)
+        return lambda: tk.load_numpy_dataset(path, sampling=tk.PK(P, K),
+                                             options=tk.DecodeOptions(decode=decode)).batches(steps)
     files = [path / s.file for s in manifest.split("train").shards]
     specs = manifest.schema.key_specs()
 

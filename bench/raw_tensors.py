@@ -52,13 +52,14 @@ def _tutorial(files: list[str]):
 
 def _numpy(path: Path):
     def run():
-        return (b["x"] for b in tk.load_numpy_dataset(path, batch_size=BATCH, shuffle=False))
+        loader = tk.load_numpy_dataset(path, batch_size=BATCH, sampling=tk.InOrder())
+        return (b["x"] for b in loader)
     return run
 
 
 def _tf(path: Path):
     def run():
-        ds = tk.load_tf_dataset(path, batch_size=BATCH, shuffle=False)
+        ds = tk.load_tf_dataset(path, batch_size=BATCH, sampling=tk.InOrder())
         return (b["x"].numpy() for b in ds)
     return run
 

@@ -106,9 +106,10 @@ def _free_port() -> int:
 def _pk_rate(url: object, p: int, k: int, steps: int, storage_options: dict | None = None
              ) -> float:
     """P×K batches per second after the first (opening excluded), no decode."""
-    batches = iter(tk.iter_pk_batches(url, classes_per_batch=p, examples_per_class=k,
-                                      steps=steps + 1, decode=False,
-                                      storage_options=storage_options))
+    loader = tk.load_numpy_dataset(url, sampling=tk.PK(p, k),
+                                   options=tk.DecodeOptions(decode=False),
+                                   read=tk.ReadOptions(storage_options=storage_options))
+    batches = loader.batches(steps + 1)
     next(batches)
     start = time.perf_counter()
     for _ in range(steps):
@@ -173,12 +174,13 @@ def main() -> None:
                 fs.cat_file(file)
 
         def loader(path: object) -> None:
-            for _ in tk.load_numpy_dataset(path, batch_size=256, decode=False, shuffle=False):
+            for _ in tk.load_numpy_dataset(path, batch_size=256, sampling=tk.InOrder(),
+                                           options=tk.DecodeOptions(decode=False)):
                 pass
 
         def opened(path: object):
-            return lambda: tk.load_numpy_dataset(path, batch_size=256, decode=False,
-                                                 shuffle=False)
+            return lambda: tk.load_numpy_dataset(path, batch_size=256, sampling=tk.InOrder(),
+                                                 options=tk.DecodeOptions(decode=False))
 
         def epoch(loader: object) -> None:
             for _ in loader:
@@ -212,8 +214,8 @@ def main() -> None:
         pk_url = "s3://bench/pc"
         tk.write_dataset(rows, pk_url, schema, shards=tk.ShardOptions(layout="per_class"))
         p, k, steps = 8, 4, 20
-        batches = iter(tk.iter_pk_batches(pk_url, classes_per_batch=p, examples_per_class=k,
-                                          steps=steps + 1, decode=False))
+        batches = tk.load_numpy_dataset(pk_url, sampling=tk.PK(p, k),
+                                        options=tk.DecodeOptions(decode=False)).batches(steps + 1)
         next(batches)
         log.lines.clear()
         start = time.perf_counter()
@@ -222,9 +224,9 @@ def main() -> None:
         remote_pk = time.perf_counter() - start
         gets = log.object_gets()
         tk.write_dataset(rows, local / "pc", schema, shards=tk.ShardOptions(layout="per_class"))
-        local_batches = iter(tk.iter_pk_batches(local / "pc", classes_per_batch=p,
-                                                examples_per_class=k, steps=steps + 1,
-                                                decode=False))
+        local_batches = tk.load_numpy_dataset(
+            local / "pc", sampling=tk.PK(p, k),
+            options=tk.DecodeOptions(decode=False)).batches(steps + 1)
         next(local_batches)
         start = time.perf_counter()
         for _ in range(steps):

@@ -25,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).parent))
 from _results import add_json_option, scalar_medians, write_results
 
+import tfrecordkit as tk
 from convert import TABULAR_SCHEMA, jpeg_pool
 from tfrecordkit import ClassLabel, Schema, ShardOptions, load_manifest, write_dataset
 from tfrecordkit import Image as ImageFeature
@@ -124,9 +125,10 @@ def main() -> None:
             "tutorial": lambda f=files, d=description, x=decode: tutorial(tf, f, d, x),
             "tuned": lambda f=files, d=description, x=decode: hand_tuned(tf, f, d, x),
             "ours": lambda p=path, x=decode, c=chosen: load_tf_dataset(
-                p, batch_size=256, shuffle=False, decode=x, features=c),
+                p, batch_size=256, sampling=tk.InOrder(), seed=None,
+                options=tk.DecodeOptions(features=c, decode=x)),
             "shuffled": lambda p=path, x=decode, c=chosen: load_tf_dataset(
-                p, batch_size=256, shuffle=True, seed=0, decode=x, features=c),
+                p, batch_size=256, seed=0, options=tk.DecodeOptions(features=c, decode=x)),
         }
         results = {k: [] for k in pipelines}
         for _ in range(args.runs):

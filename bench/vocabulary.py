@@ -67,8 +67,8 @@ def our_pipeline(texts: list[str], folder: Path) -> int:
     tk.write_dataset([{"text": t} for t in texts], folder / "ds", schema,
                      shards=tk.ShardOptions(shuffle=False),
                      overwrite=True)
-    ds = tk.load_tf_dataset(folder / "ds", batch_size=256, shuffle=False,
-                            features=["text"])
+    ds = tk.load_tf_dataset(folder / "ds", batch_size=256, sampling=tk.InOrder(),
+                            options=tk.DecodeOptions(features=["text"]))
     return sum(int(batch["text"]["ids"].shape[0]) for batch in ds)
 
 

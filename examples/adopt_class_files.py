@@ -48,8 +48,9 @@ def split_arrays(path: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     import tfrecordkit as tk
 
     images, labels = [], []
-    for batch in tk.load_numpy_dataset(path, split, batch_size=128, shuffle=False,
-                                       drop_last=False, features=["image_raw", "label"]):
+    for batch in tk.load_numpy_dataset(path, split, batch_size=128,
+                                       sampling=tk.InOrder(),
+                                       options=tk.DecodeOptions(features=["image_raw", "label"])):
         real = batch["__valid"]
         images.append(batch["image_raw"][real])
         labels.append(batch["label"][real])
@@ -88,9 +89,9 @@ def main(out_dir: str = "demo_output", epochs: int = 6) -> None:
 
     tf.keras.utils.set_random_seed(0)
     features = ["image_raw", "label"]  # the image, and the class taken from the file name
-    pk = tk.load_tf_pk_dataset(root / "ds", classes_per_batch=8, examples_per_class=8,
-                               seed=0, features=features, as_supervised=True,
-                               epoch="examples", repeat=True)
+    pk = tk.load_tf_dataset(root / "ds", sampling=tk.PK(8, 8, epoch="examples"), seed=0,
+                            repeat=True,
+                            options=tk.DecodeOptions(features=features, as_supervised=True))
     model = tf.keras.Sequential([
         tf.keras.layers.Input((8, 8, 1)), tf.keras.layers.Rescaling(1 / 255),
         tf.keras.layers.Flatten(), tf.keras.layers.Dense(64, activation="relu"),

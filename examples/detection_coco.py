@@ -127,8 +127,9 @@ def main() -> None:
     import torch
 
     loader = torch.utils.data.DataLoader(
-        tk.load_torch_dataset(pattern, batch_size=8, shuffle=False, schema=schema,
-                              options=tk.DecodeOptions(provenance=False)),
+        tk.load_torch_dataset(pattern, batch_size=8, sampling=tk.InOrder(),
+                              options=tk.DecodeOptions(provenance=False),
+                              read=tk.ReadOptions(schema=schema)),
         batch_size=None)
     by_file = {}
     for batch in loader:
@@ -151,7 +152,8 @@ def main() -> None:
 
     import tensorflow as tf
 
-    ds = tk.load_tf_dataset(pattern, batch_size=8, shuffle=False, schema=schema)
+    ds = tk.load_tf_dataset(pattern, batch_size=8, sampling=tk.InOrder(),
+                            read=tk.ReadOptions(schema=schema))
     same = 0
     for batch in ds:
         names = [n.decode() for n in batch["image/filename"].numpy()]

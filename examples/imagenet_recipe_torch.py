@@ -56,7 +56,7 @@ def model() -> torch.nn.Module:
 def accuracy(net: torch.nn.Module, path: Path) -> float:
     evaluate = tk.DecodeOptions(image_size=SIZE, crop="center", image_dtype="float32",
                                 mean=MEAN, std=STD)
-    loader = tk.load_torch_dataset(path, "val", batch_size=64, shuffle=False,
+    loader = tk.load_torch_dataset(path, "val", batch_size=64, sampling=tk.InOrder(),
                                    options=evaluate)
     right = total = 0
     net.eval()

@@ -94,8 +94,8 @@ def main(out: Path) -> float:
     features = {}
     for split in ("train", "test"):
         rows = []
-        for batch in tk.load_numpy_dataset(out / "ds", split, batch_size=6, shuffle=False,
-                                           drop_last=False, options=options):
+        for batch in tk.load_numpy_dataset(out / "ds", split, batch_size=6,
+                                           sampling=tk.InOrder(), options=options):
             audio = batch["audio_path"]
             assert set(audio["sample_rate"].tolist()) == {16000}
             lengths = audio["samples"]["lengths"][:, 0]
@@ -113,10 +113,10 @@ def main(out: Path) -> float:
     print(f"audio at 8/16/22.05 kHz, resampled to 16 kHz: nearest-centroid accuracy on "
           f"{len(hits)} held-out clips {accuracy:.2f} (chance {1 / len(CLASSES):.2f})")
 
-    first = next(iter(tk.load_tf_dataset(out / "ds", "test", batch_size=6, shuffle=False,
+    first = next(iter(tk.load_tf_dataset(out / "ds", "test", batch_size=6, sampling=tk.InOrder(),
                                          options=options)))
     numpy_first = next(iter(tk.load_numpy_dataset(out / "ds", "test", batch_size=6,
-                                                  shuffle=False, options=options)))
+                                                  sampling=tk.InOrder(), options=options)))
     assert np.array_equal(first["caption"]["ids"].numpy(), numpy_first["caption"]["ids"])
     assert np.array_equal(first["box"].numpy(), numpy_first["box"])
     for key in ("values", "lengths"):  # one structure in every reader

@@ -53,8 +53,9 @@ def main(out: Path) -> float:
     options = tk.DecodeOptions(text_length=24)
 
     def pairs(split: str, shuffle: bool):
-        ds = tk.load_tf_dataset(out / "docstrings", split, batch_size=32, shuffle=shuffle,
-                                seed=0, options=options)
+        ds = tk.load_tf_dataset(out / "docstrings", split, batch_size=32,
+                                sampling=tk.Shuffled() if shuffle else tk.InOrder(), seed=0,
+                                options=options)
         return ds.map(lambda b: ((b["text"]["ids"], b["text"]["mask"]), b["label"]))
 
     ids = tf.keras.Input((24,), dtype="int64")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+import tfrecordkit as tk
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -53,14 +55,13 @@ def nearest_neighbour_accuracy(model, train, test) -> float:
 def main(out_dir: str = "demo_output", epochs: int = 8) -> list[float]:
     import tensorflow as tf
 
-    from tfrecordkit import load_tf_dataset, load_tf_pk_dataset
+    from tfrecordkit import load_tf_dataset
     from tfrecordkit.readers.tf_data import batch_hard_triplet_loss
 
     tf.keras.utils.set_random_seed(0)
     path = convert_digits(Path(out_dir) / "digits_per_class")
-    pk = load_tf_pk_dataset(path, classes_per_batch=8, examples_per_class=8, seed=0,
-                            as_supervised=True, epoch="examples",
-                            repeat=True)
+    pk = tk.load_tf_dataset(path, sampling=tk.PK(8, 8, epoch="examples"), seed=0, repeat=True,
+                            options=tk.DecodeOptions(as_supervised=True))
     model = tf.keras.Sequential([
         tf.keras.layers.Input((8, 8, 1)), tf.keras.layers.Rescaling(1 / 255),
         tf.keras.layers.Flatten(), tf.keras.layers.Dense(64, activation="relu"),
@@ -68,8 +69,10 @@ def main(out_dir: str = "demo_output", epochs: int = 8) -> list[float]:
         tf.keras.layers.UnitNormalization(),
     ])
     model.compile(optimizer=tf.keras.optimizers.Adam(3e-3), loss=batch_hard_triplet_loss(0.3))
-    train = load_tf_dataset(path, "train", batch_size=256, shuffle=False, as_supervised=True)
-    test = load_tf_dataset(path, "test", batch_size=256, shuffle=False, as_supervised=True)
+    train = load_tf_dataset(path, "train", batch_size=256, sampling=tk.InOrder(),
+                            options=tk.DecodeOptions(as_supervised=True))
+    test = load_tf_dataset(path, "test", batch_size=256, sampling=tk.InOrder(),
+                           options=tk.DecodeOptions(as_supervised=True))
     before = nearest_neighbour_accuracy(model, train, test)
     history = model.fit(pk, epochs=epochs, steps_per_epoch=pk.steps_per_epoch, verbose=0,
                         shuffle=False).history["loss"]

@@ -44,8 +44,9 @@ def retrieval_accuracy(model, path: Path) -> float:
 
     def embed(split: str):
         xs, ys = [], []
-        for images, labels in tk.load_tf_dataset(path, split, batch_size=1024, shuffle=False,
-                                                 as_supervised=True):
+        for images, labels in tk.load_tf_dataset(path, split, batch_size=1024,
+                                                 sampling=tk.InOrder(),
+                                                 options=tk.DecodeOptions(as_supervised=True)):
             xs.append(model(tf.cast(images, tf.float32), training=False).numpy())
             ys.append(labels.numpy())
         return np.concatenate(xs), np.concatenate(ys)
@@ -67,9 +68,8 @@ def main(out: Path, epochs: int = 3) -> list[float]:
     print(f"{CLASSES:,} classes x {PER_CLASS} images in {shards:,} per-class shards "
           f"({done.seconds:.1f} s)")
     tf.keras.utils.set_random_seed(0)
-    pk = tk.load_tf_pk_dataset(out / "many", classes_per_batch=32, examples_per_class=4,
-                               seed=0, as_supervised=True, epoch="examples",
-                            repeat=True)
+    pk = tk.load_tf_dataset(out / "many", sampling=tk.PK(32, 4, epoch="examples"), seed=0,
+                            repeat=True, options=tk.DecodeOptions(as_supervised=True))
     model = tf.keras.Sequential([
         tf.keras.layers.Input((8, 8, 1)), tf.keras.layers.Rescaling(1 / 255),
         tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu"),

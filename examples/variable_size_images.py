@@ -47,9 +47,9 @@ def main(out: Path) -> None:
                      shards=tk.ShardOptions(shuffle=False), overwrite=True)
     shapes = {"image": (256, None, 3)}
 
-    ds = tk.load_tf_dataset(out / "crops", batch_size=8, shuffle=False,
+    ds = tk.load_tf_dataset(out / "crops", batch_size=8, sampling=tk.InOrder(),
                             options=tk.DecodeOptions(padded_shapes=shapes))
-    loader = tk.load_numpy_dataset(out / "crops", batch_size=8, shuffle=False,
+    loader = tk.load_numpy_dataset(out / "crops", batch_size=8, sampling=tk.InOrder(),
                                    options=tk.DecodeOptions(padded_shapes=shapes))
     for step, (tf_batch, np_batch) in enumerate(zip(ds, loader, strict=True)):
         pixels, true_shapes = np_batch["image"]["values"], np_batch["image"]["lengths"]

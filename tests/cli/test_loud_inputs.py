@@ -69,7 +69,7 @@ def test_argument_refusals_are_library_errors(tmp_path):
     schema = tk.Schema({"x": tk.Scalar("int64")})
     tk.write_dataset([{"x": i} for i in range(8)], tmp_path / "ds", schema)
     with pytest.raises(TFRecordKitError):
-        tk.load_numpy_dataset(tmp_path / "ds", batch_size=2, shuffle="sometimes")
+        tk.load_numpy_dataset(tmp_path / "ds", batch_size=2, sampling="sometimes")
     with pytest.raises(ValueError, match="batch_size"):  # still the builtin it always was
         tk.load_numpy_dataset(tmp_path / "ds", batch_size=0)
     with pytest.raises(IndexError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tfrecordkit as tk
 from tests.datasets import own
 from tfrecordkit import DatasetError, RecordWriter, decode_example, encode_example
 
@@ -33,7 +34,7 @@ def _files(tmp_path, copies=2):
 
 def test_every_type_reads_back_through_tf_data(tmp_path):
     paths = _files(tmp_path)
-    ds = tf_data.load_tf_dataset(paths, shuffle=False)
+    ds = tf_data.load_tf_dataset(paths, sampling=tk.InOrder())
     got = sorted(ds, key=lambda e: int(e["int_item"]))
     assert len(got) == 4
     for row, example in zip([ROWS[0], ROWS[0], ROWS[1], ROWS[1]], got, strict=True):
@@ -48,7 +49,7 @@ def test_every_type_reads_back_through_tf_data(tmp_path):
 
 def test_tf_data_and_numpy_decode_agree(tmp_path):
     paths = _files(tmp_path, copies=1)
-    parsed = next(iter(tf_data.load_tf_dataset(paths, shuffle=False)))
+    parsed = next(iter(tf_data.load_tf_dataset(paths, sampling=tk.InOrder())))
     ours = decode_example(encode_example(ROWS[0]))
     for name, value in ours.items():
         theirs = own(parsed[name])

@@ -51,9 +51,9 @@ def test_a_folder_converts_in_one_pass_shuffled(tmp_path, monkeypatch):
     manifest = result.manifest
     assert manifest.created_by["shuffle"] is True and manifest.created_by["seed"] == 7
     assert len(manifest.split("train").shards) > 3
-    stored = next(iter(tk.load_numpy_dataset(
-        tmp_path / "ds", batch_size=1000, shuffle=False,
-        options=tk.DecodeOptions(decode=False, provenance=True))))["__source"].tolist()
+    loader = tk.load_numpy_dataset(tmp_path / "ds", batch_size=1000, sampling=tk.InOrder(),
+                                   options=tk.DecodeOptions(decode=False, provenance=True))
+    stored = next(iter(loader))["__source"].tolist()
     keys = [s.decode() for s in stored]
     assert len(keys) == 120
     assert keys == sorted(keys, key=lambda k: record_hash(k, 7))
@@ -93,8 +93,8 @@ def test_fixed_shard_counts_and_per_class_keep_the_spill(tmp_path, monkeypatch):
         assert spilled, f"{options} wrote no record to the spill"
     arrays = tk.NumpyArrays({"x": np.arange(40, dtype=np.int64)})
     result = tk.convert(arrays, tmp_path / "arrays", shards=tk.ShardOptions(shard_size=200))
-    back = np.concatenate([b["x"] for b in tk.load_numpy_dataset(
-        tmp_path / "arrays", batch_size=64, shuffle=False)])
+    back = np.concatenate([b["x"] for b in tk.load_numpy_dataset(tmp_path / "arrays", batch_size=64,
+                                                                 sampling=tk.InOrder())])
     assert sorted(back.tolist()) == list(range(40))
     assert back.tolist() == sorted(range(40), key=lambda i: record_hash(str(i), 0))
     assert len(result.manifest.split("train").shards) > 1

@@ -51,8 +51,8 @@ def test_each_record_names_the_file_it_holds(folder, dataset):
 
 
 def test_readers_give_it_only_when_asked(dataset):
-    plain = next(iter(tk.load_numpy_dataset(dataset, batch_size=4, shuffle=False)))
-    asked = next(iter(tk.load_numpy_dataset(dataset, batch_size=4, shuffle=False,
+    plain = next(iter(tk.load_numpy_dataset(dataset, batch_size=4, sampling=tk.InOrder())))
+    asked = next(iter(tk.load_numpy_dataset(dataset, batch_size=4, sampling=tk.InOrder(),
                                             options=PROVENANCE)))
     assert SOURCE not in plain and set(asked) == set(plain) | {SOURCE}
     for key in plain:
@@ -60,11 +60,10 @@ def test_readers_give_it_only_when_asked(dataset):
     row = tk.load_grain_source(dataset)[0]
     assert SOURCE not in row
     assert tk.load_grain_source(dataset, options=PROVENANCE)[0][SOURCE] == asked[SOURCE][0]
-    torch_batch = next(iter(load_torch_dataset(dataset, batch_size=4, shuffle=False,
+    torch_batch = next(iter(load_torch_dataset(dataset, batch_size=4, sampling=tk.InOrder(),
                                                options=PROVENANCE)))
     assert list(torch_batch[SOURCE]) == list(asked[SOURCE])
-    pk = next(tk.iter_pk_batches(dataset, classes_per_batch=2, examples_per_class=2,
-                                 options=PROVENANCE))
+    pk = next(iter(tk.load_numpy_dataset(dataset, sampling=tk.PK(2, 2), options=PROVENANCE)))
     assert len(pk[SOURCE]) == 4 and all(s.endswith(".png") for s in pk[SOURCE])
 
 
@@ -138,16 +137,15 @@ def test_head_and_show_show_it(folder, dataset, tmp_path, capsys):
 
 @pytest.mark.integration
 def test_tf_data_gives_the_same_sources(dataset):
-    tf_batch = next(iter(tk.load_tf_dataset(dataset, batch_size=6, shuffle=False,
+    tf_batch = next(iter(tk.load_tf_dataset(dataset, batch_size=6, sampling=tk.InOrder(),
                                             options=PROVENANCE)))
-    numpy_batch = next(iter(tk.load_numpy_dataset(dataset, batch_size=6, shuffle=False,
+    numpy_batch = next(iter(tk.load_numpy_dataset(dataset, batch_size=6, sampling=tk.InOrder(),
                                                   options=PROVENANCE)))
     assert [s.decode() for s in tf_batch[SOURCE].numpy()] == list(numpy_batch[SOURCE])
-    plain = next(iter(tk.load_tf_dataset(dataset, batch_size=6, shuffle=False)))
+    plain = next(iter(tk.load_tf_dataset(dataset, batch_size=6, sampling=tk.InOrder())))
     assert SOURCE not in plain
     # PxK batches too: each record's input beside its pixels, in tf.data as in NumPy.
-    pk = next(iter(tk.load_tf_pk_dataset(dataset, classes_per_batch=2, examples_per_class=2,
-                                         options=PROVENANCE)))
+    pk = next(iter(tk.load_tf_dataset(dataset, sampling=tk.PK(2, 2), options=PROVENANCE)))
     sources = [s.decode() for s in pk[SOURCE].numpy()]
     assert len(sources) == 4
     assert [s.split("/")[0] for s in sources] == [str(int(v)) for v in pk["label"].numpy()]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import tfrecordkit as tk
 from tfrecordkit.errors import DatasetError, TFRecordKitError
 from tfrecordkit.format import RecordReader, RecordWriter, build_index, encode_example
 from tfrecordkit.readers.grain_source import load_grain_source
@@ -33,8 +34,8 @@ def two_files(tmp_path: Path) -> Path:
 
 def _readers(folder: Path):
     pattern = str(folder / "*.tfrecord")
-    yield lambda: sum(len(b["x"]) for b in load_numpy_dataset(
-        pattern, batch_size=10, shuffle=False, drop_last=False))
+    yield lambda: sum(len(b["x"]) for b in load_numpy_dataset(pattern, batch_size=10,
+                                                              sampling=tk.InOrder()))
     yield lambda: len(load_grain_source(pattern))
     yield lambda: RecordReader(str(folder / "part-1.tfrecord")).read(0)
 
@@ -43,7 +44,7 @@ def test_good_indexes_read_every_record(two_files):
     assert len(load_grain_source(str(two_files / "*.tfrecord"))) == 200
     total = sum(int(b["__valid"].sum()) if "__valid" in b else len(b["x"])
                 for b in load_numpy_dataset(str(two_files / "*.tfrecord"), batch_size=10,
-                                            shuffle=False))
+                                            sampling=tk.InOrder()))
     assert total == 200
 
 

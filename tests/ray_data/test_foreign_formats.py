@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 def _numpy_rows(path) -> dict[int, dict]:
     rows = {}
-    for batch in tk.load_numpy_dataset(path, batch_size=64, shuffle=False,
+    for batch in tk.load_numpy_dataset(path, batch_size=64, sampling=tk.InOrder(),
                                        options=tk.DecodeOptions(padding="ragged")):
         for k, ident in enumerate(batch["__id"].tolist()):
             rows[ident] = {key: value[k] for key, value in batch.items()
@@ -67,7 +67,7 @@ def test_feature_lists_with_steps_of_any_length(cluster, tmp_path):
         assert [list(step) for step in row["x"]] == want["x"]
         assert [list(step) for step in row["w"]] == want["w"]
     batch = source.collate([{k: v for k, v in r.items()} for r in got])
-    mine = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=9, shuffle=False)))
+    mine = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=9, sampling=tk.InOrder())))
     for part in ("values", "lengths", "step_lengths"):
         np.testing.assert_array_equal(batch["x"][part], mine["x"][part])
 

@@ -60,7 +60,7 @@ def test_two_reads_give_the_same_order_and_match_open_split(cluster, tmp_path):
     first = [r["__id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
     second = [r["__id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
     assert first == second == list(range(3000))
-    raw = read_dataset(tmp_path / "ds", decode=False).take(50)
+    raw = read_dataset(tmp_path / "ds", options=tk.DecodeOptions(decode=False)).take(50)
     records = tk.open_split(tmp_path / "ds")
     for row, record in zip(raw, records.get_many(range(50)), strict=True):
         stored = tk.decode_example(record)  # parsed, not decoded: the stored keys
@@ -76,7 +76,7 @@ def test_undecoded_rows_hold_each_records_stored_values(cluster, tmp_path):
                        "label": i % 2} for i in range(40)], tmp_path / "ds", schema,
                      shards=tk.ShardOptions(shuffle=False))
     ray.data.DataContext.get_current().execution_options.preserve_order = True
-    rows_ = read_dataset(tmp_path / "ds", decode=False).take_all()
+    rows_ = read_dataset(tmp_path / "ds", options=tk.DecodeOptions(decode=False)).take_all()
     records = tk.open_split(tmp_path / "ds")
     assert len(rows_) == 40
     for row in rows_:
@@ -90,7 +90,7 @@ def test_images_equal_the_numpy_loader_and_no_tensorflow_in_workers(cluster, tmp
     digits_folder(tmp_path / "digits", limit_per_class=20)
     tk.convert(ImageFolder(tmp_path / "digits"), tmp_path / "ds", workers=1)
     expected = {}
-    for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=20, shuffle=False):
+    for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=20, sampling=tk.InOrder()):
         for i, image in zip(batch["__id"], batch["image"], strict=True):
             expected[int(i)] = image
     ds = read_dataset(tmp_path / "ds", image_size=None)
@@ -128,7 +128,7 @@ def test_new_feature_kinds_equal_the_numpy_loader(cluster, tmp_path):
              "text": f"the {i % 3} cat sat {i}", "n": i} for i in range(24)]
     tk.write_dataset(rows, tmp_path / "ds", schema, shards=tk.ShardOptions(shuffle=False))
     want = {}
-    for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, shuffle=False,
+    for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, sampling=tk.InOrder(),
                                        options=tk.DecodeOptions(padding="ragged")):
         for i, n in enumerate(batch["n"]):
             want[int(n)] = (batch["image"][i], batch["text"]["ids"][i])
@@ -147,9 +147,9 @@ def test_a_label_from_the_file_name_is_each_rows_files_class(cluster, tmp_path):
 
     unlabelled_files(tmp_path / "raw", parts_of=lambda k: 1 + k % 2, per_file=3)
     tk.adopt(tmp_path / "raw", class_pattern=r"class_(\d+)-")
-    rows = read_dataset(tmp_path / "raw", features=["caption", "label"],
-                        override_num_blocks=4).take_all()
+    rows = read_dataset(tmp_path / "raw", override_num_blocks=4,
+                        options=tk.DecodeOptions(features=["caption", "label"])).take_all()
     assert len(rows) == 27
     assert all(int(r["label"]) == class_of(r["caption"]) for r in rows)
-    raw = read_dataset(tmp_path / "raw", decode=False).take_all()
+    raw = read_dataset(tmp_path / "raw", options=tk.DecodeOptions(decode=False)).take_all()
     assert [int(r["label"]) for r in raw] == [int(r["label"]) for r in rows]

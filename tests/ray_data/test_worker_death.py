@@ -59,6 +59,6 @@ def test_killed_shard_writers_are_retried_without_duplicates(dying_cluster, tmp_
                       if ".tfrecord" in p.name}
     assert set(deaths) <= set(shards)
     assert done.manifest.splits == local.manifest.splits
-    seen = [str(t) for batch in tk.load_numpy_dataset(out, batch_size=500, shuffle=False)
+    seen = [str(t) for batch in tk.load_numpy_dataset(out, batch_size=500, sampling=tk.InOrder())
             for t in batch["t"]]
     assert len(seen) == 3000 and len(set(seen)) == 3000  # complete, nothing twice

@@ -28,7 +28,7 @@ def write(tmp_path, encoding: str):
 
 def numpy_examples(path, **options) -> dict[int, dict]:
     out = {}
-    loader = tk.load_numpy_dataset(path, batch_size=4, shuffle=False,
+    loader = tk.load_numpy_dataset(path, batch_size=4, sampling=tk.InOrder(),
                                    options=tk.DecodeOptions(padding="ragged", **options))
     for batch in loader:
         for i, n in enumerate(batch["n"]):
@@ -66,7 +66,7 @@ def test_tf_data_gives_the_same_values_as_the_numpy_loader(tmp_path):
     write(tmp_path, "wav")
     for options in ({}, {"sample_rate": 16000}):
         want = numpy_examples(tmp_path / "ds", **options)
-        ds = tk.load_tf_dataset(tmp_path / "ds", shuffle=False,
+        ds = tk.load_tf_dataset(tmp_path / "ds", sampling=tk.InOrder(),
                                 options=tk.DecodeOptions(**options))
         seen = 0
         for example in ds:

@@ -37,7 +37,7 @@ def test_open_shapes_are_padded_in_every_batch_even_when_they_agree(tmp_path):
              "x": i / 2} for i in range(8)]
     tk.write_dataset(rows, tmp_path / "ds", schema, shards=tk.ShardOptions(shuffle=False))
     assert tk.load_manifest(tmp_path / "ds").schema["image"].size is None  # sizes vary
-    batches = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, shuffle=False))
+    batches = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, sampling=tk.InOrder()))
     for batch in batches:
         for name in ("seq", "v", "image"):
             assert set(batch[name]) == {"values", "lengths"}, name
@@ -46,7 +46,7 @@ def test_open_shapes_are_padded_in_every_batch_even_when_they_agree(tmp_path):
         assert isinstance(batch["audio"]["sample_rate"], np.ndarray)
     assert batches[0]["seq"]["lengths"].tolist() == [[2]] * 4
     assert batches[0]["image"]["values"].shape == (4, 20, 30, 3)
-    ragged = tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
+    ragged = tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, sampling=tk.InOrder(),
                                    options=tk.DecodeOptions(padding="ragged"))
     assert _structures(ragged) == {"seq": "list", "v": "list", "image": "list",
                                    "audio": "dict", "x": "ndarray"}

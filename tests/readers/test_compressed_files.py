@@ -14,7 +14,7 @@ import pytest
 import tfrecordkit as tk
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.readers.grain_source import load_grain_source
-from tfrecordkit.readers.numpy_data import iter_pk_batches, load_numpy_dataset
+from tfrecordkit.readers.numpy_data import load_numpy_dataset
 from tfrecordkit.schema import ClassLabel, Scalar, Schema, Text
 
 pytestmark = pytest.mark.integration
@@ -76,7 +76,7 @@ def test_tensorflow_compressed_files_read_like_tf_data(tfx_files):
     assert sorted(seen) == list(range(FILES * PER_FILE))
     assert seen != sorted(seen)  # shuffled
     # tf.data over the same files, through our reader: the same values.
-    ours = tf_data.load_tf_dataset(pattern, shuffle=False)
+    ours = tf_data.load_tf_dataset(pattern, sampling=tk.InOrder())
     assert sorted(int(row["n"]) for row in ours.as_numpy_iterator()) == sorted(seen)
     source = load_grain_source(pattern)  # random access, record by record
     picks = [FILES * PER_FILE - 1, 0, PER_FILE + 5, 17]
@@ -115,11 +115,10 @@ def test_adopted_compressed_folders_read_in_every_reader(tfx_files, tmp_path):
     manifest = tk.adopt(sorted(tfx_files.glob("*.gz")), tmp_path / "adopted",
                         label_feature="label")
     assert manifest.compression in ("gzip", "zlib")
-    loader = load_numpy_dataset(tmp_path / "adopted", batch_size=100, shuffle=False)
+    loader = load_numpy_dataset(tmp_path / "adopted", batch_size=100, sampling=tk.InOrder())
     got = np.concatenate([b["n"] for b in loader])
     assert got.tolist() == list(range(FILES * PER_FILE))
-    batch = next(iter(iter_pk_batches(tmp_path / "adopted", classes_per_batch=3,
-                                      examples_per_class=4, seed=1)))
+    batch = next(iter(tk.load_numpy_dataset(tmp_path / "adopted", sampling=tk.PK(3, 4), seed=1)))
     assert (batch["n"] % 7 == batch["label"]).all()
 
 
@@ -169,7 +168,7 @@ def test_torch_workers_grain_and_pk_on_our_compressed_per_class_dataset(tmp_path
     assert sorted(int(source[int(k)]["n"]) for k in keys[:50]) == sorted(
         int(tk.open_split(tmp_path / "gz").schema.decode(r)["n"])
         for r in tk.open_split(tmp_path / "gz").get_many(keys[:50]))
-    for batch in itertools.islice(iter_pk_batches(tmp_path / "gz", classes_per_batch=3,
-                                                  examples_per_class=4, seed=2), 20):
+    for batch in itertools.islice(tk.load_numpy_dataset(tmp_path / "gz", sampling=tk.PK(3, 4),
+                                                        seed=2), 20):
         assert (batch["n"] % 5 == batch["label"]).all()
         assert len(set(batch["label"].tolist())) == 3

@@ -139,7 +139,7 @@ CENTER = tk.DecodeOptions(image_size=SIZE, crop="center")
 
 
 def _numpy_epoch(path, options, epoch: int = 0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    loader = tk.load_numpy_dataset(path, batch_size=8, shuffle="global", seed=seed,
+    loader = tk.load_numpy_dataset(path, batch_size=8, sampling=tk.Shuffled(exact=True), seed=seed,
                                    options=options)
     loader.set_epoch(epoch)
     batches = list(loader)
@@ -170,8 +170,8 @@ def test_windows_follow_the_record_not_the_order_threads_or_batch(tmp_path):
     _dataset(tmp_path / "ds")
     first, ids = _numpy_epoch(tmp_path / "ds", RANDOM, epoch=0)
     by_id = dict(zip(ids.tolist(), first, strict=True))
-    loader = tk.load_numpy_dataset(tmp_path / "ds", batch_size=5, shuffle=False,
-                                   num_threads=1, options=RANDOM)
+    loader = tk.load_numpy_dataset(tmp_path / "ds", batch_size=5, sampling=tk.InOrder(),
+                                   options=RANDOM, read=tk.ReadOptions(num_threads=1))
     for batch in loader:
         for record, image in zip(batch["__id"].tolist(), batch["image"], strict=True):
             np.testing.assert_array_equal(image, by_id[record])
@@ -203,10 +203,8 @@ def test_pk_batches_crop_by_step_and_record(tmp_path):
                         "label": tk.ClassLabel(["a", "b", "c", "d"])})
     tk.write_dataset(rows, path, schema, shards=tk.ShardOptions(layout="per_class"),
                      progress=False)
-    first = list(tk.iter_pk_batches(path, classes_per_batch=2, examples_per_class=2,
-                                    options=RANDOM, steps=6))
-    second = list(tk.iter_pk_batches(path, classes_per_batch=2, examples_per_class=2,
-                                     options=RANDOM, steps=6))
+    first = list(tk.load_numpy_dataset(path, sampling=tk.PK(2, 2), options=RANDOM).batches(6))
+    second = list(tk.load_numpy_dataset(path, sampling=tk.PK(2, 2), options=RANDOM).batches(6))
     for a, b in zip(first, second, strict=True):
         np.testing.assert_array_equal(a["image"], b["image"])
     assert all(b["image"].shape == (4, *SIZE, 3) for b in first)
@@ -234,14 +232,15 @@ def test_every_reader_crops_the_same_pixels(tmp_path):
     _dataset(tmp_path / "ds")
     path = tmp_path / "ds"
     for options in (RANDOM, CENTER):
-        ds = tk.load_tf_dataset(path, batch_size=8, shuffle=False, seed=0, options=options)
+        ds = tk.load_tf_dataset(path, batch_size=8, sampling=tk.InOrder(), seed=0, options=options)
         for epoch in range(2):  # iterating again is the next epoch
             tf_images = np.concatenate([b["image"].numpy() for b in ds])
-            loader = tk.load_numpy_dataset(path, batch_size=8, shuffle=False, options=options)
+            loader = tk.load_numpy_dataset(path, batch_size=8, sampling=tk.InOrder(),
+                                           options=options)
             loader.set_epoch(epoch)
             np_images = np.concatenate([b["image"] for b in loader])
             np.testing.assert_array_equal(tf_images, np_images)
-            torch_ds = tk.load_torch_dataset(path, batch_size=8, shuffle=False,
+            torch_ds = tk.load_torch_dataset(path, batch_size=8, sampling=tk.InOrder(),
                                              options=options)
             torch_ds.set_epoch(epoch)
             batches = torch.utils.data.DataLoader(torch_ds, batch_size=None, num_workers=2)
@@ -252,18 +251,18 @@ def test_every_reader_crops_the_same_pixels(tmp_path):
                               for i in range(len(source))])
             np.testing.assert_array_equal(grain, np_images)
     # Repeated, the epochs count on.
-    repeated = tk.load_tf_dataset(path, batch_size=8, shuffle=False, seed=0, options=RANDOM,
+    repeated = tk.load_tf_dataset(path, batch_size=8, sampling=tk.InOrder(), seed=0, options=RANDOM,
                                   repeat=True)
     two = np.concatenate([b["image"].numpy() for b in repeated.take(10)])
-    loader = tk.load_numpy_dataset(path, batch_size=8, shuffle=False, options=RANDOM)
+    loader = tk.load_numpy_dataset(path, batch_size=8, sampling=tk.InOrder(), options=RANDOM)
     loader.set_epoch(1)
     np.testing.assert_array_equal(two[40:], np.concatenate([b["image"] for b in loader]))
     with pytest.raises(OptionError, match=r"tf\.data"):
-        tk.load_tf_pk_dataset(path, classes_per_batch=2, examples_per_class=2, options=RANDOM)
+        tk.load_tf_dataset(path, sampling=tk.PK(2, 2), options=RANDOM)
     with pytest.raises(OptionError, match="fast_resize"):
         tk.load_tf_dataset(path, options=tk.DecodeOptions(image_size=SIZE, fast_resize=True))
     with pytest.raises(OptionError, match="cache"):
-        tk.load_tf_dataset(path, options=RANDOM, cache=True)
+        tk.load_tf_dataset(path, options=RANDOM, read=tk.ReadOptions(cache=True))
     del tf
 
 

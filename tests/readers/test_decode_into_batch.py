@@ -104,9 +104,9 @@ def test_numpy_and_tf_data_refuse_an_image_of_another_size_than_the_manifest_say
     (out / "dataset.json").write_text(json.dumps(manifest))
     # TensorFlow's ensure_shape refuses it; met in Python, the TF-free reader names it.
     with pytest.raises(SchemaError, match=r"(?s)16x20x3 image.*\[16,20,3\].*\[16,24,3\]"):
-        next(iter(tk.load_tf_dataset(out, batch_size=4, shuffle=False)))
+        next(iter(tk.load_tf_dataset(out, batch_size=4, sampling=tk.InOrder())))
     with pytest.raises(SchemaError, match=r"record 0 .*16x20x3 image.*16x24x3"):
-        next(iter(tk.load_numpy_dataset(out, batch_size=4, shuffle=False)))
+        next(iter(tk.load_numpy_dataset(out, batch_size=4, sampling=tk.InOrder())))
 
 
 def test_a_loader_reuses_no_pixels_between_batches(tmp_path):
@@ -117,7 +117,7 @@ def test_a_loader_reuses_no_pixels_between_batches(tmp_path):
     tk.write_dataset(rows, tmp_path / "ds", tk.Schema({"image": tk.Image("jpeg", channels=3)}),
                      shards=tk.ShardOptions(shuffle=False))
     assert tk.load_manifest(tmp_path / "ds").schema["image"].size == (16, 16)
-    kept = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, shuffle=False))
+    kept = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, sampling=tk.InOrder()))
     assert len({id(b["image"]) for b in kept}) == len(kept) == 5
     for b in kept:
         for i, image_id in enumerate(b["__id"]):
@@ -158,7 +158,7 @@ def _varying(tmp_path):
 
 def test_varying_images_are_padded_in_place_with_zeros_around_each(tmp_path):
     path, plain = _varying(tmp_path)
-    for batch in tk.load_numpy_dataset(path, batch_size=16, shuffle=False):
+    for batch in tk.load_numpy_dataset(path, batch_size=16, sampling=tk.InOrder()):
         values, lengths = batch["image"]["values"], batch["image"]["lengths"]
         for i, record in enumerate(batch["__id"].tolist()):
             h, w = lengths[i]
@@ -172,7 +172,7 @@ def test_batches_kept_by_the_user_are_never_written_again(tmp_path, resized):
     and views of them keep their values while iteration goes on (padded batches and resized
     ones alike)."""
     path, _ = _varying(tmp_path)
-    loader = tk.load_numpy_dataset(path, batch_size=16, shuffle=False,
+    loader = tk.load_numpy_dataset(path, batch_size=16, sampling=tk.InOrder(),
                                    image_size=(12, 14) if resized else None)
     kept, copies, views = [], [], []
     for epoch in range(3):
@@ -221,7 +221,7 @@ def test_a_hostile_stored_size_allocates_nothing_on_trust(tmp_path):
         for record in [*tk.read_records(shard), lie]:
             writer.write(record)
     loader = tk.load_numpy_dataset(str(tmp_path / "lie.tfrecord"), batch_size=5,
-                                   shuffle=False, schema=schema)
+                                   sampling=tk.InOrder(), read=tk.ReadOptions(schema=schema))
     batch = next(iter(loader))
     assert batch["image"]["values"].shape == (5, 20, 24, 3)
     assert batch["image"]["lengths"].tolist()[-1] == [20, 24]

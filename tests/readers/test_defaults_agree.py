@@ -41,11 +41,12 @@ def test_every_reader_keeps_every_record_by_default(numbers):
 
 def test_shuffle_false_is_the_stored_order_in_every_reader_and_pass(numbers):
     stored = [int(tk.decode_example(r)["n"][0]) for r in tk.open_split(numbers)]
-    numpy_order = [int(v) for b in tk.load_numpy_dataset(numbers, batch_size=64, shuffle=False)
+    numpy_order = [int(v) for b in tk.load_numpy_dataset(numbers, batch_size=64,
+                                                         sampling=tk.InOrder())
                    for v in b["n"]]
     assert numpy_order == stored
     for _ in range(3):  # the interleave was non-deterministic: some passes differed
-        ds = tf_data.load_tf_dataset(numbers, batch_size=64, shuffle=False)
+        ds = tf_data.load_tf_dataset(numbers, batch_size=64, sampling=tk.InOrder())
         assert [int(v) for b in ds.as_numpy_iterator() for v in b["n"]] == stored
 
 
@@ -58,14 +59,15 @@ def test_jpegs_decode_alike_by_default_with_a_target_size(tmp_path):
             for k in range(4)]
     schema = tk.Schema({"image": tk.Image("jpeg"), "label": tk.ClassLabel(["a", "b"])})
     tk.write_dataset(rows, tmp_path / "ds", schema, shards=tk.ShardOptions(shuffle=False))
-    ours = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
+    ours = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, sampling=tk.InOrder(),
                                            image_size=(64, 64))))["image"]
-    (theirs,) = [b["image"] for b in tf_data.load_tf_dataset(
-        tmp_path / "ds", batch_size=4, shuffle=False, image_size=(64, 64)).as_numpy_iterator()]
+    tf_ds = tf_data.load_tf_dataset(tmp_path / "ds", batch_size=4, sampling=tk.InOrder(),
+                                    image_size=(64, 64))
+    (theirs,) = [b["image"] for b in tf_ds.as_numpy_iterator()]
     assert ours.shape == theirs.shape == (4, 64, 64, 3)
     assert np.array_equal(ours, theirs)
     # The test can tell: with DCT scaling asked for, the pixels differ from tf.data's.
     scaled = next(iter(tk.load_numpy_dataset(
-        tmp_path / "ds", batch_size=4, shuffle=False,
+        tmp_path / "ds", batch_size=4, sampling=tk.InOrder(),
         options=tk.DecodeOptions(image_size=(64, 64), fast_resize=True))))["image"]
     assert not np.array_equal(scaled, theirs)

@@ -140,11 +140,12 @@ def test_every_reader_equals_parse_sequence_example(written, padding, where):
     options = tk.DecodeOptions(padding=padding)
     padded = padding == "pad"
     got = {
-        "numpy": list(tk.load_numpy_dataset(path, batch_size=4, shuffle=False,
+        "numpy": list(tk.load_numpy_dataset(path, batch_size=4, sampling=tk.InOrder(),
                                             options=options)),
-        "tf.data": [_tf_numpy(b) for b in tk.load_tf_dataset(path, batch_size=4,
-                                                              shuffle=False, options=options)],
-        "torch": list(load_torch_dataset(path, batch_size=4, shuffle=False, options=options)),
+        "tf.data": [_tf_numpy(b) for b in tk.load_tf_dataset(
+            path, batch_size=4, sampling=tk.InOrder(), options=options)],
+        "torch": list(load_torch_dataset(path, batch_size=4, sampling=tk.InOrder(),
+                                         options=options)),
     }
     source = tk.load_grain_source(path, options=options)
     got["grain"] = [source.collate([source[i] for i in range(s, min(s + 4, len(source)))])
@@ -167,8 +168,8 @@ def test_every_reader_equals_parse_sequence_example(written, padding, where):
 
 def test_padded_batches_carry_lengths_at_both_levels(written):
     root, rows = written
-    batch = next(iter(tk.load_numpy_dataset(root / "ds", batch_size=11, shuffle=False)))
-    tf_batch = next(iter(tk.load_tf_dataset(root / "ds", batch_size=11, shuffle=False)))
+    batch = next(iter(tk.load_numpy_dataset(root / "ds", batch_size=11, sampling=tk.InOrder())))
+    tf_batch = next(iter(tk.load_tf_dataset(root / "ds", batch_size=11, sampling=tk.InOrder())))
     tokens = batch["tokens"]
     ids = batch["id"].tolist()
     steps = [len(rows[i]["tokens"]) for i in ids]
@@ -183,9 +184,9 @@ def test_padded_batches_carry_lengths_at_both_levels(written):
         np.testing.assert_array_equal(tf_batch["tokens"][part].numpy(), tokens[part])
     # A padded shape fixes the widths; one too small names the record.
     options = tk.DecodeOptions(padded_shapes={"tokens": (5, 4)})
-    fixed = next(iter(tk.load_numpy_dataset(root / "ds", batch_size=11, shuffle=False,
+    fixed = next(iter(tk.load_numpy_dataset(root / "ds", batch_size=11, sampling=tk.InOrder(),
                                             options=options)))
-    tf_fixed = next(iter(tk.load_tf_dataset(root / "ds", batch_size=11, shuffle=False,
+    tf_fixed = next(iter(tk.load_tf_dataset(root / "ds", batch_size=11, sampling=tk.InOrder(),
                                             options=options)))
     assert fixed["tokens"]["values"].shape == (11, 5, 4)
     assert fixed["tokens"]["step_lengths"].shape == (11, 5)
@@ -193,14 +194,14 @@ def test_padded_batches_carry_lengths_at_both_levels(written):
         np.testing.assert_array_equal(tf_fixed["tokens"][part].numpy(), fixed["tokens"][part])
     small = tk.DecodeOptions(padded_shapes={"tokens": (None, 1)})
     with pytest.raises(SchemaError, match=r"tokens.*padded shape"):
-        next(iter(tk.load_numpy_dataset(root / "ds", batch_size=11, shuffle=False,
+        next(iter(tk.load_numpy_dataset(root / "ds", batch_size=11, sampling=tk.InOrder(),
                                         options=small)))
 
 
 def test_single_records_and_resume(written):
     root, _rows = written
     grain = tk.load_grain_source(root / "ds")
-    singles = list(tk.load_tf_dataset(root / "ds", shuffle=False).as_numpy_iterator())
+    singles = list(tk.load_tf_dataset(root / "ds", sampling=tk.InOrder()).as_numpy_iterator())
     for k, single in enumerate(singles):
         mine = grain[k]
         for part in ("values", "lengths", "step_lengths"):
@@ -225,9 +226,9 @@ def test_adopt_and_inspect_describe_feature_lists(written, tmp_path):
         "bags": tk.FeatureList("string", (None,)), "frames": tk.FeatureList("float32", (2,)),
         "id": tk.Scalar("int64"), "tokens": tk.FeatureList("int64", (None,)),
         "words": tk.FeatureList("string")}
-    ours = next(iter(tk.load_numpy_dataset(root / "ds", batch_size=11, shuffle=False)))
+    ours = next(iter(tk.load_numpy_dataset(root / "ds", batch_size=11, sampling=tk.InOrder())))
     adopted = next(iter(tk.load_numpy_dataset(tmp_path / "adopted", batch_size=11,
-                                              shuffle=False)))
+                                              sampling=tk.InOrder())))
     order = np.argsort(adopted["id"])
     for key in ("tokens", "frames"):
         for part in ours[key]:
@@ -311,7 +312,7 @@ def test_bad_values_and_records_are_named(tmp_path):
             writer.write(ex.SerializeToString())
     with pytest.raises(SchemaError, match=r"record 2 .*bad\.tfrecord.*'tokens': step 0 "
                                           r"holds float32"):
-        list(tk.load_numpy_dataset(str(path), batch_size=3, shuffle=False))
+        list(tk.load_numpy_dataset(str(path), batch_size=3, sampling=tk.InOrder()))
 
 
 def test_the_report_and_the_grid_show_feature_lists(written, tmp_path):
@@ -335,15 +336,16 @@ def test_pk_batches_and_triplets_carry_feature_lists(tmp_path):
              "f": np.full((i % 3, 2), i, np.float32)} for i in range(30)]
     tk.write_dataset(rows, tmp_path / "pc", schema,
                      shards=tk.ShardOptions(layout="per_class"), progress=False)
-    pk = {"classes_per_batch": 2, "examples_per_class": 2, "seed": 3}
-    mine = next(iter(tk.iter_pk_batches(tmp_path / "pc", steps=1, **pk)))
-    theirs = next(iter(tk.load_tf_pk_dataset(tmp_path / "pc", **pk)))
+    pk = {"sampling": tk.PK(2, 2), "seed": 3}
+    mine = next(iter(tk.load_numpy_dataset(tmp_path / "pc", **pk)))
+    theirs = next(iter(tk.load_tf_dataset(tmp_path / "pc", **pk)))
     for key, parts in (("x", ("values", "lengths", "step_lengths")),
                        ("f", ("values", "lengths"))):
         assert set(mine[key]) == set(parts)
         for part in parts:
             np.testing.assert_array_equal(mine[key][part], theirs[key][part].numpy())
-    triplets = next(iter(tk.iter_triplets(tmp_path / "pc", batch_size=4)))
+    triplets = next(iter(tk.load_numpy_dataset(tmp_path / "pc", batch_size=4,
+                                               sampling=tk.Triplets())))
     anchor = triplets["anchor"]
     for k in range(len(anchor["__id"])):
         steps = int(anchor["x"]["lengths"][k][0])

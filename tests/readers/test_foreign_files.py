@@ -3,6 +3,8 @@ read by every reader: the TF-free loaders return what load_tf_dataset returns.""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -48,11 +50,11 @@ def tutorial_files(tmp_path_factory):
 
 def test_numpy_loader_reads_them_like_tf_data(tutorial_files):
     pattern = str(tutorial_files / "*.tfrecord")
-    loader = load_numpy_dataset(pattern, batch_size=N, shuffle=False,
+    loader = load_numpy_dataset(pattern, batch_size=N, sampling=tk.InOrder(),
                                 options=DecodeOptions(padding="ragged"))
     assert len(loader) == 1
     (batch,) = list(loader)
-    tf_rows = list(tf_data.load_tf_dataset(pattern, shuffle=False)
+    tf_rows = list(tf_data.load_tf_dataset(pattern, sampling=tk.InOrder())
                    .as_numpy_iterator())
     assert len(tf_rows) == N
     # tf.data interleaves the files; the loader goes file by file: match by caption.
@@ -73,9 +75,10 @@ def test_image_size_on_foreign_images_matches_tf_data(tutorial_files):
     pattern = str(tutorial_files / "*.tfrecord")
     # fast_resize=False: full decode, then tf.image.resize's arithmetic (exact agreement).
     options = DecodeOptions(features=("image_raw",), image_size=(20, 24), fast_resize=False)
-    (batch,) = list(load_numpy_dataset(pattern, batch_size=N, shuffle=False, options=options))
-    tf_rows = list(tf_data.load_tf_dataset(pattern, shuffle=False,
-                                           features=["image_raw"], image_size=(20, 24))
+    (batch,) = list(load_numpy_dataset(pattern, batch_size=N, sampling=tk.InOrder(),
+                                       options=options))
+    tf_rows = list(tf_data.load_tf_dataset(pattern, sampling=tk.InOrder(), image_size=(20, 24),
+                                           options=tk.DecodeOptions(features=["image_raw"]))
                    .as_numpy_iterator())
     assert batch["image_raw"].shape == (N, 20, 24, 3)
     mine = sorted(image.tobytes() for image in batch["image_raw"])
@@ -83,11 +86,13 @@ def test_image_size_on_foreign_images_matches_tf_data(tutorial_files):
 
 
 def test_grain_source_and_order_over_foreign_files(tutorial_files):
-    source = load_grain_source(str(tutorial_files / "*.tfrecord"), features=["label", "bbox"])
+    source = load_grain_source(str(tutorial_files / "*.tfrecord"),
+                               options=tk.DecodeOptions(features=["label", "bbox"]))
     assert len(source) == N
     assert [int(source[i]["label"]) for i in range(N)] == [i % 4 for i in range(N)]
     shuffled = load_numpy_dataset(str(tutorial_files / "*.tfrecord"), batch_size=10,
-                                  shuffle="global", seed=1, features=["label"])
+                                  sampling=tk.Shuffled(exact=True), seed=1,
+                                  options=tk.DecodeOptions(features=["label"]))
     ids = np.concatenate([b["__id"] for b in shuffled])
     assert sorted(ids.tolist()) == list(range(N))
 
@@ -97,7 +102,7 @@ def test_bad_foreign_inputs_are_one_clear_error(tutorial_files, tmp_path):
         load_numpy_dataset(str(tmp_path / "*.tfrecord"), batch_size=2)
     with pytest.raises(DatasetError, match="unknown features"):
         load_numpy_dataset(str(tutorial_files / "*.tfrecord"), batch_size=2,
-                           features=["nope"])
+                           options=tk.DecodeOptions(features=["nope"]))
     # A record whose bbox has another length than the sample showed names record and key.
     odd = tmp_path / "odd.tfrecord"
     with tf.io.TFRecordWriter(str(odd)) as writer:
@@ -105,7 +110,7 @@ def test_bad_foreign_inputs_are_one_clear_error(tutorial_files, tmp_path):
             example = tf.train.Example(features=tf.train.Features(feature={
                 "bbox": tf.train.Feature(float_list=tf.train.FloatList(value=[0.5] * count))}))
             writer.write(example.SerializeToString())
-    loader = load_numpy_dataset(str(odd), batch_size=1001, shuffle=False)
+    loader = load_numpy_dataset(str(odd), batch_size=1001, sampling=tk.InOrder())
     with pytest.raises(SchemaError, match=r"record 1000 .*byte \d+ of .*odd.tfrecord\).*'bbox'"):
         list(loader)
 
@@ -114,17 +119,18 @@ def test_load_tf_dataset_takes_the_same_options_object(tutorial_files):
 
     pattern = str(tutorial_files / "*.tfrecord")
     options = DecodeOptions(features=("label", "image_raw"), image_size=(8, 8))
-    by_object = list(tf_data.load_tf_dataset(pattern, shuffle=False,
+    by_object = list(tf_data.load_tf_dataset(pattern, sampling=tk.InOrder(),
                                              options=options).as_numpy_iterator())
     by_keywords = list(tf_data.load_tf_dataset(
-        pattern, shuffle=False, features=["label", "image_raw"],
-        image_size=(8, 8)).as_numpy_iterator())
+        pattern, sampling=tk.InOrder(), image_size=(8, 8),
+        options=tk.DecodeOptions(features=["label", "image_raw"])).as_numpy_iterator())
     assert set(by_object[0]) == {"label", "image_raw"}
     for a, b in zip(by_object, by_keywords, strict=True):
         assert a["label"] == b["label"] and np.array_equal(a["image_raw"], b["image_raw"])
     # Keywords combine with the options; only a conflict is an error.
-    raw = next(tf_data.load_tf_dataset(pattern, shuffle=False, options=options,
-                                       decode=False).as_numpy_iterator())
+    raw = next(tf_data.load_tf_dataset(
+        pattern, sampling=tk.InOrder(),
+        options=dataclasses.replace(options, decode=False)).as_numpy_iterator())
     assert isinstance(raw["image_raw"], bytes)
     with pytest.raises(ValueError, match=r"image_size=\(4, 4\) conflicts with options"):
         tf_data.load_tf_dataset(pattern, options=options, image_size=4)
@@ -151,18 +157,19 @@ def test_grey_among_colour_jpegs_read_by_glob_as_colour_like_adopt(tmp_path):
             writer.write(tk.encode_example({"image": [encode_image(pixels, "JPEG")],
                                             "label": [i % 2]}))
     pattern = str(tmp_path / "*.tfrecord")
-    globbed = next(iter(tk.load_numpy_dataset(pattern, batch_size=8, shuffle=False)))
+    globbed = next(iter(tk.load_numpy_dataset(pattern, batch_size=8, sampling=tk.InOrder())))
     assert globbed["image"]["values"].shape == (8, 20, 20, 3)
     assert tk.infer_schema(pattern)["image"] == tk.Image(channels=3, dims=False)
     schema = tk.Schema({"image": tk.Image("jpeg", channels=3, dims=False),
                         "label": tk.Scalar("int64")})
-    batch = next(iter(tk.load_numpy_dataset(pattern, batch_size=8, shuffle=False,
-                                            schema=schema)))
+    batch = next(iter(tk.load_numpy_dataset(pattern, batch_size=8, sampling=tk.InOrder(),
+                                            read=tk.ReadOptions(schema=schema))))
     assert batch["image"]["values"].shape[-1] == 3
     np.testing.assert_array_equal(globbed["image"]["values"], batch["image"]["values"])
-    source = tk.load_grain_source(pattern, schema=schema)
+    source = tk.load_grain_source(pattern, read=tk.ReadOptions(schema=schema))
     assert source[0]["image"]["values"].shape[-1] == 3
     torch = pytest.importorskip("torch")
-    ds = tk.load_torch_dataset(pattern, batch_size=8, shuffle=False, schema=schema)
+    ds = tk.load_torch_dataset(pattern, batch_size=8, sampling=tk.InOrder(),
+                               read=tk.ReadOptions(schema=schema))
     first = next(iter(torch.utils.data.DataLoader(ds, batch_size=None)))
     assert np.array_equal(first["image"]["values"].numpy(), batch["image"]["values"])

@@ -10,6 +10,7 @@ import pytest
 
 grain = pytest.importorskip("grain")
 
+import tfrecordkit as tk  # noqa: E402
 from tests.datasets import LOADER_RECORDS as RECORDS  # noqa: E402
 from tests.datasets import digits_folder  # noqa: E402
 from tfrecordkit.convert import convert  # noqa: E402
@@ -28,7 +29,8 @@ def test_satisfies_grains_protocol_and_repr_is_stable(dataset):
     assert isinstance(source, RandomAccessDataSource)
     assert len(source) == N
     assert repr(source) == repr(load_grain_source(dataset))
-    assert repr(source) != repr(load_grain_source(dataset, features=["v"]))
+    assert repr(source) != repr(load_grain_source(dataset,
+                                                  options=tk.DecodeOptions(features=["v"])))
     clone = pickle.loads(pickle.dumps(source))
     assert repr(clone) == repr(source) and clone[5]["v"] == source[5]["v"]
 
@@ -87,7 +89,7 @@ def test_values_equal_the_numpy_loaders(tmp_path):
 
 
 def test_records_parsed_but_not_decoded_without_decode(dataset):
-    source = load_grain_source(dataset, decode=False)
+    source = load_grain_source(dataset, options=tk.DecodeOptions(decode=False))
     from tfrecordkit import decode_example, open_split
 
     split = open_split(dataset)
@@ -108,14 +110,15 @@ def test_records_parsed_but_not_decoded_without_decode(dataset):
     assert list(batch["__id"]) == [3, 1, 2]
 
 
-@pytest.mark.parametrize("shuffle", ["block", "global"])
+@pytest.mark.parametrize("shuffle", [tk.Shuffled(), tk.Shuffled(exact=True)])
 def test_grain_reads_the_numpy_loaders_shuffled_order(dataset, shuffle):
     source = load_grain_source(dataset)
     for epoch in (0, 1):
-        keys = source.order(seed=5, epoch=epoch, shuffle=shuffle)
+        keys = source.order(seed=5, epoch=epoch, sampling=shuffle)
         ds = grain.MapDataset.range(len(source)).map(lambda i, k=keys: source[int(k[i])])
         grain_batches = list(ds.batch(16, batch_fn=source.collate))
-        loader = load_numpy_dataset(dataset, batch_size=16, seed=5, shuffle=shuffle)
+        loader = load_numpy_dataset(dataset, batch_size=16, sampling=shuffle,
+                                    seed=5)
         loader.set_epoch(epoch)
         numpy_batches = list(loader)
         assert len(grain_batches) == len(numpy_batches)

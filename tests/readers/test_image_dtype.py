@@ -19,8 +19,8 @@ def digits(tmp_path_factory):
 
 
 def numpy_images(path, options):
-    return {int(i): image for batch in tk.load_numpy_dataset(path, batch_size=12, shuffle=False,
-                                                             options=options)
+    return {int(i): image for batch in tk.load_numpy_dataset(path, batch_size=12,
+                                                             sampling=tk.InOrder(), options=options)
             for i, image in zip(batch["__id"], batch["image"], strict=True)}
 
 
@@ -43,8 +43,7 @@ def test_float32_is_pixels_over_255_then_normalised(digits):
 def test_tf_data_gives_the_same_bits(tf, digits, options):
     chosen = tk.DecodeOptions(**options)
     ours = sorted(image.tobytes() for image in numpy_images(digits, chosen).values())
-    ds = tk.load_tf_dataset(digits, batch_size=12, shuffle=False,
-                            options=chosen)
+    ds = tk.load_tf_dataset(digits, batch_size=12, sampling=tk.InOrder(), options=chosen)
     theirs = sorted(image.tobytes() for batch in ds for image in batch["image"].numpy())
     assert ours == theirs
 

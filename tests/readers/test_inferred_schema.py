@@ -39,7 +39,7 @@ def test_a_key_or_length_first_seen_late_is_refused_naming_file_record_key_and_f
     _write(tmp_path / "late.tfrecord", [make(i) for i in range(LATE + 20)])
     pattern = str(tmp_path / "*.tfrecord")
     with pytest.raises(tk.SchemaError) as caught:
-        _all(tk.load_numpy_dataset(pattern, batch_size=64, shuffle=False))
+        _all(tk.load_numpy_dataset(pattern, batch_size=64, sampling=tk.InOrder()))
     message = str(caught.value)
     assert "late.tfrecord" in message and key in message
     assert "infer_schema(files, sample=None)" in message
@@ -59,9 +59,10 @@ def test_every_record_profiled_reads_them_and_adopt_describes_them_alike(tmp_pat
     assert adopted.schema["label"] == tk.ClassLabel(["0", "1", "2"])  # adopt names the label
     assert {k: f for k, f in adopted.schema.items() if k != "label"} == {
         k: f for k, f in schema.items() if k != "label"}
-    by_glob = _all(tk.load_numpy_dataset(pattern, batch_size=64, shuffle=False,
-                                         schema=schema))
-    by_adopt = _all(tk.load_numpy_dataset(tmp_path / "adopted", batch_size=64, shuffle=False))
+    by_glob = _all(tk.load_numpy_dataset(pattern, batch_size=64, sampling=tk.InOrder(),
+                                         read=tk.ReadOptions(schema=schema)))
+    by_adopt = _all(tk.load_numpy_dataset(tmp_path / "adopted", batch_size=64,
+                                          sampling=tk.InOrder()))
     assert len(by_glob) == len(by_adopt)
     for a, b in zip(by_glob, by_adopt, strict=True):
         for name in (key, "label"):
@@ -110,7 +111,7 @@ def test_the_rule_for_each_kind(tmp_path):
     assert whole["vector"] == tk.Tensor((3,), "float32", encoding="list")
     assert whole["ids"] == tk.Sequence(tk.Scalar("int64"))
     assert whole["count"] == tk.Scalar("int64")
-    batch = next(iter(tk.load_numpy_dataset(pattern, batch_size=6, shuffle=False)))
+    batch = next(iter(tk.load_numpy_dataset(pattern, batch_size=6, sampling=tk.InOrder())))
     assert batch["caption"][2] == b"photo 2"
     np.testing.assert_array_equal(batch["vector"][:, 2], np.arange(6, dtype=np.float32))
     assert batch["image"]["values"].shape == (6, 21, 20, 3)
@@ -128,10 +129,10 @@ def test_more_channels_than_the_sample_showed_is_refused(tmp_path):
     pattern = str(tmp_path / "f.tfrecord")
     assert tk.infer_schema(pattern)["image"].channels == 1
     with pytest.raises(tk.SchemaError, match=r"3 channels; the schema decodes to 1"):
-        _all(tk.load_numpy_dataset(pattern, batch_size=128, shuffle=False))
+        _all(tk.load_numpy_dataset(pattern, batch_size=128, sampling=tk.InOrder()))
     whole = tk.infer_schema(pattern, sample=None)
-    batches = _all(tk.load_numpy_dataset(pattern, batch_size=128, shuffle=False,
-                                         schema=whole))
+    batches = _all(tk.load_numpy_dataset(pattern, batch_size=128, sampling=tk.InOrder(),
+                                         read=tk.ReadOptions(schema=whole)))
     assert batches[-1]["image"].shape[-1] == 3
 
 
@@ -149,7 +150,8 @@ def test_tf_data_reads_the_late_key_with_the_whole_profile(tmp_path):
     _write(tmp_path / "late.tfrecord", [_late_key(i) for i in range(LATE + 20)])
     pattern = str(tmp_path / "*.tfrecord")
     schema = tk.infer_schema(pattern, sample=None)
-    ds = tk.load_tf_dataset(pattern, batch_size=None, shuffle=False, schema=schema)
+    ds = tk.load_tf_dataset(pattern, batch_size=None, sampling=tk.InOrder(),
+                            read=tk.ReadOptions(schema=schema))
     rows = list(ds.as_numpy_iterator())
     assert int(rows[0]["extra"]["lengths"][0]) == 0
     np.testing.assert_array_equal(rows[-1]["extra"]["values"], [LATE + 19, LATE + 20])

@@ -3,6 +3,7 @@ step, resume is exact, values equal the source."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -33,10 +34,12 @@ def _ids(loader, steps=None):
     return out
 
 
-@pytest.mark.parametrize("shuffle", ["global", "block", False])
-def test_one_epoch_covers_the_first_len_times_b_positions_once(dataset, shuffle):
-    loader = load_numpy_dataset(dataset, batch_size=16, shuffle=shuffle, seed=4,
-                                drop_last=True)
+@pytest.mark.parametrize(("sampling", "shuffle"), [
+    (tk.Shuffled(exact=True, drop_last=True), "global"),
+    (tk.Shuffled(drop_last=True), "block"), (tk.InOrder(drop_last=True), False)])
+def test_one_epoch_covers_the_first_len_times_b_positions_once(dataset, sampling, shuffle):
+    loader = load_numpy_dataset(dataset, batch_size=16,
+                                sampling=sampling, seed=4)
     assert len(loader) == N // 16
     ids = [i for batch in _ids(loader) for i in batch]
     assert len(ids) == len(set(ids)) == len(loader) * 16
@@ -57,8 +60,10 @@ def test_same_configuration_same_ids_and_epochs_differ(dataset):
 
 @pytest.mark.parametrize("world", [1, 2, 4])
 def test_ranks_split_every_step_into_equal_disjoint_parts(dataset, world):
-    single = _ids(load_numpy_dataset(dataset, batch_size=16, seed=3, drop_last=True))
-    ranks = [_ids(load_numpy_dataset(dataset, batch_size=16, seed=3, drop_last=True,
+    single = _ids(load_numpy_dataset(dataset, batch_size=16, sampling=tk.Shuffled(drop_last=True),
+                                     seed=3))
+    ranks = [_ids(load_numpy_dataset(dataset, batch_size=16,
+                                     sampling=tk.Shuffled(drop_last=True), seed=3,
                                      partition=tk.Partition(r, world))) for r in range(world)]
     assert all(len(r) == len(single) for r in ranks)
     for step, together in enumerate(zip(*ranks, strict=True)):
@@ -71,12 +76,13 @@ def test_every_record_by_default_and_the_last_batch_smaller_on_one_rank(dataset)
     sizes = [len(batch["__id"]) for batch in loader]
     assert len(loader) == len(sizes) == -(-N // 16) and sizes[-1] == N % 16
     assert sorted(i for batch in loader for i in batch["__id"].tolist()) == list(range(N))
-    dropping = load_numpy_dataset(dataset, batch_size=16, seed=2, drop_last=True)
+    dropping = load_numpy_dataset(dataset, batch_size=16, sampling=tk.Shuffled(drop_last=True),
+                                  seed=2)
     assert len(dropping) == N // 16
 
 
 def test_drop_last_false_pads_by_wrapping_and_marks_valid(dataset):
-    ranks = [load_numpy_dataset(dataset, batch_size=16, drop_last=False,
+    ranks = [load_numpy_dataset(dataset, batch_size=16, sampling=tk.Shuffled(),
                                 partition=tk.Partition(r, 2)) for r in range(2)]
     assert len(ranks[0]) == -(-N // 16)
     seen = []
@@ -107,18 +113,19 @@ def test_resume_in_a_fresh_loader_equals_the_uninterrupted_run(dataset, stop_at)
 
 
 def test_state_saved_at_four_ranks_restores_at_two(dataset):
-    fours = [load_numpy_dataset(dataset, batch_size=16, seed=5, partition=tk.Partition(r, 4),
-                                drop_last=True) for r in range(4)]
+    fours = [load_numpy_dataset(dataset, batch_size=16, sampling=tk.Shuffled(drop_last=True),
+                                seed=5, partition=tk.Partition(r, 4)) for r in range(4)]
     for loader in fours:
         _ids(loader, steps=3)
     states = [loader.state_dict() for loader in fours]
     assert all(s == states[0] for s in states)  # the same on every rank
-    twos = [load_numpy_dataset(dataset, batch_size=16, seed=5, partition=tk.Partition(r, 2),
-                               drop_last=True) for r in range(2)]
+    twos = [load_numpy_dataset(dataset, batch_size=16, sampling=tk.Shuffled(drop_last=True), seed=5,
+                               partition=tk.Partition(r, 2)) for r in range(2)]
     for loader in twos:
         loader.load_state_dict(states[0])
     parts = [_ids(t) for t in twos]
-    reference = _ids(load_numpy_dataset(dataset, batch_size=16, seed=5, drop_last=True))[3:]
+    reference = _ids(load_numpy_dataset(dataset, batch_size=16,
+                                        sampling=tk.Shuffled(drop_last=True), seed=5))[3:]
     assert [a + b for a, b in zip(*parts, strict=True)] == reference
 
 
@@ -134,7 +141,7 @@ def test_a_state_from_elsewhere_is_refused(dataset, tmp_path):
 
 
 def test_values_equal_the_source(dataset):
-    loader = load_numpy_dataset(dataset, batch_size=32, shuffle="global")
+    loader = load_numpy_dataset(dataset, batch_size=32, sampling=tk.Shuffled(exact=True))
     split = tk.open_split(dataset)
     for batch in loader:
         for k, i in enumerate(batch["__id"].tolist()):
@@ -148,7 +155,7 @@ def test_values_equal_the_source(dataset):
 def test_pixels_equal_the_source_images(tmp_path):
     pixels = digits_folder(tmp_path / "src", limit_per_class=10)
     convert(ImageFolder(tmp_path / "src"), tmp_path / "ds", workers=1, progress=False)
-    loader = load_numpy_dataset(tmp_path / "ds", batch_size=20, shuffle="global")
+    loader = load_numpy_dataset(tmp_path / "ds", batch_size=20, sampling=tk.Shuffled(exact=True))
     by_bytes = {px.tobytes() for px in pixels.values()}
     seen = 0
     for batch in loader:
@@ -165,8 +172,8 @@ def test_tensorflow_is_never_imported(dataset):
             f"for b in tk.load_numpy_dataset({str(dataset)!r}, batch_size=8): pass\n"
             "r = tk.open_split(" + repr(str(dataset)) + "); r[0]\n"
             f"s = tk.load_grain_source({str(dataset)!r}); s[3]; s._getitems([1, 2])\n"
-            f"for b in tk.iter_pk_batches({str(dataset)!r}, classes_per_batch=2, "
-            "examples_per_class=2, steps=3): pass\n"
+            f"for b in tk.load_numpy_dataset({str(dataset)!r}, sampling=tk.PK(2, 2))"
+            ".batches(3): pass\n"
             "loaded = [m for m in ('tensorflow', 'torch', 'grain', 'jax') if m in sys.modules]\n"
             "assert not loaded, loaded\n"
             "print('ok')")
@@ -188,12 +195,12 @@ def test_a_bad_record_in_a_prefetched_step_names_itself_and_stopping_early_is_cl
                        "width": width, "channels": 3}, "n": i} for i in range(100)]
     write_dataset(rows, tmp_path / "ds", schema,
                   shards=ShardOptions(num_shards=2, shuffle=False), progress=False)
-    loader = load_numpy_dataset(tmp_path / "ds", batch_size=10, shuffle=False)
+    loader = load_numpy_dataset(tmp_path / "ds", batch_size=10, sampling=tk.InOrder())
     first = next(iter(loader))  # abandoning the iteration with steps in flight is fine
     assert first["n"].tolist() == list(range(10))
     with pytest.raises(SchemaError, match=r"^record 77 \[train\] \(byte \d+ of .*"
                                           r"train-00001-of-00002.tfrecord\): feature 'image'"):
-        list(load_numpy_dataset(tmp_path / "ds", batch_size=10, shuffle=False))
+        list(load_numpy_dataset(tmp_path / "ds", batch_size=10, sampling=tk.InOrder()))
 
 
 def _identity(values, rng):
@@ -210,10 +217,11 @@ def test_columnar_and_per_record_batches_are_identical(tmp_path, padding):
                   shards=ShardOptions(num_shards=2),
                   progress=False)
     options = tk.DecodeOptions(padding=padding)
-    columnar = list(load_numpy_dataset(tmp_path / "ds", batch_size=16, options=options,
-                                       shuffle="global"))
-    by_row = list(load_numpy_dataset(tmp_path / "ds", batch_size=16, options=options,
-                                     shuffle="global", augment=_identity))
+    columnar = list(load_numpy_dataset(tmp_path / "ds", batch_size=16,
+                                       sampling=tk.Shuffled(exact=True), options=options))
+    by_row = list(load_numpy_dataset(tmp_path / "ds", batch_size=16,
+                                     sampling=tk.Shuffled(exact=True),
+                                     options=dataclasses.replace(options, augment=_identity)))
 
     def same(a, b):
         if isinstance(a, dict):
@@ -246,13 +254,15 @@ def test_light_local_records_read_on_one_thread_the_rest_on_all(tmp_path):
     convert(ImageFolder(tmp_path / "digits"), tmp_path / "images", workers=1)
 
     def loader(name, **kwargs):
-        return load_numpy_dataset(tmp_path / name, batch_size=32, num_threads=3, **kwargs)
+        return load_numpy_dataset(tmp_path / name, batch_size=32,
+                                  read=tk.ReadOptions(num_threads=3), **kwargs)
 
     assert loader("plain").pool_threads == 1
     assert loader("gzip").pool_threads == 3
     assert loader("images").pool_threads == 3
-    assert loader("plain", augment=lambda values, rng: values).pool_threads == 3
+    augment = tk.DecodeOptions(augment=lambda values, rng: values)
+    assert loader("plain", options=augment).pool_threads == 3
     for name in ("plain", "gzip", "images"):
         one = [b["__id"].tolist() for b in load_numpy_dataset(tmp_path / name, batch_size=32,
-                                                              num_threads=1)]
+                                                              read=tk.ReadOptions(num_threads=1))]
         assert [b["__id"].tolist() for b in loader(name)] == one

@@ -62,7 +62,7 @@ def test_adopted_od_api_files_read_alike_in_every_reader(od_files):
     schema = manifest.schema
     assert isinstance(schema["image/encoded"], tk.Image)
     assert isinstance(schema["image/object/bbox/xmin"], tk.Sequence)
-    numpy = next(iter(tk.load_numpy_dataset(od_files, batch_size=6, shuffle=False,
+    numpy = next(iter(tk.load_numpy_dataset(od_files, batch_size=6, sampling=tk.InOrder(),
                                             options=tk.DecodeOptions(padding="ragged"))))
     assert numpy["image/height"].tolist() == [10 + i for i in range(6)]
     for i, pixels in enumerate(numpy["image/encoded"]):
@@ -72,7 +72,7 @@ def test_adopted_od_api_files_read_alike_in_every_reader(od_files):
     assert [len(b) for b in numpy["image/object/bbox/xmin"]] == [i % 3 for i in range(6)]
     from tfrecordkit.readers.tf_data import load_tf_dataset
 
-    (tf_batch,) = list(load_tf_dataset(od_files, batch_size=6, shuffle=False,
+    (tf_batch,) = list(load_tf_dataset(od_files, batch_size=6, sampling=tk.InOrder(),
                                        options=tk.DecodeOptions(padding="ragged")).as_numpy_iterator())
     assert tf_batch["image/height"].tolist() == numpy["image/height"].tolist()
     for i in range(6):

@@ -34,7 +34,7 @@ FILLS = {"v": -1}
 def test_numpy_batches_pad_to_the_given_shapes(tmp_path):
     rows = write(tmp_path)
     options = tk.DecodeOptions(padded_shapes=SHAPES, padding_values=FILLS)
-    for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
+    for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, sampling=tk.InOrder(),
                                        options=options):
         images, v = batch["image"], batch["v"]
         widest = max(rows[int(n)]["image"].shape[1] for n in batch["n"])
@@ -55,9 +55,10 @@ def test_tf_data_pads_the_same_way(tmp_path):
     pytest.importorskip("tensorflow")
     write(tmp_path)
     options = tk.DecodeOptions(padded_shapes=SHAPES, padding_values=FILLS)
-    want = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
+    want = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, sampling=tk.InOrder(),
                                       options=options))
-    got = list(tk.load_tf_dataset(tmp_path / "ds", batch_size=4, shuffle=False, options=options))
+    got = list(tk.load_tf_dataset(tmp_path / "ds", batch_size=4, sampling=tk.InOrder(),
+                                  options=options))
     assert len(got) == len(want) == 3
     for a, b in zip(got, want, strict=True):
         assert np.array_equal(a["n"].numpy(), b["n"])
@@ -71,7 +72,7 @@ def test_a_value_larger_than_its_shape_is_named(tmp_path):
     write(tmp_path)
     options = tk.DecodeOptions(padded_shapes={"image": (45, None, 3)})
     with pytest.raises(SchemaError, match=r"'image'.*larger than the padded shape"):
-        list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
+        list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4, sampling=tk.InOrder(),
                                    options=options))
 
 
@@ -79,7 +80,7 @@ def test_a_value_larger_than_its_shape_is_named(tmp_path):
 def test_a_value_larger_than_its_shape_fails_in_tf_data_naming_the_feature(tmp_path):
     tf = pytest.importorskip("tensorflow")
     write(tmp_path)
-    ds = tk.load_tf_dataset(tmp_path / "ds", batch_size=4, shuffle=False,
+    ds = tk.load_tf_dataset(tmp_path / "ds", batch_size=4, sampling=tk.InOrder(),
                             options=tk.DecodeOptions(padded_shapes={"image": (45, None, 3)}))
     # TensorFlow's assertion, met in Python, comes back as the TF-free reader's error.
     with pytest.raises(tk.SchemaError, match=r"(?s)'image'.*larger than the padded shape.*"

@@ -45,15 +45,18 @@ def _gather(batches):
 
 
 def test_numpy_and_torch_loaders_return_the_stored_id(with_ids):
-    numpy_batches = list(tk.load_numpy_dataset(with_ids, batch_size=8, drop_last=False,
+    numpy_batches = list(tk.load_numpy_dataset(with_ids, batch_size=8,
+                                               sampling=tk.Shuffled(),
                                                partition=tk.Partition(1, 2)))
     assert all(VALID in b for b in numpy_batches)
-    every = _gather(list(tk.load_numpy_dataset(with_ids, batch_size=8, drop_last=False)))
+    every = _gather(list(tk.load_numpy_dataset(with_ids, batch_size=8,
+                                               sampling=tk.Shuffled())))
     _check(every)
     assert sorted(every[RECORD_ID].tolist()) == list(range(N))
     pytest.importorskip("torch")
     torch_batches = [{k: v.numpy() if hasattr(v, "numpy") else v for k, v in b.items()}
-                     for b in tk.load_torch_dataset(with_ids, batch_size=8, drop_last=False)]
+                     for b in tk.load_torch_dataset(with_ids, batch_size=8,
+                                                    sampling=tk.Shuffled())]
     _check(_gather(torch_batches))
 
 
@@ -65,8 +68,7 @@ def test_grain_source_returns_the_stored_id(with_ids):
 
 
 def test_pk_batches_keep_the_stored_id_beside_their_own_keys(with_ids):
-    batch = next(iter(tk.iter_pk_batches(with_ids, classes_per_batch=2,
-                                         examples_per_class=4, seed=1)))
+    batch = next(iter(tk.load_numpy_dataset(with_ids, sampling=tk.PK(2, 4), seed=1)))
     assert sorted(batch[CLASS_POSITION].tolist()) == [0] * 4 + [1] * 4
     ids = batch["id"].tolist()
     assert all(1000 <= i < 1000 + N for i in ids)
@@ -93,12 +95,12 @@ def other_label(tmp_path_factory):
 
 def _pk_readers(path):
     torch = pytest.importorskip("torch")
-    pk = {"classes_per_batch": 3, "examples_per_class": 2}
-    out = {"numpy": next(iter(tk.iter_pk_batches(path, steps=1, **pk))),
+    pk = {"sampling": tk.PK(3, 2)}
+    out = {"numpy": next(iter(tk.load_numpy_dataset(path, **pk))),
            "torch": {k: v.numpy() if hasattr(v, "numpy") else v for k, v in next(iter(
-               torch.utils.data.DataLoader(tk.load_torch_pk_dataset(path, **pk),
+               torch.utils.data.DataLoader(tk.load_torch_dataset(path, **pk),
                                            batch_size=None))).items()}}
-    triplets = next(iter(tk.iter_triplets(path, batch_size=4)))
+    triplets = next(iter(tk.load_numpy_dataset(path, batch_size=4, sampling=tk.Triplets())))
     return out, triplets
 
 
@@ -116,17 +118,15 @@ def test_pk_and_triplets_keep_a_label_feature_and_give_class_ids_apart(other_lab
 @pytest.mark.integration
 def test_tf_pk_and_triplets_give_class_ids_the_same_way(other_label):
     pytest.importorskip("tensorflow")
-    batch = next(iter(tk.load_tf_pk_dataset(other_label, classes_per_batch=3,
-                                            examples_per_class=2)))
+    batch = next(iter(tk.load_tf_dataset(other_label, sampling=tk.PK(3, 2))))
     assert (batch["__class"].numpy() == batch["kind"].numpy()).all()
     assert ((batch["label"].numpy() - 500) % 3 == batch["kind"].numpy()).all()
-    triplet = next(iter(tk.load_tf_triplet_dataset(other_label, batch_size=4)))
+    triplet = next(iter(tk.load_tf_dataset(other_label, batch_size=4, sampling=tk.Triplets())))
     assert ((triplet["anchor"]["label"].numpy() - 500) % 3
             == triplet["anchor"]["__class"].numpy()).all()
     # as_supervised: the class ids are the label, not an input.
-    inputs, labels = next(iter(tk.load_tf_pk_dataset(other_label, classes_per_batch=3,
-                                                     examples_per_class=2,
-                                                     as_supervised=True)))
+    inputs, labels = next(iter(tk.load_tf_dataset(other_label, sampling=tk.PK(3, 2),
+                                                  options=tk.DecodeOptions(as_supervised=True))))
     # the one input left is the "label" feature's numbers
     assert (inputs.numpy() >= 500).all() and labels.shape == (6,)
 
@@ -143,7 +143,8 @@ def test_globbed_files_with_reserved_keys_are_refused(tmp_path, key):
     # Given a schema that leaves the key out, the files read.
     schema = tk.Schema({"x": tk.Scalar("float32")})
     batch = next(iter(tk.load_tf_dataset(str(tmp_path / "*.tfrecord"), batch_size=3,
-                                         shuffle=False, schema=schema)))
+                                         sampling=tk.InOrder(),
+                                         read=tk.ReadOptions(schema=schema))))
     assert batch["x"].numpy().tolist() == [0.0, 1.0, 2.0] and key not in batch
 
 

@@ -159,12 +159,13 @@ def assert_same(a, b, where):
 
 
 def _batches(path: Path, options: tk.DecodeOptions, names: list[str]) -> dict[str, list]:
-    tf_batches = list(tk.load_tf_dataset(path, batch_size=BATCH, shuffle=False, options=options))
-    numpy_batches = list(tk.load_numpy_dataset(path, batch_size=BATCH, shuffle=False,
+    tf_batches = list(tk.load_tf_dataset(path, batch_size=BATCH, sampling=tk.InOrder(),
+                                         options=options))
+    numpy_batches = list(tk.load_numpy_dataset(path, batch_size=BATCH, sampling=tk.InOrder(),
                                                options=options))
     from tfrecordkit.readers.torch_data import load_torch_dataset
 
-    torch_batches = list(load_torch_dataset(path, batch_size=BATCH, shuffle=False,
+    torch_batches = list(load_torch_dataset(path, batch_size=BATCH, sampling=tk.InOrder(),
                                             options=options))
     source = tk.load_grain_source(path, options=options)
     grain_batches = [source.collate([source[i] for i in range(s, min(s + BATCH, len(source)))])
@@ -222,13 +223,13 @@ def test_undecoded_records_read_alike(kinds, padding):
     with tempfile.TemporaryDirectory() as root:
         path = _write(Path(root), kinds, 7, 3)
         schema = tk.load_manifest(path).schema
-        tf_rows = list(tk.load_tf_dataset(path, shuffle=False, options=options))
+        tf_rows = list(tk.load_tf_dataset(path, sampling=tk.InOrder(), options=options))
         got = {
-            "tf.data": list(tk.load_tf_dataset(path, batch_size=BATCH, shuffle=False,
+            "tf.data": list(tk.load_tf_dataset(path, batch_size=BATCH, sampling=tk.InOrder(),
                                                options=options)),
-            "numpy": list(tk.load_numpy_dataset(path, batch_size=BATCH, shuffle=False,
+            "numpy": list(tk.load_numpy_dataset(path, batch_size=BATCH, sampling=tk.InOrder(),
                                                 options=options)),
-            "torch": list(load_torch_dataset(path, batch_size=BATCH, shuffle=False,
+            "torch": list(load_torch_dataset(path, batch_size=BATCH, sampling=tk.InOrder(),
                                              options=options)),
         }
         source = tk.load_grain_source(path, options=options)
@@ -269,7 +270,7 @@ def test_torch_workers_give_the_same_batches():
     with tempfile.TemporaryDirectory() as root:
         path = _write(Path(root), kinds, 10, 5)
         want = _batches(path, options, kinds)["tf.data"]
-        workers = DataLoader(load_torch_dataset(path, batch_size=BATCH, shuffle=False,
+        workers = DataLoader(load_torch_dataset(path, batch_size=BATCH, sampling=tk.InOrder(),
                                                 options=options),
                              batch_size=None, num_workers=2)
         got = [{n: plain(b[n]) for n in kinds} for b in workers]
@@ -370,8 +371,8 @@ def test_globbed_and_adopted_files_read_alike(padding, tmp_path):
     manifest = tk.adopt(adopted)
     schema = tk.infer_schema(pattern, sample=None)
     assert schema == manifest.schema and isinstance(schema["obj"], tk.Boxes)
-    numpy_glob = list(tk.load_numpy_dataset(pattern, batch_size=BATCH, shuffle=False,
-                                            options=options, schema=schema))
+    numpy_glob = list(tk.load_numpy_dataset(pattern, batch_size=BATCH, sampling=tk.InOrder(),
+                                            options=options, read=tk.ReadOptions(schema=schema)))
     got = _batches(adopted, options, names)
     glob = [{n: plain(b[n]) for n in names} for b in numpy_glob]
     for reader, batches in got.items():

@@ -37,14 +37,14 @@ def mixed_channels(tmp_path_factory):
 def test_pk_and_triplets_read_with_a_given_schema(mixed_channels):
     grey = tk.Schema({"image": tk.Image("jpeg", channels=1, dims=False),
                       "label": tk.ClassLabel(["0", "1", "2", "3"])})
-    batch = next(iter(tk.iter_pk_batches(mixed_channels, classes_per_batch=2,
-                                         examples_per_class=3, schema=grey)))
+    batch = next(iter(tk.load_numpy_dataset(mixed_channels, sampling=tk.PK(2, 3),
+                                            read=tk.ReadOptions(schema=grey))))
     assert _pixels(batch["image"]).shape[-1] == 1
-    default = next(iter(tk.iter_pk_batches(mixed_channels, classes_per_batch=2,
-                                           examples_per_class=3)))
+    default = next(iter(tk.load_numpy_dataset(mixed_channels, sampling=tk.PK(2, 3))))
     assert _pixels(default["image"]).shape[-1] == 3  # adopt: grey among colour as colour
     np.testing.assert_array_equal(batch["__class"], default["__class"])
-    triplet = next(iter(tk.iter_triplets(mixed_channels, batch_size=4, schema=grey)))
+    triplet = next(iter(tk.load_numpy_dataset(mixed_channels, batch_size=4, sampling=tk.Triplets(),
+                                              read=tk.ReadOptions(schema=grey))))
     assert _pixels(triplet["anchor"]["image"]).shape[-1] == 1
 
 
@@ -52,10 +52,11 @@ def test_a_schema_the_records_do_not_fit_is_refused_before_training(mixed_channe
     wrong = tk.Schema({"pixels": tk.Image("jpeg", dims=False),
                        "label": tk.ClassLabel(["0", "1", "2", "3"])})
     with pytest.raises(tk.DatasetError, match=r"records lack \['pixels'\]"):
-        tk.iter_pk_batches(mixed_channels, classes_per_batch=2, examples_per_class=2,
-                           schema=wrong)
+        tk.load_numpy_dataset(mixed_channels, sampling=tk.PK(2, 2),
+                              read=tk.ReadOptions(schema=wrong))
     with pytest.raises(tk.DatasetError, match="schema mismatch"):
-        next(tk.iter_triplets(mixed_channels, batch_size=2, schema=wrong))
+        next(iter(tk.load_numpy_dataset(mixed_channels, batch_size=2, sampling=tk.Triplets(),
+                                   read=tk.ReadOptions(schema=wrong))))
 
 
 @pytest.mark.integration
@@ -63,13 +64,12 @@ def test_tf_pk_and_torch_pk_take_it_too(mixed_channels):
     pytest.importorskip("tensorflow")
     grey = tk.Schema({"image": tk.Image("jpeg", channels=1, dims=False),
                       "label": tk.ClassLabel(["0", "1", "2", "3"])})
-    ds = tk.load_tf_pk_dataset(mixed_channels, classes_per_batch=2, examples_per_class=3,
-                               schema=grey)
+    ds = tk.load_tf_dataset(mixed_channels, sampling=tk.PK(2, 3), read=tk.ReadOptions(schema=grey))
     batch = next(iter(ds))
     assert _pixels(tf_numpy(batch["image"])).shape[-1] == 1
     torch = pytest.importorskip("torch")
-    loader = tk.load_torch_pk_dataset(mixed_channels, classes_per_batch=2,
-                                      examples_per_class=3, schema=grey)
+    loader = tk.load_torch_dataset(mixed_channels, sampling=tk.PK(2, 3),
+                                   read=tk.ReadOptions(schema=grey))
     first = next(iter(torch.utils.data.DataLoader(loader, batch_size=None)))
     assert _pixels(first["image"]).shape[-1] == 1
 
@@ -88,7 +88,7 @@ def test_adopt_with_a_given_schema(tmp_path):
     manifest = tk.adopt(str(tmp_path / "f.tfrecord"), tmp_path / "ds", schema=schema)
     assert manifest.schema == schema and manifest.label_feature == "label"
     assert manifest.class_names == ("a", "b", "c")
-    batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=30, shuffle=False)))
+    batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=30, sampling=tk.InOrder())))
     assert set(batch) >= {"x", "label"} and "note" not in batch
     assert batch["x"]["values"].shape == (30, 3)
     bad = tk.Schema({"x": tk.Scalar("float32")})  # three values per record, not one

@@ -88,13 +88,13 @@ def _check(row: dict, want: dict) -> None:
 def test_every_reader_equals_parse_sequence_example(files):
     from tfrecordkit.readers.torch_data import load_torch_dataset
 
-    numpy_rows = [r for b in tk.load_numpy_dataset(files, batch_size=4, shuffle=False)
+    numpy_rows = [r for b in tk.load_numpy_dataset(files, batch_size=4, sampling=tk.InOrder())
                   for r in _rows(b, len(b["__id"]))]
-    tf_rows = [r for b in tk.load_tf_dataset(files, batch_size=4, shuffle=False)
+    tf_rows = [r for b in tk.load_tf_dataset(files, batch_size=4, sampling=tk.InOrder())
                for r in _rows({k: ({kk: vv.numpy() for kk, vv in v.items()}
                                    if isinstance(v, dict) else v.numpy())
                                for k, v in b.items()}, int(b["id"].shape[0]))]
-    torch_rows = [r for b in load_torch_dataset(files, batch_size=4, shuffle=False)
+    torch_rows = [r for b in load_torch_dataset(files, batch_size=4, sampling=tk.InOrder())
                   for r in _rows({k: ({kk: np.asarray(vv) for kk, vv in v.items()}
                                       if isinstance(v, dict) else np.asarray(v))
                                   for k, v in b.items()}, len(b["__id"]))]
@@ -112,15 +112,15 @@ def test_every_reader_equals_parse_sequence_example(files):
 
 def test_ragged_and_single_examples_alike(files):
     options = tk.DecodeOptions(padding="ragged")
-    batch = next(iter(tk.load_numpy_dataset(files, batch_size=N, shuffle=False,
+    batch = next(iter(tk.load_numpy_dataset(files, batch_size=N, sampling=tk.InOrder(),
                                             options=options)))
-    tf_batch = next(iter(tk.load_tf_dataset(files, batch_size=N, shuffle=False,
+    tf_batch = next(iter(tk.load_tf_dataset(files, batch_size=N, sampling=tk.InOrder(),
                                             options=options)))
     for k in range(N):
         want = _oracle(int(batch["id"][k]))
         np.testing.assert_array_equal(batch["frames"][k], want["frames"])
         np.testing.assert_array_equal(tf_batch["frames"][k].numpy(), want["frames"])
-    singles = list(tk.load_tf_dataset(files, shuffle=False).as_numpy_iterator())
+    singles = list(tk.load_tf_dataset(files, sampling=tk.InOrder()).as_numpy_iterator())
     for row in singles:
         want = _oracle(int(row["id"]))
         frames = row["frames"]
@@ -131,9 +131,11 @@ def test_ragged_and_single_examples_alike(files):
 def test_undecoded_batches_hold_the_same_lists(files):
     """decode=False gives the stored keys parsed: for these records (no media) the same
     values as decoding, in NumPy and tf.data alike."""
-    decoded = next(iter(tk.load_numpy_dataset(files, batch_size=N, shuffle=False)))
-    raw = next(iter(tk.load_numpy_dataset(files, batch_size=N, shuffle=False, decode=False)))
-    tf_raw = next(iter(tk.load_tf_dataset(files, batch_size=N, shuffle=False, decode=False)))
+    decoded = next(iter(tk.load_numpy_dataset(files, batch_size=N, sampling=tk.InOrder())))
+    raw = next(iter(tk.load_numpy_dataset(files, batch_size=N, sampling=tk.InOrder(),
+                                          options=tk.DecodeOptions(decode=False))))
+    tf_raw = next(iter(tk.load_tf_dataset(files, batch_size=N, sampling=tk.InOrder(),
+                                          options=tk.DecodeOptions(decode=False))))
     for key in ("frames", "token"):
         np.testing.assert_array_equal(raw[key]["values"], decoded[key]["values"])
         np.testing.assert_array_equal(raw[key]["lengths"], decoded[key]["lengths"])

@@ -50,9 +50,9 @@ def test_every_reader_gives_the_arrays(files):
     pattern, want = files
     from tfrecordkit.readers.torch_data import load_torch_dataset
 
-    numpy_batches = list(tk.load_numpy_dataset(pattern, batch_size=4, shuffle=False))
-    torch_batches = list(load_torch_dataset(pattern, batch_size=4, shuffle=False))
-    tf_batches = list(tk.load_tf_dataset(pattern, batch_size=4, shuffle=False))
+    numpy_batches = list(tk.load_numpy_dataset(pattern, batch_size=4, sampling=tk.InOrder()))
+    torch_batches = list(load_torch_dataset(pattern, batch_size=4, sampling=tk.InOrder()))
+    tf_batches = list(tk.load_tf_dataset(pattern, batch_size=4, sampling=tk.InOrder()))
     grain = tk.load_grain_source(pattern)
     for step, (a, b, c) in enumerate(zip(numpy_batches, torch_batches, tf_batches,
                                          strict=True)):
@@ -77,8 +77,8 @@ def test_every_reader_gives_the_arrays(files):
 
 def test_inspect_and_decode_false_keep_the_bytes(files):
     pattern, want = files
-    raw = next(iter(tk.load_numpy_dataset(pattern, batch_size=N, shuffle=False,
-                                          decode=False)))
+    raw = next(iter(tk.load_numpy_dataset(pattern, batch_size=N, sampling=tk.InOrder(),
+                                          options=tk.DecodeOptions(decode=False))))
     assert raw["image"].dtype == object
     assert np.array_equal(tf.io.parse_tensor(raw["image"][0], tf.float32).numpy(),
                           want[0]["image"])
@@ -115,8 +115,8 @@ def test_adopted_files_and_our_tensor_feature_read_them_in_every_reader(files, t
     schema = manifest.schema
     assert schema["image"] == tk.Tensor((4, 5, 3), "float32", encoding="proto")
     assert schema["vector"] == tk.Tensor((None,), "int64", encoding="proto")
-    numpy_batch = next(iter(tk.load_numpy_dataset(tmp_path, batch_size=N, shuffle=False)))
-    tf_batch = next(iter(tk.load_tf_dataset(tmp_path, batch_size=N, shuffle=False)))
+    numpy_batch = next(iter(tk.load_numpy_dataset(tmp_path, batch_size=N, sampling=tk.InOrder())))
+    tf_batch = next(iter(tk.load_tf_dataset(tmp_path, batch_size=N, sampling=tk.InOrder())))
     images = np.stack([w["image"] for w in want])
     assert np.array_equal(numpy_batch["image"], images)
     assert np.array_equal(tf_batch["image"].numpy(), images)
@@ -124,7 +124,7 @@ def test_adopted_files_and_our_tensor_feature_read_them_in_every_reader(files, t
         n = len(w["vector"])
         assert np.array_equal(numpy_batch["vector"]["values"][k][:n], w["vector"])
         assert np.array_equal(tf_batch["vector"]["values"].numpy()[k][:n], w["vector"])
-    pk = next(iter(tk.iter_pk_batches(tmp_path, classes_per_batch=2, examples_per_class=2)))
+    pk = next(iter(tk.load_numpy_dataset(tmp_path, sampling=tk.PK(2, 2))))
     assert pk["image"].shape == (4, 4, 5, 3)
     # Our own feature writes what tf.io.serialize_tensor writes, and TF parses it back.
     own = tk.Schema({"image": tk.Tensor((4, 5, 3), "float32", encoding="proto"),

@@ -63,7 +63,7 @@ def test_variable_sizes_pad_and_ragged(tmp_path):
                              shards=ShardOptions(compression="gzip")).manifest
     # Grey and colour images mixed: the conversion pins 3 channels, grey is replicated.
     assert manifest.schema["image"].channels == 3
-    padded = next(iter(load_tf_dataset(tmp_path / "ds", batch_size=6, shuffle=False)))
+    padded = next(iter(load_tf_dataset(tmp_path / "ds", batch_size=6, sampling=tk.InOrder())))
     assert set(padded["image"]) == {"values", "lengths"}
     lengths = padded["image"]["lengths"].numpy()
     padded = {**padded, "image": padded["image"]["values"]}
@@ -95,7 +95,7 @@ def test_jpeg_bytes_are_kept(tmp_path):
     jpeg = encode_image(photos()["coffee"], "JPEG")
     (folder / "a.jpg").write_bytes(jpeg)
     convert(ImageFolder(tmp_path / "src"), tmp_path / "ds", workers=1)
-    raw = next(iter(load_tf_dataset(tmp_path / "ds", decode=False)))
+    raw = next(iter(load_tf_dataset(tmp_path / "ds", options=tk.DecodeOptions(decode=False))))
     assert raw["image"].numpy() == jpeg
     decoded = next(iter(load_tf_dataset(tmp_path / "ds")))
     accurate = tf.io.decode_jpeg(jpeg, dct_method="INTEGER_ACCURATE")
@@ -120,8 +120,8 @@ def test_tensors_text_sequences_round_trip(tmp_path, padding, compression):
     } for i in range(23)]
     write_dataset(rows, tmp_path / "ds", schema,
                   shards=ShardOptions(compression=compression, num_shards=2))
-    ds = load_tf_dataset(tmp_path / "ds", batch_size=5, options=DecodeOptions(padding=padding),
-                         shuffle=False)
+    ds = load_tf_dataset(tmp_path / "ds", batch_size=5, sampling=tk.InOrder(),
+                         options=DecodeOptions(padding=padding))
     by_text = {}
     for batch in ds:
         for i in range(batch["label"].shape[0]):
@@ -153,9 +153,8 @@ def test_audio_round_trips(tmp_path, encoding):
         values = [encode_audio(c, rate, encoding.upper()) for c in clips]
     schema = Schema({"audio": Audio(encoding, sample_rate=rate), "n": Scalar("int64")})
     write_dataset([{"audio": a, "n": i} for i, a in enumerate(values)], tmp_path / "ds", schema)
-    batch = next(iter(load_tf_dataset(tmp_path / "ds", batch_size=3,
-                                      options=DecodeOptions(padding="ragged"),
-                                      shuffle=False)))
+    batch = next(iter(load_tf_dataset(tmp_path / "ds", batch_size=3, sampling=tk.InOrder(),
+                                      options=DecodeOptions(padding="ragged"))))
     for i in range(3):
         n = int(batch["n"][i])
         got = batch["audio"]["samples"][i].to_tensor().numpy()
@@ -184,8 +183,8 @@ def test_multimodal_table(tmp_path):
     assert isinstance(schema["caption"], Text) and schema["label"] == ClassLabel(["animal",
                                                                                  "object"])
     convert(source, tmp_path / "ds", workers=2)
-    ds = load_tf_dataset(tmp_path / "ds", batch_size=4,
-                         options=DecodeOptions(padding="ragged"), shuffle=False)
+    ds = load_tf_dataset(tmp_path / "ds", batch_size=4, sampling=tk.InOrder(),
+                         options=DecodeOptions(padding="ragged"))
     batch = next(iter(ds))
     for i in range(4):
         caption = batch["caption"][i].numpy().decode()
@@ -202,7 +201,7 @@ def test_multimodal_table(tmp_path):
 def test_keras_trains_and_loss_decreases(digits):
     path, _ = digits
     tf.keras.utils.set_random_seed(0)
-    ds = load_tf_dataset(path, batch_size=16, as_supervised=True, seed=0)
+    ds = load_tf_dataset(path, batch_size=16, seed=0, options=tk.DecodeOptions(as_supervised=True))
     model = tf.keras.Sequential([
         tf.keras.layers.Input((8, 8, 1)), tf.keras.layers.Rescaling(1 / 255),
         tf.keras.layers.Flatten(), tf.keras.layers.Dense(32, activation="relu"),
@@ -240,7 +239,7 @@ def test_distribute_datasets_from_function(digits):
     def dataset_fn(context):
         return load_tf_dataset(path, batch_size=context.get_per_replica_batch_size(32),
                                partition=tk.Partition.from_input_context(context),
-                               as_supervised=True)
+                               options=tk.DecodeOptions(as_supervised=True))
 
     dist = strategy.distribute_datasets_from_function(dataset_fn)
     count = sum(int(tf.shape(y)[0]) for _, y in dist)
@@ -260,9 +259,11 @@ def test_seeded_shuffle_is_reproducible(digits):
 
 def test_feature_subset_and_augmentation(digits):
     path, _ = digits
-    ds = load_tf_dataset(path, batch_size=8, features=["image"], image_size=(12, 12),
-                         augment=[tf_data.random_flip(), tf_data.random_brightness(0.1),
-                                  tf_data.random_crop((10, 10))])
+    ds = load_tf_dataset(path, batch_size=8, image_size=(12, 12),
+                         options=tk.DecodeOptions(
+                             features=["image"],
+                             augment=[tf_data.random_flip(), tf_data.random_brightness(0.1),
+                                      tf_data.random_crop((10, 10))]))
     batch = next(iter(ds))
     assert set(batch) == {"image"}
     assert batch["image"].shape == (8, 10, 10, 1) and batch["image"].dtype == tf.uint8
@@ -280,9 +281,9 @@ def test_a_users_augmentation_may_branch_on_tensors(digits):
     """The library's own map functions are traced without AutoGraph (the first batch comes
     ~1.4 s sooner); augmentations passed in are still converted."""
     path, _ = digits
-    plain = next(iter(load_tf_dataset(path, batch_size=16, shuffle=False)))["image"]
-    darker = next(iter(load_tf_dataset(path, batch_size=16, shuffle=False,
-                                       augment=_darken_bright)))["image"]
+    plain = next(iter(load_tf_dataset(path, batch_size=16, sampling=tk.InOrder())))["image"]
+    darker = next(iter(load_tf_dataset(path, batch_size=16, sampling=tk.InOrder(),
+                                       options=tk.DecodeOptions(augment=_darken_bright))))["image"]
     plain, darker = _values(plain), _values(darker)
     for a, b in zip(plain, darker, strict=True):
         want = a // 2 if a.astype(np.float32).mean() > 40.0 else a
@@ -317,9 +318,8 @@ def test_manifest_disagreements_fail_before_training(digits, tmp_path):
 
 
 def test_foreign_files_written_by_tensorflow(golden):
-    ds = load_tf_dataset(str(golden / "examples.tfrecord"), batch_size=5,
-                         options=DecodeOptions(padding="ragged"),
-                         shuffle=False)
+    ds = load_tf_dataset(str(golden / "examples.tfrecord"), batch_size=5, sampling=tk.InOrder(),
+                         options=DecodeOptions(padding="ragged"))
     batch = next(iter(ds))
     assert batch["label"].numpy().tolist() == [0, 1, 2, 0, 1]
     assert batch["image"][0].to_tensor().shape == (8, 12, 3)

@@ -34,7 +34,7 @@ def _damage(dataset, shard: int, record: int) -> tuple[str, int]:
 
 def test_a_corrupt_record_is_named_by_file_offset_and_index(dataset):
     name, offset = _damage(dataset, 1, 17)
-    ds = tk.load_tf_dataset(dataset, batch_size=32, shuffle=False)
+    ds = tk.load_tf_dataset(dataset, batch_size=32, sampling=tk.InOrder())
     with pytest.raises(tk.CorruptRecordError, match=rf"{name}: record 17 at byte offset "
                                                     rf"{offset}: length crc") as caught:
         for _ in ds:
@@ -48,15 +48,15 @@ def test_a_record_tensorflow_cannot_parse_is_named_by_the_tf_free_reader(tmp_pat
             values = [float(i)] * (2 if i != 6 else 3)  # record 6 breaks the fixed shape
             writer.write(tk.encode_example({"x": values}))
     schema = tk.Schema({"x": tk.Tensor((2,), "float32", encoding="list")})
-    ds = tk.load_tf_dataset(str(tmp_path / "*.tfrecord"), batch_size=4, shuffle=False,
-                            schema=schema)
+    ds = tk.load_tf_dataset(str(tmp_path / "*.tfrecord"), batch_size=4, sampling=tk.InOrder(),
+                            read=tk.ReadOptions(schema=schema))
     with pytest.raises(tk.SchemaError, match=r"'x'.*record 6|record 6.*'x'"):
         for _ in ds:
             pass
 
 
 def test_iterators_stay_checkpointable(dataset, tmp_path):
-    ds = tk.load_tf_dataset(dataset, batch_size=16, shuffle=False)
+    ds = tk.load_tf_dataset(dataset, batch_size=16, sampling=tk.InOrder())
     iterator = iter(ds)
     next(iterator)
     checkpoint = tf.train.Checkpoint(iterator=iterator)
@@ -73,7 +73,8 @@ def test_an_error_in_the_users_augmentation_is_left_as_tensorflow_gives_it(datas
         tf.debugging.assert_less(tf.reduce_max(example["x"]), 50.0, message="user check")
         return example
 
-    ds = tk.load_tf_dataset(dataset, batch_size=32, shuffle=False, augment=augment)
+    ds = tk.load_tf_dataset(dataset, batch_size=32, sampling=tk.InOrder(),
+                            options=tk.DecodeOptions(augment=augment))
     with pytest.raises(tf.errors.InvalidArgumentError, match="user check"):
         for _ in ds:
             pass

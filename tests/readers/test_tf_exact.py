@@ -9,6 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
+import tfrecordkit as tk
 from tests.datasets import encode_image, photos
 from tfrecordkit import DatasetError, DecodeOptions, SchemaError, ShardOptions
 from tfrecordkit.convert import convert
@@ -39,8 +40,8 @@ def test_unbatched_examples_keep_their_own_lengths(tmp_path):
     path = _write(tmp_path / "v.tfrecord", ROWS)
     schema = Schema({"x": Sequence(Scalar("int64")), "f": Sequence(Scalar("float32")),
                      "s": Sequence(Scalar("string"))})
-    for source in ({"schema": schema}, {}):  # declared, and inferred from the records
-        got = list(load_tf_dataset(str(path), shuffle=False, **source))
+    for source in (tk.ReadOptions(schema=schema), None):  # declared, and inferred
+        got = list(load_tf_dataset(str(path), sampling=tk.InOrder(), read=source))
         assert len(got) == 3
         for row, example in zip(ROWS, got, strict=True):
             for key in ("x", "f", "s"):  # the batch structure without its batch dimension
@@ -50,9 +51,9 @@ def test_unbatched_examples_keep_their_own_lengths(tmp_path):
 
 def test_padding_stays_inside_the_users_batch(tmp_path):
     path = _write(tmp_path / "v.tfrecord", ROWS)
-    batches = list(load_tf_dataset(str(path), shuffle=False, batch_size=1))
+    batches = list(load_tf_dataset(str(path), batch_size=1, sampling=tk.InOrder()))
     assert [b["x"]["values"].shape[1] for b in batches] == [0, 2, 1]
-    batch = next(iter(load_tf_dataset(str(path), shuffle=False, batch_size=3)))
+    batch = next(iter(load_tf_dataset(str(path), batch_size=3, sampling=tk.InOrder())))
     assert batch["x"]["values"].numpy().tolist() == [[0, 0], [9, 2], [7, 0]]
     assert batch["x"]["lengths"].numpy().tolist() == [[0], [2], [1]]
 
@@ -71,7 +72,7 @@ CRASHERS = textwrap.dedent("""
     for batch_size in (None, 1, 2, 5):
         for padding in ("pad", "ragged"):
             for decode in (True, False):
-                ds = load_tf_dataset(path, batch_size=batch_size, shuffle=False,
+                ds = load_tf_dataset(path, batch_size=batch_size, sampling=tk.InOrder(),
                                      options=DecodeOptions(padding=padding, decode=decode))
                 n = sum(1 for _ in ds)
                 assert n == (5 if batch_size is None else -(-5 // batch_size)), n
@@ -99,7 +100,7 @@ def test_a_missing_file_among_good_ones_raises(tmp_path):
 def test_an_unknown_feature_name_raises_for_foreign_files(tmp_path):
     good = _write(tmp_path / "good.tfrecord", ROWS)
     with pytest.raises(DatasetError, match=r"unknown features \['does_not_exist'\]"):
-        load_tf_dataset(str(good), features=["x", "does_not_exist"])
+        load_tf_dataset(str(good), options=tk.DecodeOptions(features=["x", "does_not_exist"]))
 
 
 def test_a_folder_of_grey_and_colour_images_reads_back_as_the_schema_says(tmp_path):
@@ -115,7 +116,7 @@ def test_a_folder_of_grey_and_colour_images_reads_back_as_the_schema_says(tmp_pa
     from tfrecordkit.format import RecordReader
 
     names = manifest.class_names
-    tf_examples = list(load_tf_dataset(tmp_path / "ds", shuffle=False))
+    tf_examples = list(load_tf_dataset(tmp_path / "ds", sampling=tk.InOrder()))
     numpy_examples = [manifest.schema.decode(r)
                       for s in manifest.split("train").shards
                       for r in RecordReader(tmp_path / "ds" / s.file)]
@@ -137,13 +138,15 @@ def test_open_channel_counts_never_zero_fill_a_padded_batch(tmp_path):
     schema = Schema({"image": Image("png")})  # channels=None
     with RecordWriter(path) as writer:
         writer.write_all(schema.encode(r) for r in rows)
-    ds = load_tf_dataset(str(path), schema=schema, batch_size=2, shuffle=False)
+    ds = load_tf_dataset(str(path), batch_size=2, sampling=tk.InOrder(),
+                         read=tk.ReadOptions(schema=schema))
     # TensorFlow's error, named by the TF-free reader (file and feature) when met in Python.
     with pytest.raises(SchemaError, match="different channel counts") as caught:
         list(ds)
     assert isinstance(caught.value.__cause__, tf.errors.InvalidArgumentError)
-    ragged = next(iter(load_tf_dataset(str(path), schema=schema, batch_size=2, shuffle=False,
-                                       options=DecodeOptions(padding="ragged"))))
+    ragged = next(iter(load_tf_dataset(str(path), batch_size=2, sampling=tk.InOrder(),
+                                       options=DecodeOptions(padding="ragged"),
+                                       read=tk.ReadOptions(schema=schema))))
     shapes = [ragged["image"][i].to_tensor().shape[-1] for i in range(2)]
     assert shapes == [1, 3]
 
@@ -164,7 +167,7 @@ def test_raw_pixel_images_of_mixed_channels_read_back_alike_in_both_readers(tmp_
     split = open_split(tmp_path / "ds")
     numpy_side = {d["name"]: d["image"] for d in (split.schema.decode(r) for r in split)}
     tf_side = {e["name"].numpy().decode(): e["image"]["values"].numpy()
-               for e in load_tf_dataset(tmp_path / "ds", shuffle=False)}
+               for e in load_tf_dataset(tmp_path / "ds", sampling=tk.InOrder())}
     assert numpy_side.keys() == tf_side.keys()
     for name, pixels in numpy_side.items():
         source = images[name]

@@ -28,15 +28,14 @@ def dataset(tmp_path_factory):
 
 
 def test_pk_batches_in_tf_data(dataset):
-    ds = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
-                                    seed=2, repeat=True)
+    ds = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=2, repeat=True)
     for batch in ds.take(300):
         labels = batch["label"].numpy()
         assert (batch["x"].numpy() % 16 == labels).all()
         assert len(set(labels.tolist())) == 4
         assert all((labels[i * 3 : i * 3 + 3] == labels[i * 3]).all() for i in range(4))
         assert len(set(batch["x"].numpy().tolist())) == 12
-    once = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3)
+    once = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3))
     assert len(once) == 4 and len(list(once)) == 4
 
 
@@ -44,8 +43,8 @@ def test_pk_workers_with_input_context_get_disjoint_classes(dataset):
     steps = []
     for worker in range(2):
         context = tf.distribute.InputContext(2, worker, 2)
-        ds = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=2,
-                                        seed=5, partition=tk.Partition.from_input_context(context))
+        ds = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 2), seed=5,
+                                     partition=tk.Partition.from_input_context(context))
         steps.append([set(b["label"].numpy().tolist()) for b in ds])
     assert len(steps[0]) == len(steps[1]) == 2
     covered = set()
@@ -56,7 +55,7 @@ def test_pk_workers_with_input_context_get_disjoint_classes(dataset):
 
 
 def test_triplet_dataset(dataset):
-    ds = tf_data.load_tf_triplet_dataset(dataset, batch_size=8, seed=0)
+    ds = tf_data.load_tf_dataset(dataset, batch_size=8, sampling=tk.Triplets(), seed=0)
     anchors = []
     for batch in ds:
         a, p, n = (batch[r] for r in ("anchor", "positive", "negative"))
@@ -104,8 +103,7 @@ def _labels(batches):
 def test_pk_iterators_checkpoint_and_resume_exactly(dataset, tmp_path):
     """The tutorial's failure: tf.train.Checkpoint of a P×K iterator raised 'PyFunc is
     stateful'. Now it saves and restores, and a JSON state resumes a new pipeline."""
-    ds = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
-                                    seed=7, repeat=True)
+    ds = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=7, repeat=True)
     reference = _labels(ds.take(12))
     iterator = iter(ds)
     first = [next(iterator)["label"].numpy().tolist() for _ in range(5)]
@@ -117,22 +115,19 @@ def test_pk_iterators_checkpoint_and_resume_exactly(dataset, tmp_path):
     assert first + after == reference[:8] and again == after
     state = ds.state_at(5)
     assert state["epoch"] * ds.steps_per_epoch + state["step"] == 5
-    resumed = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
-                                         seed=7, repeat=True, state=state)
+    resumed = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=7, repeat=True,
+                                      state=state)
     assert _labels(resumed.take(7)) == reference[5:12]
     with pytest.raises(ValueError, match="seed"):
-        tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
-                                   seed=8, state=state)
+        tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=8, state=state)
 
 
 def test_a_finite_pk_dataset_is_the_rest_of_its_epoch(dataset):
-    ds = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3, seed=1)
+    ds = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=1)
     steps = ds.steps_per_epoch
     assert len(ds) == steps and _labels(ds) == _labels(ds)  # the same epoch each iteration
-    endless = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4, examples_per_class=3,
-                                         seed=1, repeat=True)
-    second_epoch = tf_data.load_tf_pk_dataset(dataset, classes_per_batch=4,
-                                              examples_per_class=3, seed=1, state=steps + 1)
+    endless = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=1, repeat=True)
+    second_epoch = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=1, state=steps + 1)
     assert len(second_epoch) == steps - 1
     assert _labels(second_epoch) == _labels(endless.take(2 * steps))[steps + 1:]
 
@@ -141,16 +136,20 @@ def test_triplets_have_the_other_loaders_options_and_resume(dataset, tmp_path):
     def add_one(example):
         return {**example, "x": example["x"] + 1000}
 
-    ds = tf_data.load_tf_triplet_dataset(dataset, batch_size=8, seed=3, augment=add_one)
+    ds = tf_data.load_tf_dataset(dataset, batch_size=8, sampling=tk.Triplets(), seed=3,
+                                 options=tk.DecodeOptions(augment=add_one))
     batch = next(iter(ds))
     assert (batch["anchor"]["x"].numpy() >= 1000).all()
-    (anchor, positive, negative), label = next(iter(tf_data.load_tf_triplet_dataset(
-        dataset, batch_size=8, seed=3, as_supervised=True)))
+    (anchor, positive, negative), label = next(iter(tf_data.load_tf_dataset(dataset, batch_size=8,
+                                                                            sampling=tk.Triplets(),
+                                                                            seed=3,
+                                                                            options=tk.DecodeOptions(as_supervised=True))))
     assert anchor.shape == positive.shape == negative.shape == (8,)
     assert (anchor.numpy() % 16 == label.numpy()).all()
     assert (positive.numpy() % 16 == label.numpy()).all()
     assert (negative.numpy() % 16 != label.numpy()).all()
-    endless = tf_data.load_tf_triplet_dataset(dataset, batch_size=8, seed=3, repeat=True)
+    endless = tf_data.load_tf_dataset(dataset, batch_size=8, sampling=tk.Triplets(), seed=3,
+                                      repeat=True)
     reference = [b["anchor"]["x"].numpy().tolist() for b in endless.take(15)]
     assert len({x for b in reference[:10] for x in b}) == 80  # epoch 0: every anchor once
     iterator = iter(endless)
@@ -162,6 +161,6 @@ def test_triplets_have_the_other_loaders_options_and_resume(dataset, tmp_path):
     checkpoint.restore(saved)
     assert [next(iterator)["anchor"]["x"].numpy().tolist() for _ in range(8)] == after
     assert after == reference[4:12]
-    resumed = tf_data.load_tf_triplet_dataset(dataset, batch_size=8, seed=3, repeat=True,
-                                              state=endless.state_at(32))
+    resumed = tf_data.load_tf_dataset(dataset, batch_size=8, sampling=tk.Triplets(), seed=3,
+                                      repeat=True, state=endless.state_at(32))
     assert [b["anchor"]["x"].numpy().tolist() for b in resumed.take(3)] == reference[4:7]

@@ -27,8 +27,8 @@ def dataset(tmp_path_factory):
 def _datasets(path):
     return {
         "plain": tk.load_torch_dataset(path, batch_size=8),
-        "pk": tk.load_torch_pk_dataset(path, classes_per_batch=2, examples_per_class=2),
-        "triplets": tk.load_torch_triplet_dataset(path, batch_size=4),
+        "pk": tk.load_torch_dataset(path, sampling=tk.PK(2, 2)),
+        "triplets": tk.load_torch_dataset(path, batch_size=4, sampling=tk.Triplets()),
     }
 
 

@@ -52,8 +52,10 @@ def test_dataloader_yields_the_numpy_loaders_steps_in_order(dataset, workers):
 
 
 def test_batches_are_tensors_with_the_numpy_loaders_values(dataset):
-    numpy_batches = list(load_numpy_dataset(dataset, batch_size=B, shuffle="global"))
-    torch_batches = list(_loader(load_torch_dataset(dataset, batch_size=B, shuffle="global"), 0))
+    numpy_batches = list(load_numpy_dataset(dataset, batch_size=B,
+                                            sampling=tk.Shuffled(exact=True)))
+    torch_batches = list(_loader(load_torch_dataset(dataset, batch_size=B,
+                                                    sampling=tk.Shuffled(exact=True)), 0))
     assert len(numpy_batches) == len(torch_batches)
     for a, b in zip(numpy_batches, torch_batches, strict=True):
         assert b["v"].dtype == torch.int64 and b["x"].dtype == torch.float32
@@ -123,9 +125,11 @@ def test_a_state_from_another_configuration_is_refused(dataset):
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_explicit_ranks_split_steps_and_workers_keep_order(dataset, world):
-    single = _ids(load_numpy_dataset(dataset, batch_size=B, seed=6, drop_last=True))
-    ranks = [_ids(_loader(load_torch_dataset(dataset, batch_size=B, seed=6,
-                                             partition=tk.Partition(r, world), drop_last=True), 2))
+    single = _ids(load_numpy_dataset(dataset, batch_size=B, sampling=tk.Shuffled(drop_last=True),
+                                     seed=6))
+    ranks = [_ids(_loader(load_torch_dataset(dataset, batch_size=B,
+                                             sampling=tk.Shuffled(drop_last=True), seed=6,
+                                             partition=tk.Partition(r, world)), 2))
              for r in range(world)]
     assert all(len(r) == len(single) for r in ranks)
     for step, together in enumerate(zip(*ranks, strict=True)):
@@ -141,7 +145,7 @@ DDP_SCRIPT = textwrap.dedent("""
     def main():
         dist.init_process_group("gloo", init_method=sys.argv[1], rank=int(sys.argv[2]),
                                 world_size=2)
-        ds = load_torch_dataset(sys.argv[3], batch_size=16, seed=9, drop_last=False)
+        ds = load_torch_dataset(sys.argv[3], batch_size=16, seed=9)
         batches = list(DataLoader(ds, batch_size=None, num_workers=1,
                                   multiprocessing_context="spawn"))
         ids = [b["__id"].tolist() for b in batches]
@@ -187,7 +191,8 @@ def test_two_process_gloo_group_gets_equal_disjoint_shares(dataset, tmp_path):
     real = [i for r in results for ids, valid in zip(r["ids"], r["valid"], strict=True)
             for i, v in zip(ids, valid, strict=True) if v]
     assert sorted(real) == list(range(N))  # every record once, none twice
-    single = _ids(load_numpy_dataset(dataset, batch_size=16, seed=9, drop_last=False))
+    single = _ids(load_numpy_dataset(dataset, batch_size=16, sampling=tk.Shuffled(),
+                                     seed=9))
     for step in range(steps):  # one rank's last batch is smaller; ranks wrap and mark it
         assert [i for r in results for i, v in zip(r["ids"][step], r["valid"][step],
                                                    strict=True) if v] == single[step]
@@ -218,14 +223,10 @@ def class_dataset(tmp_path_factory):
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_pk_batches_in_torch_equal_the_numpy_ones_and_resume(class_dataset, workers):
-    from tfrecordkit.readers.numpy_data import iter_pk_batches
-    from tfrecordkit.readers.torch_data import load_torch_pk_dataset
 
-    steps = iter_pk_batches(class_dataset, classes_per_batch=3, examples_per_class=2,
-                            seed=4).steps_per_epoch
-    expected = [b["x"].tolist() for b in iter_pk_batches(
-        class_dataset, classes_per_batch=3, examples_per_class=2, seed=4, steps=steps)]
-    ds = load_torch_pk_dataset(class_dataset, classes_per_batch=3, examples_per_class=2, seed=4)
+    expected = [b["x"].tolist() for b in tk.load_numpy_dataset(class_dataset, sampling=tk.PK(3, 2),
+                                                               seed=4)]
+    ds = tk.load_torch_dataset(class_dataset, sampling=tk.PK(3, 2), seed=4)
     got = [b["x"].tolist() for b in _loader(ds, workers)]
     assert got == expected
     for b in _loader(ds, 0) if workers == 0 else []:
@@ -234,12 +235,10 @@ def test_pk_batches_in_torch_equal_the_numpy_ones_and_resume(class_dataset, work
     # Resume mid-epoch from a StatefulDataLoader state with another worker count.
     from torchdata.stateful_dataloader import StatefulDataLoader
 
-    first = _loader(load_torch_pk_dataset(class_dataset, classes_per_batch=3,
-                                          examples_per_class=2, seed=4), workers,
+    first = _loader(tk.load_torch_dataset(class_dataset, sampling=tk.PK(3, 2), seed=4), workers,
                     StatefulDataLoader)
     seen = [b["x"].tolist() for _, b in zip(range(2), first, strict=False)]
-    resumed = load_torch_pk_dataset(class_dataset, classes_per_batch=3, examples_per_class=2,
-                                    seed=4)
+    resumed = tk.load_torch_dataset(class_dataset, sampling=tk.PK(3, 2), seed=4)
     resumed.load_state_dict(json.loads(json.dumps(first.state_dict())))
     rest = [b["x"].tolist() for b in _loader(resumed, 2 - workers)]
     assert seen + rest == expected
@@ -253,17 +252,20 @@ def noisy(values, rng):
 def test_augmentation_is_keyed_by_record_so_workers_and_resume_repeat_it(dataset):
     plain = {i: x for b in load_numpy_dataset(dataset, batch_size=B, seed=2)
              for i, x in zip(b["__id"].tolist(), b["x"].tolist(), strict=True)}
-    numpy_run = list(load_numpy_dataset(dataset, batch_size=B, seed=2, augment=noisy))
+    numpy_run = list(load_numpy_dataset(dataset, batch_size=B, seed=2,
+                                        options=tk.DecodeOptions(augment=noisy)))
     offsets = {i: x - plain[i] for b in numpy_run
                for i, x in zip(b["__id"].tolist(), b["x"].tolist(), strict=True)}
     assert len(set(offsets.values())) > 50  # really random per record
-    ds = load_torch_dataset(dataset, batch_size=B, seed=2, augment=noisy)
+    ds = load_torch_dataset(dataset, batch_size=B, seed=2, options=tk.DecodeOptions(augment=noisy))
     torch_run = [b["x"].tolist() for b in _loader(ds, 2)]
     assert torch_run == [b["x"].tolist() for b in numpy_run]
-    resumed = load_numpy_dataset(dataset, batch_size=B, seed=2, augment=noisy)
+    resumed = load_numpy_dataset(dataset, batch_size=B, seed=2,
+                                 options=tk.DecodeOptions(augment=noisy))
     resumed.load_state_dict({**resumed.state_dict(), "step": 5})
     assert [b["x"].tolist() for b in resumed] == [b["x"].tolist() for b in numpy_run[5:]]
-    next_epoch = load_numpy_dataset(dataset, batch_size=B, seed=2, augment=noisy)
+    next_epoch = load_numpy_dataset(dataset, batch_size=B, seed=2,
+                                    options=tk.DecodeOptions(augment=noisy))
     next_epoch.set_epoch(1)
     first_ids = numpy_run[0]["__id"].tolist()
     again = {i: x for b in next_epoch for i, x in zip(b["__id"].tolist(), b["x"].tolist(),
@@ -272,12 +274,12 @@ def test_augmentation_is_keyed_by_record_so_workers_and_resume_repeat_it(dataset
 
 
 def test_triplets_in_torch_equal_the_numpy_ones(class_dataset):
-    from tfrecordkit.readers.numpy_data import iter_triplets
-    from tfrecordkit.readers.torch_data import load_torch_triplet_dataset
 
-    expected = [b["anchor"]["__id"].tolist() for b in iter_triplets(class_dataset, batch_size=8,
-                                                                  seed=3)]
-    ds = load_torch_triplet_dataset(class_dataset, batch_size=8, seed=3)
+    expected = [b["anchor"]["__id"].tolist() for b in tk.load_numpy_dataset(class_dataset,
+                                                                            batch_size=8,
+                                                                            sampling=tk.Triplets(),
+                                                                            seed=3)]
+    ds = tk.load_torch_dataset(class_dataset, batch_size=8, sampling=tk.Triplets(), seed=3)
     got = list(_loader(ds, 2))
     assert [b["anchor"]["__id"].tolist() for b in got] == expected
     for b in got:
@@ -296,9 +298,9 @@ def test_batches_from_workers_hold_the_same_values_packed(tmp_path):
     write_dataset(rows, tmp_path / "ds", schema, shards=ShardOptions(num_shards=3))
     for decode in (True, False):
         in_process = list(_loader(load_torch_dataset(tmp_path / "ds", batch_size=8, seed=4,
-                                                     decode=decode), 0))
+                                                     options=tk.DecodeOptions(decode=decode)), 0))
         workers = list(_loader(load_torch_dataset(tmp_path / "ds", batch_size=8, seed=4,
-                                                  decode=decode), 2))
+                                                  options=tk.DecodeOptions(decode=decode)), 2))
         assert len(workers) == len(in_process)
         by_first = {int(b["__id"][0]): b for b in in_process}
         for batch in workers:

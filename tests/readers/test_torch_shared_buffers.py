@@ -59,7 +59,7 @@ def _same(a, b) -> None:
 def test_batches_through_shared_buffers_equal_one_process_and_leave_nothing(
         dataset, prefetch):
     before = _names()
-    ds = tk.load_torch_dataset(dataset, batch_size=32, shuffle=False)
+    ds = tk.load_torch_dataset(dataset, batch_size=32, sampling=tk.InOrder())
     want = {int(b["__id"][0]): b for b in ds}
     loader = DataLoader(ds, batch_size=None, num_workers=2, prefetch_factor=prefetch)
     got = list(loader)
@@ -74,7 +74,7 @@ EPOCHS = """
 import sys
 from torch.utils.data import DataLoader
 import tfrecordkit as tk
-ds = tk.load_torch_dataset(sys.argv[1], batch_size=32, shuffle=False)
+ds = tk.load_torch_dataset(sys.argv[1], batch_size=32, sampling=tk.InOrder())
 for epoch in range(3):
     ds.set_epoch(epoch)
     print(sum(len(b["n"]) for b in DataLoader(ds, batch_size=None, num_workers=2)))

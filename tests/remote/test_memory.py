@@ -96,8 +96,8 @@ def test_datasets_are_byte_identical_to_local_ones(memory_url, tmp_path, options
 
 
 @pytest.mark.parametrize(("shuffle", "compression"), [
-    ("block", None), ("global", None), (False, None),
-    ("global", "gzip"),  # read by inflating ranged reads from restart points
+    (tk.Shuffled(), None), (tk.Shuffled(exact=True), None), (tk.InOrder(), None),
+    (tk.Shuffled(exact=True), "gzip"),  # read by inflating ranged reads from restart points
 ])
 def test_loaders_read_the_same_values_as_locally(memory_url, tmp_path, monkeypatch, shuffle,
                                                  compression):
@@ -108,15 +108,15 @@ def test_loaders_read_the_same_values_as_locally(memory_url, tmp_path, monkeypat
     shards = ShardOptions(layout="per_class", shard_size=3000, compression=compression)
     write_dataset(rows(), url, SCHEMA, shards=shards)
     write_dataset(rows(), tmp_path / "ds", SCHEMA, shards=shards)
-    kwargs = {"batch_size": 50, "seed": 3, "shuffle": shuffle}
+    kwargs = {"batch_size": 50, "seed": 3, "sampling": shuffle}
     for a, b in zip(tk.load_numpy_dataset(url, **kwargs),
                     tk.load_numpy_dataset(tmp_path / "ds", **kwargs), strict=True):
         assert a.keys() == b.keys()
         for key in a:
             assert same(a[key], b[key]), key
-    pk = {"classes_per_batch": 2, "examples_per_class": 3, "steps": 6, "seed": 1}
-    for a, b in zip(tk.iter_pk_batches(url, **pk), tk.iter_pk_batches(tmp_path / "ds", **pk),
-                    strict=True):
+    pk = {"sampling": tk.PK(2, 3), "seed": 1}
+    for a, b in zip(tk.load_numpy_dataset(url, **pk).batches(6),
+                    tk.load_numpy_dataset(tmp_path / "ds", **pk).batches(6), strict=True):
         assert np.array_equal(a["label"], b["label"]) and np.array_equal(a["x"], b["x"])
     split, local = tk.open_split(url), tk.open_split(tmp_path / "ds")
     assert len(split) == 600 and split[7] == local[7]
@@ -131,7 +131,7 @@ def test_torch_workers_read_a_remote_dataset(memory_url):
     torch = pytest.importorskip("torch")
     url = f"{memory_url}/ds"
     write_dataset(rows(), url, SCHEMA)
-    dataset = tk.load_torch_dataset(url, batch_size=40, shuffle=False)
+    dataset = tk.load_torch_dataset(url, batch_size=40, sampling=tk.InOrder())
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2)
     seen = sorted(int(i) for batch in loader for i in batch["__id"])
     assert seen == list(range(600))
@@ -142,7 +142,7 @@ def test_image_folder_to_memory_and_back_pixel_exact(memory_url, tmp_path):
     url = f"{memory_url}/digits"
     tk.convert(ImageFolder(tmp_path / "digits"), url, workers=1)
     got = {}
-    for batch in tk.load_numpy_dataset(url, batch_size=10, shuffle=False):
+    for batch in tk.load_numpy_dataset(url, batch_size=10, sampling=tk.InOrder()):
         for image, label in zip(batch["image"], batch["label"], strict=True):
             got.setdefault(int(label), []).append(image[:, :, 0])
     want = {}
@@ -157,7 +157,7 @@ def test_tf_data_reads_a_memory_dataset(memory_url):
     pytest.importorskip("tensorflow")
     url = f"{memory_url}/ds"
     write_dataset(rows(), url, SCHEMA, shards=ShardOptions(shard_size=3000))
-    ds = tk.load_tf_dataset(url, batch_size=100, shuffle=False)
+    ds = tk.load_tf_dataset(url, batch_size=100, sampling=tk.InOrder())
     xs = sorted(float(x) for batch in ds for x in batch["x"].numpy())
     assert xs == sorted(float(np.float32(i / 7)) for i in range(600))
 
@@ -231,29 +231,32 @@ def test_metric_batches_read_ahead_from_a_store_as_locally(memory_url, tmp_path)
     shards = ShardOptions(layout="per_class", shard_size=3000)
     write_dataset(rows(), url, SCHEMA, shards=shards)
     write_dataset(rows(), tmp_path / "pc", SCHEMA, shards=shards)
-    pk = {"classes_per_batch": 2, "examples_per_class": 3, "seed": 4}
-    remote = tk.iter_pk_batches(url, steps=9, **pk)
-    assert remote._ahead is not None and remote._ahead.depth == _metric.READ_AHEAD_STEPS
-    local = tk.iter_pk_batches(tmp_path / "pc", steps=9, **pk)
-    assert local._ahead is None  # local files: read when needed
+    pk = {"sampling": tk.PK(2, 3), "seed": 4}
+    remote = tk.load_numpy_dataset(url, **pk)
+    ahead = remote.read_ahead()
+    assert ahead is not None and ahead.depth == _metric.READ_AHEAD_STEPS
+    ahead.close()
+    local = tk.load_numpy_dataset(tmp_path / "pc", **pk)
+    assert local.read_ahead() is None  # local files: read when needed
     calls = []
-    fetch = remote.loader.fetcher.fetch
-    remote.loader.fetcher.fetch = lambda positions: calls.append(len(positions)) or fetch(
-        positions)
-    for step, (a, b) in enumerate(zip(remote, local, strict=True)):  # epochs are 2 steps
-        assert same(a, b), step
+    fetch = remote.fetcher.fetch
+    remote.fetcher.fetch = lambda positions: calls.append(len(positions)) or fetch(positions)
+    for step, (a, b) in enumerate(zip(remote.batches(9), local.batches(9), strict=True)):
+        assert same(a, b), step  # epochs are 2 steps
         assert remote.state_dict() == local.state_dict(), step
     assert calls == [6] * 9  # each step read once (ahead), none past the last
-    state = tk.iter_pk_batches(url, steps=3, **pk)
-    for _ in state:
+    state = tk.load_numpy_dataset(url, **pk)
+    for _ in state.batches(3):
         pass
-    resumed = tk.iter_pk_batches(url, steps=4, state=state.state_dict(), **pk)
-    again = list(tk.iter_pk_batches(tmp_path / "pc", steps=7, **pk))[3:]
+    resumed = tk.load_numpy_dataset(url, state=state.state_dict(), **pk).batches(4)
+    again = list(tk.load_numpy_dataset(tmp_path / "pc", **pk).batches(7))[3:]
     for a, b in zip(resumed, again, strict=True):
         assert same(a, b)
-    triplets = {"batch_size": 64, "seed": 2, "epochs": 2}
-    for a, b in zip(tk.iter_triplets(url, **triplets),
-                    tk.iter_triplets(tmp_path / "pc", **triplets), strict=True):
+    triplets = {"batch_size": 64, "seed": 2, "sampling": tk.Triplets()}
+    remote_triplets = tk.load_numpy_dataset(url, **triplets)
+    local_triplets = tk.load_numpy_dataset(tmp_path / "pc", **triplets)
+    for a, b in zip(remote_triplets.batches(2 * len(remote_triplets)),  # two epochs
+                    local_triplets.batches(2 * len(local_triplets)), strict=True):
         assert same(a, b)
     # Records damaged in the store (every record of one class's files): the step reading
     # one fails, naming the file; steps before it (read ahead with it) still come, unchanged.
@@ -267,8 +270,8 @@ def test_metric_batches_read_ahead_from_a_store_as_locally(memory_url, tmp_path)
         for offset, _ in load_index(name + ".index", storage=Storage.of(name)).tolist():
             data[offset + 13] ^= 0xFF  # inside the record's payload
         fs.pipe_file(path, bytes(data))
-    batches = tk.iter_pk_batches(url, steps=40, **pk)
-    good = iter(tk.iter_pk_batches(tmp_path / "pc", steps=40, **pk))
+    batches = tk.load_numpy_dataset(url, **pk).batches(40)
+    good = iter(tk.load_numpy_dataset(tmp_path / "pc", **pk).batches(40))
 
     def read_on() -> None:
         for batch in batches:

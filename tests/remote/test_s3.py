@@ -59,15 +59,15 @@ def test_convert_into_s3_then_cli_and_loaders_pixel_exact(s3_server, s3_url, dig
     assert main(["head", s3_url, "-n", "3", "--json"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
 
-    remote = by_label(tk.load_numpy_dataset(s3_url, batch_size=20, shuffle=False))
+    remote = by_label(tk.load_numpy_dataset(s3_url, batch_size=20, sampling=tk.InOrder()))
     want: dict[int, list[bytes]] = {}
     for path, image in pixels.items():
         want.setdefault(int(path.split("/")[-2]), []).append(bytes(image[:, :, None]))
     assert remote == {k: sorted(v) for k, v in want.items()}
 
-    pk = {"classes_per_batch": 4, "examples_per_class": 5, "steps": 5, "seed": 2}
-    for a, b in zip(tk.iter_pk_batches(s3_url, **pk), tk.iter_pk_batches(tmp_path / "ds", **pk),
-                    strict=True):
+    pk = {"sampling": tk.PK(4, 5), "seed": 2}
+    for a, b in zip(tk.load_numpy_dataset(s3_url, **pk).batches(5),
+                    tk.load_numpy_dataset(tmp_path / "ds", **pk).batches(5), strict=True):
         assert np.array_equal(a["image"], b["image"]) and np.array_equal(a["label"], b["label"])
 
 
@@ -75,7 +75,7 @@ def test_torch_loader_reads_s3(s3_server, s3_url, digits):
     torch = pytest.importorskip("torch")
     folder, _ = digits
     tk.convert(ImageFolder(folder), s3_url, workers=1)
-    dataset = tk.load_torch_dataset(s3_url, batch_size=40, shuffle=False)
+    dataset = tk.load_torch_dataset(s3_url, batch_size=40, sampling=tk.InOrder())
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2)
     assert sorted(int(i) for batch in loader for i in batch["__id"]) == list(range(400))
 
@@ -94,7 +94,7 @@ def test_sequential_reads_make_no_request_per_record(s3_server, s3_url):
     assert len(gets) <= 2 * len(shards), gets  # a few block reads per shard at most
     # The loader in order: each block once, the next one (the next shard's) requested on a
     # thread while this one is parsed; the same values as the records read in order.
-    loader = tk.load_numpy_dataset(s3_url, batch_size=500, shuffle=False)
+    loader = tk.load_numpy_dataset(s3_url, batch_size=500, sampling=tk.InOrder())
     s3_server.log.settle()
     opening = [g for g in s3_server.log.gets() if g.endswith(".tfrecord")]
     s3_server.log.clear()
@@ -108,8 +108,8 @@ def test_sequential_reads_make_no_request_per_record(s3_server, s3_url):
 def test_pk_batches_make_at_most_one_request_per_class(s3_server, s3_url, digits):
     folder, _ = digits
     tk.convert(ImageFolder(folder), s3_url, shards=tk.ShardOptions(layout="per_class"), workers=1)
-    batches = tk.iter_pk_batches(s3_url, classes_per_batch=4, examples_per_class=6, seed=5,
-                                 steps=8)  # opening reads the manifest and the indexes
+    # opening reads the manifest and the indexes
+    batches = tk.load_numpy_dataset(s3_url, sampling=tk.PK(4, 6), seed=5).batches(8)
     s3_server.log.settle()
     s3_server.log.clear()
     assert len(list(batches)) == 8  # steps ahead are requested while one is built

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
+import tfrecordkit as tk
 from tfrecordkit import DatasetError, ShardOptions
 from tfrecordkit.convert import write_dataset
-from tfrecordkit.readers.numpy_data import iter_pk_batches, iter_triplets
 from tfrecordkit.sampling import ClassIndex, PKSampler, TripletSampler
 from tfrecordkit.schema import ClassLabel, Scalar, Schema
 
@@ -169,26 +169,25 @@ def class_dataset(tmp_path_factory):
 @pytest.mark.parametrize("layout", ["per_class", "mixed"])
 def test_numpy_pk_batches_from_a_dataset(class_dataset, layout):
     path = class_dataset[0] if layout == "per_class" else class_dataset[1]
-    batches = iter_pk_batches(path, classes_per_batch=3, examples_per_class=2, seed=0, steps=40)
-    assert batches.steps_per_epoch == 4
-    for batch in batches:
+    loader = tk.load_numpy_dataset(path, sampling=tk.PK(3, 2), seed=0)
+    assert len(loader) == 4  # steps per epoch
+    for batch in loader.batches(40):
         labels = batch["label"]
         assert (batch["x"] % 12 == labels).all()  # the records really are of those classes
         assert len(set(labels.tolist())) == 3 and (np.bincount(labels)[labels] == 2).all()
-    state_run = iter_pk_batches(path, classes_per_batch=3, examples_per_class=2, seed=0, steps=5)
-    list(state_run)
-    follow = [b["x"].tolist() for b in iter_pk_batches(
-        path, classes_per_batch=3, examples_per_class=2, seed=0, steps=3,
-        state=state_run.state_dict())]
-    straight = [b["x"].tolist() for b in iter_pk_batches(
-        path, classes_per_batch=3, examples_per_class=2, seed=0, steps=8)][5:]
+    state_run = tk.load_numpy_dataset(path, sampling=tk.PK(3, 2), seed=0)
+    list(state_run.batches(5))
+    follow = [b["x"].tolist() for b in tk.load_numpy_dataset(path, sampling=tk.PK(3, 2), seed=0,
+                                                             state=state_run.state_dict()).batches(3)]
+    straight = [b["x"].tolist() for b in tk.load_numpy_dataset(
+        path, sampling=tk.PK(3, 2), seed=0).batches(8)][5:]
     assert follow == straight
 
 
 def test_numpy_triplets(class_dataset):
     path, _ = class_dataset
     seen = []
-    for batch in iter_triplets(path, batch_size=10, seed=1):
+    for batch in tk.load_numpy_dataset(path, batch_size=10, sampling=tk.Triplets(), seed=1):
         a, p, n = (batch[r] for r in ("anchor", "positive", "negative"))
         assert (a["label"] == p["label"]).all() and (a["x"] != p["x"]).all()
         assert (a["label"] != n["label"]).all()
@@ -202,13 +201,13 @@ def test_ten_thousand_classes_with_bounded_open_files(tmp_path):
     schema = Schema({"x": Scalar("int64"), "label": ClassLabel([str(i) for i in range(10_000)])})
     rows = ({"x": i, "label": i % 10_000} for i in range(50_000))
     write_dataset(rows, tmp_path / "ds", schema, shards=ShardOptions(layout="per_class"))
-    batches = iter_pk_batches(tmp_path / "ds", classes_per_batch=32, examples_per_class=4,
-                              seed=0, steps=400, max_open_files=16)
+    loader = tk.load_numpy_dataset(tmp_path / "ds", sampling=tk.PK(32, 4), seed=0,
+                                   read=tk.ReadOptions(max_open_files=16))
     classes = Counter()
-    for batch in batches:
+    for batch in loader.batches(400):
         assert (batch["x"] % 10_000 == batch["label"]).all()
         classes.update(set(batch["label"].tolist()))
-    assert batches.peak_open_files == 16
+    assert loader.fetcher.peak_open_files == 16
     # 12,800 draws: round 1 (313 steps, its short last step filled by 16 classes drawn a
     # second time) and most of round 2.
     assert len(classes) == 10_000 and max(classes.values()) <= 3
@@ -289,7 +288,10 @@ def test_triplet_loader_ranks_take_equal_steps_and_resume_exactly(class_dataset)
     it = iter(run)
     head = [next(it)["anchor"]["__id"].tolist() for _ in range(3)]
     state = json.loads(json.dumps(run.state_dict()))
-    rest = [b["anchor"]["__id"].tolist() for b in iter_triplets(path, batch_size=5, seed=2,
-                                                              state=state)]
-    whole = [b["anchor"]["__id"].tolist() for b in iter_triplets(path, batch_size=5, seed=2)]
+    rest = [b["anchor"]["__id"].tolist() for b in tk.load_numpy_dataset(path, batch_size=5,
+                                                                        sampling=tk.Triplets(),
+                                                                        seed=2, state=state)]
+    whole = [b["anchor"]["__id"].tolist() for b in tk.load_numpy_dataset(path, batch_size=5,
+                                                                         sampling=tk.Triplets(),
+                                                                         seed=2)]
     assert head + rest == whole

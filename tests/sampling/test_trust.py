@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+import tfrecordkit as tk
 from tfrecordkit import DatasetError, SchemaError, ShardOptions
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.format import RecordReader, RecordWriter, encode_example, head_crc32c
-from tfrecordkit.readers.numpy_data import iter_pk_batches
 from tfrecordkit.sampling import ClassIndex
 from tfrecordkit.schema import ClassLabel, Scalar, Schema
 
@@ -86,5 +86,5 @@ def test_pk_batches_decode_errors_name_the_file_and_offset(tmp_path):
     path = _dataset(tmp_path, "per_class")
     _replace_records(path, lambda r: [encode_example({"v": "text", "label": 0}), *r[1:]])
     with pytest.raises(SchemaError, match=r"record at byte 0 of .*'v'.*string list"):
-        for _ in iter_pk_batches(path, classes_per_batch=4, examples_per_class=10, steps=4):
+        for _ in tk.load_numpy_dataset(path, sampling=tk.PK(4, 10)).batches(4):
             pass

@@ -32,6 +32,8 @@ def test_disagreeing_keys_are_refused_by_every_reader(tmp_path, bad):
     _write(path, bad)
     schema = tk.Schema({"o": tk.Boxes(["bg", "cat", "dog"])})
     with pytest.raises(SchemaError, match=r"od\.tfrecord"):
-        list(tk.load_numpy_dataset(str(path), batch_size=2, shuffle=False, schema=schema))
+        list(tk.load_numpy_dataset(str(path), batch_size=2, sampling=tk.InOrder(),
+                                   read=tk.ReadOptions(schema=schema)))
     with pytest.raises(SchemaError, match=r"od\.tfrecord"):  # the file named, as NumPy does
-        list(tk.load_tf_dataset(str(path), batch_size=2, shuffle=False, schema=schema))
+        list(tk.load_tf_dataset(str(path), batch_size=2, sampling=tk.InOrder(),
+                                read=tk.ReadOptions(schema=schema)))

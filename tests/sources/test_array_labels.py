@@ -18,7 +18,7 @@ def test_integer_label_columns_are_class_labels(tmp_path, shape):
     assert source.schema()["label"] == tk.ClassLabel(["0", "1", "2", "3"])
     tk.convert(source, tmp_path / "ds", workers=1)
     got = {}
-    for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, shuffle=False):
+    for batch in tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, sampling=tk.InOrder()):
         for x, y in zip(batch["x"], batch["label"], strict=True):
             got[x.tobytes()] = int(y)
     assert got == {images[i].tobytes(): int(labels.reshape(-1)[i]) for i in range(40)}
@@ -42,4 +42,4 @@ def test_as_supervised_without_a_class_label_says_what_to_write(tmp_path):
                workers=1)
     with pytest.raises(DatasetError, match=r"'score' holds integers: write it as "
                                            r"tk.ClassLabel\(names\)"):
-        tk.load_tf_dataset(tmp_path / "ds", as_supervised=True)
+        tk.load_tf_dataset(tmp_path / "ds", options=tk.DecodeOptions(as_supervised=True))

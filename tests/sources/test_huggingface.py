@@ -134,7 +134,7 @@ def test_features_map_to_the_schema_and_values_round_trip(dataset, rows, tmp_pat
     assert [r["id"] for r in records] == list(range(N))  # input order kept
     _check(records, rows)
     # Each record names its row, and every reader gives the same decoded pixels.
-    loader = tk.load_numpy_dataset(tmp_path / "ds", batch_size=N, shuffle=False,
+    loader = tk.load_numpy_dataset(tmp_path / "ds", batch_size=N, sampling=tk.InOrder(),
                                    options=tk.DecodeOptions(provenance=True,
                                                             padding="ragged"))
     batch = next(iter(loader))
@@ -241,7 +241,7 @@ def test_dataset_dict_records_carry_split_and_row(tmp_path):
     tk.convert(tk.open_source(both), tmp_path / "ds", progress=False)
     sources = set()
     for split in ("train", "test"):
-        loader = tk.load_numpy_dataset(tmp_path / "ds", split, batch_size=8, shuffle=False,
+        loader = tk.load_numpy_dataset(tmp_path / "ds", split, batch_size=8, sampling=tk.InOrder(),
                                        options=tk.DecodeOptions(provenance=True))
         sources |= {s for b in loader for s in b["__source"]}
     assert sources == {f"train[{i}]" for i in range(6)} | {"test[0]", "test[1]"}

@@ -19,7 +19,7 @@ def test_label_wins_over_a_coordinate_and_the_choice_is_said(tmp_path, caplog):
     assert list(schema["label"].names) == ["a", "b", "c"]
     assert not isinstance(schema["y"], tk.ClassLabel)
     assert "'label' is taken as the class label; 'y' could be too" in caplog.text
-    batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=60, shuffle=False)))
+    batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=60, sampling=tk.InOrder())))
     assert sorted(batch["y"].tolist()) == [i * 13 for i in range(60)]
 
 

@@ -85,9 +85,8 @@ def test_per_class_files_become_a_per_class_dataset(tmp_path):
         return np.asarray(PILImage.open(io.BytesIO(data)).convert("RGB"))
 
     # PxK batches: K images of each of P classes, each the pixels the files hold.
-    batch = next(tk.iter_pk_batches(tmp_path / "raw", classes_per_batch=6,
-                                    examples_per_class=3, seed=0, steps=1,
-                                    options=tk.DecodeOptions(padding="ragged")))
+    batch = next(tk.load_numpy_dataset(tmp_path / "raw", sampling=tk.PK(6, 3), seed=0,
+                                       options=tk.DecodeOptions(padding="ragged")).batches(1))
     for image, label, caption in zip(batch["image"], batch["label"], batch["caption"],
                                      strict=True):
         i = int(caption.split()[-1])
@@ -95,8 +94,8 @@ def test_per_class_files_become_a_per_class_dataset(tmp_path):
     assert len(set(batch["label"].tolist())) == 6
     # Sequential readers: every record, the same values in NumPy and tf.data.
     seen = {}
-    for b in tk.load_numpy_dataset(tmp_path / "raw", batch_size=10, shuffle=False,
-                                   drop_last=False,
+    for b in tk.load_numpy_dataset(tmp_path / "raw", batch_size=10,
+                                   sampling=tk.InOrder(),
                                    options=tk.DecodeOptions(padding="ragged")):
         for j, caption in enumerate(b["caption"]):
             seen[caption] = (b["image"][j], int(b["label"][j]), float(b["score"][j]),
@@ -107,7 +106,7 @@ def test_per_class_files_become_a_per_class_dataset(tmp_path):
             image, label, score, tags = seen[row["caption"].decode()]
             assert label == k and score == np.float32(row["score"]) and tags == row["tags"]
             assert np.array_equal(image, pixels(row["image"]))
-    for example in tk.load_tf_dataset(tmp_path / "raw", shuffle=False).take(20):
+    for example in tk.load_tf_dataset(tmp_path / "raw", sampling=tk.InOrder()).take(20):
         image, label, _, _ = seen[example["caption"].numpy().decode()]
         assert np.array_equal(own(example["image"]), image)
         assert int(example["label"]) == label
@@ -124,8 +123,8 @@ def test_mixed_files_and_an_output_folder_elsewhere(tmp_path):
     assert manifest.splits["val"].class_counts == {"0": 30, "1": 30, "2": 30, "3": 30}
     linked = tmp_path / "ds" / "part-0.tfrecord"
     assert os.stat(linked).st_ino == os.stat(tmp_path / "raw" / "part-0.tfrecord").st_ino
-    batch = next(tk.iter_pk_batches(tmp_path / "ds", "val", classes_per_batch=4,
-                                    examples_per_class=5, seed=1, steps=1))
+    batch = next(tk.load_numpy_dataset(tmp_path / "ds", "val", sampling=tk.PK(4, 5),
+                                       seed=1).batches(1))
     assert sorted(set(batch["__class"].tolist())) == [0, 1, 2, 3]
     # The label feature keeps its name and values; "label" is no feature here.
     assert "label" not in batch and (batch["y"] == batch["__class"]).all()
@@ -181,7 +180,7 @@ def test_gzip_files_are_adopted_with_indexes_and_read_by_every_reader(tmp_path):
     assert manifest.splits["train"].class_counts == {str(c): 10 for c in range(5)}
     expected = sorted((float(i + 100 * p), i % 5) for p in range(2) for i in range(25))
     got = sorted((float(e["x"]), int(e["label"]))
-                 for e in tk.load_tf_dataset(tmp_path / "gz", shuffle=False))
+                 for e in tk.load_tf_dataset(tmp_path / "gz", sampling=tk.InOrder()))
     assert got == expected
     batch = next(iter(tk.load_numpy_dataset(tmp_path / "gz", batch_size=50)))
     assert sorted(zip(batch["x"].tolist(), batch["label"].tolist(), strict=True)) == expected
@@ -226,10 +225,10 @@ def test_files_of_another_split_join_the_dataset(tmp_path):
     assert manifest.splits["val"].class_counts == {str(k): 2 for k in range(4)}
     assert manifest.layout == "per_class"
     got = {(e["caption"].numpy().decode(), int(e["label"]))
-           for e in tk.load_tf_dataset(tmp_path / "ds", "val", shuffle=False)}
+           for e in tk.load_tf_dataset(tmp_path / "ds", "val", sampling=tk.InOrder())}
     assert got == {(r["caption"].decode(), k) for k, made in val_rows.items() for r in made}
-    batch = next(tk.iter_pk_batches(tmp_path / "ds", "train", classes_per_batch=6,
-                                    examples_per_class=2, steps=1, features=["label"]))
+    batch = next(tk.load_numpy_dataset(tmp_path / "ds", "train", sampling=tk.PK(6, 2),
+                                       options=tk.DecodeOptions(features=["label"])).batches(1))
     assert sorted(set(batch["label"].tolist())) == sorted(rows)
     assert main(["verify", str(tmp_path / "ds"), "-q"]) == 0
 
@@ -267,7 +266,7 @@ def test_a_class_pattern_dataset_takes_a_split_by_the_same_names(tmp_path):
                         class_pattern=r"class_(\d+)")
     assert manifest.class_names == tuple(str(k) for k in range(6))
     for batch in tk.load_numpy_dataset(tmp_path / "ds", "val", batch_size=2,
-                                       features=["caption", "label"]):
+                                       options=tk.DecodeOptions(features=["caption", "label"])):
         assert batch["label"].tolist() == [class_of(c) for c in batch["caption"]]
 
 
@@ -284,10 +283,10 @@ def test_a_split_of_another_image_format_reads_alike_in_tf_data_and_numpy(tmp_pa
     manifest = tk.adopt(tmp_path / "val", tmp_path / "ds", split="val")
     assert manifest.schema["image"].encoding == "auto"
     for split in ("train", "val"):
-        numpy_pixels = next(iter(tk.load_numpy_dataset(
-            tmp_path / "ds", split, batch_size=4, shuffle=False)))["image"]
+        numpy_pixels = next(iter(tk.load_numpy_dataset(tmp_path / "ds", split, batch_size=4,
+                                                       sampling=tk.InOrder())))["image"]
         tf_pixels = next(iter(tk.load_tf_dataset(tmp_path / "ds", split, batch_size=4,
-                                                 shuffle=False))
+                                                 sampling=tk.InOrder()))
                          )["image"].numpy()
         assert np.array_equal(numpy_pixels, tf_pixels)
 
@@ -324,7 +323,7 @@ def test_adopt_describes_what_the_sample_missed(tmp_path):
     write_tf(tmp_path / "raw" / "part-0.tfrecord", rows)
     manifest = tk.adopt(str(tmp_path / "raw" / "*.tfrecord"), tmp_path / "ds")
     assert "late" in manifest.schema
-    batches = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=500, shuffle=False))
+    batches = list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=500, sampling=tk.InOrder()))
     lengths = np.concatenate([b["tags"]["lengths"][:, 0] for b in batches])
     assert lengths[2900] == 7 and lengths[0] == 2
     late = [v for b in batches for row in b["late"]["values"].tolist() for v in row if v]

@@ -5,6 +5,7 @@ and every reader (NumPy, torch, grain, tf.data in all its paths, P×K and triple
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -54,8 +55,8 @@ def test_numpy_torch_and_grain_give_every_record_its_files_class(adopted):
     folder, rows, _ = adopted
     ragged = tk.DecodeOptions(padding="ragged")
     seen = {}
-    for batch in tk.load_numpy_dataset(folder, batch_size=7, seed=3, drop_last=False,
-                                       options=ragged):
+    for batch in tk.load_numpy_dataset(folder, batch_size=7, sampling=tk.Shuffled(),
+                                       seed=3, options=ragged):
         for caption, label, image in zip(batch["caption"], batch["label"], batch["image"],
                                          strict=True):
             assert int(label) == class_of(caption)
@@ -67,9 +68,11 @@ def test_numpy_torch_and_grain_give_every_record_its_files_class(adopted):
     def augment(values, rng):
         return values
 
-    for batch in tk.load_numpy_dataset(folder, batch_size=9, augment=augment, options=ragged):
+    for batch in tk.load_numpy_dataset(folder, batch_size=9,
+                                       options=dataclasses.replace(ragged, augment=augment)):
         assert [int(v) for v in batch["label"]] == [class_of(c) for c in batch["caption"]]
-    for batch in tk.load_numpy_dataset(folder, batch_size=9, decode=False):
+    for batch in tk.load_numpy_dataset(folder, batch_size=9,
+                                       options=tk.DecodeOptions(decode=False)):
         for caption, label in zip(batch["caption"], batch["label"], strict=True):
             assert int(label) == class_of(caption)
     source = GrainSource(folder, options=ragged)
@@ -81,7 +84,8 @@ def test_numpy_torch_and_grain_give_every_record_its_files_class(adopted):
     torch = pytest.importorskip("torch")
     from tfrecordkit.readers.torch_data import load_torch_dataset
 
-    dataset = load_torch_dataset(folder, batch_size=5, features=["caption", "label"])
+    dataset = load_torch_dataset(folder, batch_size=5,
+                                 options=tk.DecodeOptions(features=["caption", "label"]))
     for batch in torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2):
         assert batch["label"].tolist() == [class_of(c) for c in batch["caption"]]
 
@@ -113,16 +117,19 @@ def test_tf_data_gives_every_record_its_files_class(adopted):
 options=tk.DecodeOptions(padding="ragged"))) == 45
     assert sum(check(e) for e in tk.load_tf_dataset(folder, seed=2)) == 45
     # Decoded as whole batches (no images), and raw (decode=False).
-    assert sum(check(b) for b in tk.load_tf_dataset(folder, batch_size=8, seed=1,
-                                                     features=["caption", "label"])) == 45
-    assert sum(check(b) for b in tk.load_tf_dataset(folder, batch_size=8, decode=False,
-                                                     features=["caption", "label"])) == 45
+    text = ["caption", "label"]
+    assert sum(check(b) for b in tk.load_tf_dataset(
+        folder, batch_size=8, seed=1, options=tk.DecodeOptions(features=text))) == 45
+    assert sum(check(b) for b in tk.load_tf_dataset(
+        folder, batch_size=8, options=tk.DecodeOptions(features=text, decode=False))) == 45
     # The label alone; as_supervised.
-    labels = [int(x) for b in tk.load_tf_dataset(folder, batch_size=8, shuffle=False,
-                                                 features=["label"]) for x in b["label"]]
+    labels = [int(x) for b in tk.load_tf_dataset(folder, batch_size=8, sampling=tk.InOrder(),
+                                                 options=tk.DecodeOptions(features=["label"]))
+              for x in b["label"]]
     assert sorted(labels) == sorted(k for k in range(CLASSES) for _ in range(5 * (1 + k % 2)))
-    for score, label in tk.load_tf_dataset(folder, batch_size=8, features=["score", "label"],
-                                           as_supervised=True):
+    for score, label in tk.load_tf_dataset(
+            folder, batch_size=8,
+            options=tk.DecodeOptions(features=["score", "label"], as_supervised=True)):
         assert (np.floor(score.numpy()).astype(int) == label.numpy()).all()
     # Sharded by file (3 pipelines over 9 files) and by record (10 pipelines).
     for pipelines in (3, 10):
@@ -132,7 +139,7 @@ options=tk.DecodeOptions(padding="ragged"))) == 45
                                                  input_pipeline_id=worker)
             share = tk.Partition.from_input_context(context)
             for b in tk.load_tf_dataset(folder, batch_size=4, partition=share,
-                                        features=["caption", "label"]):
+                                        options=tk.DecodeOptions(features=["caption", "label"])):
                 check(b)
                 got += [c.decode() for c in b["caption"].numpy()]
         assert len(got) == len(set(got)) == 45
@@ -141,17 +148,17 @@ options=tk.DecodeOptions(padding="ragged"))) == 45
 def test_pk_and_triplets_give_the_files_class_in_numpy_and_tf(adopted):
     folder, _, _ = adopted
     features = ["caption", "label"]
-    batch = next(tk.iter_pk_batches(folder, classes_per_batch=3, examples_per_class=2,
-                                    seed=0, steps=1, features=features))
+    batch = next(tk.load_numpy_dataset(folder, sampling=tk.PK(3, 2), seed=0,
+                                       options=tk.DecodeOptions(features=features)).batches(1))
     assert batch["label"].tolist() == [class_of(c) for c in batch["caption"]]
-    tf_batch = next(iter(tk.load_tf_pk_dataset(folder, classes_per_batch=3,
-                                               examples_per_class=2, seed=0,
-                                               features=features)))
+    tf_batch = next(iter(tk.load_tf_dataset(folder, sampling=tk.PK(3, 2), seed=0,
+                                            options=tk.DecodeOptions(features=features))))
     assert tf_batch["label"].numpy().tolist() == batch["label"].tolist()
     assert [c.decode() for c in tf_batch["caption"].numpy()] == list(batch["caption"])
-    triplets = next(tk.iter_triplets(folder, batch_size=4, seed=0, features=features))
-    tf_triplets = next(iter(tk.load_tf_triplet_dataset(folder, batch_size=4, seed=0,
-                                                       features=features)))
+    triplets = next(iter(tk.load_numpy_dataset(folder, batch_size=4, sampling=tk.Triplets(), seed=0,
+                                          options=tk.DecodeOptions(features=features))))
+    tf_triplets = next(iter(tk.load_tf_dataset(folder, batch_size=4, sampling=tk.Triplets(), seed=0,
+                                               options=tk.DecodeOptions(features=features))))
     for role in ("anchor", "positive", "negative"):
         part = triplets[role]
         assert part["label"].tolist() == [class_of(c) for c in part["caption"]]
@@ -228,7 +235,8 @@ def test_a_label_from_the_shard_is_only_valid_where_shards_have_classes(adopted,
     with pytest.raises(SchemaError, match="not written into records"):
         schema.encode({"x": 1.0, "label": 0})
     with pytest.raises(DatasetError, match="only a dataset's manifest gives"):
-        tk.load_tf_dataset(str(folder / "*.tfrecord"), schema=tk.load_manifest(folder).schema)
+        tk.load_tf_dataset(str(folder / "*.tfrecord"),
+                           read=tk.ReadOptions(schema=tk.load_manifest(folder).schema))
     with pytest.raises(SchemaError, match="only one class label"):
         tk.Schema({"a": tk.ClassLabel(["x"], from_shard=True),
                    "b": tk.ClassLabel(["y"], from_shard=True)})

@@ -86,7 +86,7 @@ def test_tfx_output_folders_are_found_and_adopted(tmp_path):
     manifest = tk.adopt(folder, tmp_path / "adopted")
     assert manifest.num_records("train") == 10
     batch = next(iter(tk.load_numpy_dataset(tmp_path / "adopted", batch_size=10,
-                                            shuffle=False)))
+                                            sampling=tk.InOrder())))
     assert sorted(batch["x"].tolist()) == sorted(float(i + 10 * p) for p in range(2)
                                                  for i in range(5))
     assert gzip.decompress((folder / "data_tfrecord-00000-of-00002.gz").read_bytes())

@@ -64,8 +64,7 @@ def _readers() -> dict[str, Callable[[Path], object]]:
         "open_split": _every_record,
         "numpy": lambda p: [b for b in tk.load_numpy_dataset(p, batch_size=256, seed=1)],
         "grain": lambda p: [tk.load_grain_source(p)[i] for i in range(0, RECORDS, 7)],
-        "pk": lambda p: list(tk.iter_pk_batches(p, classes_per_batch=3,
-                                                examples_per_class=8, steps=60)),
+        "pk": lambda p: list(tk.load_numpy_dataset(p, sampling=tk.PK(3, 8)).batches(60)),
     }
 
 
@@ -129,8 +128,8 @@ READ = {
         p, batch_size=256, seed=1)],
     "grain": lambda p: [tk.load_grain_source(p)[i]["payload"].tobytes()
                         for i in range(0, RECORDS, 7)],
-    "pk": lambda p: [b["payload"].tobytes() for b in tk.iter_pk_batches(
-        p, classes_per_batch=3, examples_per_class=8, steps=60)],
+    "pk": lambda p: [b["payload"].tobytes() for b in tk.load_numpy_dataset(
+        p, sampling=tk.PK(3, 8)).batches(60)],
 }
 
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tfrecordkit as tk
 from tfrecordkit import DatasetError, ShardOptions
 from tfrecordkit.convert import write_dataset
 from tfrecordkit.schema import ClassLabel, Scalar, Schema
@@ -160,7 +161,6 @@ def test_no_command_follows_a_manifest_out_of_the_dataset(dataset, tmp_path):
         assert result.returncode == 1, (command, result.stdout)
         assert "plain file name" in result.stderr and "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
-    from tfrecordkit.readers.numpy_data import iter_pk_batches
 
     with pytest.raises(DatasetError, match="file"):
-        iter_pk_batches(dataset, classes_per_batch=2, examples_per_class=2)
+        tk.load_numpy_dataset(dataset, sampling=tk.PK(2, 2))

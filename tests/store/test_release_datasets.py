@@ -43,7 +43,8 @@ def test_every_record_reads_as_written(release, layout):
     for i in range(len(records)):
         _check_row(records.schema.decode(records[i]))
     seen = []
-    for batch in tk.load_numpy_dataset(release / layout, batch_size=5, drop_last=False,
+    for batch in tk.load_numpy_dataset(release / layout, batch_size=5,
+                                       sampling=tk.Shuffled(),
                                        options=tk.DecodeOptions(padding="ragged")):
         for k in range(len(batch["n"])):
             if batch.get("__valid", np.ones(len(batch["n"]), bool))[k]:
@@ -55,7 +56,7 @@ def test_every_record_reads_as_written(release, layout):
 
 
 def test_an_adopted_release_dataset_still_gives_file_classes(release):
-    loader = tk.load_numpy_dataset(release / "adopted", batch_size=12, shuffle=False)
+    loader = tk.load_numpy_dataset(release / "adopted", batch_size=12, sampling=tk.InOrder())
     (batch,) = list(loader)
     assert (batch["x"] // 10).tolist() == batch["label"].tolist()
     assert tk.load_manifest(release / "adopted").class_names == ("0", "1", "2")
@@ -66,7 +67,7 @@ def test_tf_data_reads_the_release_dataset(release):
     pytest.importorskip("tensorflow")
     from tfrecordkit.readers.tf_data import load_tf_dataset
 
-    ds = load_tf_dataset(release / "mixed", batch_size=12, shuffle=False)
+    ds = load_tf_dataset(release / "mixed", batch_size=12, sampling=tk.InOrder())
     (batch,) = list(ds.as_numpy_iterator())
     for k, n in enumerate(batch["n"].tolist()):
         want = EXPECTED[str(n)]

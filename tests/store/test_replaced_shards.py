@@ -34,8 +34,7 @@ def _readers(path: Path):
     yield "numpy", lambda: list(tk.load_numpy_dataset(path, batch_size=4))
     yield "grain", lambda: load_grain_source(path)[0]
     yield "open_split", lambda: tk.open_split(path)[0]
-    yield "pk", lambda: next(iter(tk.iter_pk_batches(path, classes_per_batch=2,
-                                                      examples_per_class=2)))
+    yield "pk", lambda: next(iter(tk.load_numpy_dataset(path, sampling=tk.PK(2, 2))))
 
 
 def test_a_rewritten_adopted_shard_is_refused_by_every_reader(tmp_path):

@@ -130,7 +130,7 @@ def test_every_value_equals_tfds_as_numpy(prepared):
             for name, value in want.items():
                 _same(mine[name], value, name)
     # The loaders: one batch of everything, in the stored order, equal too.
-    batch = next(iter(tk.load_numpy_dataset(root, "test", batch_size=TEST, shuffle=False,
+    batch = next(iter(tk.load_numpy_dataset(root, "test", batch_size=TEST, sampling=tk.InOrder(),
                                             options=tk.DecodeOptions(padding="ragged"))))
     theirs = [_flat(e) for e in tfds.as_numpy(prepared.as_dataset(split="test",
                                                                   shuffle_files=False))]
@@ -138,14 +138,15 @@ def test_every_value_equals_tfds_as_numpy(prepared):
         np.testing.assert_array_equal(batch["image"][k], want["image"])  # PNG: exact
         np.testing.assert_array_equal(batch["mat"][k], want["mat"])
         assert batch["n"][k] == want["n"]
-    tf_batch = next(iter(tk.load_tf_dataset(root, "test", batch_size=TEST, shuffle=False)))
+    tf_batch = next(iter(tk.load_tf_dataset(root, "test", batch_size=TEST, sampling=tk.InOrder())))
     np.testing.assert_array_equal(tf_batch["n"].numpy(), batch["n"])
     np.testing.assert_array_equal(tf_batch["vec"].numpy(), batch["vec"])
     grain = tk.load_grain_source(root, "test")
     assert [int(grain[k]["n"]) for k in range(TEST)] == batch["n"].tolist()
     from tfrecordkit.readers.torch_data import load_torch_dataset
 
-    torch_ids = [int(n) for b in load_torch_dataset(root, "test", batch_size=2, shuffle=False)
+    torch_ids = [int(n) for b in load_torch_dataset(root, "test", batch_size=2,
+                                                    sampling=tk.InOrder())
                  for n in b["n"]]
     assert torch_ids == batch["n"].tolist()
     assert not list(__import__("pathlib").Path(root).glob("dataset.json"))  # nothing written
@@ -156,8 +157,8 @@ def test_read_without_tensorflow_in_the_process(prepared):
         "import sys, json, tfrecordkit as tk\n"
         f"loader = tk.load_numpy_dataset({str(prepared.data_dir)!r}, batch_size=8, seed=1)\n"
         "ids = [b['n'].tolist() for b in loader]\n"
-        "pk = next(iter(tk.iter_pk_batches("
-        f"{str(prepared.data_dir)!r}, classes_per_batch=3, examples_per_class=2)))\n"
+        "pk = next(iter(tk.load_numpy_dataset("
+        f"{str(prepared.data_dir)!r}, sampling=tk.PK(3, 2))))\n"
         "print(json.dumps({'ids': ids, 'tf': 'tensorflow' in sys.modules,\n"
         "                  'pk': pk['label'].tolist()}))\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

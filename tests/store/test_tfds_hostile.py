@@ -44,7 +44,7 @@ def test_a_hand_written_folder_reads(tmp_path):
     root = _folder(tmp_path / "toy" / "1.0.0")
     manifest = tk.load_manifest(root)
     assert manifest.schema["vec"] == tk.Tensor((2,), "float32", encoding="list")
-    batch = next(iter(tk.load_numpy_dataset(root, batch_size=4, shuffle=False)))
+    batch = next(iter(tk.load_numpy_dataset(root, batch_size=4, sampling=tk.InOrder())))
     assert batch["n"].tolist() == [0, 1, 2, 3] and batch["vec"].shape == (4, 2)
     assert batch["meta/text"] == ["t0", "t1", "t2", "t3"]
     # verify: records and CRCs checked; TFDS records no file checksum, so none is compared.
@@ -59,7 +59,7 @@ def test_a_hand_written_folder_reads(tmp_path):
     assert adopted.splits["train"].shards[0].crc32c and (
         tmp_path / "adopted" / "toy-train.tfrecord-00000-of-00001.index").exists()
     again = next(iter(tk.load_numpy_dataset(tmp_path / "adopted", batch_size=4,
-                                            shuffle=False)))
+                                            sampling=tk.InOrder())))
     assert again["n"].tolist() == batch["n"].tolist()
     assert not (root / "dataset.json").exists()
     with pytest.raises(tk.DatasetError, match="already holds"):
@@ -110,7 +110,7 @@ def test_any_change_to_the_metadata_is_read_or_refused(tmp_path_factory, which, 
             assert "/" not in shard.file and shard.file not in (".", "..")
     try:
         for name in manifest.splits:
-            for batch in tk.load_numpy_dataset(root, name, batch_size=3, shuffle=False):
+            for batch in tk.load_numpy_dataset(root, name, batch_size=3, sampling=tk.InOrder()):
                 assert np.asarray(batch["__id"]).size
     except TFRecordKitError:
         pass  # a schema the records don't fit: refused with its own error

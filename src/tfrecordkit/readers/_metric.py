@@ -31,7 +31,7 @@ from tfrecordkit.sampling import (
 from tfrecordkit.schema import Schema
 from tfrecordkit.store import Manifest
 
-__all__ = ["PKLoader", "TripletLoader", "stack_records"]
+__all__ = ["PKLoader", "TripletLoader", "run_steps", "stack_records"]
 
 
 def stack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -94,6 +94,24 @@ class ReadAhead:
             future.cancel()
         self._pending.clear()
         self._pool.shutdown(wait=True)
+
+
+def run_steps(loader: Any, steps: int | None) -> Iterator[dict[str, Any]]:
+    """``steps`` batches of ``loader`` (None: endless) from where it stands, epoch after
+    epoch; its state moves with every batch."""
+    if steps is not None and steps < 0:
+        raise OptionError(f"steps must be >= 0 or None; got {steps}")
+    count = 0
+    while steps is None or count < steps:
+        epoch = iter(loader)
+        try:
+            for batch in epoch:
+                yield batch
+                count += 1
+                if steps is not None and count >= steps:
+                    return
+        finally:
+            epoch.close()
 
 
 class _SampledLoader:
@@ -191,6 +209,10 @@ class _SampledLoader:
         """Continue from a :meth:`state_dict` (refused if saved with other settings)."""
         state = self.check_state(state)
         self.epoch, self.step = state["epoch"], state["step"]
+
+    def batches(self, steps: int | None = None) -> Iterator[dict[str, Any]]:
+        """``steps`` batches (None: endless) from where the loader stands, across epochs."""
+        return run_steps(self, steps)
 
     def close(self) -> None:
         """Close the files kept open."""

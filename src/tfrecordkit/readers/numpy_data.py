@@ -18,7 +18,7 @@ from tfrecordkit.readers._decoding import (
     chunk_size,
     decode_options,
 )
-from tfrecordkit.readers._metric import PKLoader, TripletLoader, stack_records
+from tfrecordkit.readers._metric import PKLoader, TripletLoader, run_steps, stack_records
 from tfrecordkit.readers._modes import (
     PK,
     InOrder,
@@ -286,6 +286,10 @@ class Loader:
                 self.step = step + 1
                 yield batch
         self.epoch, self.step = self.epoch + 1, 0
+
+    def batches(self, steps: int | None = None) -> Iterator[dict[str, Any]]:
+        """``steps`` batches (None: endless) from where the loader stands, across epochs."""
+        return run_steps(self, steps)
 
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is, as JSON: the same on every rank and worker."""

@@ -1,0 +1,175 @@
+"""One way to call a reader: one loader per framework, the sampling mode a value given to it
+(``tk.InOrder``, ``tk.Shuffled``, ``tk.PK``, ``tk.Triplets``), how files are read one object
+(``tk.ReadOptions``), how records become values another (``tk.DecodeOptions``). Every shared
+option has the same name, default and type everywhere; what a reader cannot do is refused
+naming the reader or the option that does it, never ignored."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import tfrecordkit as tk
+from tfrecordkit.errors import DatasetError, OptionError
+
+SHARED = ("batch_size", "sampling", "seed", "image_size", "options", "partition", "state",
+          "read")
+RETIRED = ("iter_pk_batches", "iter_triplets", "load_torch_pk_dataset",
+           "load_torch_triplet_dataset", "load_tf_pk_dataset", "load_tf_triplet_dataset")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    path = tmp_path_factory.mktemp("one_call") / "ds"
+    schema = tk.Schema({"n": tk.Scalar("int64"), "label": tk.ClassLabel(list("abcdef"))})
+    tk.write_dataset(({"n": i, "label": i % 6} for i in range(120)), path, schema,
+                     shards=tk.ShardOptions(layout="per_class"), progress=False)
+    return path
+
+
+def _order(batches) -> list[int]:
+    return np.concatenate([np.asarray(b["n"]) for b in batches]).tolist()
+
+
+@pytest.mark.integration  # the tf.data and torch loaders import their frameworks
+def test_the_loaders_share_one_signature_of_at_most_ten_parameters():
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    loaders = {name: inspect.signature(getattr(tk, name)).parameters
+               for name in ("load_numpy_dataset", "load_torch_dataset", "load_tf_dataset")}
+    for name, parameters in loaders.items():
+        assert len(parameters) <= 11, (name, list(parameters))  # tf.data adds repeat
+        keywords = [p for p in parameters.values() if p.kind is p.KEYWORD_ONLY]
+        assert len(keywords) <= 9, name
+        assert set(SHARED) <= set(parameters), name
+    numpy = loaders["load_numpy_dataset"]
+    for name, parameters in loaders.items():
+        for option in SHARED:
+            ours, theirs = parameters[option], numpy[option]
+            assert ours.default == theirs.default, (name, option)
+            if option != "state":  # tf.data's also takes a global step
+                assert ours.annotation == theirs.annotation, (name, option)
+    grain = inspect.signature(tk.load_grain_source).parameters
+    assert {"seed", "image_size", "options", "read"} <= set(grain) and len(grain) <= 6
+
+
+def test_the_per_mode_functions_are_gone():
+    for name in RETIRED:
+        assert not hasattr(tk, name), name
+
+
+def test_sampling_modes_of_the_numpy_loader(dataset):
+    in_order = _order(tk.load_numpy_dataset(dataset, batch_size=16, sampling=tk.InOrder()))
+    shuffled = _order(tk.load_numpy_dataset(dataset, batch_size=16, seed=3))
+    assert sorted(in_order) == sorted(shuffled) == list(range(120)) and shuffled != in_order
+    assert _order(tk.load_numpy_dataset(dataset, batch_size=16, seed=3)) == shuffled
+    exact = _order(tk.load_numpy_dataset(dataset, batch_size=16, seed=3,
+                                         sampling=tk.Shuffled(exact=True)))
+    assert sorted(exact) == list(range(120)) and exact != shuffled
+    dropped = tk.load_numpy_dataset(dataset, batch_size=16, sampling=tk.InOrder(drop_last=True))
+    assert len(dropped) == 7 and all(len(b["n"]) == 16 for b in dropped)
+    pk = tk.load_numpy_dataset(dataset, sampling=tk.PK(3, 2), seed=1)
+    batch = next(iter(pk))
+    assert len(batch["n"]) == 6 and len(set(batch["__class"].tolist())) == 3
+    triplets = next(iter(tk.load_numpy_dataset(dataset, batch_size=5, sampling=tk.Triplets())))
+    assert set(triplets) == {"anchor", "positive", "negative"}
+    assert (triplets["anchor"]["label"] == triplets["positive"]["label"]).all()
+
+
+def test_batches_run_across_epochs_and_move_the_state(dataset):
+    loader = tk.load_numpy_dataset(dataset, sampling=tk.PK(2, 2), seed=5)
+    steps = len(loader)
+    first = _order(loader.batches(steps + 2))  # one epoch and two steps of the next
+    assert loader.state_dict()["epoch"] == 1 and loader.state_dict()["step"] == 2
+    again = tk.load_numpy_dataset(dataset, sampling=tk.PK(2, 2), seed=5)
+    assert _order(list(again) + list(again.batches(2))) == first
+    resumed = tk.load_numpy_dataset(dataset, sampling=tk.PK(2, 2), seed=5,
+                                    state=loader.state_dict())
+    assert _order(resumed.batches(1)) == _order(loader.batches(1))
+
+
+def test_no_seed_draws_one_and_a_state_brings_its_own(dataset):
+    drawn = tk.load_numpy_dataset(dataset, batch_size=16, seed=None)
+    assert isinstance(drawn.seed, int)
+    it = iter(drawn)
+    next(it)
+    state = drawn.state_dict()
+    resumed = tk.load_numpy_dataset(dataset, batch_size=16, seed=None, state=state)
+    assert resumed.seed == drawn.seed
+    assert _order([next(it)]) == _order([next(iter(resumed))])
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda p: tk.load_numpy_dataset(p, batch_size=8, sampling=False), r"tk\.InOrder\(\)"),
+    (lambda p: tk.load_numpy_dataset(p, batch_size=8, sampling="global"), "sampling must be"),
+    (lambda p: tk.load_numpy_dataset(p, batch_size=8, sampling=tk.Shuffled(buffer=100)),
+     r"tf\.data"),
+    (lambda p: tk.load_numpy_dataset(p, batch_size=8, read=tk.ReadOptions(cache=True)),
+     r"tf\.data"),
+    (lambda p: tk.load_numpy_dataset(p, batch_size=8,
+                                     options=tk.DecodeOptions(as_supervised=True)), "model.fit"),
+    (lambda p: tk.load_numpy_dataset(p, batch_size=8, sampling=tk.PK(2, 2)), "leave batch_size"),
+    (lambda p: tk.load_numpy_dataset(p, sampling=tk.Triplets()), "batch_size is required"),
+    (lambda p: tk.load_numpy_dataset(p, sampling=tk.PK(2, 2), options=tk.DecodeOptions(
+        augment=lambda values, rng: values)), "crop and flip"),
+    (lambda p: tk.load_numpy_dataset(p, batch_size=8, seed=-1), "seed must be"),
+    (lambda p: tk.load_grain_source(p, options=tk.DecodeOptions(
+        augment=lambda values, rng: values)), "grain"),
+    (lambda p: tk.load_grain_source(p, read=tk.ReadOptions(num_threads=2)), "grain"),
+])
+def test_what_a_loader_cannot_do_is_refused_by_name(dataset, call, match):
+    with pytest.raises(OptionError, match=match):
+        call(dataset)
+
+
+def test_the_values_check_themselves():
+    with pytest.raises(OptionError, match="positive"):
+        tk.PK(0, 4)
+    with pytest.raises(OptionError, match="'classes' or 'examples'"):
+        tk.PK(2, 2, epoch="steps")
+    with pytest.raises(OptionError, match="no buffer"):
+        tk.Shuffled(exact=True, buffer=10)
+    with pytest.raises(OptionError, match="num_threads"):
+        tk.ReadOptions(num_threads=0)
+    with pytest.raises(OptionError, match="tk.Schema"):
+        tk.ReadOptions(schema={"x": "int64"})
+    with pytest.raises(OptionError, match="decode=True"):
+        tk.DecodeOptions(decode=False, augment=lambda values, rng: values)
+
+
+def test_class_sampling_of_a_list_of_files_asks_for_a_dataset(dataset):
+    files = sorted(str(p) for p in dataset.glob("*.tfrecord"))
+    with pytest.raises(DatasetError, match="adopt"):
+        tk.load_numpy_dataset(files, sampling=tk.PK(2, 2))
+
+
+@pytest.mark.integration
+def test_tf_data_takes_the_same_values_and_refuses_what_it_cannot_do(dataset):
+    pytest.importorskip("tensorflow")
+    shuffled = [int(v) for b in tk.load_tf_dataset(dataset, batch_size=16, seed=3)
+                for v in b["n"].numpy()]
+    again = [int(v) for b in tk.load_tf_dataset(dataset, batch_size=16) for v in b["n"].numpy()]
+    assert sorted(shuffled) == list(range(120))
+    assert [int(v) for b in tk.load_tf_dataset(dataset, batch_size=16, seed=3)
+            for v in b["n"].numpy()] == shuffled  # a seed: the same order every run
+    assert sorted(again) == list(range(120))  # seed 0 by default, as in every loader
+    in_order = [int(v) for b in tk.load_tf_dataset(dataset, batch_size=16,
+                                                   sampling=tk.InOrder())
+                for v in b["n"].numpy()]
+    assert in_order == _order(tk.load_numpy_dataset(dataset, batch_size=16,
+                                                    sampling=tk.InOrder()))
+    pk = tk.load_tf_dataset(dataset, sampling=tk.PK(3, 2), seed=1)
+    numpy_pk = tk.load_numpy_dataset(dataset, sampling=tk.PK(3, 2), seed=1)
+    assert pk.steps_per_epoch == len(numpy_pk)
+    assert [b["n"].numpy().tolist() for b in pk] == [b["n"].tolist() for b in numpy_pk]
+    for kwargs, match in [
+            ({"sampling": tk.Shuffled(exact=True)}, "NumPy and PyTorch"),
+            ({"read": tk.ReadOptions(num_threads=2)}, "AUTOTUNE"),
+            ({"state": 3}, "tf.train.Checkpoint"),
+            ({"sampling": tk.PK(2, 2), "batch_size": 8}, "leave batch_size"),
+            ({"sampling": tk.PK(2, 2), "batch_size": None, "read": tk.ReadOptions(cache=True)},
+             "by offset")]:
+        with pytest.raises(OptionError, match=match):
+            tk.load_tf_dataset(dataset, **{"batch_size": 16, **kwargs})
