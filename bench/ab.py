@@ -5,6 +5,9 @@ prints, for every throughput figure the script prints, the medians and new/old r
     git worktree add /tmp/base <commit> && (cd /tmp/base && python setup.py build_ext --inplace)
     python bench/ab.py /tmp/base . codec --rounds 3 -- --records 50000 --runs 3
 
+Across an API change, ``--own-script`` runs each tree's own ``bench/<script>.py`` (the same
+workload written against each tree's API) instead of this tree's.
+
 The script's own data directory is shared (written once, by the warm-up run), so both trees
 read the same files. Figures are the numbers of at least 100 on each output line (rates);
 a line is identified by its text with the numbers taken out (and, when a later table repeats
@@ -53,18 +56,24 @@ def main() -> None:
     parser.add_argument("script", help="a bench script name, e.g. codec")
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each tree")
     parser.add_argument("--json", metavar="FILE", help="also write the medians and ratios here")
+    parser.add_argument("--own-script", action="store_true",
+                        help="run each tree's own bench/<script>.py (across an API change)")
     argv = sys.argv[1:]
     script_args = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
     options = parser.parse_args(argv)
     options.args = script_args
-    script = Path(__file__).resolve().parent / f"{options.script}.py"
-    _run(options.new.resolve(), script, options.args)  # warm-up: writes the shared data
+    here = Path(__file__).resolve().parent / f"{options.script}.py"
+
+    def script_of(tree: Path) -> Path:
+        return tree / "bench" / f"{options.script}.py" if options.own_script else here
+
+    _run(options.new.resolve(), script_of(options.new.resolve()), options.args)  # warm-up
     runs: dict[str, list[dict[tuple[str, int], float]]] = {"old": [], "new": []}
     for _ in range(options.rounds):
         for name in ("old", "new"):
             tree = getattr(options, name).resolve()
-            runs[name].append(_run(tree, script, options.args))
+            runs[name].append(_run(tree, script_of(tree), options.args))
     keys = [k for k in runs["new"][0] if all(k in r for rs in runs.values() for r in rs)]
     print(f"{options.script}: medians of {options.rounds} alternating runs; old = "
           f"{options.old}, new = {options.new}")

@@ -13,8 +13,9 @@ API = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 START, END = "<!-- glance:start -->", "<!-- glance:end -->"
 ENTRY_POINTS = [
     "convert", "write_dataset", "open_source", "adopt", "load_manifest", "open_split",
-    "load_tf_dataset", "load_tf_pk_dataset", "load_numpy_dataset", "iter_pk_batches",
-    "load_torch_dataset", "load_grain_source", "show_examples", "RecordReader", "RecordWriter",
+    "load_tf_dataset", "load_numpy_dataset", "load_torch_dataset", "load_grain_source",
+    "Shuffled", "InOrder", "PK", "Triplets", "DecodeOptions", "ReadOptions", "show_examples",
+    "RecordReader", "RecordWriter",
     "encode_example", "decode_example",
 ]
 

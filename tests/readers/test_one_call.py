@@ -133,7 +133,7 @@ def test_the_values_check_themselves():
         tk.Shuffled(exact=True, buffer=10)
     with pytest.raises(OptionError, match="num_threads"):
         tk.ReadOptions(num_threads=0)
-    with pytest.raises(OptionError, match="tk.Schema"):
+    with pytest.raises(OptionError, match=r"tk\.Schema"):
         tk.ReadOptions(schema={"x": "int64"})
     with pytest.raises(OptionError, match="decode=True"):
         tk.DecodeOptions(decode=False, augment=lambda values, rng: values)

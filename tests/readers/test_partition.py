@@ -11,9 +11,7 @@ import pytest
 import tfrecordkit as tk
 from tfrecordkit.errors import OptionError
 
-READERS = ["load_numpy_dataset", "iter_pk_batches", "iter_triplets", "load_torch_dataset",
-           "load_torch_pk_dataset", "load_torch_triplet_dataset", "load_tf_dataset",
-           "load_tf_pk_dataset", "load_tf_triplet_dataset"]
+READERS = ["load_numpy_dataset", "load_torch_dataset", "load_tf_dataset"]
 
 
 @pytest.mark.integration  # the tf.data readers import TensorFlow
@@ -24,9 +22,7 @@ def test_every_reader_takes_a_partition_and_a_state_and_no_other_spelling(name):
     if name.startswith("load_tf"):
         pytest.importorskip("tensorflow")
     parameters = inspect.signature(getattr(tk, name)).parameters
-    assert "partition" in parameters
-    # load_tf_dataset's position is its iterator's (tf.train.Checkpoint): no state to give.
-    assert "state" in parameters or name == "load_tf_dataset"
+    assert "partition" in parameters and "state" in parameters
     assert not {"rank", "world_size", "input_context", "start"} & set(parameters)
 
 

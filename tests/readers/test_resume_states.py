@@ -69,16 +69,18 @@ def test_a_state_that_is_not_a_dict_is_refused(dataset, state):
 
 def test_pk_states_are_checked_alike(dataset):
     batches = tk.load_numpy_dataset(dataset, sampling=tk.PK(2, 2), seed=1)
-    next(batches)
+    stream = batches.batches()
+    next(stream)
     good = batches.state_dict()
     for key, value in [("step", 3.9), ("step", "1"), ("classes_per_batch", 2.0),
                        ("epoch", 2**70), ("seed", None)]:
         with pytest.raises(StateError) as caught:
-            tk.load_numpy_dataset(dataset, sampling=tk.PK(2, 2), seed=1, state={**good, key: value})
+            tk.load_numpy_dataset(dataset, sampling=tk.PK(2, 2), seed=1,
+                                  state={**good, key: value})
         assert caught.value.key == key, (key, value)
     resumed = tk.load_numpy_dataset(dataset, sampling=tk.PK(2, 2), seed=1,
                                     state=json.loads(json.dumps(good)))
-    assert next(resumed)[RECORD_ID].tolist() == next(batches)[RECORD_ID].tolist()
+    assert next(resumed.batches())[RECORD_ID].tolist() == next(stream)[RECORD_ID].tolist()
 
 
 def test_worker_states_are_checked_and_never_ignored(dataset):

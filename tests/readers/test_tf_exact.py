@@ -62,7 +62,7 @@ CRASHERS = textwrap.dedent("""
     import sys
     import numpy as np
     from tfrecordkit.format import RecordWriter, encode_example
-    from tfrecordkit.readers import DecodeOptions
+    from tfrecordkit.readers import DecodeOptions, InOrder
     from tfrecordkit.readers.tf_data import load_tf_dataset
     path = sys.argv[1]
     with RecordWriter(path) as w:
@@ -72,7 +72,7 @@ CRASHERS = textwrap.dedent("""
     for batch_size in (None, 1, 2, 5):
         for padding in ("pad", "ragged"):
             for decode in (True, False):
-                ds = load_tf_dataset(path, batch_size=batch_size, sampling=tk.InOrder(),
+                ds = load_tf_dataset(path, batch_size=batch_size, sampling=InOrder(),
                                      options=DecodeOptions(padding=padding, decode=decode))
                 n = sum(1 for _ in ds)
                 assert n == (5 if batch_size is None else -(-5 // batch_size)), n

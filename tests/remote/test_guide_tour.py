@@ -99,7 +99,7 @@ def test_the_guide_code_runs_as_written(s3_server, tmp_path, monkeypatch):
     assert len(namespace["result"].manifest.class_names) == 20
     adopted = tk.load_manifest(tmp_path / "their_classes")
     assert adopted.schema["label"].from_shard and sorted(adopted.splits) == ["train", "val"]
-    pk = next(namespace["pk"])
+    pk = next(iter(namespace["pk"]))
     assert pk["label"].tolist() == np.floor(pk["x"]).astype(int).tolist()
     assert tk.load_manifest("s3://my-bucket/photos_ray").splits["train"].records == 120
     assert tk.load_manifest(tmp_path / "photos_small").splits["train"].records == 120

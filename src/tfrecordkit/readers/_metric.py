@@ -195,15 +195,22 @@ class _SampledLoader:
                 ahead.close()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self._run(None)
+
+    def _run(self, limit: int | None) -> Iterator[dict[str, Any]]:
+        """The rest of this epoch (at most ``limit`` steps, read ahead no further); a whole
+        rest moves on to the next epoch."""
         from concurrent.futures import ThreadPoolExecutor
 
+        todo = list(self.partition.steps(self.step, len(self)))
+        whole = limit is None or limit >= len(todo)
         with ThreadPoolExecutor(self.pool_threads) as pool:
-            for step, batch in self.iter_steps(self.epoch,
-                                               self.partition.steps(self.step, len(self)),
+            for step, batch in self.iter_steps(self.epoch, todo if whole else todo[:limit],
                                                pool):
                 self.step = step + 1
                 yield batch
-        self.epoch, self.step = self.epoch + 1, 0
+        if whole:
+            self.epoch, self.step = self.epoch + 1, 0
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from a :meth:`state_dict` (refused if saved with other settings)."""
@@ -211,8 +218,18 @@ class _SampledLoader:
         self.epoch, self.step = state["epoch"], state["step"]
 
     def batches(self, steps: int | None = None) -> Iterator[dict[str, Any]]:
-        """``steps`` batches (None: endless) from where the loader stands, across epochs."""
-        return run_steps(self, steps)
+        """``steps`` batches (None: endless) from where the loader stands, across epochs;
+        records are read ahead no further than the last of them."""
+        if steps is not None and steps < 0:
+            raise OptionError(f"steps must be >= 0 or None; got {steps}")
+        count = 0
+        while steps is None or count < steps:
+            before = count
+            for batch in self._run(None if steps is None else steps - count):
+                count += 1
+                yield batch
+            if count == before:  # this worker has no steps in an epoch: none will come
+                return
 
     def close(self) -> None:
         """Close the files kept open."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from collections.abc import Sequence as Names
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -100,18 +99,7 @@ class DecodeOptions:
                 not isinstance(self.text_length, int | np.integer) or self.text_length < 1):
             raise OptionError(f"text_length must be a positive number of tokens; got "
                              f"{self.text_length!r}")
-        if self.padded_shapes is not None:
-            shapes = {}
-            for name, shape in dict(self.padded_shapes).items():
-                dims = (shape,) if isinstance(shape, int) or shape is None else tuple(shape)
-                if not all(d is None or (isinstance(d, int | np.integer) and d > 0)
-                           for d in dims):
-                    raise OptionError(f"padded_shapes[{name!r}] must hold positive sizes or "
-                                     f"None; got {shape!r}")
-                shapes[name] = tuple(None if d is None else int(d) for d in dims)
-            object.__setattr__(self, "padded_shapes", shapes)
-            if self.padding != "pad":
-                raise OptionError("padded_shapes pads batches: it needs padding='pad'")
+        self._check_padded_shapes()
         if self.padding_values is not None:
             object.__setattr__(self, "padding_values", dict(self.padding_values))
         if self.sample_rate is not None and (
@@ -138,6 +126,8 @@ class DecodeOptions:
             if isinstance(self.features, str):
                 raise OptionError(f"features must be a list of names; got {self.features!r}")
             object.__setattr__(self, "features", tuple(self.features))
+            if not all(isinstance(f, str) for f in self.features):
+                raise OptionError(f"features must be names; got {self.features!r}")
         if self.image_size is not None:
             if isinstance(self.image_size, int | np.integer):  # one int: a square
                 object.__setattr__(self, "image_size", (int(self.image_size),) * 2)
@@ -149,6 +139,21 @@ class DecodeOptions:
         if self.padding not in ("pad", "ragged"):
             raise OptionError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
         self._check_crop()
+
+    def _check_padded_shapes(self) -> None:
+        if self.padded_shapes is None:
+            return
+        shapes = {}
+        for name, shape in dict(self.padded_shapes).items():
+            dims = (shape,) if isinstance(shape, int) or shape is None else tuple(shape)
+            if not all(d is None or (isinstance(d, int | np.integer) and d > 0)
+                       for d in dims):
+                raise OptionError(f"padded_shapes[{name!r}] must hold positive sizes or "
+                                  f"None; got {shape!r}")
+            shapes[name] = tuple(None if d is None else int(d) for d in dims)
+        object.__setattr__(self, "padded_shapes", shapes)
+        if self.padding != "pad":
+            raise OptionError("padded_shapes pads batches: it needs padding='pad'")
 
     def _check_crop(self) -> None:
         if self.crop not in (None, "random", "center"):
@@ -177,35 +182,22 @@ class DecodeOptions:
 
 
 
-def decode_options(options: DecodeOptions | None, *, decode: bool = True,
-                   features: Names[str] | None = None,
+def decode_options(options: DecodeOptions | None, *,
                    image_size: int | tuple[int, int] | None = None) -> DecodeOptions:
-    """The decode options of an entry point: ``options`` combined with the shortcut keywords
-    every entry point takes (``decode``, ``features`` and ``image_size``, an int meaning a
-    square). A keyword left at its default takes the options' value; one given where the
-    options say otherwise is a conflict.
+    """The decode options of an entry point: ``options`` with its ``image_size`` shortcut
+    (an int meaning a square) filled in; given where the options say otherwise, a conflict.
 
     Raises:
-        OptionError: a keyword and ``options`` disagree (naming both values).
+        OptionError: ``image_size`` and ``options.image_size`` disagree (naming both).
     """
-    chosen = tuple(features) if features is not None else None
-    if isinstance(chosen, tuple) and any(not isinstance(f, str) for f in chosen):
-        raise OptionError(f"features must be names; got {features!r}")
-    if options is None:
-        return DecodeOptions(decode=decode, features=chosen, image_size=image_size)  # type: ignore[arg-type]
-    given = {"decode": decode, "features": chosen,
-             "image_size": DecodeOptions(image_size=image_size).image_size}  # type: ignore[arg-type]
-    defaults = {"decode": True, "features": None, "image_size": None}
-    changes: dict[str, Any] = {}
-    for name, value in given.items():
-        if value == defaults[name]:
-            continue
-        held = getattr(options, name)
-        if held != defaults[name] and held != value:
-            raise OptionError(f"{name}={value!r} conflicts with options.{name}={held!r}: "
-                              "give it once")
-        changes[name] = value
-    return dataclasses.replace(options, **changes) if changes else options
+    options = options or DecodeOptions()
+    if image_size is None:
+        return options
+    size = DecodeOptions(image_size=image_size).image_size  # type: ignore[arg-type]
+    if options.image_size is not None and options.image_size != size:
+        raise OptionError(f"image_size={size!r} conflicts with options.image_size="
+                          f"{options.image_size!r}: give it once")
+    return dataclasses.replace(options, image_size=size)
 
 
 def thread_count(num_threads: int | None) -> int:

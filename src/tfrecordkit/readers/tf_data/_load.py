@@ -16,6 +16,7 @@ from tfrecordkit.readers._modes import (
     Triplets,
     class_dataset,
     sampling_of,
+    seed_of,
 )
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers.tf_data._pipeline import records_dataset
@@ -59,7 +60,8 @@ def load_tf_dataset(
             :class:`~tfrecordkit.Triplets`.
         seed: the same seed gives the same order every run (parallel steps keep their
             order, as tf.data does by default). None: a new order each run, parallel steps
-            free to reorder records for speed.
+            free to reorder records for speed (P×K and triplets: a fresh seed, or the one of
+            a ``state_at`` state).
         image_size: resize images to ``(height, width)`` (an int: a square); the shortcut of
             ``options.image_size``.
         options: how records become values, the object every reader takes
@@ -92,7 +94,7 @@ def load_tf_dataset(
     partition = Partition.given(partition)
     reading = read or ReadOptions()
     if isinstance(sampling, PK | Triplets):
-        chosen = 0 if seed is None else seed
+        chosen = seed_of(seed, state if isinstance(state, Mapping) else None)
         start = 0 if state is None else state
         if isinstance(sampling, PK):
             if batch_size is not None and batch_size != sampling.size:
@@ -112,6 +114,7 @@ def load_tf_dataset(
         raise OptionError("state= resumes P×K and triplet datasets; in order or shuffled, "
                           "tf.data's position is its iterator's: save it with "
                           "tf.train.Checkpoint(iterator=...)")
-    return records_dataset(path, split, batch_size=batch_size, sampling=sampling, seed=seed,
+    return records_dataset(path, split, batch_size=batch_size, sampling=sampling,
+                           seed=None if seed is None else seed_of(seed),
                            options=options, partition=partition, repeat=repeat,
                            reading=reading)
