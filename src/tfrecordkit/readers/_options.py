@@ -24,7 +24,7 @@ class DecodeOptions:
 
     Attributes:
         decode: False returns each feature's stored Example keys parsed but not decoded (images
-            and audio still encoded), as ``load_tf_dataset(decode=False)`` does.
+            and audio still encoded), in every reader.
         features: the features to return (default: all of the schema's).
         image_size: resize every image to ``(height, width)`` (an int ``n``: ``(n, n)``) with
             ``tf.image.resize``'s arithmetic (bilinear, half-pixel centres); ``keep_aspect``

@@ -24,7 +24,7 @@ __all__ = ["GrainSource", "load_grain_source"]
 
 class GrainSource:
     """Record ``i`` of a split as a dict of NumPy values in the batch structure without its
-    batch dimension (variable shapes as ``{"values", "lengths"}``), or with ``decode=False``
+    batch dimension (variable shapes as ``{"values", "lengths"}``), or with ``DecodeOptions(decode=False)``
     its stored keys parsed but not decoded, plus its ``"__id"``. Thread-safe and picklable
     (files reopen after unpickling); numbers carry their schema dtype. Grain's default
     batching stacks fixed shapes; :meth:`collate` batches any record as the other readers

@@ -1,5 +1,6 @@
-"""Batches as NumPy arrays, without any framework: ``load_numpy_dataset`` (the general loader,
-exact resume, ranks) and, re-exported from ``_metric``, the P×K and triplet loaders."""
+"""Batches as NumPy arrays, without any framework: ``load_numpy_dataset``, one entry point for
+every sampling mode (``open_loader`` picks the :class:`Loader` for in-order and shuffled
+batches, or ``_metric``'s P×K and triplet loaders, all with one interface)."""
 
 from __future__ import annotations
 
@@ -80,12 +81,14 @@ def _finisher(whole: Future[dict[str, Any]] | _Done) -> Callable[..., dict[str, 
 
 class Loader:
     """Batches of one split as dicts of NumPy arrays, in an order that is a pure function of
-    (dataset fingerprint, seed, epoch, step, global batch size, shuffle mode).
+    (dataset fingerprint, seed, epoch, step, global batch size, sampling).
 
+    The interface every loader of :func:`load_numpy_dataset` has (P×K and triplets too):
     ``len()`` is the number of steps per epoch; iterating runs the current epoch from the
-    current step, then moves to the next epoch. ``state_dict()`` is JSON and the same on every
-    rank; ``load_state_dict`` continues exactly (also with another world size or number of
-    loading workers, as long as the global batch is unchanged).
+    current step, then moves to the next epoch; ``batches(n)`` runs ``n`` steps across epochs.
+    ``state_dict()`` is JSON and the same on every rank; ``load_state_dict`` continues exactly
+    (also with another world size or number of loading workers, as long as the global batch
+    is unchanged).
     """
 
     def __init__(self, path: PathArg, split: str = "train", *, batch_size: int,

@@ -97,7 +97,7 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
 
     # Record-level sharding needs every worker to see one and the same record order.
     file_seed = seed if seed is not None else (0 if by_record else None)
-    # shuffle=False is the split's stored order, as in every reader: files one after another.
+    # InOrder() is the split's stored order, as in every reader: files one after another.
     # A seed makes the order reproducible; without one, parallel steps may reorder.
     ordered = seed is not None or by_record or not shuffle
     # A label taken from the shard: each file's records get it appended (_with_shard_label).
