@@ -24,9 +24,10 @@ __all__ = ["GrainSource", "load_grain_source"]
 
 class GrainSource:
     """Record ``i`` of a split as a dict of NumPy values in the batch structure without its
-    batch dimension (variable shapes as ``{"values", "lengths"}``), or with ``DecodeOptions(decode=False)``
-    its stored keys parsed but not decoded, plus its ``"__id"``. Thread-safe and picklable
-    (files reopen after unpickling); numbers carry their schema dtype. Grain's default
+    batch dimension (variable shapes as ``{"values", "lengths"}``), or with
+    ``DecodeOptions(decode=False)`` its stored keys parsed but not decoded, plus its
+    ``"__id"``. Thread-safe and picklable (files reopen after unpickling); numbers carry
+    their schema dtype. Grain's default
     batching stacks fixed shapes; :meth:`collate` batches any record as the other readers
     do. Random crops and flips (``DecodeOptions(crop="random")``) are keyed by ``seed``, the
     epoch (a key ``k`` past the end reads record ``k % len`` in epoch ``k // len``) and the
