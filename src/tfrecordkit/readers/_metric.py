@@ -195,20 +195,19 @@ class _SampledLoader:
                 ahead.close()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return self._run(None)
-
-    def _run(self, limit: int | None) -> Iterator[dict[str, Any]]:
-        """The rest of this epoch (at most ``limit`` steps, read ahead no further); a whole
-        rest moves on to the next epoch."""
         from concurrent.futures import ThreadPoolExecutor
 
+        with ThreadPoolExecutor(self.pool_threads) as pool:
+            yield from self._run(None, pool)
+
+    def _run(self, limit: int | None, pool: Executor) -> Iterator[dict[str, Any]]:
+        """The rest of this epoch (at most ``limit`` steps, read ahead no further); a whole
+        rest moves on to the next epoch."""
         todo = list(self.partition.steps(self.step, len(self)))
         whole = limit is None or limit >= len(todo)
-        with ThreadPoolExecutor(self.pool_threads) as pool:
-            for step, batch in self.iter_steps(self.epoch, todo if whole else todo[:limit],
-                                               pool):
-                self.step = step + 1
-                yield batch
+        for step, batch in self.iter_steps(self.epoch, todo if whole else todo[:limit], pool):
+            self.step = step + 1
+            yield batch
         if whole:
             self.epoch, self.step = self.epoch + 1, 0
 
@@ -220,16 +219,19 @@ class _SampledLoader:
     def batches(self, steps: int | None = None) -> Iterator[dict[str, Any]]:
         """``steps`` batches (None: endless) from where the loader stands, across epochs;
         records are read ahead no further than the last of them."""
+        from concurrent.futures import ThreadPoolExecutor
+
         if steps is not None and steps < 0:
             raise OptionError(f"steps must be >= 0 or None; got {steps}")
         count = 0
-        while steps is None or count < steps:
-            before = count
-            for batch in self._run(None if steps is None else steps - count):
-                count += 1
-                yield batch
-            if count == before:  # this worker has no steps in an epoch: none will come
-                return
+        with ThreadPoolExecutor(self.pool_threads) as pool:  # one for every epoch
+            while steps is None or count < steps:
+                before = count
+                for batch in self._run(None if steps is None else steps - count, pool):
+                    count += 1
+                    yield batch
+                if count == before:  # this worker has no steps in an epoch: none will come
+                    return
 
     def close(self) -> None:
         """Close the files kept open."""
