@@ -173,3 +173,23 @@ def test_tf_data_takes_the_same_values_and_refuses_what_it_cannot_do(dataset):
              "by offset")]:
         with pytest.raises(OptionError, match=match):
             tk.load_tf_dataset(dataset, **{"batch_size": 16, **kwargs})
+
+
+@pytest.mark.parametrize("saved", [-1, True, "3", 2.0])
+def test_a_states_seed_is_checked_before_a_loader_without_one_runs_with_it(dataset, saved):
+    state = tk.load_numpy_dataset(dataset, batch_size=16, seed=None).state_dict()
+    with pytest.raises(tk.StateError) as caught:
+        tk.load_numpy_dataset(dataset, batch_size=16, seed=None, state={**state, "seed": saved})
+    assert caught.value.key == "seed"
+
+
+@pytest.mark.integration
+def test_tf_data_refuses_a_global_step_without_the_seed_it_ran_with(dataset):
+    pytest.importorskip("tensorflow")
+    with pytest.raises(OptionError, match="state_at"):
+        tk.load_tf_dataset(dataset, sampling=tk.PK(2, 2), seed=None, state=3)
+    ds = tk.load_tf_dataset(dataset, sampling=tk.PK(2, 2), seed=None)
+    state = ds.state_at(1)  # holds the seed drawn: resumes the same batches
+    again = tk.load_tf_dataset(dataset, sampling=tk.PK(2, 2), seed=None, state=state)
+    assert [b["n"].numpy().tolist() for b in again] == [b["n"].numpy().tolist()
+                                                         for b in ds.skip(1)]

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tfrecordkit.errors import DatasetError, OptionError
+from tfrecordkit.errors import DatasetError, OptionError, StateError
 from tfrecordkit.schema import Schema
 
 __all__ = ["PK", "InOrder", "ReadOptions", "Sampling", "Shuffled", "Triplets",
-           "class_dataset", "sampling_of", "seed_of"]
+           "batch_size_of", "class_dataset", "sampling_of", "seed_of", "shuffle_mode"]
 
 
 @dataclass(frozen=True)
@@ -140,9 +140,35 @@ def seed_of(seed: int | None, state: Mapping[str, Any] | None = None) -> int:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise OptionError(f"seed must be an int >= 0 or None; got {seed!r}")
         return seed
-    if isinstance(state, Mapping) and isinstance(state.get("seed"), int):
-        return int(state["seed"])
+    if isinstance(state, Mapping) and "seed" in state:
+        saved = state["seed"]  # the state is checked whole later, against this seed: here first
+        if isinstance(saved, bool) or not isinstance(saved, int) or saved < 0:
+            raise StateError("seed", f"must be an int >= 0; got {saved!r:.40}")
+        return saved
     return secrets.randbits(63)
+
+
+def shuffle_mode(sampling: InOrder | Shuffled) -> Literal["global", "block", False]:
+    """The epoch order's word for ``sampling`` (``tfrecordkit.sampling.EpochOrder``)."""
+    if isinstance(sampling, InOrder):
+        return False
+    return "global" if sampling.exact else "block"
+
+
+def batch_size_of(sampling: Sampling, batch_size: int | None) -> int | None:
+    """``batch_size`` checked against ``sampling``: a :class:`PK` batch is P×K (left out, or
+    given as exactly that); the other modes need one.
+
+    Raises:
+        OptionError: a ``batch_size`` other than P×K with :class:`PK`, or none otherwise.
+    """
+    if isinstance(sampling, PK):
+        if batch_size is not None and batch_size != sampling.size:
+            raise OptionError(f"PK({sampling.classes_per_batch}, {sampling.examples_per_class}) "
+                              f"batches hold {sampling.size} records: leave batch_size out "
+                              f"(got {batch_size})")
+        return sampling.size
+    return batch_size
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,16 @@ import numpy as np
 from tfrecordkit.errors import OptionError
 from tfrecordkit.readers import RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions
-from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, sampling_of
+from tfrecordkit.readers._modes import (
+    InOrder,
+    ReadOptions,
+    Shuffled,
+    sampling_of,
+    shuffle_mode,
+)
 from tfrecordkit.readers._plan import PathArg, open_records
 from tfrecordkit.readers._transform import RecordKeys
-from tfrecordkit.sampling import EpochOrder, ShuffleMode
+from tfrecordkit.sampling import EpochOrder
 
 __all__ = ["GrainSource", "load_grain_source"]
 
@@ -88,9 +94,7 @@ class GrainSource:
         if not isinstance(mode, InOrder | Shuffled):
             raise OptionError(f"order() gives an epoch of every record: sampling must be "
                               f"InOrder() or Shuffled(); got {mode!r}")
-        shuffle: ShuffleMode = (False if isinstance(mode, InOrder)
-                                else "global" if mode.exact else "block")
-        return EpochOrder(len(self), seed, epoch, shuffle,
+        return EpochOrder(len(self), seed, epoch, shuffle_mode(mode),
                           block=self.records.read_block).ids(np.arange(len(self)))
 
     def collate(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -27,9 +27,11 @@ from tfrecordkit.readers._modes import (
     Sampling,
     Shuffled,
     Triplets,
+    batch_size_of,
     class_dataset,
     sampling_of,
     seed_of,
+    shuffle_mode,
 )
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
@@ -37,7 +39,6 @@ from tfrecordkit.readers._plan import PathArg, open_records
 from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import (
     EpochOrder,
-    ShuffleMode,
     check_state,
 )
 
@@ -105,8 +106,7 @@ class Loader:
         if isinstance(sampling, Shuffled) and sampling.buffer is not None:
             raise OptionError("Shuffled(buffer=...) is tf.data's: this loader shuffles "
                               "without a buffer (leave it out)")
-        shuffle: ShuffleMode = (False if isinstance(sampling, InOrder)
-                                else "global" if sampling.exact else "block")
+        shuffle = shuffle_mode(sampling)
         self.options = options or DecodeOptions()
         if self.options.as_supervised:
             raise OptionError("as_supervised shapes tf.data's elements for model.fit: this "
@@ -374,11 +374,8 @@ def open_loader(path: PathArg, split: str, *, batch_size: int | None,
     """
     sampling = sampling_of(sampling)
     options = decode_options(options, image_size=image_size)
+    batch_size = batch_size_of(sampling, batch_size)
     if isinstance(sampling, PK):
-        if batch_size is not None and batch_size != sampling.size:
-            raise OptionError(f"PK({sampling.classes_per_batch}, {sampling.examples_per_class}) "
-                              f"batches hold {sampling.size} records: leave batch_size out "
-                              f"(got {batch_size})")
         return PKLoader(class_dataset(path, sampling), split, sampling=sampling, seed=seed,
                         partition=partition, options=options, read=read)
     if batch_size is None:

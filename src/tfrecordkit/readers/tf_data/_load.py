@@ -14,6 +14,7 @@ from tfrecordkit.readers._modes import (
     ReadOptions,
     Sampling,
     Triplets,
+    batch_size_of,
     class_dataset,
     sampling_of,
     seed_of,
@@ -94,14 +95,13 @@ def load_tf_dataset(
     partition = Partition.given(partition)
     reading = read or ReadOptions()
     if isinstance(sampling, PK | Triplets):
+        if seed is None and state is not None and not isinstance(state, Mapping):
+            raise OptionError("a global step resumes a seeded run: give the seed it ran with "
+                              "(or resume from ds.state_at(step), which holds it)")
         chosen = seed_of(seed, state if isinstance(state, Mapping) else None)
         start = 0 if state is None else state
         if isinstance(sampling, PK):
-            if batch_size is not None and batch_size != sampling.size:
-                raise OptionError(f"PK({sampling.classes_per_batch}, "
-                                  f"{sampling.examples_per_class}) batches hold "
-                                  f"{sampling.size} records: leave batch_size out (got "
-                                  f"{batch_size})")
+            batch_size_of(sampling, batch_size)
             return pk_dataset(class_dataset(path, sampling), split, sampling=sampling,
                               seed=chosen, options=options, partition=partition,
                               state=start, repeat=repeat, reading=reading)
