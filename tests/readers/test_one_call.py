@@ -193,3 +193,15 @@ def test_tf_data_refuses_a_global_step_without_the_seed_it_ran_with(dataset):
     again = tk.load_tf_dataset(dataset, sampling=tk.PK(2, 2), seed=None, state=state)
     assert [b["n"].numpy().tolist() for b in again] == [b["n"].numpy().tolist()
                                                          for b in ds.skip(1)]
+
+
+def test_batches_read_no_step_past_the_last_asked_for(dataset):
+    loader = tk.load_numpy_dataset(dataset, batch_size=8, sampling=tk.InOrder())
+    started = []
+    start = loader._start
+    loader._start = lambda epoch, step, pool: started.append((epoch, step)) or start(
+        epoch, step, pool)
+    got = [b["n"].tolist() for b in loader.batches(len(loader) + 2)]  # an epoch and 2 steps
+    assert started == [(0, s) for s in range(len(loader))] + [(1, 0), (1, 1)]
+    assert got[:len(loader)] == got[len(loader):] + got[2:len(loader)]  # in order, twice
+    assert loader.state_dict()["epoch"] == 1 and loader.state_dict()["step"] == 2

@@ -15,6 +15,7 @@ from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.format import RecordSlices, Storage
 from tfrecordkit.readers import CLASS_ID, CLASS_POSITION, RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
+from tfrecordkit.readers._epochs import Epochs
 from tfrecordkit.readers._modes import PK, ReadOptions
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
@@ -31,7 +32,7 @@ from tfrecordkit.sampling import (
 from tfrecordkit.schema import Schema
 from tfrecordkit.store import Manifest
 
-__all__ = ["PKLoader", "TripletLoader", "run_steps", "stack_records"]
+__all__ = ["PKLoader", "TripletLoader", "stack_records"]
 
 
 def stack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -96,25 +97,7 @@ class ReadAhead:
         self._pool.shutdown(wait=True)
 
 
-def run_steps(loader: Any, steps: int | None) -> Iterator[dict[str, Any]]:
-    """``steps`` batches of ``loader`` (None: endless) from where it stands, epoch after
-    epoch; its state moves with every batch."""
-    if steps is not None and steps < 0:
-        raise OptionError(f"steps must be >= 0 or None; got {steps}")
-    count = 0
-    while steps is None or count < steps:
-        epoch = iter(loader)
-        try:
-            for batch in epoch:
-                yield batch
-                count += 1
-                if steps is not None and count >= steps:
-                    return
-        finally:
-            epoch.close()
-
-
-class _SampledLoader:
+class _SampledLoader(Epochs):
     """What the P×K and triplet loaders share: epochs of steps built by ``load_step``, run on
     a thread pool, a JSON state checked by ``check_state``, open files to close."""
 
@@ -194,44 +177,10 @@ class _SampledLoader:
             if ahead is not None:
                 ahead.close()
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(self.pool_threads) as pool:
-            yield from self._run(None, pool)
-
-    def _run(self, limit: int | None, pool: Executor) -> Iterator[dict[str, Any]]:
-        """The rest of this epoch (at most ``limit`` steps, read ahead no further); a whole
-        rest moves on to the next epoch."""
-        todo = list(self.partition.steps(self.step, len(self)))
-        whole = limit is None or limit >= len(todo)
-        for step, batch in self.iter_steps(self.epoch, todo if whole else todo[:limit], pool):
-            self.step = step + 1
-            yield batch
-        if whole:
-            self.epoch, self.step = self.epoch + 1, 0
-
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from a :meth:`state_dict` (refused if saved with other settings)."""
         state = self.check_state(state)
         self.epoch, self.step = state["epoch"], state["step"]
-
-    def batches(self, steps: int | None = None) -> Iterator[dict[str, Any]]:
-        """``steps`` batches (None: endless) from where the loader stands, across epochs;
-        records are read ahead no further than the last of them."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        if steps is not None and steps < 0:
-            raise OptionError(f"steps must be >= 0 or None; got {steps}")
-        count = 0
-        with ThreadPoolExecutor(self.pool_threads) as pool:  # one for every epoch
-            while steps is None or count < steps:
-                before = count
-                for batch in self._run(None if steps is None else steps - count, pool):
-                    count += 1
-                    yield batch
-                if count == before:  # this worker has no steps in an epoch: none will come
-                    return
 
     def close(self) -> None:
         """Close the files kept open."""

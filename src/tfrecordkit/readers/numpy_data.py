@@ -19,7 +19,8 @@ from tfrecordkit.readers._decoding import (
     chunk_size,
     decode_options,
 )
-from tfrecordkit.readers._metric import PKLoader, TripletLoader, run_steps, stack_records
+from tfrecordkit.readers._epochs import Epochs
+from tfrecordkit.readers._metric import PKLoader, TripletLoader, stack_records
 from tfrecordkit.readers._modes import (
     PK,
     InOrder,
@@ -80,7 +81,7 @@ def _finisher(whole: Future[dict[str, Any]] | _Done) -> Callable[..., dict[str, 
     return finish
 
 
-class Loader:
+class Loader(Epochs):
     """Batches of one split as dicts of NumPy arrays, in an order that is a pure function of
     (dataset fingerprint, seed, epoch, step, global batch size, sampling).
 
@@ -278,21 +279,6 @@ class Loader:
         light = (not self.decoder.heavy and self.augment is None
                  and self.records.storage.local and self.records.restarts is None)
         return 1 if light else self.num_threads
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(self.pool_threads) as pool:
-            for step, batch in self.iter_steps(self.epoch,
-                                               self.partition.steps(self.step, self._steps),
-                                               pool):
-                self.step = step + 1
-                yield batch
-        self.epoch, self.step = self.epoch + 1, 0
-
-    def batches(self, steps: int | None = None) -> Iterator[dict[str, Any]]:
-        """``steps`` batches (None: endless) from where the loader stands, across epochs."""
-        return run_steps(self, steps)
 
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is, as JSON: the same on every rank and worker."""
