@@ -7,6 +7,7 @@ naming the reader or the option that does it, never ignored."""
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 import pytest
@@ -205,3 +206,31 @@ def test_batches_read_no_step_past_the_last_asked_for(dataset):
     assert started == [(0, s) for s in range(len(loader))] + [(1, 0), (1, 1)]
     assert got[:len(loader)] == got[len(loader):] + got[2:len(loader)]  # in order, twice
     assert loader.state_dict()["epoch"] == 1 and loader.state_dict()["step"] == 2
+
+
+def test_every_reader_refuses_from_one_table_naming_itself(dataset):
+    """The refusals come from one table: each names the reader and the option."""
+    cases = [
+        (lambda: tk.load_numpy_dataset(dataset, batch_size=8, read=tk.ReadOptions(cache=True)),
+         "the NumPy and PyTorch loaders does not take ReadOptions(cache=True)"),
+        (lambda: tk.load_grain_source(dataset, options=tk.DecodeOptions(as_supervised=True)),
+         "grain's source does not take DecodeOptions(as_supervised=True)"),
+        (lambda: tk.load_numpy_dataset(dataset, sampling=tk.Triplets(), batch_size=4,
+                                       read=tk.ReadOptions(cache=True)),
+         "P×K and triplet batches of the NumPy and PyTorch loaders does not take"),
+    ]
+    for call, message in cases:
+        with pytest.raises(OptionError, match=re.escape(message)):
+            call()
+
+
+@pytest.mark.integration
+def test_rays_reader_refuses_what_it_does_not_take(dataset):
+    pytest.importorskip("ray")
+    from tfrecordkit.ray import TFRecordKitDatasource
+
+    for kwargs in ({"options": tk.DecodeOptions(augment=lambda values, rng: values)},
+                   {"read": tk.ReadOptions(num_threads=2)}, {"read": tk.ReadOptions(cache=True)},
+                   {"read": tk.ReadOptions(max_open_files=8)}):
+        with pytest.raises(OptionError, match="Ray's read_dataset does not take"):
+            TFRecordKitDatasource(dataset, **kwargs)

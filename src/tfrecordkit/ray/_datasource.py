@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import MissingDependencyError, OptionError
+from tfrecordkit.errors import MissingDependencyError
 from tfrecordkit.format import Inflater, Restarts, Storage, check_frame
 from tfrecordkit.readers import (
     RECORD_ID,
@@ -20,6 +20,7 @@ from tfrecordkit.readers import (
     RecordDecoder,
     decode_options,
     plan_read,
+    refuse_untaken,
 )
 from tfrecordkit.sampling import SplitLocations
 
@@ -60,12 +61,7 @@ class TFRecordKitDatasource(Datasource):
         super().__init__()  # type: ignore[no-untyped-call]
         self.options = options or DecodeOptions()
         read = read or ReadOptions()
-        if self.options.augment is not None or self.options.as_supervised:
-            raise OptionError("augment and as_supervised belong to the loaders: on Ray, map "
-                              "your function over the rows (ds.map)")
-        if read.cache or read.num_threads is not None or read.max_open_files is not None:
-            raise OptionError("Ray runs the read tasks: leave ReadOptions(cache=, num_threads=, "
-                              "max_open_files=) out (override_num_blocks sets the tasks)")
+        refuse_untaken("Ray's read_dataset", (), options=self.options, read=read)
         self.plan = plan_read(path, split, schema=read.schema,
                               storage_options=read.storage_options)
         self.decoder = RecordDecoder(self.plan.schema, self.options,

@@ -14,7 +14,15 @@ from tfrecordkit.readers._decoding import (
 )
 from tfrecordkit.readers._keys import CLASS_ID, CLASS_POSITION, RECORD_ID, SOURCE, VALID
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, Kind
-from tfrecordkit.readers._modes import PK, InOrder, ReadOptions, Sampling, Shuffled, Triplets
+from tfrecordkit.readers._modes import (
+    PK,
+    InOrder,
+    ReadOptions,
+    Sampling,
+    Shuffled,
+    Triplets,
+    refuse_untaken,
+)
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg, plan_read
 
@@ -40,4 +48,5 @@ __all__ = [
     "decode_options",
     "plan_read",
     "record_values",
+    "refuse_untaken",
 ]

@@ -16,7 +16,7 @@ from tfrecordkit.format import RecordSlices, Storage
 from tfrecordkit.readers import CLASS_ID, CLASS_POSITION, RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._epochs import Epochs
-from tfrecordkit.readers._modes import PK, ReadOptions
+from tfrecordkit.readers._modes import PK, ReadOptions, refuse_untaken
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
@@ -332,17 +332,10 @@ class TripletLoader(_SampledLoader):
 
 def _sampled_read(options: DecodeOptions | None, read: ReadOptions | None) -> ReadOptions:
     """``read``, once what class-balanced loaders cannot do is refused."""
-    if options is not None and options.augment is not None:
-        raise OptionError("augment runs in the NumPy and PyTorch loaders' in-order and "
-                          "shuffled batches; P×K and triplet batches take crop and flip "
-                          "(DecodeOptions), keyed by (seed, step, record)")
-    if options is not None and options.as_supervised:
-        raise OptionError("as_supervised shapes tf.data's elements for model.fit: this "
-                          "loader gives dicts")
     read = read or ReadOptions()
-    if read.cache:
-        raise OptionError("ReadOptions(cache=True) is tf.data's: this loader reads records "
-                          "by offset and keeps none")
+    refuse_untaken("P×K and triplet batches of the NumPy and PyTorch loaders",
+                   ("ReadOptions(num_threads=)", "ReadOptions(max_open_files=)"),
+                   options=options, read=read)
     return read
 
 

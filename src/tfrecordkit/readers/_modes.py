@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -15,7 +15,8 @@ from tfrecordkit.errors import DatasetError, OptionError, StateError
 from tfrecordkit.schema import Schema
 
 __all__ = ["PK", "InOrder", "ReadOptions", "Sampling", "Shuffled", "Triplets",
-           "batch_size_of", "class_dataset", "sampling_of", "seed_of", "shuffle_mode"]
+           "batch_size_of", "class_dataset", "refuse_untaken", "sampling_of", "seed_of",
+           "shuffle_mode"]
 
 
 @dataclass(frozen=True)
@@ -203,3 +204,50 @@ class ReadOptions:
         if self.schema is not None and not isinstance(self.schema, Schema):
             raise OptionError(f"ReadOptions(schema=...) must be a tk.Schema; got "
                               f"{type(self.schema).__name__}")
+
+
+# What a reader does not take, and why: one table, so every reader refuses alike (by name,
+# rather than ignoring what it was given).
+_WHY = {
+    "Shuffled(buffer=)": "a shuffle buffer is tf.data's; this reader shuffles without one",
+    "Shuffled(exact=True)": "an exact permutation of the split is the NumPy and PyTorch "
+                            "loaders'; tf.data shuffles through a buffer (Shuffled(buffer=n))",
+    "DecodeOptions(augment=)": "augment runs in tf.data and in the NumPy and PyTorch loaders' "
+                               "in-order and shuffled batches; elsewhere use DecodeOptions "
+                               "crop and flip (keyed by seed and record), or map your own "
+                               "function over the records",
+    "DecodeOptions(as_supervised=True)": "(inputs, label) pairs shape tf.data's elements for "
+                                         "model.fit; the other readers give dicts (take the "
+                                         "label from the batch)",
+    "ReadOptions(cache=True)": "keeping serialized records in memory is tf.data's in-order and "
+                               "shuffled pipeline's; this reader reads records by offset and "
+                               "keeps none",
+    "ReadOptions(num_threads=)": "tf.data sizes its threads itself (AUTOTUNE); grain and Ray "
+                                 "run their own workers",
+    "ReadOptions(max_open_files=)": "tf.data's in-order and shuffled pipeline opens files "
+                                    "through its interleave (AUTOTUNE); Ray's read tasks open "
+                                    "their own",
+}
+
+
+def refuse_untaken(reader: str, takes: Iterable[str], *, sampling: Sampling | None = None,
+                   options: Any = None, read: ReadOptions | None = None) -> None:
+    """Refuse, naming ``reader`` and why, an option given that it does not take (``takes``:
+    keys of the table above).
+
+    Raises:
+        OptionError: the first such option.
+    """
+    shuffled = sampling if isinstance(sampling, Shuffled) else None
+    given = {
+        "Shuffled(buffer=)": shuffled is not None and shuffled.buffer is not None,
+        "Shuffled(exact=True)": shuffled is not None and shuffled.exact,
+        "DecodeOptions(augment=)": options is not None and options.augment is not None,
+        "DecodeOptions(as_supervised=True)": options is not None and options.as_supervised,
+        "ReadOptions(cache=True)": read is not None and read.cache,
+        "ReadOptions(num_threads=)": read is not None and read.num_threads is not None,
+        "ReadOptions(max_open_files=)": read is not None and read.max_open_files is not None,
+    }
+    untaken = [name for name, asked in given.items() if asked and name not in set(takes)]
+    if untaken:
+        raise OptionError(f"{reader} does not take {untaken[0]}: {_WHY[untaken[0]]}")

@@ -18,6 +18,7 @@ from tfrecordkit.readers._modes import (
     InOrder,
     ReadOptions,
     Shuffled,
+    refuse_untaken,
     sampling_of,
     shuffle_mode,
 )
@@ -43,14 +44,9 @@ class GrainSource:
                  options: DecodeOptions | None = None, seed: int = 0,
                  read: ReadOptions | None = None) -> None:
         self.options, self.seed = options or DecodeOptions(), seed
-        if self.options.augment is not None or self.options.as_supervised:
-            raise OptionError("augment and as_supervised belong to the loaders: with grain, "
-                              "map your own function over the source's records")
         read = read or ReadOptions()
-        if read.cache or read.num_threads is not None:
-            raise OptionError("grain runs its own workers and keeps no cache here: leave "
-                              "ReadOptions(cache=, num_threads=) out (grain.ReadOptions sets "
-                              "its threads)")
+        refuse_untaken("grain's source", ("ReadOptions(max_open_files=)",),
+                       options=self.options, read=read)
         plan, self.records, self.decoder = open_records(
             path, split, self.options, schema=read.schema, max_open_files=read.max_open_files,
             storage_options=read.storage_options)

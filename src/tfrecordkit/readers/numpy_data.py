@@ -30,6 +30,7 @@ from tfrecordkit.readers._modes import (
     Triplets,
     batch_size_of,
     class_dataset,
+    refuse_untaken,
     sampling_of,
     seed_of,
     shuffle_mode,
@@ -49,6 +50,9 @@ __all__ = ["PK", "Augment", "DecodeOptions", "InOrder", "Loader", "PKLoader", "P
 
 
 # -- the general loader --------------------------------------------------------------------
+
+_LOADER_TAKES = ("Shuffled(exact=True)", "DecodeOptions(augment=)", "ReadOptions(num_threads=)",
+                 "ReadOptions(max_open_files=)")
 
 
 class _Done:
@@ -104,19 +108,11 @@ class Loader(Epochs):
             raise OptionError(f"the global batch_size {batch_size} must divide evenly between "
                              f"{self.partition.world_size} ranks")
         sampling = sampling or Shuffled()
-        if isinstance(sampling, Shuffled) and sampling.buffer is not None:
-            raise OptionError("Shuffled(buffer=...) is tf.data's: this loader shuffles "
-                              "without a buffer (leave it out)")
+        self.options, read = options or DecodeOptions(), read or ReadOptions()
+        refuse_untaken("the NumPy and PyTorch loaders", _LOADER_TAKES, sampling=sampling,
+                       options=self.options, read=read)
         shuffle = shuffle_mode(sampling)
-        self.options = options or DecodeOptions()
-        if self.options.as_supervised:
-            raise OptionError("as_supervised shapes tf.data's elements for model.fit: this "
-                              "loader gives dicts (take the label from the batch)")
         self.augment = self.options.augment
-        read = read or ReadOptions()
-        if read.cache:
-            raise OptionError("ReadOptions(cache=True) is tf.data's: this loader reads records "
-                              "by offset and keeps none")
         self.plan, self.records, self.decoder = open_records(
             path, split, self.options, max_open_files=read.max_open_files,
             storage_options=read.storage_options, schema=read.schema)

@@ -16,7 +16,7 @@ from tfrecordkit.errors import OptionError
 from tfrecordkit.format import RecordReader, Storage
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
-from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled
+from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, refuse_untaken
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import ReadPlan, plan_read
 from tfrecordkit.readers.tf_data._batching import (
@@ -172,13 +172,9 @@ def _check_options(options: DecodeOptions, batch_size: int | None,
         raise OptionError("padded_shapes pads batches: give batch_size")
     if batch_size is not None and batch_size < 1:
         raise OptionError(f"batch_size must be positive; got {batch_size}")
-    if isinstance(sampling, Shuffled) and sampling.exact:
-        raise OptionError("Shuffled(exact=True), a permutation of the whole split, is the "
-                          "NumPy and PyTorch loaders': tf.data shuffles through a buffer "
-                          "(Shuffled(buffer=n) sets its size)")
-    if read.num_threads is not None or read.max_open_files is not None:
-        raise OptionError("tf.data sizes its own threads and open files (AUTOTUNE): leave "
-                          "ReadOptions(num_threads=, max_open_files=) out")
+    refuse_untaken("tf.data", ("Shuffled(buffer=)", "DecodeOptions(augment=)",
+                               "DecodeOptions(as_supervised=True)", "ReadOptions(cache=True)"),
+                   sampling=sampling, options=options, read=read)
 
 
 def _interleaved(files_ds: Any, read: ReadPlan, open_file: Callable[[Any], Any], *,

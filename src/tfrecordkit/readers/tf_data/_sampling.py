@@ -19,7 +19,7 @@ from tfrecordkit.format import Storage
 from tfrecordkit.readers import CLASS_ID
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
-from tfrecordkit.readers._modes import PK, ReadOptions, Triplets
+from tfrecordkit.readers._modes import PK, ReadOptions, Triplets, refuse_untaken
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
 from tfrecordkit.readers.tf_data._batching import (
@@ -280,6 +280,6 @@ def _refuse_keyed(options: DecodeOptions, reading: ReadOptions) -> None:
         raise OptionError("P×K and triplet datasets in tf.data take neither random crops and "
                           "flips nor fast_resize: use crop='center' here, or the NumPy and "
                           "PyTorch loaders, which key them by (seed, step, record)")
-    if reading.cache or reading.num_threads is not None:
-        raise OptionError("P×K and triplet datasets in tf.data read records by offset: "
-                          "leave ReadOptions(cache=, num_threads=) out")
+    refuse_untaken("tf.data's P×K and triplet datasets",
+                   ("DecodeOptions(augment=)", "DecodeOptions(as_supervised=True)",
+                    "ReadOptions(max_open_files=)"), options=options, read=reading)
