@@ -9,7 +9,8 @@ NumPy array; both pipelines resize to 224x224, batch 128, with the same shuffle 
 
   plain   files interleaved (cycle 16, AUTOTUNE), shuffle, map(parse_single_example,
           decode_jpeg, tf.image.resize, saturate_cast(round)), batch, prefetch
-  tk      load_tf_dataset(path, batch_size=128, image_size=(224, 224), shuffle=--shuffle)
+  tk      load_tf_dataset(path, batch_size=128, image_size=(224, 224), seed=None,
+                          sampling=Shuffled(buffer=--shuffle))
 
 Run: python bench/first_batch.py [--images 6400] [--runs 7] [--json bench_output/first_batch.json]
 """
@@ -38,7 +39,7 @@ case, path, shuffle = sys.argv[1], sys.argv[2], int(sys.argv[3])
 start = time.perf_counter()
 if case == "tk":
     ds = tk.load_tf_dataset(path, batch_size=128, image_size=(224, 224), seed=None,
-                            sampling=tk.Shuffled() if shuffle else tk.InOrder())
+                            sampling=tk.Shuffled(buffer=shuffle) if shuffle else tk.InOrder())
     batch = next(iter(ds))
     batch["image"].numpy()
 else:

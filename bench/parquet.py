@@ -6,7 +6,7 @@ Rows: --rows records of 16 columns (10 float32, 5 int64, 1 short string). Both s
 every column as NumPy arrays, batch by batch (--batch rows); medians of --runs, alternating.
 
   parquet   pyarrow.parquet.ParquetFile(...).iter_batches(batch_size) -> column.to_numpy()
-  ours      load_numpy_dataset(path, batch_size, shuffle=False), one epoch
+  ours      load_numpy_dataset(path, batch_size, sampling=InOrder()), one epoch
 
 Run: python bench/parquet.py [--rows 200000] [--batch 1024] [--runs 5] [--dir bench_output]
 """

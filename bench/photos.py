@@ -10,7 +10,8 @@ images (the process and its reaped children, creation included), time to the fir
   tf.data     plain tf.data as tutorials write it: the files interleaved, a shuffle buffer of
               --shuffle records, map(parse_single_example, decode_jpeg (default DCT),
               tf.image.resize, saturate_cast(round) to uint8) with AUTOTUNE, batch, prefetch
-  tk.tf       load_tf_dataset(path, batch_size=128, image_size=(224, 224), shuffle=--shuffle)
+  tk.tf       load_tf_dataset(path, batch_size=128, image_size=(224, 224), seed=None,
+              sampling=Shuffled(buffer=--shuffle))
   numpy       load_numpy_dataset(path, batch_size=128, image_size=(224, 224))
   torch       DataLoader(load_torch_dataset(...same...), batch_size=None, num_workers=2)
   ceiling     the same JPEG bytes, already in memory, decoded by simplejpeg (accurate DCT, as
@@ -20,7 +21,8 @@ images (the process and its reaped children, creation included), time to the fir
               no resize: load_numpy_dataset(path, batch_size=128) (variable sizes padded, with
               their lengths) against simplejpeg decoding the same bytes on every core
   pk tf.data / pk numpy
-              P x K = 32 x 4 batches, image_size 224: load_tf_pk_dataset / iter_pk_batches
+              P x K = 32 x 4 batches, image_size 224: load_tf_dataset / load_numpy_dataset
+              with sampling=PK(32, 4)
   crop numpy / crop tf.data / crop torch
               the ImageNet training recipe: DecodeOptions(crop="random", flip=True,
               image_size=(224, 224)) (random-resized-crop, scale (0.08, 1), ratio (3/4, 4/3))
@@ -46,8 +48,9 @@ from _results import medians_and_spread, run_fresh, write_results  # noqa: E402
 import tfrecordkit as tk  # noqa: E402
 
 
-def _sampling(shuffle: bool) -> tk.InOrder | tk.Shuffled:
-    return tk.Shuffled() if shuffle else tk.InOrder()
+def _sampling(shuffle: int) -> tk.InOrder | tk.Shuffled:
+    """--shuffle as a sampling: a buffer of that many records (0: the stored order)."""
+    return tk.Shuffled(buffer=shuffle) if shuffle else tk.InOrder()
 
 BATCH = 128
 SIZE = (224, 224)

@@ -1,8 +1,10 @@
 """P×K sampling throughput vs a sequential read of the same records, and memory at 10k classes.
 
 A per-class dataset of 128x128 JPEG records; P=32 classes x K=8 = 256 per batch. Compares
-  tf.data:  load_tf_pk_dataset  vs  load_tf_dataset(batch_size=256)   (with and without decode)
-  NumPy:    iter_pk_batches     vs  sequential RecordReader + Schema.decode of the same shards
+  tf.data:  load_tf_dataset(sampling=PK(P, K))  vs  load_tf_dataset(batch_size=P*K)
+            (with and without decode)
+  NumPy:    load_numpy_dataset(sampling=PK(P, K))  vs  sequential RecordReader +
+            Schema.decode of the same shards
             (no decode: + parse_examples of the stored keys, 256 at a time, as decode=False)
 and prints records/s (medians), the ratio, CPU seconds per 1,000 records and the time to the
 first batch; every run in a fresh process (in one shared process, TensorFlow's threads and

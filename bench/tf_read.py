@@ -5,7 +5,7 @@ Datasets (written once by tfrecordkit): 128x128 JPEG records (~6 KB) and small r
   tutorial:   TFRecordDataset(files) -> map(parse_single_example) -> batch(256)
   hand-tuned: interleave(AUTOTUNE) -> batch -> map(parse_example) -> [unbatch -> map(decode)
               -> batch] -> prefetch, all AUTOTUNE
-  ours:       load_tf_dataset(path, batch_size=256, shuffle=False)  (and shuffle=True)
+  ours:       load_tf_dataset(path, batch_size=256, sampling=InOrder())  (and shuffled)
 Prints records/s (medians of --runs) and ours/tutorial, ours/hand-tuned.
 
 Run: python bench/tf_read.py [--images 20000] [--small 1000000] [--runs 3]
