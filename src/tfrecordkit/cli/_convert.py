@@ -85,6 +85,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--exif-transpose", action="store_true",
                         help="apply JPEGs' EXIF orientation to the pixels (default: keep as "
                              "stored, as TensorFlow decodes them)")
+    folders = parser.add_mutually_exclusive_group()
+    folders.add_argument("--split-folders", dest="split_folders", action="store_const",
+                         const=True, default=None,
+                         help="the top folders are splits: root/<split>/<class>/<file> "
+                              "(default: when every top folder is a split name such as "
+                              "train, val, test)")
+    folders.add_argument("--no-split-folders", dest="split_folders", action="store_const",
+                         const=False, help="every top folder is a class, even one named "
+                                           "train, val or test")
     parser.add_argument("--no-provenance", action="store_true",
                         help="don't store each record's input (its path under a folder, or "
                              "table:row) as __source")
@@ -110,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
         options["exif_transpose"] = args.exif_transpose
     if args.no_provenance and (kind or infer_kind(args.src)) in _WITH_PROVENANCE:
         options["provenance"] = False
+    if args.split_folders is not None:
+        options["splits"] = args.split_folders
     source = open_source(args.src, kind, **options)
     if args.engine == "ray":
         import ray

@@ -14,6 +14,7 @@ from tfrecordkit.codecs._image import (
     load_simplejpeg,
     scale_pixels,
 )
+from tfrecordkit.codecs._placement import BOX_MIN_AREA, BOX_MIN_SIZE, Placement, place_boxes
 from tfrecordkit.codecs._resize import (
     pad_window,
     resize_image,
@@ -25,9 +26,12 @@ from tfrecordkit.codecs._sniff import ContentType, image_header, png_bit_depth, 
 from tfrecordkit.codecs._structure import image_structure_problem
 
 __all__ = [
+    "BOX_MIN_AREA",
+    "BOX_MIN_SIZE",
     "MAX_IMAGE_PIXELS",
     "PIL_MODE_CHANNELS",
     "ContentType",
+    "Placement",
     "check_image_pixels",
     "convert_channels",
     "decode_image_bytes",
@@ -37,6 +41,7 @@ __all__ = [
     "load_simplejpeg",
     "load_soundfile",
     "pad_window",
+    "place_boxes",
     "png_bit_depth",
     "resample_audio",
     "resize_image",

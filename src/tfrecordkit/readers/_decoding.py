@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.codecs import MAX_IMAGE_PIXELS, scale_pixels
+from tfrecordkit.codecs import MAX_IMAGE_PIXELS, Placement, scale_pixels
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import (
     Column,
@@ -378,9 +378,12 @@ class RecordDecoder:
         record, the images are decoded into (that feature's value is then those rows);
         ``keys``: what the records' random crops and flips are keyed by."""
         finish: dict[str, Finish] | None = None
+        placed: dict[str, dict[int, Placement]] = {image: {} for image in
+                                                    self.layout.follows.values()}
         if self._transform is not None:
             finish = {name: self._transform.finisher(None if into is None else into.get(name),
-                                                     keys) for name in self._images}
+                                                     keys, placed.get(name))
+                      for name in self._images}
         elif into is not None and any(name in into for name in self.padded_images):
             finish = {name: pad_into(into[name]) for name in self.padded_images
                       if name in into}
@@ -394,6 +397,11 @@ class RecordDecoder:
             raise self._undescribed(err) from None
         for name, shape in self._fixed.items():
             _check_shapes(name, columns[name], shape, where)
+        if self._transform is not None:
+            for name, image in self.layout.follows.items():
+                placements = placed[image]
+                columns[name] = [self._transform.place(value, placements[i])
+                                 for i, value in enumerate(columns[name])]
         if self._transform is None and self.options.image_dtype != "uint8":
             for name in self._images:
                 columns[name] = [scale_pixels(image, self.options.image_dtype, self.options.mean,

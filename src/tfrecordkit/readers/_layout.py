@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence as Names
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -36,11 +36,14 @@ class BatchLayout:
             ``"ragged"`` (lists of arrays; tf.data: ``tf.RaggedTensor``).
         shard_label: the feature whose values come from each record's shard (per-class
             datasets), if it is read.
+        follows: features whose values are positions in an image (boxes), each with the
+            image feature whose crop, resize and flip move them (when images are resized).
     """
 
     features: Mapping[str, FeatureLayout]
     padding: Literal["pad", "ragged"] = "pad"
     shard_label: str | None = None
+    follows: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -90,7 +93,35 @@ class BatchLayout:
             raise DatasetError(f"image_size={options.image_size} given, but none of {names} "
                                "is an image")
         label = schema.shard_label
-        return cls(layouts, options.padding, label if label in names else None)
+        follows = (_images_followed(schema, layouts) if options.image_size is not None
+                   and getattr(options, "decode", True) else {})
+        return cls(layouts, options.padding, label if label in names else None, follows)
+
+
+def _images_followed(schema: Schema, layouts: Mapping[str, FeatureLayout]) -> dict[str, str]:
+    """For each feature read whose values are positions in an image (boxes), the image
+    feature read that they follow: the only image, or the one whose name shares the boxes'
+    first path segment (``image/object`` follows ``image/encoded`` or ``image``).
+
+    Raises:
+        DatasetError: the boxes' image is not read, or several images could be theirs.
+    """
+    images = [n for n, f in layouts.items() if f.kind == "image"]
+    out = {}
+    for name in layouts:
+        if not schema[name].in_image:
+            continue
+        prefix = name.split("/")[0]
+        candidates = images if len(images) <= 1 else [
+            n for n in images if n.split("/")[0] == prefix]
+        if len(candidates) != 1:
+            which = ("no image is read" if not images
+                     else f"it could be any of {candidates or images}")
+            raise DatasetError(f"the boxes {name!r} follow their image when images are "
+                               f"resized, cropped or flipped, but {which}: read one image "
+                               "with them (DecodeOptions(features=[...]))")
+        out[name] = candidates[0]
+    return out
 
 
 def stored_specs(schema: Schema, names: Names[str]) -> list[KeySpec]:

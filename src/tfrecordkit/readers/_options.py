@@ -60,6 +60,12 @@ class DecodeOptions:
             id): every reader cuts the same pixels, and resume repeats them.
         flip: mirror each image left to right with probability 1/2, keyed like ``crop``.
         crop_scale, crop_ratio, crop_fraction: see ``crop``.
+        box_min_size, box_min_area: boxes (a :class:`~tfrecordkit.schema.Boxes` feature)
+            follow their image through crops, resizes, letterboxing and flips; after a crop
+            each box is clipped to the window, and a box left narrower or lower than
+            ``box_min_size`` output pixels, or smaller than ``box_min_area`` square pixels,
+            is dropped with its label (torchvision v2's ``SanitizeBoundingBoxes`` rule and
+            defaults, 1 and 1).
         augment: a function run on each record's decoded values before batching. NumPy and
             PyTorch loaders call ``augment(values, rng)`` with an ``rng`` seeded by (seed,
             epoch, record id), so augmentation repeats exactly on resume and does not depend
@@ -89,6 +95,8 @@ class DecodeOptions:
     crop_scale: tuple[float, float] = (0.08, 1.0)
     crop_ratio: tuple[float, float] = (3 / 4, 4 / 3)
     crop_fraction: float = 0.875
+    box_min_size: float = 1.0
+    box_min_area: float = 1.0
     augment: Any = None
     as_supervised: bool = False
 
@@ -176,6 +184,13 @@ class DecodeOptions:
                 raise OptionError(f"{name} must be (low, high) with 0 < low <= high"
                                   f"{' <= 1' * (name == 'crop_scale')}; got {value!r}")
             object.__setattr__(self, name, (low, high))
+        for name in ("box_min_size", "box_min_area"):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, int | float | np.number)
+                    or not 0 <= float(value) < float("inf")):
+                raise OptionError(f"{name} must be a number of output pixels >= 0; got "
+                                  f"{value!r}")
+            object.__setattr__(self, name, float(value))
         if not 0 < float(self.crop_fraction) <= 1:
             raise OptionError(f"crop_fraction must be in (0, 1]; got {self.crop_fraction!r}")
 

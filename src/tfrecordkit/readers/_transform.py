@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tfrecordkit.codecs import pad_window, resize_into, scale_pixels
+from tfrecordkit.codecs import Placement, pad_window, place_boxes, resize_into, scale_pixels
 from tfrecordkit.errors import OptionError
 from tfrecordkit.sampling import center_crop_box, crop_draws, random_crop_box
 
@@ -50,6 +50,7 @@ class ImageTransform:
         self.crop, self.flip = options.crop, options.flip
         self.crop_scale, self.crop_ratio = options.crop_scale, options.crop_ratio
         self.crop_fraction = options.crop_fraction
+        self.box_min_size, self.box_min_area = options.box_min_size, options.box_min_area
         self._fills: dict[int, np.ndarray] = {}
 
     def _fill(self, channels: int) -> np.ndarray:
@@ -82,11 +83,27 @@ class ImageTransform:
             return top, left, h, w, flipped
         return 0, 0, height, width, flipped
 
-    def finisher(self, rows: np.ndarray | None = None, keys: RecordKeys | None = None
-                 ) -> Finish:
+    def placement(self, height: int, width: int, window: tuple[int, int, int, int, bool]
+                  ) -> Placement:
+        """How a ``height × width`` image cut to ``window`` (:meth:`window`'s) lands in the
+        output: what its boxes follow."""
+        top, left, h, w, flip = window
+        pad = pad_window(h, w, self.size) if self.keep_aspect else None
+        return Placement(height, width, (top, left, h, w), self.size, pad, flip,
+                         cropped=self.crop is not None)
+
+    def place(self, value: dict[str, np.ndarray], placement: Placement) -> dict[str, np.ndarray]:
+        """A record's boxes value (``{"boxes", "labels"}``) moved with its image."""
+        boxes, labels = place_boxes(value["boxes"], value["labels"], placement,
+                                    min_size=self.box_min_size, min_area=self.box_min_area)
+        return {**value, "boxes": boxes, "labels": labels}
+
+    def finisher(self, rows: np.ndarray | None = None, keys: RecordKeys | None = None,
+                 placements: dict[int, Placement] | None = None) -> Finish:
         """``finish(i, pixels)``: record ``i``'s uint8 ``[h, w, c]`` pixels transformed into
         ``rows[i]`` (a batch's ``[n, H, W, C]`` array) when its channels match, else into a new
-        array, which is returned; ``keys`` key random crops and flips."""
+        array, which is returned; ``keys`` key random crops and flips; ``placements[i]``
+        receives record ``i``'s :class:`Placement` (what its boxes follow)."""
 
         if self.keyed and keys is None:
             raise OptionError("random crops and flips are keyed by (seed, epoch, record id); "
@@ -101,9 +118,15 @@ class ImageTransform:
             else:
                 out = np.empty((*self.size, channels), self.dtype)
             if self.crop is None and not self.flip:
+                if placements is not None:
+                    height, width = pixels.shape[:2]
+                    placements[i] = self.placement(height, width, (0, 0, height, width, False))
                 return self.transform(pixels, out)
-            top, left, height, width, flip = self.window(
-                pixels.shape[0], pixels.shape[1], None if draws is None else draws[i])
+            box = self.window(pixels.shape[0], pixels.shape[1],
+                              None if draws is None else draws[i])
+            if placements is not None:
+                placements[i] = self.placement(pixels.shape[0], pixels.shape[1], box)
+            top, left, height, width, flip = box
             window = pixels[top : top + height, left : left + width]
             return self.transform(window, out, flip=flip)
 

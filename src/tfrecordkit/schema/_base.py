@@ -273,6 +273,9 @@ class Feature:
     """Base of all features; subclasses are frozen dataclasses that validate on construction."""
 
     kind: ClassVar[str] = ""
+    #: Whether values are positions in an image of the record (boxes): they move with the
+    #: image when a reader crops, resizes or flips it.
+    in_image: ClassVar[bool] = False
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready description, inverse of :func:`feature_from_json`."""

@@ -46,6 +46,7 @@ class Boxes(Feature):
 
     names: collections.abc.Sequence[str] = ()
     kind: ClassVar[str] = "boxes"
+    in_image: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(str(n) for n in self.names))

@@ -5,7 +5,13 @@ Every source streams: listing items is cheap and loading happens one item at a t
 worker processes.
 """
 
-from tfrecordkit.sources._folder import AudioFolder, ImageFolder, class_dirs, walk_files
+from tfrecordkit.sources._folder import (
+    SPLIT_FOLDER_NAMES,
+    AudioFolder,
+    ImageFolder,
+    class_dirs,
+    walk_files,
+)
 from tfrecordkit.sources._huggingface import HuggingFace, is_huggingface
 from tfrecordkit.sources._media import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS, load_audio, load_image
 from tfrecordkit.sources._protocol import Source, SourceItem, SourceTraits
@@ -15,6 +21,7 @@ from tfrecordkit.sources._table import Table
 __all__ = [
     "AUDIO_EXTENSIONS",
     "IMAGE_EXTENSIONS",
+    "SPLIT_FOLDER_NAMES",
     "AudioFolder",
     "HuggingFace",
     "ImageFolder",

@@ -21,19 +21,61 @@ from tfrecordkit.sources._media import (
 from tfrecordkit.sources._protocol import SourceItem
 from tfrecordkit.store import text_of_name
 
-__all__ = ["AudioFolder", "ImageFolder"]
+__all__ = ["SPLIT_FOLDER_NAMES", "AudioFolder", "ImageFolder"]
+
+#: Top folders of a class-folder tree taken as splits (case-insensitive):
+#: ``root/train/<class>/…``, ``root/val/<class>/…``.
+SPLIT_FOLDER_NAMES = frozenset({
+    "train", "training", "val", "valid", "validation", "dev", "test", "testing", "eval",
+    "evaluation", "holdout"})
 
 
 def class_dirs(root: str) -> list[str]:
     if not os.path.isdir(root):
         raise SourceError(root, "not a directory")
-    classes = sorted(
-        entry.name for entry in os.scandir(root)
-        if entry.is_dir() and not entry.name.startswith(".")
-    )
+    classes = _subfolders(root)
     if not classes:
         raise SourceError(root, "no class folders (expected root/<class>/<file>)")
     return classes
+
+
+def _subfolders(folder: str) -> list[str]:
+    """The folder's visible sub-folders, sorted."""
+    with os.scandir(folder) as scan:
+        return sorted(entry.name for entry in scan
+                      if entry.is_dir() and not entry.name.startswith("."))
+
+
+def split_dirs(root: str, top: list[str], splits: bool | None) -> list[str]:
+    """The top folders of ``root`` that are splits (``root/<split>/<class>/…``); empty when
+    they are classes. ``splits``: True or False decides; None recognises split names
+    (:data:`SPLIT_FOLDER_NAMES`) when every top folder has one and holds class folders.
+
+    Raises:
+        SourceError: the tree is ambiguous (some top folders are split names, or split-named
+            folders hold files rather than class folders), naming the folders and ``splits=``.
+    """
+    if splits is False:
+        return []
+    holding = {name: _subfolders(os.path.join(root, name)) for name in top}
+    if splits:
+        empty = [name for name in top if not holding[name]]
+        if empty:
+            raise SourceError(root, f"splits=True, but {empty} hold no class folders "
+                                    "(expected root/<split>/<class>/<file>)")
+        return top
+    named = [name for name in top if name.lower() in SPLIT_FOLDER_NAMES]
+    if not named:
+        return []
+    if len(named) == len(top) and all(holding[name] for name in top):
+        return top
+    others = [name for name in top if name not in named]
+    flat = [name for name in named if not holding[name]]
+    why = (f"top folders {named} are split names beside {others}" if others else
+           f"top folders {flat} are split names but hold no class folders")
+    raise SourceError(root, f"{why}: pass splits=True (root/<split>/<class>/<file>; CLI "
+                            "--split-folders) or splits=False (every top folder a class; "
+                            "CLI --no-split-folders)")
 
 
 def walk_files(folder: str, extensions: frozenset[str],
@@ -60,12 +102,19 @@ class _ClassFolder:
     threaded = False
     reorderable = True  # listed again cheaply; any file read in any order
 
-    def __init__(self, root: str | os.PathLike[str], provenance: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str], provenance: bool = True,
+                 splits: bool | None = None) -> None:
         self.root = os.fspath(root)
         self.provenance = provenance
         self.ignored_count = 0  # files passed over by the last listing (not media)
         self.ignored: list[str] = []
-        self.classes = class_dirs(self.root)
+        top = class_dirs(self.root)
+        #: Split folders (``root/<split>/<class>/``), each record keeping its split; empty
+        #: when the top folders are the classes.
+        self.splits = split_dirs(self.root, top, splits)
+        self.classes = (sorted({c for split in self.splits
+                                for c in _subfolders(os.path.join(self.root, split))})
+                        if self.splits else top)
         self.description = f"{self.kind}-folder:{os.path.abspath(self.root)}"
 
     @property
@@ -82,10 +131,21 @@ class _ClassFolder:
             if len(self.ignored) < 100:
                 self.ignored.append(text_of_name(path[prefix:]))
 
-        for label, name in enumerate(self.classes):
-            for path in walk_files(os.path.join(self.root, name), self.extensions, ignore):
-                # The key is the path relative to the root: stable wherever the root lives.
-                yield SourceItem(path[prefix:], (path, label))
+        splits: list[str | None] = list(self.splits) or [None]
+        for split in splits:
+            top = self.root if split is None else os.path.join(self.root, split)
+            if split is not None:  # files beside the class folders: not in any class
+                with os.scandir(top) as scan:
+                    for entry in sorted(scan, key=lambda e: e.name):
+                        if entry.name[0] != "." and not entry.is_dir():
+                            ignore(entry.path)
+            for label, name in enumerate(self.classes):
+                folder = os.path.join(top, name)
+                if split is not None and not os.path.isdir(folder):
+                    continue  # a class this split lacks
+                for path in walk_files(folder, self.extensions, ignore):
+                    # The key is the path relative to the root: stable wherever it lives.
+                    yield SourceItem(path[prefix:], (path, label), split)
 
     def describe(self, item: SourceItem) -> str:
         return str(item.item[0])
@@ -116,6 +176,11 @@ class ImageFolder(_ClassFolder):
             by default it is kept as stored and not applied, as TensorFlow's decoders do.
         provenance: store each image's path under ``root`` with its record
             (``"__source"``; readers return it with ``DecodeOptions(provenance=True)``).
+        splits: whether the top folders are splits, ``root/<split>/<class>/`` (each image
+            keeps its split; classes are the union of every split's, numbered by name).
+            Default: when every top folder is a split name (``train``, ``val``,
+            ``validation``, ``test``, ``dev``, …; :data:`SPLIT_FOLDER_NAMES`) holding class
+            folders; a tree where that is unclear is refused, naming the folders.
 
     CMYK (and YCCK) JPEGs are stored as PNG after Pillow's CMYK->RGB conversion, so every
     reader gives the same pixels. The manifest records these rules under
@@ -137,8 +202,9 @@ class ImageFolder(_ClassFolder):
         reduce_16bit: bool = False,
         exif_transpose: bool = False,
         provenance: bool = True,
+        splits: bool | None = None,
     ) -> None:
-        super().__init__(root, provenance)
+        super().__init__(root, provenance, splits)
         self.reduce_16bit, self.exif_transpose = reduce_16bit, exif_transpose
         if max_image_pixels < 1:
             raise OptionError(f"max_image_pixels must be positive; got {max_image_pixels}")
@@ -181,14 +247,14 @@ class ImageFolder(_ClassFolder):
 class AudioFolder(_ClassFolder):
     """Audio files under ``root/<class>/``; WAV/FLAC kept, other formats re-encoded to FLAC.
     ``provenance`` stores each file's path under ``root`` with its record, as
-    :class:`ImageFolder` does."""
+    :class:`ImageFolder` does; ``splits`` reads ``root/<split>/<class>/`` as it does."""
 
     extensions = AUDIO_EXTENSIONS
     kind = "audio"
 
     def __init__(self, root: str | os.PathLike[str], *, encoding: str | None = None,
-                 provenance: bool = True) -> None:
-        super().__init__(root, provenance)
+                 provenance: bool = True, splits: bool | None = None) -> None:
+        super().__init__(root, provenance, splits)
         self.encoding = encoding
         self._detected: str | None = None
 

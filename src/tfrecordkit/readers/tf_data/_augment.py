@@ -6,9 +6,11 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
+from tfrecordkit.codecs import BOX_MIN_AREA, BOX_MIN_SIZE
 from tfrecordkit.readers.tf_data._ops import (
     Example,
 )
+from tfrecordkit.readers.tf_data._placement import TFPlacement, place_boxes_tf
 
 __all__ = ["Augment", "random_brightness", "random_crop", "random_flip"]
 
@@ -19,10 +21,26 @@ Augment = Callable[[Example], Example] | Sequence[Callable[[Example], Example]]
 # -- augmentation ----------------------------------------------------------------------------
 
 
+def _boxes_of(example: Example) -> list[str]:
+    """The example's boxes values (``{"boxes", "labels"}``, a ``Boxes`` feature's): they move
+    with the image."""
+    return [k for k, v in example.items()
+            if isinstance(v, dict) and set(v) == {"boxes", "labels"}]
+
+
 def random_flip(feature: str = "image", seed: int | None = None) -> Callable[[Example], Example]:
-    """Augmentation: flip the image left-right with probability 1/2."""
+    """Augmentation: flip the image left-right with probability 1/2; the example's boxes (a
+    ``Boxes`` feature's values) are mirrored with it."""
     def augment(example: Example) -> Example:
-        return {**example, feature: tf.image.random_flip_left_right(example[feature], seed=seed)}
+        image = example[feature]
+        flip = tf.random.uniform([], seed=seed) < 0.5
+        out = {**example, feature: tf.cond(flip, lambda: tf.image.flip_left_right(image),
+                                           lambda: image)}
+        for name in _boxes_of(example):
+            window = tf.stack([0, 0, 1, 1])
+            placement = TFPlacement(1, 1, window, (1, 1), flip=flip)
+            out[name] = place_boxes_tf(example[name], placement)
+        return out
     augment._tfrecordkit_graph_ready = True  # type: ignore[attr-defined]
     return augment
 
@@ -39,12 +57,32 @@ def random_brightness(max_delta: float = 0.2, feature: str = "image",
 
 
 def random_crop(size: tuple[int, int], feature: str = "image",
-                seed: int | None = None) -> Callable[[Example], Example]:
-    """Augmentation: a random ``(height, width)`` crop (images must be at least that big)."""
+                seed: int | None = None, *, box_min_size: float = BOX_MIN_SIZE,
+                box_min_area: float = BOX_MIN_AREA) -> Callable[[Example], Example]:
+    """Augmentation: a random ``(height, width)`` crop (images must be at least that big).
+    The example's boxes (a ``Boxes`` feature's values) follow: clipped to the window, and the
+    ones left narrower or lower than ``box_min_size`` pixels, or smaller than
+    ``box_min_area``, dropped with their labels (as ``DecodeOptions`` crops do)."""
     def augment(example: Example) -> Example:
         image = example[feature]
-        crop = tf.image.random_crop(image, [size[0], size[1], tf.shape(image)[2]], seed=seed)
-        return {**example, feature: crop}
+        shape = tf.shape(image, out_type=tf.int64)
+        check = tf.debugging.assert_greater_equal(
+            shape[:2], tf.constant(size, tf.int64),
+            message=f"random_crop({size}): an image of {feature!r} is smaller than the crop")
+        with tf.control_dependencies([check]):
+            top = tf.random.uniform([], 0, shape[0] - size[0] + 1, tf.int64, seed=seed)
+            left = tf.random.uniform([], 0, shape[1] - size[1] + 1, tf.int64,
+                                     seed=None if seed is None else seed + 1)
+        crop = tf.ensure_shape(image[top : top + size[0], left : left + size[1]],
+                               [size[0], size[1], image.shape[2]])
+        out = {**example, feature: crop}
+        window = tf.stack([top, left, tf.constant(size[0], tf.int64),
+                           tf.constant(size[1], tf.int64)])
+        for name in _boxes_of(example):
+            placement = TFPlacement(shape[0], shape[1], window, size, cropped=True)
+            out[name] = place_boxes_tf(example[name], placement, min_size=box_min_size,
+                                       min_area=box_min_area)
+        return out
     augment._tfrecordkit_graph_ready = True  # type: ignore[attr-defined]
     return augment
 

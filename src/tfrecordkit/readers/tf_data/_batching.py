@@ -24,6 +24,7 @@ from tfrecordkit.readers.tf_data._ops import (
     Example,
     _scale_image,
     decode_feature,
+    decode_parsed_example,
     per_example_decode,
 )
 from tfrecordkit.schema import (
@@ -120,8 +121,8 @@ def _per_example(ds: Any, plan: _DecodePlan, batch_size: int | None, drop_remain
         if not plan.decode or not plan.selected:
             out = dict(parsed)
         else:
-            out = {n: decode_feature(f, parsed, n, options, batched=False, seed=plan.seed)
-                   for n, f in plan.selected.items()}
+            out = decode_parsed_example(plan.selected, parsed, options, seed=plan.seed,
+                                        follows=layout.follows)
         out.pop(CROP_KEY, None)  # the record's tag, read by finish_image
         out.update({k: parsed[k] for k in plan.passthrough})
         if plan.decode and options.image_dtype != "uint8":

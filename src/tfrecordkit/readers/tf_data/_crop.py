@@ -90,11 +90,13 @@ def _window(height: Any, width: Any, key: Any, seed: int,
     return np.array(box, np.int64)
 
 
-def crop_window(image: Any, key: Any, seed: int, options: DecodeOptions) -> tuple[Any, Any]:
-    """``image`` (``[h, w, c]`` uint8) cut to the record's window, and whether to flip it."""
+def crop_window(image: Any, key: Any, seed: int, options: DecodeOptions
+                ) -> tuple[Any, Any, Any]:
+    """``image`` (``[h, w, c]`` uint8) cut to the record's window, whether to flip it, and
+    the window (``[4]`` int64: top, left, height, width)."""
     shape = tf.shape(image)
     box = tf.numpy_function(lambda h, w, k: _window(h, w, k, seed, options),
                             [shape[0], shape[1], key], tf.int64, stateful=False)
     box.set_shape([5])
     window = image[box[0] : box[0] + box[2], box[1] : box[1] + box[3]]
-    return window, tf.cast(box[4], tf.bool)
+    return window, tf.cast(box[4], tf.bool), box[:4]

@@ -3,7 +3,7 @@ as TensorFlow ops, pixel for pixel as the NumPy readers decode."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Names
 from typing import Any, NamedTuple
 
@@ -13,6 +13,7 @@ import tensorflow as tf
 from tfrecordkit.codecs import load_soundfile, resample_audio
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers.tf_data._crop import CROP_KEY, crop_window
+from tfrecordkit.readers.tf_data._placement import TFPlacement, pad_window_tf, place_boxes_tf
 from tfrecordkit.schema import (
     BOX_CORNERS,
     Audio,
@@ -116,7 +117,7 @@ def decode_image_tensor(data: Any, channels: int | None = None, encoding: str = 
 
 
 def _decode_image(feature: Image, parsed: Example, name: str, options: DecodeOptions,
-                  seed: int = 0) -> Any:
+                  seed: int = 0, *, placed: dict[str, TFPlacement] | None = None) -> Any:
     data = parsed[name]
     if feature.encoding == "raw":
         shape = tf.stack([parsed[f"{name}/height"], parsed[f"{name}/width"],
@@ -127,19 +128,37 @@ def _decode_image(feature: Image, parsed: Example, name: str, options: DecodeOpt
         image = decode_image_tensor(data, feature.channels, feature.encoding)
     if options.image_size is None and feature.fixed_shape is not None:
         image = tf.ensure_shape(image, feature.fixed_shape)  # a static shape for Keras
+    if placed is not None:
+        return finish_image(image, parsed, options, seed, placed=placed, name=name)
     return finish_image(image, parsed, options, seed)
 
 
-def finish_image(image: Any, parsed: Example, options: DecodeOptions, seed: int = 0) -> Any:
+def finish_image(image: Any, parsed: Example, options: DecodeOptions, seed: int = 0, *,
+                 placed: dict[str, TFPlacement] | None = None, name: str = "") -> Any:
     """A decoded image cropped, resized and flipped as ``options`` say (the TF-free readers'
     :class:`ImageTransform` steps, in-graph); random windows and flips read the record's tag
-    (``CROP_KEY``, see :mod:`._crop`)."""
+    (``CROP_KEY``, see :mod:`._crop`). ``placed[name]`` receives where its pixels went (what
+    boxes tied to it follow)."""
+    shape = tf.shape(image, out_type=tf.int64)
     if options.crop is None and not options.flip:
+        if placed is not None and options.image_size is not None:
+            placed[name] = _placement(shape, tf.stack([0, 0, shape[0], shape[1]]), None,
+                                      options)
         return _resize(image, options.image_size, options.keep_aspect)
     key = parsed.get(CROP_KEY, tf.constant(b""))
-    window, flip = crop_window(image, key, seed, options)
+    window, flip, box = crop_window(image, key, seed, options)
+    if placed is not None:
+        placed[name] = _placement(shape, box, flip, options)
     resized = _resize(window, options.image_size, options.keep_aspect)
     return tf.cond(flip, lambda: tf.image.flip_left_right(resized), lambda: resized)
+
+
+def _placement(shape: Any, window: Any, flip: Any, options: DecodeOptions) -> TFPlacement:
+    assert options.image_size is not None
+    pad = (pad_window_tf(window[2], window[3], options.image_size) if options.keep_aspect
+           else None)
+    return TFPlacement(shape[0], shape[1], window, options.image_size, pad, flip,
+                       cropped=options.crop is not None)
 
 
 def _scale_image(image: Any, dtype: str, mean: tuple[float, ...] | None,
@@ -222,6 +241,10 @@ class _How(NamedTuple):
     batched: bool
     options: DecodeOptions
     seed: int = 0
+    #: One example's images' placements, filled as they decode (``finish_image``), and the
+    #: image each boxes feature follows (``BatchLayout.follows``).
+    placed: dict[str, TFPlacement] | None = None
+    follows: Mapping[str, str] | None = None
 
 
 def _text(feature: Text, parsed: Example, name: str, how: _How) -> Any:
@@ -256,7 +279,7 @@ def _scalar(feature: Scalar, parsed: Example, name: str, how: _How) -> Any:
 
 
 def _image(feature: Image, parsed: Example, name: str, how: _How) -> Any:
-    return _decode_image(feature, parsed, name, how.options, how.seed)
+    return _decode_image(feature, parsed, name, how.options, how.seed, placed=how.placed)
 
 
 def _audio(feature: Audio, parsed: Example, name: str, how: _How) -> Any:
@@ -285,7 +308,14 @@ def _boxes(feature: Boxes, parsed: Example, name: str, how: _How) -> Any:
             flat = tf.stack([c.flat_values for c in corners], axis=1)
             return {"boxes": tf.RaggedTensor.from_row_splits(flat, labels.row_splits),
                     "labels": tf.identity(labels)}
-        return {"boxes": tf.stack(corners, axis=1), "labels": tf.identity(labels)}
+        value = {"boxes": tf.stack(corners, axis=1), "labels": tf.identity(labels)}
+    image = (how.follows or {}).get(name)
+    if image is None:
+        return value
+    if how.placed is None or image not in how.placed:
+        raise TypeError(f"boxes {name!r} follow image {image!r}, decoded after them")
+    return place_boxes_tf(value, how.placed[image], min_size=how.options.box_min_size,
+                          min_area=how.options.box_min_area)
 
 
 def _as_parsed(feature: Feature, parsed: Example, name: str, how: _How) -> Any:
@@ -329,8 +359,24 @@ def decode_feature(feature: Feature, parsed: Example, name: str, options: Decode
                    batched: bool, seed: int = 0) -> Any:
     """The in-graph decoding of ``feature`` from its parsed keys (a batch's, or one
     example's)."""
+    return _op(feature)(feature, parsed, name, _How(batched, options, seed))
+
+
+def _op(feature: Feature) -> Callable[[Any, Example, str, _How], Any]:
     op = _lookup(TF_OPS, feature)
     if op is None:
         raise TypeError(f"no tf.data decoding for {type(feature).__name__}: add it to "
                         "tfrecordkit.readers.tf_data._ops.TF_OPS")
-    return op(feature, parsed, name, _How(batched, options, seed))
+    return op  # type: ignore[no-any-return]
+
+
+def decode_parsed_example(features: Mapping[str, Feature], parsed: Example, options: DecodeOptions,
+                   *, seed: int = 0, follows: Mapping[str, str] | None = None) -> Example:
+    """One example's features decoded in-graph, in the order given; the ones that follow
+    an image (boxes, ``BatchLayout.follows``) decoded after it and moved as it was."""
+    follows = follows or {}
+    how = _How(False, options, seed, {}, follows)
+    followers = [n for n in features if n in follows]
+    out = {n: _op(f)(f, parsed, n, how) for n, f in features.items() if n not in followers}
+    out.update({n: _op(features[n])(features[n], parsed, n, how) for n in followers})
+    return {n: out[n] for n in features}
