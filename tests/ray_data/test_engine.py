@@ -100,3 +100,19 @@ def test_encoding_in_workers_imports_no_tensorflow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.strip() == "False"
+
+
+def test_a_given_schema_maps_class_folders_by_name(cluster, tmp_path):
+    """The Ray engine stores a folder holding some of the schema's classes under the
+    schema's ids, byte for byte as the local engine does."""
+    from tests.convert.test_classes_by_name import SCHEMA, _folder, _labels
+
+    _folder(tmp_path / "src", {"cat": 2, "bee": 2})
+    for engine in ("ray", "local"):
+        tk.convert(tk.open_source(tmp_path / "src"), tmp_path / engine, schema=SCHEMA,
+                   engine=engine, workers=1)
+        labels = _labels(tmp_path / engine)
+        assert len(labels) == 4
+        assert all(path.split("/")[0] == name for path, name in labels.items())
+    for shard in (tmp_path / "local").glob("*.tfrecord"):
+        assert (tmp_path / "ray" / shard.name).read_bytes() == shard.read_bytes()

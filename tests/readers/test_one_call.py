@@ -77,6 +77,11 @@ def test_sampling_modes_of_the_numpy_loader(dataset):
     triplets = next(iter(tk.load_numpy_dataset(dataset, batch_size=5, sampling=tk.Triplets())))
     assert set(triplets) == {"anchor", "positive", "negative"}
     assert (triplets["anchor"]["label"] == triplets["positive"]["label"]).all()
+    # with_labels=False leaves the label out of every part, as tf.data does (it was ignored).
+    bare = next(iter(tk.load_numpy_dataset(dataset, batch_size=5,
+                                           sampling=tk.Triplets(with_labels=False))))
+    for part in ("anchor", "positive", "negative"):
+        assert "label" not in bare[part] and (bare[part]["n"] == triplets[part]["n"]).all()
 
 
 def test_batches_run_across_epochs_and_move_the_state(dataset):

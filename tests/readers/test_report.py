@@ -196,6 +196,26 @@ def test_boxes_are_drawn_on_the_example_images(detection):
     assert yellow.sum() > 20  # the box outlines; the image itself is plain grey
 
 
+def test_a_box_corner_that_is_not_finite_is_counted_not_fatal(tmp_path):
+    """Another tool's file with an infinite and a NaN corner: the report lists them and draws
+    the rest (it failed inside matplotlib)."""
+    from tfrecordkit.format import RecordWriter, encode_example
+
+    with RecordWriter(tmp_path / "od.tfrecord") as writer:
+        for i in range(4):
+            writer.write(encode_example({
+                "image/encoded": encode_image(np.full((20, 30, 3), 90, np.uint8), "PNG"),
+                "image/object/bbox/xmin": [0.1, float("inf") if i == 0 else 0.2],
+                "image/object/bbox/ymin": [0.1, 0.2],
+                "image/object/bbox/xmax": [0.5, 0.6],
+                "image/object/bbox/ymax": [0.5, float("nan") if i == 1 else 0.7],
+                "image/object/class/label": [0, 1]}))
+    page = tk.dataset_report(tmp_path / "od.tfrecord", sample=4)
+    boxes = page[page.index('<section id="boxes">'):]
+    assert "a corner not a finite number (left out above)</td><td>2</td>" in boxes
+    assert "8 in 4 sampled records" in boxes
+
+
 def test_many_classes_keep_the_page_small(tmp_path):
     blob = encode_image(np.zeros((4, 4, 3), np.uint8), "PNG")
     classes = 3000

@@ -42,7 +42,7 @@ def test_readers_refuse_it_with_the_librarys_error(tmp_path):
     assert MAX_IMAGE_PIXELS == 89_478_485
 
 
-@pytest.mark.parametrize("split", ["a/b", "", "x" * 65, "..", "train set"])
+@pytest.mark.parametrize("split", ["a/b", "", "x" * 65, "..", "train set", "train\n"])
 def test_split_names_no_reader_would_open_are_refused_at_writing(tmp_path, split):
     schema = tk.Schema({"x": tk.Scalar("int64")})
     with pytest.raises(tk.DatasetError, match="split name"):
@@ -56,3 +56,20 @@ def test_an_object_npy_is_a_source_error(tmp_path):
     np.save(path, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
     with pytest.raises(tk.SourceError, match=r"objects\.npy.*object"):
         tk.convert(tk.open_source(path), tmp_path / "ds", progress=False)
+
+
+def test_a_symlink_loop_in_a_class_folder_is_passed_over_and_listed(tmp_path):
+    """A link back up the tree (it aborted the conversion with a raw OSError, on_error="skip"
+    included): each folder is walked once, the link listed among the files passed over."""
+    from tests.datasets import encode_image
+
+    for name in ("a", "b"):
+        (tmp_path / "src" / name).mkdir(parents=True)
+        (tmp_path / "src" / name / "x.png").write_bytes(
+            encode_image(np.zeros((3, 3, 3), np.uint8), "PNG"))
+    (tmp_path / "src" / "a" / "loop").symlink_to(tmp_path / "src" / "a")
+    (tmp_path / "src" / "b" / "nowhere").symlink_to(tmp_path / "missing")
+    for on_error in ("raise", "skip"):
+        result = tk.convert(tk.open_source(tmp_path / "src"), tmp_path / on_error,
+                            on_error=on_error)  # type: ignore[arg-type]
+        assert result.records == 2

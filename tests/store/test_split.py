@@ -53,6 +53,16 @@ def test_bounds_and_types_are_checked(dataset):
         split.get_many([0, 301])
     with pytest.raises(TypeError):
         split["0"]  # type: ignore[index]
+    # get_many checks its ids as split[i] does: no float truncated, no string parsed, no
+    # unsigned id wrapped around to a negative one.
+    for bad in ([1.7], ["3"], [True], np.array([0.5]), [0, None]):
+        with pytest.raises(TypeError, match="record positions are ints"):
+            split.get_many(bad)
+    for huge in ([2**64 - 1], np.array([2**64 - 1], np.uint64), [0, 2**70]):
+        with pytest.raises(IndexError, match="out of range"):
+            split.get_many(huge)
+    assert split.get_many(iter([1, -1])) == [split[1], split[-1]]
+    assert split.get_many(np.array([2], np.uint8)) == [split[2]] and split.get_many([]) == []
 
 
 def test_at_most_max_open_files_are_open(dataset):

@@ -17,7 +17,7 @@ _UNITS = {"": 1, "B": 1, "K": 1e3, "KB": 1e3, "KIB": 2**10, "M": 1e6, "MB": 1e6,
 
 def parse_size(text: str) -> int:
     """``"256MiB"`` → 268435456; accepts B, KB/KiB, MB/MiB, GB/GiB, TB/TiB."""
-    match = _SIZE.match(text)
+    match = _SIZE.fullmatch(text)
     unit = (match.group(2) or "").upper() if match else None
     if match is None or unit not in _UNITS:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 256MiB, 1GB)")

@@ -56,6 +56,9 @@ class ConversionJob:
     created_by: dict[str, Any] = field(default_factory=dict)
     storage_options: dict[str, Any] | None = None
     stratify: bool = True  # split ratios keep each class's proportions
+    #: Per class-label feature, the schema's id of each of the source's own class ids (a
+    #: schema given for a source that numbers its own class names: mapped by name).
+    relabel: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, source: Source, out_dir: str | os.PathLike[str], *, schema: Schema | None,
@@ -66,6 +69,9 @@ class ConversionJob:
         """The job for :func:`~tfrecordkit.convert.convert`'s arguments, checked."""
         if on_error not in ("raise", "skip"):
             raise OptionError(f"on_error must be 'raise' or 'skip'; got {on_error!r}")
+        traits = SourceTraits.of(source)
+        relabel = (class_ids_by_name(source.schema(), schema, source.description)
+                   if schema is not None and traits.named_classes else {})
         schema = schema or source.schema()
         if schema.shard_label is not None:
             raise SchemaError(schema.shard_label, "ClassLabel(from_shard=True) describes "
@@ -73,7 +79,6 @@ class ConversionJob:
                                                   "(tfrecordkit adopt --class-pattern); "
                                                   "convert stores labels: use "
                                                   "ClassLabel(names)")
-        traits = SourceTraits.of(source)
         if traits.provenance:
             schema = schema.with_source()  # each record's input, for provenance
         if label_feature is None and (found := schema.class_label()) is not None:
@@ -94,7 +99,7 @@ class ConversionJob:
         if not isinstance(split, str):
             created_by["stratified"] = stratify
         return cls(source, os.fspath(out_dir), schema, split, options, label_feature, on_error,
-                   overwrite, created_by, storage_options, stratify)
+                   overwrite, created_by, storage_options, stratify, relabel)
 
     def with_vocabularies(self) -> ConversionJob:
         """This job with every text vocabulary that has no tokens yet built from the
@@ -190,7 +195,7 @@ class ConversionJob:
         ordered = self.options.shuffle and not self.presorted
         return EncodeJob(self.source, self.schema, self.label_feature,
                          self.options.seed if ordered else None,
-                         image_features(self.schema))
+                         image_features(self.schema), dict(self.relabel))
 
 
 @dataclass(frozen=True)
@@ -202,6 +207,47 @@ class EncodeJob:
     label_feature: str | None
     seed: int | None  # None: no write-time shuffle, so no order hash
     images: tuple[str, ...] = ()  # image features, observed for ImageObservations
+    relabel: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # see ConversionJob
+
+
+def class_ids_by_name(own: Schema, given: Schema, where: str) -> dict[str, tuple[int, ...]]:
+    """For each class label a source numbers by its own names (``own``) that ``given``
+    names differently, ``given``'s id of each of the source's ids, matched by name.
+
+    Raises:
+        SchemaError: a class of the source is not among ``given``'s names (naming both).
+    """
+    out = {}
+    for name, feature in own.of_kind(ClassLabel).items():
+        target = given.get(name)
+        if not isinstance(target, ClassLabel) or target.from_shard:
+            continue
+        if tuple(feature.names) == tuple(target.names):
+            continue
+        unknown = [n for n in feature.names if n not in target.names]
+        if unknown:
+            known = list(target.names)
+            shown = known if len(known) <= 20 else [*known[:20], f"... {len(known)} in all"]
+            raise SchemaError(name, f"{where} has classes {unknown[:10]} that the schema's "
+                                    f"class names {shown} lack: class ids are matched by "
+                                    "name; add them to the schema (new names at the end, "
+                                    "so no id moves)")
+        out[name] = tuple(target.index_of(name, n) for n in feature.names)
+    return out
+
+
+def _relabelled(relabel: Mapping[str, tuple[int, ...]], record: Mapping[str, Any]
+                ) -> Mapping[str, Any]:
+    """``record`` with each class id of the source's numbering in the schema's."""
+    changed = {}
+    for name, ids in relabel.items():
+        value = record.get(name)
+        if isinstance(value, int | np.integer) and not isinstance(value, bool):
+            if not 0 <= value < len(ids):
+                raise SchemaError(name, f"class id {int(value)} outside the source's "
+                                        f"{len(ids)} classes")
+            changed[name] = ids[int(value)]
+    return {**record, **changed} if changed else record
 
 
 @dataclass
@@ -240,6 +286,8 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
     for position, item in enumerate(chunk):
         try:
             record = job.source.load(item.item)
+            if job.relabel:
+                record = _relabelled(job.relabel, record)
             if with_source:
                 record = {**record, SOURCE_FEATURE: job.source.origin(item)}  # type: ignore[attr-defined]
             records.append(_with_image_dims(encoded_images, record) if encoded_images

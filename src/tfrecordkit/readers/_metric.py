@@ -3,6 +3,7 @@ NumPy arrays, decoded with the dataset's schema, with exact resume (JSON state).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -255,12 +256,15 @@ class TripletLoader(_SampledLoader):
     per epoch, ``batch_size`` triplets a step (the last step may be short), JSON state.
 
     Each batch is ``{"anchor": ..., "positive": ..., "negative": ...}``, each a decoded batch
-    with its ``"__class"`` (class ids) and ``"__id"`` (positions in the class index).
+    with its ``"__class"`` (class ids) and ``"__id"`` (positions in the class index);
+    ``with_labels=False`` leaves each part's label feature out (unless ``options.features``
+    names it), as tf.data does.
     """
 
     def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
                  seed: int = 0, partition: Partition | None = None,
-                 options: DecodeOptions | None = None, read: ReadOptions | None = None) -> None:
+                 options: DecodeOptions | None = None, read: ReadOptions | None = None,
+                 with_labels: bool = True) -> None:
         if batch_size < 1:
             raise OptionError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
@@ -269,7 +273,12 @@ class TripletLoader(_SampledLoader):
         self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
         self.sampler = TripletSampler(self.index, seed=seed, rank=self.partition.rank,
                                       world_size=self.partition.world_size)
-        self.decoder = RecordDecoder(schema, options or DecodeOptions())
+        options = options or DecodeOptions()
+        label = manifest.label_feature
+        if not with_labels and options.features is None and label in schema.user_features:
+            options = dataclasses.replace(options, features=tuple(
+                n for n in schema.user_features if n != label))
+        self.decoder = RecordDecoder(schema, options)
         self.fetcher = RecordFetcher(self.index, read.max_open_files, storage=storage)
         self.batch_size, self.seed = batch_size, seed
         self.num_threads = thread_count(read.num_threads)

@@ -107,13 +107,15 @@ def boxes_of(value: Any) -> np.ndarray:
 
 
 def draw_boxes(picture: Any, boxes: np.ndarray | None) -> Any:
-    """``picture`` (a PIL image) with ``boxes`` (fractions of it) outlined in yellow."""
+    """``picture`` (a PIL image) with ``boxes`` (fractions of it) outlined in yellow (a box
+    with a corner that is not a finite number is not drawn)."""
     if boxes is None or not len(boxes):
         return picture
     _, draw_module = _pil()
     picture = picture.convert("RGB") if picture.mode != "RGB" else picture
     draw = draw_module.Draw(picture)
-    for xmin, ymin, xmax, ymax in boxes.tolist():  # corners as given, either way round
+    for xmin, ymin, xmax, ymax in np.clip(boxes[np.isfinite(boxes).all(axis=1)], -1, 2
+                                          ).tolist():  # as given, either way round
         xs = sorted((xmin * picture.width, xmax * picture.width))
         ys = sorted((ymin * picture.height, ymax * picture.height))
         draw.rectangle([xs[0], ys[0], xs[1], ys[1]], outline=(255, 210, 0), width=2)

@@ -365,7 +365,8 @@ def open_loader(path: PathArg, split: str, *, batch_size: int | None,
                           "with Triplets())")
     if isinstance(sampling, Triplets):
         return TripletLoader(class_dataset(path, sampling), split, batch_size=batch_size, seed=seed,
-                             partition=partition, options=options, read=read)
+                             partition=partition, options=options, read=read,
+                             with_labels=sampling.with_labels)
     return Loader(path, split, batch_size=batch_size, sampling=sampling, seed=seed,
                   partition=partition, options=options, read=read)
 

@@ -482,12 +482,16 @@ def _boxes_section(rows: list[dict[str, Any]], schema: Schema, features: list[st
     every = np.concatenate(boxes) if boxes else np.zeros((0, 4))
     if not len(every):
         return ""
+    total, finite = len(every), np.isfinite(every).all(axis=1)
+    infinite, every = int((~finite).sum()), every[finite]
+    if not len(every):
+        every = np.zeros((1, 4))  # statistics of nothing: every box had a corner not finite
     width, height = every[:, 2] - every[:, 0], every[:, 3] - every[:, 1]
     outside = int(((every < 0) | (every > 1)).any(axis=1).sum())
     flipped = int(((width < 0) | (height < 0)).sum())
     area = np.clip(width, 0, None) * np.clip(height, 0, None)
     aspect = width[(width > 0) & (height > 0)] / height[(width > 0) & (height > 0)]
-    rows_ = [("boxes", f"{len(every):,} in {len(rows):,} sampled records"),
+    rows_ = [("boxes", f"{total:,} in {len(rows):,} sampled records"),
              ("per record", f"{min(map(len, boxes))} to {max(map(len, boxes))}, median "
                             f"{np.median([len(b) for b in boxes]):g}"),
              ("width (of the image's)", f"{width.min():.3g} to {width.max():.3g}"),
@@ -497,7 +501,8 @@ def _boxes_section(rows: list[dict[str, Any]], schema: Schema, features: list[st
              ("aspect (width / height)", f"{aspect.min():.3g} to {aspect.max():.3g}"
               if aspect.size else "—"),
              ("outside the image (a corner < 0 or > 1)", f"{outside:,}"),
-             ("xmin > xmax or ymin > ymax", f"{flipped:,}")]
+             ("xmin > xmax or ymin > ymax", f"{flipped:,}"),
+             ("a corner not a finite number (left out above)", f"{infinite:,}")]
     return ("<section id=\"boxes\"><h2>Boxes</h2><p>" + _text(name)
             + "</p>" + _table(None, rows_) + _histogram(
                 [float(a) for a in area], "box area", "fraction of the image") + "</section>")

@@ -79,14 +79,29 @@ def split_dirs(root: str, top: list[str], splits: bool | None) -> list[str]:
 
 
 def walk_files(folder: str, extensions: frozenset[str],
-                ignored: Callable[[str], None] | None = None) -> Iterator[str]:
+                ignored: Callable[[str], None] | None = None, *,
+                _seen: set[tuple[int, int]] | None = None) -> Iterator[str]:
     """Files under ``folder`` with one of ``extensions``, in sorted order, streaming; the
-    others (hidden ones aside) go to ``ignored``."""
+    others (hidden ones aside) go to ``ignored``, and so does a folder reached again through
+    a link (a symlink loop, or a second way to the same files)."""
+    seen = _seen if _seen is not None else set()
+    status = os.stat(folder)
+    seen.add((status.st_dev, status.st_ino))
     with os.scandir(folder) as scan:
         entries = sorted((entry.name, entry) for entry in scan if entry.name[0] != ".")
     for name, entry in entries:
         if entry.is_dir():
-            yield from walk_files(entry.path, extensions, ignored)
+            try:
+                inner = entry.stat()
+            except OSError:  # a link that leads nowhere it can be followed
+                if ignored is not None:
+                    ignored(entry.path)
+                continue
+            if (inner.st_dev, inner.st_ino) in seen:
+                if ignored is not None:
+                    ignored(entry.path)
+                continue
+            yield from walk_files(entry.path, extensions, ignored, _seen=seen)
             continue
         dot = name.rfind(".")  # the extension as os.path.splitext gives it (no dot-files)
         if dot > 0 and name[dot:].lower() in extensions:
@@ -101,6 +116,7 @@ class _ClassFolder:
     in_process = False
     threaded = False
     reorderable = True  # listed again cheaply; any file read in any order
+    named_classes = True  # labels number class_names
 
     def __init__(self, root: str | os.PathLike[str], provenance: bool = True,
                  splits: bool | None = None) -> None:

@@ -69,6 +69,8 @@ class HuggingFace:
     in_process = True  # rows are already in memory (Arrow): nothing to load in workers
     provenance = True
 
+    named_classes = True  # ClassLabel ids number the dataset's own names
+
     def __init__(self, dataset: Any, *, provenance: bool = True) -> None:
         self.provenance = provenance
         splits = dict(dataset) if isinstance(dataset, Mapping) else {None: dataset}

@@ -63,6 +63,8 @@ class SourceTraits:
         reorderable: it lists its items again and loads any in any order (one-pass shuffle).
         reiterable: ``items()`` can be run twice (a vocabulary pass before the conversion).
         conversions: what it changed in its inputs (e.g. CMYK JPEGs stored as PNG), by kind.
+        named_classes: its class labels are ids numbering its own schema's class names
+            (folders, Hugging Face): a schema given to the conversion maps them by name.
     """
 
     resumable: bool = True
@@ -71,6 +73,7 @@ class SourceTraits:
     reorderable: bool = False
     reiterable: bool = True
     conversions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    named_classes: bool = False
 
     @classmethod
     def of(cls, source: Any) -> SourceTraits:

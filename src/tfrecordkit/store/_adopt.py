@@ -125,11 +125,15 @@ def adopt(
     target = os.fspath(out_dir) if out_dir is not None else _common_folder(files)
     compression = _compression_of(files, storage)
     existing = None
+    own = _own_classes(files, target, storage)
     if storage.exists(storage.join(target, MANIFEST_NAME)) and not overwrite:
         existing = load_manifest(target, storage=storage)
         label_feature, class_names = _join(existing, target, split, compression,
                                            label_feature=label_feature,
                                            class_names=class_names, class_pattern=class_pattern)
+    if own is not None and class_pattern is None:
+        class_names = _names_of_own(own, class_names, label_feature,
+                                    target if existing is not None else None)
         if schema is not None:
             raise DatasetError(f"{target} already holds a dataset, whose schema its new split "
                                "is read with: leave out schema=, or pass overwrite=True")
@@ -324,6 +328,60 @@ def _adopt_tfds(root: str, target: str, storage: Storage) -> Manifest:
             label_feature=label, storage=storage,
             created_by={"tool": "tfrecordkit adopt", "version": __version__,
                         "source": f"tensorflow-datasets: {root}"})
+
+
+def _own_classes(files: list[str], target: str, storage: Storage
+                 ) -> tuple[str, str, tuple[str, ...]] | None:
+    """Files that another conversion wrote beside its own ``dataset.json``: that manifest's
+    path, its label feature and its class names (ids number them); None when the files
+    carry no manifest of their own (or it names no classes).
+
+    Raises:
+        DatasetError: files from datasets whose class names differ.
+    """
+    found: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+    for folder in sorted({os.path.dirname(f.rstrip("/")) for f in files}):
+        if folder.rstrip("/") == target.rstrip("/") or not storage.exists(
+                storage.join(folder, MANIFEST_NAME)):
+            continue
+        try:
+            manifest = load_manifest(folder, storage=storage)
+        except (DatasetError, SchemaError, StorageError) as err:
+            raise DatasetError(f"{storage.join(folder, MANIFEST_NAME)} beside these files "
+                               f"does not load: {err}") from None
+        if manifest.label_feature is not None and manifest.class_names:
+            found[folder] = (storage.join(folder, MANIFEST_NAME), manifest.label_feature,
+                             tuple(manifest.class_names))
+    if len({names for _, _, names in found.values()}) > 1:
+        raise DatasetError(f"these files come from datasets with different class names "
+                           f"({', '.join(path for path, _, _ in found.values())}): adopt "
+                           "each as its own split, or convert them again")
+    return next(iter(found.values()), None)
+
+
+def _names_of_own(own: tuple[str, str, tuple[str, ...]], class_names: Sequence[str] | None,
+                  label_feature: str | None, target: str | None) -> Sequence[str]:
+    """The class names for files whose own ``dataset.json`` names their ids (``own``): those
+    names, unless the dataset joined (``target``) or ``class_names`` give others; ids can't
+    be renumbered without rewriting the files, so names that differ for an id are refused."""
+    path, label, names = own
+    if label_feature is not None and label_feature != label:
+        return class_names if class_names is not None else names
+    if class_names is None:
+        return names
+    given = tuple(class_names)
+    differ = [(i, n, given[i] if i < len(given) else None) for i, n in enumerate(names)
+              if i >= len(given) or given[i] != n]
+    if differ:
+        shown = ", ".join(f"id {i}: {a!r} there, {'no class' if b is None else repr(b)} "
+                          f"{'in ' + target if target else 'in class_names'}"
+                          for i, a, b in differ[:5])
+        raise DatasetError(f"{path} numbers these files' classes by other names ({shown}"
+                           f"{', …' if len(differ) > 5 else ''}; {len(differ)} ids differ): "
+                           "adopting would read their labels under the wrong names. Convert "
+                           "their source into the dataset (classes are matched by name), or "
+                           "adopt them as a dataset of their own")
+    return given
 
 
 def _join(existing: Manifest, target: str, split: str, compression: str | None, *,

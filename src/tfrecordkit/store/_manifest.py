@@ -40,7 +40,7 @@ def check_split_name(name: str) -> None:
     Raises:
         DatasetError: naming the split and what a name may hold.
     """
-    if not isinstance(name, str) or not re.match(SPLIT_NAME, name) or name in (".", ".."):
+    if not isinstance(name, str) or not re.fullmatch(SPLIT_NAME, name) or name in (".", ".."):
         raise DatasetError(f"split name {name!r}: 1 to 64 letters, digits, '_', '.' or '-' "
                            "(it becomes part of the shard file names)")
 FORMAT_NAME = "tfrecordkit-dataset"

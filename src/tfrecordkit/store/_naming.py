@@ -29,4 +29,4 @@ def shard_name(
 
 def is_shard_file(name: str) -> bool:
     """Whether ``name`` is a shard or one of a shard's sidecars (index, restart points)."""
-    return bool(SHARD_PATTERN.match(name.removesuffix(".index").removesuffix(".restarts")))
+    return bool(SHARD_PATTERN.fullmatch(name.removesuffix(".index").removesuffix(".restarts")))

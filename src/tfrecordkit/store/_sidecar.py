@@ -32,7 +32,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 def is_sidecar_name(name: str) -> bool:
     """Whether ``name`` is the name of a manifest's sidecar file."""
-    return bool(_NAME.match(name))
+    return bool(_NAME.fullmatch(name))
 
 
 def _lists(features: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
@@ -89,7 +89,7 @@ def internalize_lists(manifest: Any, directory: str, storage: Storage, source: s
             continue
         where = f"{source}: feature {name!r}: {key} sidecar"
         file, digest, count = ref.get("sidecar"), ref.get("sha256"), ref.get("count")
-        if (not isinstance(file, str) or not _NAME.match(file) or not isinstance(digest, str)
+        if (not isinstance(file, str) or not _NAME.fullmatch(file) or not isinstance(digest, str)
                 or type(count) is not int or count < 0):
             raise DatasetError(f"{where}: the reference {ref!r:.200} is not a sidecar file "
                                "name, sha256 and count")

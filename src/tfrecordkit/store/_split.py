@@ -198,10 +198,25 @@ class SplitRecords(Sequence[bytes]):
         """``ids`` as positions in ``0 .. len - 1`` (negative ones count from the end).
 
         Raises:
+            TypeError: an id that is not an integer (a float, a string, a bool).
             OutOfRangeError: an id outside ``-len .. len - 1``.
         """
-        positions = np.asarray(ids, dtype=np.int64).reshape(-1)
+        given = ids if isinstance(ids, np.ndarray) else np.asarray(
+            ids if isinstance(ids, list | tuple | range) else list(ids))
+        if given.dtype.kind not in "iu" and given.size:
+            values = given.reshape(-1).tolist()
+            bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int)]
+            if bad or given.dtype.kind != "O":
+                shown = bad[0] if bad else values[0]
+                raise TypeError(f"record positions are ints; got {shown!r} "
+                                f"({type(shown).__name__})")
         n = len(self)
+        if given.dtype.kind == "u" or given.dtype.kind == "O":
+            too_big = [v for v in given.reshape(-1).tolist() if not -n <= int(v) < n]
+            if too_big:
+                raise OutOfRangeError(f"{self.path} [{self.split}]: record {too_big[0]} out "
+                                      f"of range ({n})")
+        positions = given.astype(np.int64).reshape(-1)
         if positions.size and (positions.min() < -n or positions.max() >= n):
             bad = positions[(positions < -n) | (positions >= n)][0]
             raise OutOfRangeError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")

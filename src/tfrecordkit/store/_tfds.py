@@ -121,7 +121,7 @@ def _splits(info: Mapping[str, Any], root: str, storage: Storage) -> dict[str, S
                     .replace("{SHARD_X_OF_Y}", f"{i:05d}-of-{len(lengths):05d}")
                     .replace("{SHARD_INDEX}", f"{i:05d}").replace("{NUM_SHARDS}",
                                                                   f"{len(lengths):05d}"))
-            if not _PLAIN_NAME.match(file) or count < 0:
+            if not _PLAIN_NAME.fullmatch(file) or count < 0:
                 # A shard must be a file inside the folder: no separators, not . or ..
                 raise DatasetError(f"{root}: shard {file!r} ({count} records) from template "
                                    f"{template!r} is not a file of this folder")
@@ -136,7 +136,7 @@ def _splits(info: Mapping[str, Any], root: str, storage: Storage) -> dict[str, S
                                    "would be read twice")
             listed[file] = str(split["name"])
             shards.append(ShardInfo(file=file, records=count, bytes=size, crc32c=""))
-        if not _PLAIN_NAME.match(str(split["name"])):
+        if not _PLAIN_NAME.fullmatch(str(split["name"])):
             raise DatasetError(f"{root}: split name {split['name']!r} is not understood")
         splits[str(split["name"])] = SplitInfo(
             shards=tuple(shards), records=sum(lengths),

@@ -1,0 +1,93 @@
+"""Class ids are matched by name, never read by position: a folder holding some of a schema's
+classes converts under the schema's ids; files another conversion numbered are adopted with
+their own names, or refused where a dataset would read them under others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+
+import tfrecordkit as tk
+from tfrecordkit import DatasetError, SchemaError
+
+
+def _folder(root: Path, classes: dict[str, int]) -> None:
+    for name, count in classes.items():
+        (root / name).mkdir(parents=True, exist_ok=True)
+        for i in range(count):
+            PILImage.fromarray(np.full((4, 5, 3), i * 9, np.uint8)).save(root / name / f"{i}.png")
+
+
+def _labels(path: Path) -> dict[str, str]:
+    """Each record's file (under the folder converted) -> its class name as read."""
+    names = tk.load_manifest(path).class_names
+    out = {}
+    for split in tk.load_manifest(path).splits:
+        for batch in tk.load_numpy_dataset(path, split, batch_size=64, sampling=tk.InOrder(),
+                                           options=tk.DecodeOptions(provenance=True,
+                                                                    decode=False)):
+            for source, label in zip(batch["__source"], batch["label"], strict=True):
+                out[source.decode()] = names[int(label)]
+    return out
+
+
+SCHEMA = tk.Schema({"image": tk.Image(), "label": tk.ClassLabel(["ant", "bee", "cat", "dog"])})
+
+
+@pytest.mark.parametrize("classes", [["bee", "dog"], ["dog"], ["ant", "bee", "cat", "dog"],
+                                     ["cat", "ant"]])
+def test_a_folder_with_some_of_the_classes_keeps_the_schemas_ids(tmp_path, classes):
+    _folder(tmp_path / "src", {c: 3 for c in classes})
+    tk.convert(tk.open_source(tmp_path / "src"), tmp_path / "ds", schema=SCHEMA,
+               split={"train": 0.5, "val": 0.5})
+    got = _labels(tmp_path / "ds")
+    assert len(got) == 3 * len(classes)
+    assert all(path.split("/")[0] == name for path, name in got.items())
+    assert tk.load_manifest(tmp_path / "ds").class_names == SCHEMA["label"].names
+
+
+def test_a_class_the_schema_lacks_is_refused_naming_it_and_the_known_ones(tmp_path):
+    _folder(tmp_path / "src", {"bee": 1, "eel": 1})
+    with pytest.raises(SchemaError, match=r"classes \['eel'\].*\['ant', 'bee', 'cat', 'dog'\]"):
+        tk.convert(tk.open_source(tmp_path / "src"), tmp_path / "ds", schema=SCHEMA)
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+
+
+def test_files_of_another_conversion_keep_their_own_names(tmp_path):
+    _folder(tmp_path / "some", {"bee": 2, "dog": 3})
+    tk.convert(tk.open_source(tmp_path / "some"), tmp_path / "B")
+    files = sorted(str(p) for p in (tmp_path / "B").glob("*.tfrecord"))
+    manifest = tk.adopt(files, tmp_path / "adopted")
+    assert manifest.class_names == ("bee", "dog")
+    want = _labels(tmp_path / "B")
+    assert _labels(tmp_path / "adopted") == want
+
+
+def test_adopting_them_into_a_dataset_with_other_ids_is_refused(tmp_path):
+    _folder(tmp_path / "all", {"ant": 1, "bee": 2, "cat": 1, "dog": 3})
+    _folder(tmp_path / "some", {"bee": 2, "dog": 3})
+    tk.convert(tk.open_source(tmp_path / "all"), tmp_path / "A")
+    tk.convert(tk.open_source(tmp_path / "some"), tmp_path / "B")
+    before = (tmp_path / "A" / "dataset.json").read_bytes()
+    files = [str(p) for p in (tmp_path / "B").glob("*.tfrecord")]
+    with pytest.raises(DatasetError, match=r"id 0: 'bee' there, 'ant' in .*A.*wrong names"):
+        tk.adopt(files, tmp_path / "A", split="extra")
+    assert (tmp_path / "A" / "dataset.json").read_bytes() == before
+    assert not list((tmp_path / "A").glob("extra*"))
+    # Ids that mean the same there and here join.
+    _folder(tmp_path / "same", {"ant": 2, "bee": 1, "cat": 1, "dog": 1})
+    tk.convert(tk.open_source(tmp_path / "same"), tmp_path / "S")
+    files = [str(p) for p in (tmp_path / "S").glob("*.tfrecord")]
+    tk.adopt(files, tmp_path / "A", split="extra")
+    assert tk.load_manifest(tmp_path / "A").splits["extra"].records == 5
+
+
+def test_class_names_that_contradict_the_files_own_are_refused(tmp_path):
+    _folder(tmp_path / "some", {"bee": 1, "dog": 1})
+    tk.convert(tk.open_source(tmp_path / "some"), tmp_path / "B")
+    files = [str(p) for p in (tmp_path / "B").glob("*.tfrecord")]
+    with pytest.raises(DatasetError, match="id 0: 'bee' there, 'dog' in class_names"):
+        tk.adopt(files, tmp_path / "adopted", class_names=["dog", "bee"])
