@@ -211,8 +211,10 @@ class SplitRecords(Sequence[bytes]):
                 raise TypeError(f"record positions are ints; got {shown!r} "
                                 f"({type(shown).__name__})")
         n = len(self)
-        if given.dtype.kind == "u" or given.dtype.kind == "O":
-            too_big = [v for v in given.reshape(-1).tolist() if not -n <= int(v) < n]
+        if given.dtype.kind in {"u", "O"} and given.size:  # beyond int64, or wrapping to it
+            too_big = ([int(given.max())] if given.dtype.kind == "u" and given.max() >= n
+                       else [] if given.dtype.kind == "u"
+                       else [v for v in given.reshape(-1).tolist() if not -n <= v < n])
             if too_big:
                 raise OutOfRangeError(f"{self.path} [{self.split}]: record {too_big[0]} out "
                                       f"of range ({n})")
