@@ -55,3 +55,10 @@ def test_bad_settings_are_refused():
         tk.DecodeOptions(mean=(0.5,))
     with pytest.raises(ValueError, match="above 0"):
         tk.DecodeOptions(image_dtype="float32", std=(0.0,))
+    # 0-255 statistics on [0, 1] pixels (every pixel would be about -2): refused with the fix.
+    with pytest.raises(ValueError, match=r"0-255 units.*mean=\(0\.4851, 0\.4561, 0\.4063\)"):
+        tk.DecodeOptions(image_dtype="float32", mean=(123.7, 116.3, 103.6))
+    with pytest.raises(ValueError, match=r"std=\(0\.2294,\)"):
+        tk.DecodeOptions(image_dtype="float32", mean=0.5, std=58.5)
+    assert tk.DecodeOptions(image_dtype="float32", mean=(0.485, 0.456, 0.406),
+                            std=(0.229, 0.224, 0.225)).mean == (0.485, 0.456, 0.406)

@@ -239,3 +239,20 @@ def test_rays_reader_refuses_what_it_does_not_take(dataset):
                    {"read": tk.ReadOptions(max_open_files=8)}):
         with pytest.raises(OptionError, match="Ray's read_dataset does not take"):
             TFRecordKitDatasource(dataset, **kwargs)
+
+
+@pytest.mark.parametrize(("call", "new"), [
+    (lambda p: tk.load_numpy_dataset(p, batch_size=2, shuffle=True), r"sampling=tk\.Shuffled"),
+    (lambda p: tk.load_numpy_dataset(p, batch_size=2, storage_options={}),
+     r"read=tk\.ReadOptions\(storage_options=\.\.\.\)"),
+    (lambda p: tk.load_numpy_dataset(p, batch_size=2, features=["n"]),
+     r"options=tk\.DecodeOptions\(features=\.\.\.\)"),
+    (lambda p: tk.load_numpy_dataset(p, batch_size=2, rank=0), r"partition=tk\.Partition"),
+    (lambda p: tk.load_grain_source(p, batch_size=2), "batch_fn=source.collate"),
+    (lambda p: tk.load_numpy_dataset(p, ["train", "val"], batch_size=2),
+     r"split=\['train', 'val'\]: a split is named by one string; the dataset has \['train'\]"),
+])
+def test_retired_keywords_and_a_list_of_splits_name_the_new_spelling(dataset, call, new):
+    """Not Python's bare "unexpected keyword argument" or "unhashable type: 'list'"."""
+    with pytest.raises(tk.TFRecordKitError, match=new):
+        call(dataset)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack
 
+from tfrecordkit.convert._source_choice import open_source
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import Storage
 from tfrecordkit.job import ConversionJob, SplitSpec
@@ -123,7 +124,7 @@ def _plan_id(source: Source, schema: Schema, options: ShardOptions, split: Split
 
 
 def convert(
-    source: Source,
+    source: Source | str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     *,
     schema: Schema | None = None,
@@ -141,7 +142,8 @@ def convert(
     """Convert ``source`` into a dataset directory of TFRecord shards plus ``dataset.json``.
 
     Args:
-        source: where records come from (see :mod:`tfrecordkit.sources`).
+        source: where records come from (see :mod:`tfrecordkit.sources`), or a path, opened
+            with :func:`open_source`'s defaults.
         out_dir: the dataset directory: a local path, or a URL (``s3://bucket/ds``,
             ``gs://...``; shards are staged locally and uploaded, ``dataset.json`` last).
         schema: the features (default: the source's own schema).
@@ -170,6 +172,11 @@ def convert(
         SourceError: an input is unreadable (with ``on_error="raise"``); names the input.
         DatasetError: ``out_dir`` holds a dataset and ``overwrite`` is False.
     """
+    if isinstance(source, str | os.PathLike):
+        source = open_source(source)
+    elif not isinstance(source, Source):
+        raise OptionError(f"source must be a path or a source (tk.open_source(path), "
+                          f"tk.sources...); got {type(source).__name__}")
     job = ConversionJob.build(
         source, out_dir, schema=schema, split=split, shards=shards, on_error=on_error,
         overwrite=overwrite, label_feature=label_feature, storage_options=storage_options,

@@ -81,6 +81,11 @@ class ConversionJob:
                                                   "ClassLabel(names)")
         if traits.provenance:
             schema = schema.with_source()  # each record's input, for provenance
+        elif SOURCE_FEATURE in schema:
+            raise SchemaError(SOURCE_FEATURE, "is each record's input, which conversion of a "
+                                              "folder or table stores itself (provenance); "
+                                              "these records can't give it: leave it out of "
+                                              "the schema")
         if label_feature is None and (found := schema.class_label()) is not None:
             label_feature = found[0]
         options = shards if shards is not None else ShardOptions()
@@ -162,7 +167,8 @@ class ConversionJob:
         """An input that failed: raised (``on_error="raise"``), else logged and returned as
         the manifest lists it. Every engine applies this one policy."""
         if self.on_error == "raise":
-            raise SourceError(what, reason + SKIP_HINT)
+            # An input that can be kept another way says so; skipping is not the fix then.
+            raise SourceError(what, reason if "to keep the rows" in reason else reason + SKIP_HINT)
         logger.info("skipping %s: %s", what, reason)
         return {"input": what, "reason": reason}
 

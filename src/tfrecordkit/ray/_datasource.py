@@ -20,6 +20,7 @@ from tfrecordkit.readers import (
     RecordDecoder,
     decode_options,
     plan_read,
+    refuse_moved,
     refuse_untaken,
 )
 from tfrecordkit.sampling import SplitLocations
@@ -193,6 +194,7 @@ def _steps_column(values: list[list[Any]]) -> np.ndarray:
     return column
 
 
+@refuse_moved("tfrecordkit.ray.read_dataset")
 def read_dataset(path: PathArg, split: str = "train", *,
                  image_size: int | tuple[int, int] | None = None,
                  options: DecodeOptions | None = None, read: ReadOptions | None = None,

@@ -21,6 +21,7 @@ from tfrecordkit.readers._modes import (
     Sampling,
     Shuffled,
     Triplets,
+    refuse_moved,
     refuse_untaken,
 )
 from tfrecordkit.readers._partition import Partition
@@ -48,5 +49,6 @@ __all__ = [
     "decode_options",
     "plan_read",
     "record_values",
+    "refuse_moved",
     "refuse_untaken",
 ]

@@ -5,18 +5,62 @@ by name."""
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from tfrecordkit.errors import DatasetError, OptionError, StateError
 from tfrecordkit.schema import Schema
 
-__all__ = ["PK", "InOrder", "ReadOptions", "Sampling", "Shuffled", "Triplets",
-           "batch_size_of", "class_dataset", "refuse_untaken", "sampling_of", "seed_of",
-           "shuffle_mode"]
+P = ParamSpec("P")
+R = TypeVar("R")
+
+__all__ = ["MOVED_KEYWORDS", "PK", "InOrder", "ReadOptions", "Sampling", "Shuffled", "Triplets",
+           "batch_size_of", "class_dataset", "refuse_moved", "refuse_untaken", "sampling_of",
+           "seed_of", "shuffle_mode"]
+
+_DECODE = "options=tk.DecodeOptions({0}=...)"
+_READ = "read=tk.ReadOptions({0}=...)"
+#: Keywords the loaders took before one call per framework, and where each went (the
+#: CHANGELOG's migration table): a call with one is refused naming the new spelling.
+MOVED_KEYWORDS: Mapping[str, str] = {
+    "shuffle": "sampling=tk.Shuffled() (the default), tk.InOrder(), or tf.data's "
+               "tk.Shuffled(buffer=n)",
+    "drop_last": "sampling=tk.Shuffled(drop_last=...) or tk.InOrder(drop_last=...)",
+    **{k: _DECODE.format(k) for k in ("features", "decode", "augment", "as_supervised")},
+    **{k: _READ.format(k) for k in ("schema", "storage_options", "num_threads",
+                                    "max_open_files", "cache")},
+    "rank": "partition=tk.Partition(rank, world_size)",
+    "world_size": "partition=tk.Partition(rank, world_size)",
+    "input_context": "partition=tk.Partition.from_input_context(ctx)",
+    "start": "state=",
+    "classes_per_batch": "sampling=tk.PK(classes_per_batch, examples_per_class)",
+    "examples_per_class": "sampling=tk.PK(classes_per_batch, examples_per_class)",
+    "with_labels": "sampling=tk.Triplets(with_labels=...)",
+}
+
+
+def refuse_moved(reader: str, extra: Mapping[str, str] | None = None
+                   ) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A loader refusing the keywords of :data:`MOVED_KEYWORDS` (and ``extra``) with their
+    new spelling, instead of Python's bare "unexpected keyword argument"."""
+    moved = {**MOVED_KEYWORDS, **(extra or {})}
+
+    def wrap(function: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(function)
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            old = next((k for k in kwargs if k in moved), None)
+            if old is not None:
+                raise OptionError(f"{reader}() takes no {old}= any more: use {moved[old]} "
+                                  "(the CHANGELOG's migration table)")
+            return function(*args, **kwargs)
+
+        return call
+
+    return wrap
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,9 @@ class DecodeOptions:
             every reader gives the same pixels.
         image_dtype: ``"uint8"`` pixels as stored, or ``"float32"`` scaled to [0, 1].
         mean, std: with ``"float32"``, normalise to ``(x - mean) / std`` (one value, or one
-            per channel), e.g. ImageNet's ``(0.485, 0.456, 0.406)``, ``(0.229, 0.224, 0.225)``.
+            per channel), e.g. ImageNet's ``(0.485, 0.456, 0.406)``, ``(0.229, 0.224, 0.225)``:
+            in the pixels' [0, 1] units (a value above 1, 0-255 units, is refused with the
+            value divided by 255).
             Augmentations see the images after this.
         sample_rate: resample every audio feature to this rate in Hz (libsoxr, high
             quality); audio always comes with its ``sample_rate``.
@@ -129,6 +131,12 @@ class DecodeOptions:
             if not 1 <= len(values) <= 4 or (name == "std" and min(values) <= 0):
                 raise OptionError(f"{name} must be 1 to 4 numbers{' above 0' * (name == 'std')}"
                                  f"; got {value!r}")
+            if max(abs(v) for v in values) > 1:
+                # float32 pixels are in [0, 1]: 0-255 statistics would send every pixel
+                # near -2 without a word.
+                scaled = tuple(round(v / 255, 4) for v in values)
+                raise OptionError(f"{name}={value!r} is in 0-255 units, but float32 pixels "
+                                  f"are in [0, 1]: give {name}={scaled!r} (divided by 255)")
             object.__setattr__(self, name, values)
         if self.features is not None:
             if isinstance(self.features, str):

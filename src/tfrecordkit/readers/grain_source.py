@@ -18,6 +18,7 @@ from tfrecordkit.readers._modes import (
     InOrder,
     ReadOptions,
     Shuffled,
+    refuse_moved,
     refuse_untaken,
     sampling_of,
     shuffle_mode,
@@ -108,6 +109,9 @@ class GrainSource:
                 f"records={len(self)}, fingerprint={self.fingerprint!r}, {options})")
 
 
+@refuse_moved("load_grain_source", {
+    "batch_size": "grain's own batching, with batch_fn=source.collate",
+    "sampling": "source.order(sampling=...)"})
 def load_grain_source(path: PathArg, split: str = "train", *, seed: int = 0,
                       image_size: int | tuple[int, int] | None = None,
                       options: DecodeOptions | None = None,

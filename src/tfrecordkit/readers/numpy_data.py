@@ -30,6 +30,7 @@ from tfrecordkit.readers._modes import (
     Triplets,
     batch_size_of,
     class_dataset,
+    refuse_moved,
     refuse_untaken,
     sampling_of,
     seed_of,
@@ -296,6 +297,7 @@ class Loader(Epochs):
                                     "drop_last")}, self._steps)
 
 
+@refuse_moved("load_numpy_dataset")
 def load_numpy_dataset(path: PathArg, split: str = "train", *,
                        batch_size: int | None = None, sampling: Sampling | None = None,
                        seed: int | None = 0, image_size: int | tuple[int, int] | None = None,

@@ -18,7 +18,7 @@ import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, OptionError, StateError
 from tfrecordkit.readers._decoding import DecodeOptions
-from tfrecordkit.readers._modes import ReadOptions, Sampling, seed_of
+from tfrecordkit.readers._modes import ReadOptions, Sampling, refuse_moved, seed_of
 from tfrecordkit.readers._options import threads_per_worker
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
@@ -449,6 +449,7 @@ def _position_of_loader(loader_state: Mapping[str, Any]) -> dict[str, Any]:
     return position
 
 
+@refuse_moved("load_torch_dataset")
 def load_torch_dataset(path: PathArg, split: str = "train", *,
                        batch_size: int | None = None, sampling: Sampling | None = None,
                        seed: int | None = 0, image_size: int | tuple[int, int] | None = None,

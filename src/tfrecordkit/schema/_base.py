@@ -307,6 +307,15 @@ class Feature:
         """
         return text
 
+    def missing(self, name: str) -> Any:
+        """The value an empty table cell (or a JSON ``null``) stands for: empty text, an
+        empty list, NaN for a float; kinds with no such value refuse it.
+
+        Raises:
+            SchemaError: this kind has no value for "missing" (ints, classes, media).
+        """
+        raise SchemaError(name, f"a {self.kind} has no missing value")
+
     @property
     def format_need(self) -> tuple[int, str] | None:
         """The ``dataset.json`` format version a manifest holding this feature needs, and

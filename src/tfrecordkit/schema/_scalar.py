@@ -90,6 +90,14 @@ class Scalar(Feature):
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, _SPEC_DTYPE[self.list_kind], ())]
 
+    def missing(self, name: str) -> Any:
+        if self.dtype == "string":
+            return ""
+        if self.dtype.startswith("float"):
+            return float("nan")
+        raise SchemaError(name, f"{self.dtype} has no missing value (Scalar('float32') "
+                                "reads an empty cell as NaN)")
+
     def from_text(self, name: str, text: str) -> Any:
         if self.dtype == "string":
             return text

@@ -67,6 +67,9 @@ class Sequence(Feature):
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, _SPEC_DTYPE[self._list_kind], None)]
 
+    def missing(self, name: str) -> Any:
+        return []
+
     def from_text(self, name: str, text: str) -> Any:
         try:
             return json.loads(text)

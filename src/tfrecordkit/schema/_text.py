@@ -46,6 +46,9 @@ class Text(Feature):
     vocabulary: Vocabulary | None = None
     kind: ClassVar[str] = "text"
 
+    def missing(self, name: str) -> Any:
+        return ""
+
     @property
     def has_ids(self) -> bool:
         """Whether records store token ids next to the text."""

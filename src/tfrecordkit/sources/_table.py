@@ -11,6 +11,7 @@ import csv
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping
 from itertools import islice
 from typing import Any
@@ -33,9 +34,13 @@ from tfrecordkit.store import text_of_name
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Table"]
+__all__ = ["KEEP_ROWS", "Table"]
 
 _SAMPLE_ROWS = 1000
+_LEADING_ZERO = re.compile(r"[+-]?0\d")
+#: Said of an empty cell the column's kind has no value for: how to keep the row (never
+#: "skip it": ``on_error="skip"``'s hint is left out of such errors).
+KEEP_ROWS = "to keep the rows, fill the cells or give the column's kind: features="
 _PATH_SUFFIXES = ("path", "file", "filename", "_uri")
 
 
@@ -72,6 +77,13 @@ class Table:
             whose values name image or audio files).
         provenance: store each row's origin (``table.csv:row``, rows counted from 1) with its
             record (``"__source"``; readers return it with ``DecodeOptions(provenance=True)``).
+
+    Empty cells (and JSON ``null``) are missing values: text reads as ``""``, a list as
+    ``[]``, a float as NaN. A column of whole numbers with empty cells among the rows
+    inferred from is float32 (NaN where empty), as pandas reads it; ints, booleans, class
+    labels and media files have no missing value: a row with such an empty cell is refused,
+    naming the cell and how to keep the row. A column whose values have leading zeros
+    (``02134``) is text, not a number.
     """
 
     in_process = False
@@ -134,7 +146,10 @@ class Table:
     def _infer_column(self, column: str, values: list[Any]) -> Feature:
         present = [v for v in values if v not in (None, "")]
         if not present:
-            raise SourceError(self.path, f"column {column!r} is empty in the first rows")
+            raise SourceError(self.path, f"column {column!r} is empty in the first "
+                                         f"{len(values)} rows: give its kind, e.g. "
+                                         f"features={{{column!r}: tk.Text()}}")
+        gaps = len(present) < len(values)
         is_path_column = (
             column in self._path_columns if self._path_columns is not None
             else column.lower().endswith(_PATH_SUFFIXES)
@@ -155,8 +170,10 @@ class Table:
             if all(isinstance(x, int | float) for x in flat):
                 return Sequence(Scalar("float32"))
             return Sequence(Text())
+        if any(isinstance(v, str) and _LEADING_ZERO.match(v) for v in present):
+            return Text()  # codes such as ZIP "02134": numbers would lose the zero
         numbers = [v if isinstance(v, int | float) else number_of(str(v)) for v in present]
-        if all(isinstance(n, int) for n in numbers):
+        if all(isinstance(n, int) for n in numbers) and not gaps:
             return Scalar("int64")
         if all(isinstance(n, int | float) for n in numbers):
             return Scalar("float32")
@@ -181,11 +198,22 @@ class Table:
         for name, feature in schema.items():
             value = row.get(name)
             if value is None or value == "":
-                raise SourceError(f"{self.path}:{number}", f"column {name!r} is empty")
+                record[name] = self._missing(feature, name, number)
+                continue
             record[name] = (self._load_media(media[name], value) if name in media
                             and isinstance(value, str) else self._convert(feature, value,
                                                                           number, name))
         return record
+
+    def _missing(self, feature: Feature, name: str, number: int) -> Any:
+        """An empty cell's value (see :meth:`~tfrecordkit.schema.Feature.missing`), else a
+        SourceError saying how to keep the row."""
+        try:
+            return feature.missing(name)
+        except SchemaError as err:
+            raise SourceError(f"{self.path}:{number}", f"column {name!r} is empty and "
+                                                       f"{err.reason}; {KEEP_ROWS}"
+                                                       f"{{{name!r}: ...}}") from None
 
     def _media(self, schema: Schema) -> dict[str, Image | Audio]:
         """The columns holding media files, by name (looked up once, not once per row)."""

@@ -143,6 +143,10 @@ class Manifest:
 
     def split(self, name: str) -> SplitInfo:
         """The named split, or a :class:`DatasetError` listing the ones there are."""
+        if not isinstance(name, str):
+            raise DatasetError(f"split={name!r}: a split is named by one string; the dataset "
+                               f"has {sorted(self.splits)} (read several as one by reading "
+                               "each, or converting them into one split)")
         try:
             return self.splits[name]
         except KeyError:

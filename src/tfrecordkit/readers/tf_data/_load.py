@@ -16,6 +16,7 @@ from tfrecordkit.readers._modes import (
     Triplets,
     batch_size_of,
     class_dataset,
+    refuse_moved,
     sampling_of,
     seed_of,
 )
@@ -26,6 +27,7 @@ from tfrecordkit.readers.tf_data._sampling import pk_dataset, triplet_dataset
 __all__ = ["load_tf_dataset"]
 
 
+@refuse_moved("load_tf_dataset")
 def load_tf_dataset(
     path: str | os.PathLike[str] | Sequence[str],
     split: str = "train",
