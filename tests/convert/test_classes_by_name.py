@@ -97,11 +97,11 @@ def test_convert_takes_a_path_and_refuses_what_is_neither(tmp_path):
     _folder(tmp_path / "src", {"bee": 2})
     result = tk.convert(tmp_path / "src", tmp_path / "ds")  # as open_source(path) opens it
     assert result.records == 2 and tk.load_manifest(tmp_path / "ds").class_names == ("bee",)
-    with pytest.raises(tk.OptionError, match="a path or a source.*got int"):
+    with pytest.raises(tk.OptionError, match=r"a path or a source.*got int"):
         tk.convert(42, tmp_path / "other")  # type: ignore[arg-type]
 
 
 def test_a_schema_naming_the_provenance_key_is_refused_with_why(tmp_path):
     schema = tk.Schema({"x": tk.Scalar("int64"), "__source": tk.Text()})
-    with pytest.raises(SchemaError, match="'__source'.*leave it out"):
+    with pytest.raises(SchemaError, match=r"'__source'.*leave it out"):
         tk.write_dataset([{"x": 1, "__source": "a"}], tmp_path / "ds", schema, progress=False)
