@@ -31,7 +31,10 @@ def _text(rng: np.random.Generator) -> str:
 
 def _boxes(rng: np.random.Generator, classes: int) -> dict:
     n = int(rng.integers(0, 4))
-    return {"boxes": rng.random((n, 4)), "labels": rng.integers(0, classes, n).tolist()}
+    corners = rng.random((n, 4))
+    boxes = np.concatenate([np.minimum(corners[:, :2], corners[:, 2:]),
+                            np.maximum(corners[:, :2], corners[:, 2:])], axis=1)
+    return {"boxes": boxes, "labels": rng.integers(0, classes, n).tolist()}
 
 
 def _image(rng: np.random.Generator, shape: tuple[int, int, int]) -> np.ndarray:

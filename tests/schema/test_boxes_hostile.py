@@ -37,3 +37,18 @@ def test_disagreeing_keys_are_refused_by_every_reader(tmp_path, bad):
     with pytest.raises(SchemaError, match=r"od\.tfrecord"):  # the file named, as NumPy does
         list(tk.load_tf_dataset(str(path), batch_size=2, sampling=tk.InOrder(),
                                 read=tk.ReadOptions(schema=schema)))
+
+
+@pytest.mark.parametrize(("boxes", "why"), [
+    ([[12.0, 30.0, 50.0, 40.0]], r"box 0 is .*fractions of the image.*\(x\+w\)/W"),  # pixels
+    ([[0.1, 0.1, 0.2, 0.2], [0.5, 0.2, 0.4, 0.3]], r"box 1 is .*xmin <= xmax"),  # swapped
+    ([[-0.2, 0.1, 0.2, 0.2]], r"box 0 is .*in \[0, 1\]"),
+])
+def test_boxes_in_pixels_or_the_wrong_way_round_are_refused_at_writing(tmp_path, boxes, why):
+    schema = tk.Schema({"o": tk.Boxes(["a", "b"])})
+    with pytest.raises(tk.TFRecordKitError, match=why):
+        tk.write_dataset([{"o": {"boxes": boxes, "labels": [0] * len(boxes)}}],
+                         tmp_path / "ds", schema, progress=False)
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+    tk.write_dataset([{"o": {"boxes": [[0.0, 0.0, 1.0, 1.0]], "labels": ["b"]}}],
+                     tmp_path / "ok", schema, progress=False)

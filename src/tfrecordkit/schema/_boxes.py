@@ -100,6 +100,7 @@ class Boxes(Feature):
                 raise SchemaError(name, f"{len(boxes)} boxes but {len(labels)} labels")
             if not np.isfinite(boxes).all():
                 raise SchemaError(name, "a box corner is not a finite number")
+            _check_corners(name, boxes)
             ids = [self._label_id(name, v) for v in labels]
             entries = [_entry(f"{name}/bbox/{c}", "float",
                               _float32_list(name, boxes[:, j].tolist()))
@@ -127,3 +128,21 @@ class Boxes(Feature):
                                     f"{len(self.names) or 'non-negative'} classes")
         return {"boxes": np.stack(corners, axis=1) if labels.size
                 else np.zeros((0, 4), np.float32), "labels": labels}
+
+
+def _check_corners(name: str, boxes: np.ndarray) -> None:
+    """Corners are fractions of the image, ``xmin <= xmax`` and ``ymin <= ymax``: pixels
+    (COCO's ``[x, y, width, height]``) or swapped corners are refused with the fix."""
+    if not boxes.size:
+        return
+    if boxes.min() < 0 or boxes.max() > 1:
+        k = int(np.flatnonzero(((boxes < 0) | (boxes > 1)).any(axis=1))[0])
+        raise SchemaError(name, f"box {k} is {boxes[k].tolist()}: corners are fractions of "
+                                "the image in [0, 1] (pixels? xmin = x / width, ymin = y / "
+                                "height; COCO's [x, y, w, h] is [x/W, y/H, (x+w)/W, (y+h)/H])")
+    swapped = (boxes[:, 0] > boxes[:, 2]) | (boxes[:, 1] > boxes[:, 3])
+    if swapped.any():
+        k = int(np.flatnonzero(swapped)[0])
+        raise SchemaError(name, f"box {k} is {boxes[k].tolist()}: corners are [xmin, ymin, "
+                                "xmax, ymax] with xmin <= xmax and ymin <= ymax (COCO's "
+                                "[x, y, w, h] is [x/W, y/H, (x+w)/W, (y+h)/H])")
