@@ -98,3 +98,51 @@ def test_fixed_shard_counts_and_per_class_keep_the_spill(tmp_path, monkeypatch):
     assert sorted(back.tolist()) == list(range(40))
     assert back.tolist() == sorted(range(40), key=lambda i: record_hash(str(i), 0))
     assert len(result.manifest.split("train").shards) > 1
+
+
+@pytest.mark.parametrize("change", ["rename", "add", "remove"])
+def test_a_folder_that_changes_between_listings_is_refused_before_a_record_is_doubled(
+        tmp_path, change):
+    """A real folder, listed once per window: a file renamed (it would be written twice, or
+    lost), added or removed between two listings stops the conversion with a named error."""
+    from tfrecordkit.sources import ImageFolder
+
+    digits_folder(tmp_path / "src", limit_per_class=4)
+    source = ImageFolder(tmp_path / "src")
+    calls = []
+
+    def listing():
+        calls.append(1)
+        if len(calls) == 2:  # between the first listing and the first pass
+            victim = sorted((tmp_path / "src" / "3").iterdir())[0]
+            if change == "rename":
+                victim.rename(victim.with_name("zz_" + victim.name))
+            elif change == "add":
+                victim.with_name("zz_copy.png").write_bytes(victim.read_bytes())
+            else:
+                victim.unlink()
+        return source.items()
+
+    got = []
+    with pytest.raises(tk.SourceError, match="inputs changed during the conversion"):
+        for item in shuffled_items(listing, seed=0, window=7):
+            got.append(item.key)
+    assert got == []  # refused before the first pass yields a record
+
+
+def test_a_steady_folder_converts_in_windows(tmp_path, monkeypatch):
+    from tfrecordkit.job import _order
+
+    digits_folder(tmp_path / "src", limit_per_class=5)
+    monkeypatch.setattr(_order, "WINDOW", 8)
+    listings = []
+    source = tk.open_source(tmp_path / "src")
+    items = source.items
+    monkeypatch.setattr(source, "items", lambda: listings.append(1) or items())
+    result = tk.convert(source, tmp_path / "ds", workers=1)
+    assert result.records == 50 and len(listings) >= 1 + 50 // 8  # listed once per window
+    names = {s.decode() for b in tk.load_numpy_dataset(
+        tmp_path / "ds", batch_size=50, options=tk.DecodeOptions(provenance=True,
+                                                                  decode=False))
+             for s in b["__source"]}
+    assert len(names) == 50
