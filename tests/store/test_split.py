@@ -290,3 +290,52 @@ def test_single_fetches_equal_batched_ones_and_every_damage_is_named(tmp_path):
     shard.write_bytes(clean[:-10])  # cut short after the split was opened
     with pytest.raises(CorruptRecordError, match="truncated"):
         reopened[len(split) - 1]
+
+
+def test_close_while_threads_read_never_serves_another_record(dataset, tmp_path):
+    """Readers on threads while another thread closes the files again and again and opens
+    other files (which take the freed descriptor numbers): every record read is the one
+    asked for (a descriptor closed mid-read once served another shard's record)."""
+    import threading
+
+    want = _sequential(dataset)
+    split = tk.open_split(dataset, max_open_files=3)
+    fetcher = split._fetcher
+    decoys = [tmp_path / f"decoy{i}" for i in range(8)]
+    for i, decoy in enumerate(decoys):
+        decoy.write_bytes(bytes([i]) * 4096)
+    stop = threading.Event()
+    wrong: list[int] = []
+
+    def read(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        while not stop.is_set():
+            ids = rng.integers(0, len(want), 16)
+            got = fetcher.fetch(ids) if seed % 2 else [fetcher.fetch_one(int(i)) for i in ids]
+            wrong.extend(int(i) for i, r in zip(ids, got, strict=True) if r != want[i])
+
+    def close_and_steal() -> None:
+        for _ in range(400):
+            fetcher.close()
+            fds = [os.open(d, os.O_RDONLY) for d in decoys]  # reuse the freed numbers
+            for fd in fds:
+                os.close(fd)
+
+    readers = [threading.Thread(target=read, args=(s,)) for s in range(4)]
+    for t in readers:
+        t.start()
+    close_and_steal()
+    stop.set()
+    for t in readers:
+        t.join()
+    assert wrong == []
+
+
+def test_a_read_after_close_raises(dataset):
+    split = tk.open_split(dataset)
+    first = split[0]
+    split.close()
+    for read in (lambda: split[0], lambda: split.get_many([0]), lambda: split.get_slices([0])):
+        with pytest.raises(DatasetError, match="read after close"):
+            read()
+    assert tk.open_split(dataset)[0] == first

@@ -100,6 +100,7 @@ class RecordFetcher:
         self.max_open_files = max_open_files
         self._open: OrderedDict[int, int] = OrderedDict()  # shard -> fd, idle ones evictable
         self._users: dict[int, int] = {}  # shard -> threads reading it now
+        self._closing: set[int] = set()  # closed while being read: closed on release
         self._lock = threading.Lock()
         self.peak_open_files = 0
         # Remote files: spans fetched lately, by file; bounded by _CACHE_BYTES.
@@ -126,6 +127,7 @@ class RecordFetcher:
                 fd = os.open(self.index.files[shard], os.O_RDONLY)
                 self._open[shard] = fd
             self._open.move_to_end(shard)
+            self._closing.discard(shard)  # read again after close(): kept open again
             self._users[shard] = self._users.get(shard, 0) + 1
             while len(self._open) > self.max_open_files:  # close the idlest idle file
                 old = next((s for s in self._open if not self._users.get(s)), None)
@@ -138,6 +140,11 @@ class RecordFetcher:
     def _release(self, shard: int) -> None:
         with self._lock:
             self._users[shard] -= 1
+            if not self._users[shard] and shard in self._closing:
+                # closed while this thread read it: closed now that nobody reads it (an fd
+                # closed mid-read could be reused by another open and serve its bytes)
+                self._closing.discard(shard)
+                os.close(self._open.pop(shard))
 
     def fetch_one(self, position: int) -> bytes:
         """The record at ``position``, checked as :meth:`fetch` checks it: from a local
@@ -544,9 +551,11 @@ class RecordFetcher:
     def close(self) -> None:
         """Close every open file (and stop reading ahead)."""
         with self._lock:
-            for fd in self._open.values():
-                os.close(fd)
-            self._open.clear()
+            for shard in list(self._open):
+                if self._users.get(shard):
+                    self._closing.add(shard)  # being read: closed by its last reader
+                else:
+                    os.close(self._open.pop(shard))
             io, self._io = self._io, None
         if io is not None:  # not waited for when dropped: its own thread may drop it
             io.shutdown(wait=not self._dropped, cancel_futures=True)

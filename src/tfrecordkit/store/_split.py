@@ -183,16 +183,21 @@ class SplitRecords(Sequence[bytes]):
         n = len(self)
         if not -n <= i < n:
             raise OutOfRangeError(f"{self.path} [{self.split}]: record {i} out of range ({n})")
+        self._check_open()
         return self._fetcher.fetch_one(int(i) % n)
 
     def get_many(self, ids: Iterable[int] | np.ndarray) -> list[bytes]:
         """The records at positions ``ids`` (in that order; read in file order)."""
-        return self._fetcher.fetch(self._positions(ids))
+        positions = self._positions(ids)
+        self._check_open()
+        return self._fetcher.fetch(positions)
 
     def get_slices(self, ids: Iterable[int] | np.ndarray) -> RecordSlices | list[bytes]:
         """:meth:`get_many`, as ``RecordSlices`` of one buffer when the shards are local and
         uncompressed (``Schema.decode_batch`` and the columnar codec read those in place)."""
-        return self._fetcher.fetch_slices(self._positions(ids))
+        positions = self._positions(ids)
+        self._check_open()
+        return self._fetcher.fetch_slices(positions)
 
     def _positions(self, ids: Iterable[int] | np.ndarray) -> np.ndarray:
         """``ids`` as positions in ``0 .. len - 1`` (negative ones count from the end).
@@ -257,8 +262,14 @@ class SplitRecords(Sequence[bytes]):
             yield from self.get_many(range(start, min(start + 256, len(self))))
 
     def close(self) -> None:
-        """Close the files kept open (reads reopen them)."""
+        """Close the files kept open; a read after this raises (a read under way when it is
+        called finishes on its own file first)."""
+        self._closed = True
         self._fetcher.close()
+
+    def _check_open(self) -> None:
+        if self.__dict__.get("_closed"):
+            raise DatasetError(f"{self.path} [{self.split}]: read after close()")
 
     def __repr__(self) -> str:
         return f"SplitRecords({self.path!r}, split={self.split!r}, records={len(self)})"
