@@ -153,3 +153,47 @@ def test_the_fast_jpeg_check_accepts_nothing_pillow_rejects():
             accepted += 1
             assert pillow_decodes(bytes(blob)), k
     assert _decodes_cleanly(data) and 0 < accepted < 600
+
+
+def _jpegs_tensorflow_cannot_decode() -> dict[str, bytes]:
+    """Real lossless (SOF3) and 12-bit (SOF1) JPEGs, made by libjpeg-turbo 3 (imagecodecs)."""
+    imagecodecs = pytest.importorskip("imagecodecs")
+    pixels = (np.arange(40 * 30 * 3).reshape(40, 30, 3) % 251).astype(np.uint8)
+    deep = (np.arange(40 * 30).reshape(40, 30) * 3 % 4000).astype(np.uint16)
+    return {"lossless": imagecodecs.jpeg8_encode(pixels, lossless=True),
+            "12-bit": imagecodecs.jpeg8_encode(deep, bitspersample=12)}
+
+
+@pytest.mark.parametrize("check", ["structure", "decode"])
+def test_jpeg_processes_the_readers_cannot_decode_are_refused_naming_them(tmp_path, check):
+    """TensorFlow refuses lossless and 12-bit JPEGs ("Unsupported JPEG process"): the check
+    refuses them at conversion, naming the file and the process (the decode check
+    segfaulted on a lossless one)."""
+    for kind, data in _jpegs_tensorflow_cannot_decode().items():
+        root = tmp_path / kind.replace("-", "")
+        (root / "a").mkdir(parents=True)
+        (root / "a" / "x.jpg").write_bytes(data)
+        with pytest.raises(SourceError, match=rf"x\.jpg: a {kind} JPEG \(SOF\d\)"):
+            convert(ImageFolder(root, check=check), tmp_path / f"out-{kind}-{check}")
+
+
+def test_bytes_after_the_end_marker_are_a_complete_image_kept_as_is(tmp_path):
+    """A phone's motion photo (a video after the JPEG's end marker) or a camera trailer: the
+    image is whole; it is kept byte for byte and every decoder reads the image."""
+    import tfrecordkit as tk
+
+    image = encode_image(photos()["coffee"], "JPEG")
+    trailer = b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 40 + b"\xff\xd9\xff"
+    (tmp_path / "src" / "a").mkdir(parents=True)
+    (tmp_path / "src" / "a" / "motion.jpg").write_bytes(image + trailer)
+    convert(ImageFolder(tmp_path / "src", check="decode"), tmp_path / "ds")
+    batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=1,
+                                            options=tk.DecodeOptions(decode=False))))
+    assert batch["image"][0] == image + trailer
+    decoded = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=1)))["image"]
+    pixels = decoded["values"] if isinstance(decoded, dict) else decoded
+    assert pixels.shape[1:3] == photos()["coffee"].shape[:2]
+    # Cut short (no end marker at all), it is still refused.
+    (tmp_path / "src" / "a" / "motion.jpg").write_bytes(image[: len(image) // 2])
+    with pytest.raises(SourceError, match="truncated JPEG"):
+        convert(ImageFolder(tmp_path / "src"), tmp_path / "cut")

@@ -13,7 +13,12 @@ _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # JPG (C8) or DAC (CC).
 _SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})  # TEM, RST0-7: no length field
-_EOI_WINDOW = 64  # an end-of-image marker must lie within the file's last bytes
+#: JPEG processes libjpeg-turbo's 8-bit decoder (TensorFlow's, simplejpeg's) cannot read:
+#: lossless and hierarchical (differential) frames; other precisions than 8 bits are refused
+#: too. Arithmetic-coded baseline and progressive frames decode alike everywhere.
+_UNDECODABLE = {0xC3: "lossless", 0xC5: "hierarchical", 0xC6: "hierarchical",
+                0xC7: "lossless hierarchical", 0xCB: "lossless", 0xCD: "hierarchical",
+                0xCE: "hierarchical", 0xCF: "lossless hierarchical"}
 
 
 def image_structure_problem(data: bytes, kind: str) -> str | None:
@@ -60,6 +65,12 @@ def _jpeg_problem(data: bytes) -> str | None:
         if marker in _SOF:
             if length < 8:
                 return "broken JPEG (a frame header too short)"
+            if marker in _UNDECODABLE or data[pos + 4] != 8:
+                process = (f"a {_UNDECODABLE[marker]} JPEG (SOF{marker - 0xC0})"
+                           if marker in _UNDECODABLE else
+                           f"a {data[pos + 4]}-bit JPEG (SOF{marker - 0xC0})")
+                return (f"{process}, which TensorFlow and the other readers cannot decode: "
+                        "re-encode it (e.g. ImageFolder(encoding='png'))")
             height = (data[pos + 5] << 8) | data[pos + 6]
             width = (data[pos + 7] << 8) | data[pos + 8]
             components = data[pos + 9]
@@ -72,7 +83,10 @@ def _jpeg_problem(data: bytes) -> str | None:
                 return "broken JPEG (a scan before any frame header)"
             break
         pos += 2 + length
-    if data.rfind(b"\xff\xd9", max(pos, n - _EOI_WINDOW)) < 0:
+    # The first end-of-image marker after the scans ends the image (entropy-coded data
+    # stuffs every 0xFF): bytes after it (a phone's motion video, a camera's trailer) are
+    # kept and ignored by every decoder.
+    if data.find(b"\xff\xd9", pos) < 0:
         return "truncated JPEG (no end-of-image marker)"
     return None
 
