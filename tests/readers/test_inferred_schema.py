@@ -155,3 +155,32 @@ def test_tf_data_reads_the_late_key_with_the_whole_profile(tmp_path):
     rows = list(ds.as_numpy_iterator())
     assert int(rows[0]["extra"]["lengths"][0]) == 0
     np.testing.assert_array_equal(rows[-1]["extra"]["values"], [LATE + 19, LATE + 20])
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("case", ["late key", "colour image"])
+def test_tf_data_refuses_what_the_sample_missed_as_the_numpy_reader_does(tmp_path, case):
+    """tf.io.parse_example drops a key the specs don't name, and decode_jpeg(channels=1)
+    turns a colour image grey: on a glob's inferred schema tf.data now fails on both and
+    names file, record and key as the NumPy reader does (one rule in both)."""
+    pytest.importorskip("tensorflow")
+    if case == "late key":
+        _write(tmp_path / "f.tfrecord", [_late_key(i) for i in range(LATE + 20)])
+        match = r"f\.tfrecord.*'extra'"
+    else:
+        shots = photos()
+        grey = encode_image(shots["camera"][:16, :16], "JPEG")
+        colour = encode_image(shots["astronaut"][:16, :16], "JPEG")
+        _write(tmp_path / "f.tfrecord", [{"image": [grey]} for _ in range(LATE)]
+               + [{"image": [colour]}])
+        match = r"3 channels; the schema decodes to 1"
+    pattern = str(tmp_path / "f.tfrecord")
+    with pytest.raises(tk.SchemaError, match=match):
+        _all(tk.load_numpy_dataset(pattern, batch_size=128, sampling=tk.InOrder()))
+    for batch_size in (128, None):
+        with pytest.raises(tk.SchemaError, match=match):
+            _all(tk.load_tf_dataset(pattern, batch_size=batch_size, sampling=tk.InOrder()))
+    # The records the sample saw read as before, and a whole profile reads every one.
+    whole = tk.infer_schema(pattern, sample=None)
+    assert len(_all(tk.load_tf_dataset(pattern, batch_size=128, sampling=tk.InOrder(),
+                                       read=tk.ReadOptions(schema=whole)))) == 9

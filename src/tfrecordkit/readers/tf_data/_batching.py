@@ -53,6 +53,7 @@ class _DecodePlan:
     stored: BatchLayout  # decode=False: the stored keys (see readers' stored_layout)
     seed: int = 0  # keys random crops and flips
     passthrough: tuple[str, ...] = ()  # parsed keys handed on as they are (``__class``)
+    strict: bool = False  # schema inferred from a sample: what it misses fails (see _ops)
 
     @property
     def shaping(self) -> BatchLayout:
@@ -122,7 +123,7 @@ def _per_example(ds: Any, plan: _DecodePlan, batch_size: int | None, drop_remain
             out = dict(parsed)
         else:
             out = decode_parsed_example(plan.selected, parsed, options, seed=plan.seed,
-                                        follows=layout.follows)
+                                        follows=layout.follows, strict=plan.strict)
         out.pop(CROP_KEY, None)  # the record's tag, read by finish_image
         out.update({k: parsed[k] for k in plan.passthrough})
         if plan.decode and options.image_dtype != "uint8":

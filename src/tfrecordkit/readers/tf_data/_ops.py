@@ -92,10 +92,21 @@ def _tf_to_channels(image: Any, channels: int | None) -> Any:
     return colour
 
 
-def decode_image_tensor(data: Any, channels: int | None = None, encoding: str = "auto") -> Any:
+def decode_image_tensor(data: Any, channels: int | None = None, encoding: str = "auto", *,
+                        strict: str | None = None) -> Any:
     """Decode JPEG/PNG (or GIF/BMP) bytes to ``[h, w, c]`` uint8, pixel for pixel as the NumPy
     readers decode them: accurate integer DCT for JPEG (TensorFlow's default is the faster,
-    less exact one), and the same channel conversions."""
+    less exact one), and the same channel conversions. ``strict`` (the feature's name): an
+    image with more channels than ``channels`` fails, as the NumPy readers refuse it when the
+    schema was inferred from a sample (colour or alpha would be lost)."""
+    if strict is not None and channels is not None:
+        native = decode_image_tensor(data, None, encoding)
+        check = tf.debugging.assert_less_equal(
+            tf.shape(native)[2], channels,
+            message=f"feature {strict!r}: an image with more channels than the inferred "
+                    f"schema's {channels}")
+        with tf.control_dependencies([check]):
+            return _tf_to_channels(tf.identity(native), channels)
     def jpeg() -> Any:
         want = 1 if channels in (1, 2) else 3 if channels in (3, 4) else 0
         image = tf.io.decode_jpeg(data, channels=want, dct_method="INTEGER_ACCURATE")
@@ -117,7 +128,8 @@ def decode_image_tensor(data: Any, channels: int | None = None, encoding: str = 
 
 
 def _decode_image(feature: Image, parsed: Example, name: str, options: DecodeOptions,
-                  seed: int = 0, *, placed: dict[str, TFPlacement] | None = None) -> Any:
+                  seed: int = 0, *, placed: dict[str, TFPlacement] | None = None,
+                  strict: bool = False) -> Any:
     data = parsed[name]
     if feature.encoding == "raw":
         shape = tf.stack([parsed[f"{name}/height"], parsed[f"{name}/width"],
@@ -125,7 +137,8 @@ def _decode_image(feature: Image, parsed: Example, name: str, options: DecodeOpt
         image = _tf_to_channels(tf.reshape(tf.io.decode_raw(data, tf.uint8), shape),
                                 feature.channels)
     else:
-        image = decode_image_tensor(data, feature.channels, feature.encoding)
+        image = decode_image_tensor(data, feature.channels, feature.encoding,
+                                    strict=name if strict else None)
     if options.image_size is None and feature.fixed_shape is not None:
         image = tf.ensure_shape(image, feature.fixed_shape)  # a static shape for Keras
     if placed is not None:
@@ -245,6 +258,9 @@ class _How(NamedTuple):
     #: image each boxes feature follows (``BatchLayout.follows``).
     placed: dict[str, TFPlacement] | None = None
     follows: Mapping[str, str] | None = None
+    #: The schema was inferred from a sample: what it does not describe fails (images with
+    #: more channels than it says), as the NumPy readers refuse it.
+    strict: bool = False
 
 
 def _text(feature: Text, parsed: Example, name: str, how: _How) -> Any:
@@ -279,7 +295,8 @@ def _scalar(feature: Scalar, parsed: Example, name: str, how: _How) -> Any:
 
 
 def _image(feature: Image, parsed: Example, name: str, how: _How) -> Any:
-    return _decode_image(feature, parsed, name, how.options, how.seed, placed=how.placed)
+    return _decode_image(feature, parsed, name, how.options, how.seed, placed=how.placed,
+                         strict=how.strict)
 
 
 def _audio(feature: Audio, parsed: Example, name: str, how: _How) -> Any:
@@ -370,12 +387,14 @@ def _op(feature: Feature) -> Callable[[Any, Example, str, _How], Any]:
     return op  # type: ignore[no-any-return]
 
 
-def decode_parsed_example(features: Mapping[str, Feature], parsed: Example, options: DecodeOptions,
-                   *, seed: int = 0, follows: Mapping[str, str] | None = None) -> Example:
+def decode_parsed_example(features: Mapping[str, Feature], parsed: Example,
+                          options: DecodeOptions, *, seed: int = 0,
+                          follows: Mapping[str, str] | None = None,
+                          strict: bool = False) -> Example:
     """One example's features decoded in-graph, in the order given; the ones that follow
     an image (boxes, ``BatchLayout.follows``) decoded after it and moved as it was."""
     follows = follows or {}
-    how = _How(False, options, seed, {}, follows)
+    how = _How(False, options, seed, {}, follows, strict)
     followers = [n for n in features if n in follows]
     out = {n: _op(f)(f, parsed, n, how) for n, f in features.items() if n not in followers}
     out.update({n: _op(features[n])(features[n], parsed, n, how) for n in followers})

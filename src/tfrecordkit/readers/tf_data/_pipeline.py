@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrecordkit.errors import OptionError
-from tfrecordkit.format import RecordReader, Storage
+from tfrecordkit.errors import OptionError, SchemaError
+from tfrecordkit.format import KeySpec, RecordReader, Storage, parse_examples
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, refuse_untaken
@@ -34,6 +34,7 @@ from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     feature_description,
 )
+from tfrecordkit.schema import Schema
 
 __all__ = ["records_dataset", "shuffle_buffer_size"]
 
@@ -133,11 +134,17 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
 
     selected = {n: schema[n] for n in names}
     stored = stored_layout(stored_specs(schema, names), options.padding)
+    # Files someone else wrote, their schema inferred from a sample: a key or an image the
+    # sample missed fails here as the NumPy reader refuses it (then named by it, see find).
+    strict = read.inferred_from > 0 and len(names) == len(schema)
     plan = _DecodePlan(description, selected, layout, options, augment, ordered, stored,
-                       seed=seed if seed is not None else 0)
+                       seed=seed if seed is not None else 0, strict=strict)
     parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
     ds = ds.batch(parse_size, drop_remainder=drop_last and not plan.per_example
                   and batch_size is not None)
+    if strict:
+        ds = ds.map(graph_only(_undescribed_keys_fail(schema, tagged)),
+                    num_parallel_calls=AUTOTUNE, deterministic=ordered)
     ds = _parse_and_decode(ds, plan, batch_size, drop_last)
 
     if as_supervised:
@@ -155,11 +162,34 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
         for _ in Loader(path, split, batch_size=256, sampling=InOrder(),
                         options=dataclasses.replace(options, augment=None,
                                                     as_supervised=False),
-                        read=ReadOptions(schema=read.schema if read.manifest is None else None,
+                        read=ReadOptions(schema=read.schema if read.manifest is None
+                                         and not read.inferred_from else None,
                                          storage_options=storage_options)):
             pass
 
     return name_errors(ds, file_paths, find)
+
+
+def _undescribed_keys_fail(schema: Schema, tagged: bool) -> Callable[[Any], Any]:
+    """A map over batches of serialized records that fails on a record holding a key the
+    schema does not describe (``tf.io.parse_example`` would drop it without a word)."""
+    specs = [*schema.key_specs(), *([KeySpec(CROP_KEY, "string", ())] if tagged else [])]
+
+    def check(records: np.ndarray) -> np.ndarray:
+        try:
+            parse_examples(list(records), specs, strict=True)
+        except SchemaError as err:
+            raise ValueError(f"assertion failed: [feature {err.feature!r}: {err.reason}]"
+                             ) from None
+        return np.array(True)
+
+    def fail_undescribed(batch: Any) -> Any:
+        # Stateful: a stateless op whose output only orders others is pruned by Grappler.
+        ok = tf.numpy_function(check, [batch], tf.bool, stateful=True)
+        with tf.control_dependencies([ok]):
+            return tf.identity(batch)
+
+    return fail_undescribed
 
 
 def _check_options(options: DecodeOptions, batch_size: int | None,
