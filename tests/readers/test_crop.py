@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 import tfrecordkit as tk
 from tfrecordkit import OptionError
 from tfrecordkit.codecs import decode_image_bytes, resize_image
-from tfrecordkit.sampling import center_crop_boxes, random_crop_boxes, random_flips
+from tfrecordkit.sampling import (
+    center_crop_box,
+    center_crop_boxes,
+    crop_draws,
+    random_crop_box,
+    random_crop_boxes,
+    random_flips,
+)
 
 SIZE = (24, 28)
 
@@ -296,3 +303,38 @@ def _jpeg(height: int, width: int) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format="JPEG")
     return buffer.getvalue()
+
+
+@pytest.mark.integration
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 2000), st.integers(1, 2000)), min_size=1,
+                max_size=40),
+       st.integers(0, 2**62), st.integers(-1, 10**6), st.sampled_from(
+           [(0.08, 1.0), (0.5, 0.5), (0.01, 0.2), (1.0, 1.0)]),
+       st.sampled_from([(3 / 4, 4 / 3), (1.0, 1.0), (0.2, 5.0), (2.0, 3.0)]),
+       st.sampled_from(["random", "center", None]), st.booleans())
+def test_tf_datas_in_graph_windows_equal_the_pure_functions(sizes, seed, epoch, scale, ratio,
+                                                           crop, flip):
+    """tf.data computes each window with TensorFlow ops (no Python call per record: the
+    exit hang and the GIL), bit for bit as the TF-free readers' functions (the draws'
+    uint64 hashing, IEEE arithmetic and a portable exp)."""
+    tf = pytest.importorskip("tensorflow")
+    from tfrecordkit.readers.tf_data._crop import window_of
+
+    if crop is None and not flip:
+        flip = True
+    options = tk.DecodeOptions(image_size=(24, 28), crop=crop, flip=flip, crop_scale=scale,
+                               crop_ratio=ratio)
+    ids = np.arange(len(sizes), dtype=np.int64) * 1_000_003 + 17
+    draws = crop_draws(seed % 2**62, epoch, ids)
+    for (height, width), record, u in zip(sizes, ids.tolist(), draws, strict=True):
+        if crop == "random":
+            want = random_crop_box(height, width, u, scale=scale, ratio=ratio, flip=flip)
+        else:
+            box = (center_crop_box(height, width, (24, 28), 0.875) if crop == "center"
+                   else (0, 0, height, width, 0))
+            want = (*box[:4], int(flip and u[-1] < 0.5))
+        key = tf.constant(f"{epoch},{record}".encode())
+        window, flipped = window_of(tf.constant(height), tf.constant(width), key,
+                                    seed % 2**62, options)
+        assert (*window.numpy().tolist(), int(flipped.numpy())) == tuple(want)

@@ -4,9 +4,16 @@ functions of seed, epoch and step). Random access to a split lives in :mod:`tfre
 
 from tfrecordkit.sampling._class_index import ClassIndex
 from tfrecordkit.sampling._crop import (
+    CROP_DRAWS,
+    CROP_SALT,
+    CROP_TRIES,
+    EXP_TERMS,
+    LN2_HI,
+    LN2_LO,
     center_crop_box,
     center_crop_boxes,
     crop_draws,
+    portable_exp,
     random_crop_box,
     random_crop_boxes,
     random_flips,
@@ -24,6 +31,12 @@ from tfrecordkit.store import (  # random access lives with the dataset store
 )
 
 __all__ = [
+    "CROP_DRAWS",
+    "CROP_SALT",
+    "CROP_TRIES",
+    "EXP_TERMS",
+    "LN2_HI",
+    "LN2_LO",
     "MAX_EPOCH",
     "ClassIndex",
     "EpochOrder",
@@ -41,6 +54,7 @@ __all__ = [
     "crop_draws",
     "fingerprint",
     "open_split",
+    "portable_exp",
     "random_crop_box",
     "random_crop_boxes",
     "random_flips",

@@ -10,20 +10,43 @@ import numpy as np
 
 from tfrecordkit.sampling._order import _splitmix, mix_keys
 
-__all__ = ["CROP_TRIES", "center_crop_box", "center_crop_boxes", "crop_draws", "random_crop_box",
-           "random_crop_boxes",
-           "random_flips"]
+__all__ = ["CROP_DRAWS", "CROP_SALT", "CROP_TRIES", "EXP_TERMS", "LN2_HI", "LN2_LO",
+           "center_crop_box", "center_crop_boxes", "crop_draws", "portable_exp",
+           "random_crop_box", "random_crop_boxes", "random_flips"]
 
 #: Tries at a random window before the fallback to a centred one (torchvision's rule).
 CROP_TRIES = 10
 _DRAWS = 4 * CROP_TRIES + 1  # per try: area, aspect, top, left; then the flip
+#: Draws per record (:func:`crop_draws`' columns) and the salt their key is mixed with.
+CROP_DRAWS = _DRAWS
+CROP_SALT = 0x6372_6F70  # "crop"
+
+#: ln 2 split in two (Cody and Waite): ``n * LN2_HI`` is exact for the ``n`` used here.
+LN2_HI = 6.93147180369123816490e-01
+LN2_LO = 1.90821492927058770002e-10
+#: Taylor terms of ``exp(r)`` for ``|r| <= ln 2 / 2``: the last one is below 2**-60.
+EXP_TERMS = 17
+
+
+def portable_exp(x: float) -> float:
+    """``exp(x)`` by range reduction and a Taylor polynomial of IEEE additions,
+    multiplications and one exact power of two: the same bits in any language that does
+    float64 arithmetic in order (tf.data's in-graph windows do it with TensorFlow ops), where
+    libm's ``exp`` and TensorFlow's differ in the last bit. Within 4 ulp of ``math.exp``."""
+    n = round(x / LN2_HI)
+    r = (x - n * LN2_HI) - n * LN2_LO
+    term, total = 1.0, 1.0
+    for k in range(1, EXP_TERMS):
+        term = term * r / k
+        total = total + term
+    return math.ldexp(total, n)
 
 
 def _uniforms(seed: int, epoch: int, ids: np.ndarray) -> np.ndarray:
     """``[n, _DRAWS]`` float64 draws in [0, 1), keyed by (seed, epoch, record id)."""
     ids = np.asarray(ids, dtype=np.int64).astype(np.uint64)
     with np.errstate(over="ignore"):
-        key = mix_keys(int(seed), int(epoch), 0x6372_6F70)  # "crop"
+        key = mix_keys(int(seed), int(epoch), CROP_SALT)
         per_record = _splitmix(key ^ _splitmix(ids))
         counters = np.arange(_DRAWS, dtype=np.uint64)
         bits = _splitmix(per_record[:, None] ^ _splitmix(counters + np.uint64(1))[None, :])
@@ -51,7 +74,7 @@ def random_crop_box(height: int, width: int, draws: np.ndarray | list[float], *,
     for t in range(CROP_TRIES):
         u_area, u_aspect, u_top, u_left = u[4 * t : 4 * t + 4]
         target = area * (scale[0] + (scale[1] - scale[0]) * u_area)
-        aspect = math.exp(low + (high - low) * u_aspect)
+        aspect = portable_exp(low + (high - low) * u_aspect)
         w = round(math.sqrt(target * aspect))
         h = round(math.sqrt(target / aspect))
         if 0 < w <= width and 0 < h <= height:

@@ -5,6 +5,7 @@ the window is cut from the full accurate-DCT decode and resized with the readers
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,14 @@ import tensorflow as tf
 
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers.tf_data._graph import graph_only
-from tfrecordkit.sampling import center_crop_box, crop_draws, random_crop_box
+from tfrecordkit.sampling import (
+    CROP_DRAWS,
+    CROP_SALT,
+    CROP_TRIES,
+    EXP_TERMS,
+    LN2_HI,
+    LN2_LO,
+)
 
 __all__ = ["CROP_KEY", "EpochCounter", "crop_window", "keyed", "tag_records"]
 
@@ -70,33 +78,116 @@ def tag_records(records: Any, epoch: Any, ids: Any) -> Any:
     return tf.strings.join([records, _wrap(b"\x0a", _wrap(b"\x0a", entry))])
 
 
-def _window(height: Any, width: Any, key: Any, seed: int,
-            options: DecodeOptions) -> np.ndarray:
-    """``top, left, height, width, flip`` of one record, by the library's functions (those
-    the TF-free readers call)."""
-    epoch, record = (0, 0)
-    if key:
-        epoch, record = (int(v) for v in bytes(key).split(b","))
-    draws = crop_draws(seed, epoch, np.array([record], np.int64))[0].tolist()
-    h, w = int(height), int(width)
+# -- the windows, in-graph: the TF-free readers' arithmetic (tfrecordkit.sampling), op by op ----
+
+
+def _splitmix(x: Any) -> Any:
+    """SplitMix64's finaliser on uint64 tensors (``sampling``'s, bit for bit)."""
+    x = x + tf.constant(0x9E3779B97F4A7C15, tf.uint64)
+    x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(30, tf.uint64)))
+    x = x * tf.constant(0xBF58476D1CE4E5B9, tf.uint64)
+    x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(27, tf.uint64)))
+    x = x * tf.constant(0x94D049BB133111EB, tf.uint64)
+    return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(31, tf.uint64)))
+
+
+def _as_u64(value: Any) -> Any:
+    """An int64 tensor's bits as uint64 (NumPy's ``astype(np.uint64)`` of an int64)."""
+    return tf.bitcast(tf.cast(value, tf.int64), tf.uint64)
+
+
+def _draws(seed: int, epoch: Any, record: Any) -> Any:
+    """:func:`~tfrecordkit.sampling.crop_draws` of one record: ``[41]`` float64 in [0, 1)."""
+    key = _splitmix(_as_u64(tf.constant(seed, tf.int64)))  # mix_keys(seed, epoch, salt)
+    key = _splitmix(tf.bitwise.bitwise_xor(key, _as_u64(epoch)))
+    key = _splitmix(tf.bitwise.bitwise_xor(key, tf.constant(CROP_SALT, tf.uint64)))
+    per_record = _splitmix(tf.bitwise.bitwise_xor(key, _splitmix(_as_u64(record))))
+    counters = _splitmix(tf.constant(np.arange(1, CROP_DRAWS + 1, dtype=np.uint64)))
+    bits = _splitmix(tf.bitwise.bitwise_xor(per_record, counters))
+    return tf.cast(tf.bitwise.right_shift(bits, tf.constant(11, tf.uint64)),
+                   tf.float64) * (1.0 / (1 << 53))
+
+
+def _exp(x: Any) -> Any:
+    """:func:`~tfrecordkit.sampling.portable_exp` with TensorFlow's float64 ops."""
+    n = tf.round(x / LN2_HI)
+    r = (x - n * LN2_HI) - n * LN2_LO
+    term = tf.ones_like(x)
+    total = tf.ones_like(x)
+    for k in range(1, EXP_TERMS):
+        term = term * r / float(k)
+        total = total + term
+    power = tf.bitcast(tf.bitwise.left_shift(tf.cast(n, tf.int64) + 1023, 52), tf.float64)
+    return total * power
+
+
+def _random_window(height: Any, width: Any, u: Any, options: DecodeOptions) -> Any:
+    """:func:`~tfrecordkit.sampling.random_crop_box`: ``[5]`` int64."""
+    scale, ratio = options.crop_scale, options.crop_ratio
+    h64, w64 = tf.cast(height, tf.float64), tf.cast(width, tf.float64)
+    tries = tf.reshape(u[: 4 * CROP_TRIES], [CROP_TRIES, 4])
+    area = tf.cast(height * width, tf.float64)
+    low, high = math.log(ratio[0]), math.log(ratio[1])
+    target = area * (scale[0] + (scale[1] - scale[0]) * tries[:, 0])
+    aspect = _exp(low + (high - low) * tries[:, 1])
+    w = tf.round(tf.sqrt(target * aspect))
+    h = tf.round(tf.sqrt(target / aspect))
+    fits = (w > 0) & (w <= w64) & (h > 0) & (h <= h64)
+    first = tf.argmax(tf.cast(fits, tf.int32), output_type=tf.int32)
+    top = tf.floor(tries[first, 2] * (h64 - h[first] + 1.0))
+    left = tf.floor(tries[first, 3] * (w64 - w[first] + 1.0))
+    tried = tf.cast(tf.stack([top, left, h[first], w[first]]), tf.int64)
+    # The fallback: the whole image cut to the nearest aspect inside ratio, centred.
+    in_ratio = w64 / tf.maximum(h64, 1.0)
+    narrow, wide = in_ratio < min(ratio), in_ratio > max(ratio)
+    fw = tf.where(narrow, w64, tf.where(wide, tf.round(h64 * max(ratio)), w64))
+    fh = tf.where(narrow, tf.round(w64 / min(ratio)), h64)
+    fh = tf.minimum(tf.maximum(fh, 1.0), h64)
+    fw = tf.minimum(tf.maximum(fw, 1.0), w64)
+    fh_i, fw_i = tf.cast(fh, tf.int64), tf.cast(fw, tf.int64)
+    fallback = tf.stack([(tf.cast(height, tf.int64) - fh_i) // 2,
+                         (tf.cast(width, tf.int64) - fw_i) // 2, fh_i, fw_i])
+    return tf.where(tf.reduce_any(fits), tried, fallback)
+
+
+def _center_window(height: Any, width: Any, options: DecodeOptions) -> Any:
+    """:func:`~tfrecordkit.sampling.center_crop_box`: ``[4]`` int64."""
+    assert options.image_size is not None
+    size, fraction = options.image_size, options.crop_fraction
+    aspect = size[1] / size[0]
+    h64, w64 = tf.cast(height, tf.float64), tf.cast(width, tf.float64)
+    full_h = tf.minimum(h64, w64 / aspect)
+    h = tf.minimum(tf.maximum(tf.round(full_h * fraction), 1.0), h64)
+    w = tf.minimum(tf.maximum(tf.round(full_h * aspect * fraction), 1.0), w64)
+    h_i, w_i = tf.cast(h, tf.int64), tf.cast(w, tf.int64)
+    return tf.stack([(tf.cast(height, tf.int64) - h_i) // 2,
+                     (tf.cast(width, tf.int64) - w_i) // 2, h_i, w_i])
+
+
+def window_of(height: Any, width: Any, key: Any, seed: int, options: DecodeOptions
+              ) -> tuple[Any, Any]:
+    """A record's window (``[4]`` int64: top, left, height, width) and flip, in-graph, from its
+    tag (``b"<epoch>,<record id>"``; empty: epoch 0, record 0): what the TF-free readers'
+    pure functions give, no Python call per record."""
+    parts = tf.strings.split(tf.where(tf.strings.length(key) > 0, key, b"0,0"), ",")
+    numbers = tf.strings.to_number(parts, tf.int64)
+    height, width = tf.cast(height, tf.int64), tf.cast(width, tf.int64)
+    u = _draws(seed, numbers[0], numbers[1])
     if options.crop == "random":
-        box = random_crop_box(h, w, draws, scale=options.crop_scale, ratio=options.crop_ratio,
-                              flip=options.flip)
+        window = _random_window(height, width, u, options)
+    elif options.crop == "center":
+        window = _center_window(height, width, options)
     else:
-        assert options.image_size is not None
-        box = (center_crop_box(h, w, options.image_size, options.crop_fraction)
-               if options.crop == "center" else (0, 0, h, w, 0))
-        box = (*box[:4], int(options.flip and draws[-1] < 0.5))
-    return np.array(box, np.int64)
+        window = tf.stack([tf.constant(0, tf.int64), tf.constant(0, tf.int64), height, width])
+    flip = tf.logical_and(tf.constant(options.flip), u[CROP_DRAWS - 1] < 0.5)
+    return window, flip
 
 
 def crop_window(image: Any, key: Any, seed: int, options: DecodeOptions
                 ) -> tuple[Any, Any, Any]:
     """``image`` (``[h, w, c]`` uint8) cut to the record's window, whether to flip it, and
     the window (``[4]`` int64: top, left, height, width)."""
-    shape = tf.shape(image)
-    box = tf.numpy_function(lambda h, w, k: _window(h, w, k, seed, options),
-                            [shape[0], shape[1], key], tf.int64, stateful=False)
-    box.set_shape([5])
+    shape = tf.shape(image, out_type=tf.int64)
+    box, flip = window_of(shape[0], shape[1], key, seed, options)
     window = image[box[0] : box[0] + box[2], box[1] : box[1] + box[3]]
-    return window, tf.cast(box[4], tf.bool), box[:4]
+    return window, flip, box
