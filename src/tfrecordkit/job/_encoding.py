@@ -224,9 +224,10 @@ def class_ids_by_name(own: Schema, given: Schema, where: str) -> dict[str, tuple
         SchemaError: a class of the source is not among ``given``'s names (naming both).
     """
     out = {}
+    targets = given.of_kind(ClassLabel)
     for name, feature in own.of_kind(ClassLabel).items():
-        target = given.get(name)
-        if not isinstance(target, ClassLabel) or target.from_shard:
+        target = targets.get(name)
+        if target is None or target.from_shard:
             continue
         if tuple(feature.names) == tuple(target.names):
             continue

@@ -54,6 +54,11 @@ class EpochCounter:
     def value(self) -> Any:
         return self._count.read_value()
 
+    @property
+    def variable(self) -> Any:
+        """The count (an iterator's checkpoint saves and restores it)."""
+        return self._count
+
 
 def _byte(n: Any) -> Any:
     """The one-byte varint of a length below 128."""

@@ -21,13 +21,17 @@ from tfrecordkit.format import check_frame, index_path_for
 __all__ = ["name_errors"]
 
 _AT = re.compile(r"corrupted record at (\d+)")
+_EPOCH = "tfrecordkit_epoch"  # the crop epoch's entry in an iterator's checkpoint
 
 
-def name_errors(ds: Any, files: Sequence[str], find: Callable[[], None]) -> Any:
+def name_errors(ds: Any, files: Sequence[str], find: Callable[[], None], *,
+                epoch: Any = None) -> Any:
     """``ds`` whose Python iterators raise the library's errors for TensorFlow's: ``files``
     are the record files it reads; ``find()`` reads them with a TF-free reader and raises the
     error it meets (it returns when it meets none). No iterator is made here: one would start
-    reading (and count an epoch) before the user asks."""
+    reading (and count an epoch) before the user asks. ``epoch``: the pipeline's
+    :class:`~._crop.EpochCounter`, saved and restored with each iterator's checkpoint (random
+    crops resume with the epoch they were cut in, in another process too)."""
     paths = tuple(files)
     named: dict[type, type] = {}  # TensorFlow's iterator class -> its named subclass
 
@@ -36,7 +40,7 @@ def name_errors(ds: Any, files: Sequence[str], find: Callable[[], None]) -> Any:
             iterator = super().__iter__()
             base = type(iterator)
             if base not in named:
-                named[base] = _named_iterator(base, paths, find)
+                named[base] = _named_iterator(base, paths, find, epoch)
             iterator.__class__ = named[base]
             return iterator
 
@@ -44,11 +48,24 @@ def name_errors(ds: Any, files: Sequence[str], find: Callable[[], None]) -> Any:
     return ds
 
 
-def _named_iterator(base: type, paths: tuple[str, ...], find: Callable[[], None]) -> type:
+def _named_iterator(base: type, paths: tuple[str, ...], find: Callable[[], None],
+                    epoch: Any = None) -> type:
     """A subclass of TensorFlow's iterator class ``base`` whose ``__next__`` names errors
-    (still the same iterator for checkpoints)."""
+    (still the same iterator for checkpoints, which also hold ``epoch``'s count)."""
 
     class NamedIterator(base):  # type: ignore[misc]
+        def _serialize_to_tensors(self) -> Any:
+            tensors = super()._serialize_to_tensors()
+            if epoch is not None:
+                tensors = {**tensors, _EPOCH: epoch.variable.read_value()}
+            return tensors
+
+        def _restore_from_tensors(self, restored: Any) -> Any:
+            if epoch is not None and _EPOCH in restored:
+                restored = dict(restored)
+                epoch.variable.assign(restored.pop(_EPOCH))
+            return super()._restore_from_tensors(restored)
+
         def __next__(self) -> Any:
             try:
                 return super().__next__()

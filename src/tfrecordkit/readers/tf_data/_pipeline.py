@@ -118,8 +118,9 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     files_ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle and len(file_paths) > 1:
         files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
+    counter = EpochCounter() if tagged else None
     ds = _interleaved(files_ds, read, _file_reader(read.storage, compression, storage_options),
-                      compression=compression, files=len(file_paths), tagged=tagged,
+                      compression=compression, files=len(file_paths), counter=counter,
                       entries="entry" in files, shuffle=bool(shuffle), ordered=ordered)
     if by_record:
         ds = ds.shard(workers, worker)
@@ -167,7 +168,14 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
                                          storage_options=storage_options)):
             pass
 
-    return name_errors(ds, file_paths, find)
+    if counter is not None:
+        # The epoch counter is read where records are tagged: an iterator's checkpoint saves
+        # and restores it itself (see name_errors), so tf.data may leave it out.
+        checkpointable = tf.data.Options()
+        checkpointable.experimental_external_state_policy = (
+            tf.data.experimental.ExternalStatePolicy.IGNORE)
+        ds = ds.with_options(checkpointable)
+    return name_errors(ds, file_paths, find, epoch=counter)
 
 
 def _undescribed_keys_fail(schema: Schema, tagged: bool) -> Callable[[Any], Any]:
@@ -208,12 +216,11 @@ def _check_options(options: DecodeOptions, batch_size: int | None,
 
 
 def _interleaved(files_ds: Any, read: ReadPlan, open_file: Callable[[Any], Any], *,
-                 compression: str, files: int, tagged: bool, entries: bool, shuffle: bool,
-                 ordered: bool) -> Any:
+                 compression: str, files: int, counter: EpochCounter | None, entries: bool,
+                 shuffle: bool, ordered: bool) -> Any:
     """The records of the files ``files_ds`` gives (``{"file"}``, and ``"entry"``: the shard
     label entry each record gets; ``"first"``: the id of each file's first record, to tag
     records for keyed crops and flips), read from up to 16 files at a time."""
-    counter = EpochCounter() if tagged else None
     if counter is not None:
         files_ds = counter.starting(files_ds)
     cycle = max(1, min(files, 16)) if shuffle else 1

@@ -1,0 +1,104 @@
+"""tf.data with random crops and flips: an iterator's checkpoint (``tf.train.Checkpoint``)
+saves and restores where it was, its crop epoch included, so a restore in another process
+continues with the same pixels; and processes that stop mid-epoch exit (per-record Python calls
+in flight at exit hung one in two before the windows moved in-graph)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tfrecordkit as tk
+from tests.datasets import digits_folder
+
+pytestmark = pytest.mark.integration
+
+OPTIONS = "tk.DecodeOptions(image_size=16, crop='random', flip=True)"
+SCRIPT = """
+import sys
+import numpy as np
+import tensorflow as tf
+import tfrecordkit as tk
+
+path, mode, where = sys.argv[1], sys.argv[2], sys.argv[3]
+ds = tk.load_tf_dataset(path, batch_size=8, options={options})
+if mode == "save":
+    for _ in ds:  # epoch 0; the next iterator cuts epoch 1's windows
+        pass
+    it = iter(ds)
+    next(it)
+    tf.train.Checkpoint(iterator=it).write(where + "/it")
+    np.save(where + "/want.npy", np.stack([next(it)["image"].numpy() for _ in range(3)]))
+elif mode == "load":
+    it = iter(ds)
+    tf.train.Checkpoint(iterator=it).read(where + "/it").assert_consumed()
+    np.save(where + "/got.npy", np.stack([next(it)["image"].numpy() for _ in range(3)]))
+else:  # stop mid-epoch and exit
+    it = iter(ds)
+    next(it)
+print("exiting", flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    root = tmp_path_factory.mktemp("digits")
+    digits_folder(root / "src", limit_per_class=30)
+    tk.convert(root / "src", root / "ds")
+    return root / "ds"
+
+
+def _run(digits: Path, tmp_path: Path, mode: str) -> subprocess.Popen:
+    script = tmp_path / "run.py"
+    script.write_text(SCRIPT.format(options=OPTIONS))
+    return subprocess.Popen([sys.executable, str(script), str(digits), mode, str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_save_and_restore_in_one_process_continue_with_the_same_pixels(digits, tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    ds = tk.load_tf_dataset(digits, batch_size=8, options=eval(OPTIONS))  # noqa: S307
+    for _ in ds:
+        pass
+    it = iter(ds)
+    next(it)
+    checkpoint = tf.train.Checkpoint(iterator=it)
+    saved = checkpoint.save(str(tmp_path / "ck"))
+    want = [next(it)["image"].numpy() for _ in range(3)]
+    for _ in range(2):
+        next(it)  # move on, then go back
+    checkpoint.restore(saved)
+    got = [next(it)["image"].numpy() for _ in range(3)]
+    assert all((a == b).all() for a, b in zip(want, got, strict=True))
+
+
+def test_a_restore_in_another_process_keeps_the_crop_epoch(digits, tmp_path):
+    for mode in ("save", "load"):
+        process = _run(digits, tmp_path, mode)
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err[-2000:]
+    want, got = np.load(tmp_path / "want.npy"), np.load(tmp_path / "got.npy")
+    assert want.shape == (3, 8, 16, 16, 1) and (want == got).all()
+
+
+@pytest.mark.slow
+def test_processes_stopped_mid_epoch_all_exit(digits, tmp_path):
+    processes = []
+    for k in range(8):
+        (tmp_path / str(k)).mkdir()
+        processes.append(_run(digits, tmp_path / str(k), "stop"))
+    hung = 0
+    for process in processes:
+        try:
+            process.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            hung += 1
+            process.kill()
+            process.communicate()
+        else:
+            assert process.returncode == 0
+    assert hung == 0
