@@ -18,6 +18,7 @@ from tests.datasets import digits_folder
 pytestmark = pytest.mark.integration
 
 OPTIONS = "tk.DecodeOptions(image_size=16, crop='random', flip=True)"
+CROPS = tk.DecodeOptions(image_size=16, crop="random", flip=True)  # OPTIONS, here
 SCRIPT = """
 import sys
 import numpy as np
@@ -61,7 +62,7 @@ def _run(digits: Path, tmp_path: Path, mode: str) -> subprocess.Popen:
 
 def test_save_and_restore_in_one_process_continue_with_the_same_pixels(digits, tmp_path):
     tf = pytest.importorskip("tensorflow")
-    ds = tk.load_tf_dataset(digits, batch_size=8, options=eval(OPTIONS))  # noqa: S307
+    ds = tk.load_tf_dataset(digits, batch_size=8, options=CROPS)
     for _ in ds:
         pass
     it = iter(ds)
@@ -79,7 +80,7 @@ def test_save_and_restore_in_one_process_continue_with_the_same_pixels(digits, t
 def test_a_restore_in_another_process_keeps_the_crop_epoch(digits, tmp_path):
     for mode in ("save", "load"):
         process = _run(digits, tmp_path, mode)
-        out, err = process.communicate(timeout=300)
+        _, err = process.communicate(timeout=300)
         assert process.returncode == 0, err[-2000:]
     want, got = np.load(tmp_path / "want.npy"), np.load(tmp_path / "got.npy")
     assert want.shape == (3, 8, 16, 16, 1) and (want == got).all()
