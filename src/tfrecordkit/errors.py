@@ -14,6 +14,9 @@ also derives from the matching builtin so callers may catch either::
     ├── RecordFormatError       (ValueError)   a record's bytes are not the message they should be
     ├── OutOfRangeError         (IndexError)   a record position beyond the end
     └── MissingDependencyError  (ImportError)  an optional extra is not installed
+
+One warning: :class:`RepeatedEpochWarning` (``UserWarning``), a data loader's worker processes
+starting the epoch they already ran (no ``set_epoch`` between).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ __all__ = [
     "OptionError",
     "OutOfRangeError",
     "RecordFormatError",
+    "RepeatedEpochWarning",
     "SchemaError",
     "SourceError",
     "StateError",
@@ -190,3 +194,8 @@ class MissingDependencyError(TFRecordKitError, ImportError):
     def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
         purpose = str(self).split(" needs ", 1)[0]
         return (type(self), (self.module, self.extra, purpose))
+
+
+class RepeatedEpochWarning(UserWarning):
+    """DataLoader workers started the epoch they already ran: the same order and the same
+    crops again, because the dataset in the main process never sees their progress."""

@@ -344,3 +344,40 @@ def test_batches_view_the_workers_buffers_kept_ones_stay_and_dropped_ones_free_a
         assert busy == []
     finally:
         gc.enable()
+
+
+def _numpy_epoch(dataset, epoch):
+    loader = load_numpy_dataset(dataset, batch_size=B, seed=1)
+    loader.set_epoch(epoch)
+    return _ids(loader)
+
+
+def test_persistent_workers_follow_set_epoch(dataset):
+    """Persistent workers keep the dataset copy they started with: set_epoch reaches them
+    anyway (it was ignored: epoch 7 asked, epoch 1 run, other order and other crops)."""
+    ds = load_torch_dataset(dataset, batch_size=B, seed=1)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True,
+                        multiprocessing_context="spawn")
+    assert _ids(loader) == _numpy_epoch(dataset, 0)
+    for epoch in (7, 3):
+        ds.set_epoch(epoch)
+        assert _ids(loader) == _numpy_epoch(dataset, epoch)
+    # Left alone, they go on to the next epoch themselves.
+    assert _ids(loader) == _numpy_epoch(dataset, 4)
+
+
+def test_workers_starting_the_same_epoch_again_warn_once(dataset, capfd):
+    """Plain workers are new copies of the main process's dataset every epoch: without
+    set_epoch each epoch repeats the first (and ds.state_dict() stays at step 0). Said once,
+    naming the two ways out."""
+    ds = load_torch_dataset(dataset, batch_size=B, seed=1)
+    first = _ids(_loader(ds, 2))
+    assert "RepeatedEpochWarning" not in capfd.readouterr().err
+    assert _ids(_loader(ds, 2)) == first
+    err = capfd.readouterr().err
+    assert "RepeatedEpochWarning" in err and "set_epoch" in err and "StatefulDataLoader" in err
+    _ids(_loader(ds, 2))
+    assert "RepeatedEpochWarning" not in capfd.readouterr().err  # once
+    ds.set_epoch(1)
+    assert _ids(_loader(ds, 2)) == _numpy_epoch(dataset, 1)
+    assert "RepeatedEpochWarning" not in capfd.readouterr().err

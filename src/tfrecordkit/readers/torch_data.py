@@ -10,18 +10,25 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import warnings
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import MissingDependencyError, OptionError, StateError
+from tfrecordkit.errors import (
+    MissingDependencyError,
+    OptionError,
+    RepeatedEpochWarning,
+    StateError,
+)
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._modes import ReadOptions, Sampling, refuse_moved, seed_of
 from tfrecordkit.readers._options import threads_per_worker
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
+from tfrecordkit.readers._shared_epoch import SharedEpoch
 from tfrecordkit.readers.numpy_data import Loader, PKLoader, TripletLoader, open_loader
 from tfrecordkit.sampling import MAX_EPOCH, state_int
 
@@ -333,15 +340,38 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
         self.loader = loader
         self.threads_per_worker = threads_per_worker
         self._worker_state: dict[str, Any] | None = None
+        # set_epoch reaches worker processes that keep their copy (persistent_workers).
+        self._epoch = SharedEpoch()
+        self._seen = 0  # the request (SharedEpoch generation) this copy has followed
 
     def __len__(self) -> int:
         return len(self.loader)
 
     def set_epoch(self, epoch: int) -> None:
         """Start ``epoch`` from its first step (call before each epoch when the DataLoader
-        has worker processes, as with ``DistributedSampler``)."""
+        has worker processes, as with ``DistributedSampler``; persistent workers follow it
+        too)."""
         self.loader.set_epoch(epoch)
         self._worker_state = None
+        self._seen = self._epoch.ask(epoch)
+
+    def _follow_request(self, worker: int, epoch: int, first: int,
+                        saved: dict[str, Any] | None) -> tuple[int, int, dict[str, Any] | None]:
+        """In a worker: the epoch ``set_epoch`` asked for since this copy last looked (a
+        persistent worker's copy predates it), else its own position; worker 0 warns once
+        when an epoch starts again with no request between."""
+        generation, asked = self._epoch.asked()
+        if generation != self._seen and asked is not None:
+            self._seen = generation
+            epoch, first, saved = asked, worker, None
+        if worker == 0 and self._epoch.ran_before(self._seen, epoch):
+            warnings.warn(
+                f"DataLoader workers start epoch {epoch} again: the same order and crops as "
+                "last time. The dataset in the main process does not see its workers' "
+                "progress (its state_dict() stays at the start): call ds.set_epoch(n) "
+                "before each epoch, or use torchdata's StatefulDataLoader and its "
+                "state_dict()", RepeatedEpochWarning, stacklevel=2)
+        return epoch, first, saved
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         loader = self.loader
@@ -350,6 +380,8 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
         loader.partition = loader.partition.with_worker(worker, workers)
         epoch, first = loader.epoch, loader.step + worker
         saved = self._worker_state
+        if info is not None:
+            epoch, first, saved = self._follow_request(worker, epoch, first, saved)
         if saved is not None:
             if (saved["worker"], saved["num_workers"]) != (worker, workers):
                 raise StateError("num_workers", f"the state was saved by worker "
