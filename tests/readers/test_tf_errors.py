@@ -78,3 +78,47 @@ def test_an_error_in_the_users_augmentation_is_left_as_tensorflow_gives_it(datas
     with pytest.raises(tf.errors.InvalidArgumentError, match="user check"):
         for _ in ds:
             pass
+
+
+def test_a_flipped_byte_is_named_in_its_own_shard_not_an_intact_one(tmp_path):
+    """TensorFlow names an offset but no file; in another shard that offset falls inside a
+    record, where any bytes fail a check: only a file where a record starts there is blamed."""
+    schema = tk.Schema({"x": tk.Scalar("int64"), "pad": tk.Text()})
+    tk.write_dataset([{"x": i, "pad": "y" * 50} for i in range(300)], tmp_path / "ds", schema,
+                     shards=tk.ShardOptions(num_shards=3, shuffle=False), progress=False)
+    files = sorted((tmp_path / "ds").glob("*.tfrecord"))
+    data = bytearray(files[2].read_bytes())
+    data[5000] ^= 0xFF
+    files[2].write_bytes(bytes(data))
+    with pytest.raises(tk.CorruptRecordError) as numpy_error:
+        list(tk.load_numpy_dataset(tmp_path / "ds", batch_size=32, sampling=tk.InOrder()))
+    with pytest.raises(tk.CorruptRecordError) as tf_error:
+        list(tk.load_tf_dataset(tmp_path / "ds", batch_size=32, sampling=tk.InOrder()))
+    assert files[2].name in str(tf_error.value)
+    assert str(tf_error.value) == str(numpy_error.value)
+
+
+def test_a_record_that_is_not_an_example_is_named_not_a_unicode_error(tmp_path):
+    with tk.RecordWriter(tmp_path / "junk.tfrecord") as writer:
+        writer.write(tk.encode_example({"x": [1]}))
+        writer.write(b"\xff\xfe\x80not an example\x00\x81")
+    read = tk.ReadOptions(schema=tk.Schema({"x": tk.Scalar("int64")}))
+    with pytest.raises(tk.SchemaError, match=r"record 1 .*junk\.tfrecord.*not a valid"):
+        list(tk.load_tf_dataset(tmp_path / "junk.tfrecord", batch_size=2, read=read))
+
+
+def test_an_image_that_letterboxes_to_nothing_is_named_as_numpy_names_it(tmp_path):
+    import io
+
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.fromarray(np.zeros((2, 30, 3), np.uint8)).save(png, "PNG")
+    tk.write_dataset([{"image": png.getvalue()}], tmp_path / "thin",
+                     tk.Schema({"image": tk.Image("png")}), progress=False)
+    options = tk.DecodeOptions(image_size=(9, 9), keep_aspect=True)
+    message = r"record 0 .*feature 'image': a 2x30 image scaled into 9x9 .* would be 0x9"
+    with pytest.raises(tk.SchemaError, match=message):
+        list(tk.load_numpy_dataset(tmp_path / "thin", batch_size=1, options=options))
+    with pytest.raises(tk.SchemaError, match=message):
+        list(tk.load_tf_dataset(tmp_path / "thin", batch_size=1, options=options))

@@ -75,6 +75,11 @@ def _named_iterator(base: type, paths: tuple[str, ...], find: Callable[[], None]
                 if _from_the_data(err):
                     _explain(err, find)
                 raise
+            except UnicodeDecodeError as err:
+                # TensorFlow's message quoted the record's bytes and could not be decoded
+                # (a record that is not an Example): the TF-free reader names it.
+                _explain(err, find)
+                raise
 
     return NamedIterator
 
@@ -117,9 +122,11 @@ def _corrupt(err: Exception, files: Sequence[str], find: Callable[[], None]) -> 
 
 
 def _frame_problem(path: str, offset: int) -> CorruptRecordError | None:
-    """The error of the frame starting at ``offset`` of a local uncompressed ``path``, if it
-    fails its checks there (None: no such file here, or the frame is sound)."""
-    if "://" in path or not os.path.isfile(path):
+    """The error of the frame starting at ``offset`` of a local uncompressed ``path``, if a
+    frame starts there (its ``.index`` says so) and fails its checks (None: no such file here,
+    no frame there, or the frame is sound). TensorFlow names the offset, not the file: in
+    another file the offset falls mid-record, where any bytes "fail"."""
+    if "://" in path or not os.path.isfile(path) or _index_of(path, offset) < 0:
         return None
     try:
         with open(path, "rb") as handle:
@@ -139,12 +146,14 @@ def _frame_problem(path: str, offset: int) -> CorruptRecordError | None:
 
 
 def _index_of(path: str, offset: int) -> int:
-    """The record's index in its file, from its ``.index`` sidecar (-1 without one)."""
+    """The index in its file of the record starting at ``offset``, from the file's ``.index``
+    sidecar (-1 without one, or when no record starts there)."""
     sidecar = index_path_for(path)
     if not os.path.isfile(sidecar):
         return -1
     with open(sidecar) as handle:
-        return sum(1 for line in handle if line.split() and int(line.split()[0]) < offset)
+        starts = [int(line.split()[0]) for line in handle if line.split()]
+    return starts.index(offset) if offset in starts else -1
 
 
 def _explain(err: Exception, find: Callable[[], None]) -> None:

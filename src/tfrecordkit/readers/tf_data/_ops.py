@@ -141,9 +141,7 @@ def _decode_image(feature: Image, parsed: Example, name: str, options: DecodeOpt
                                     strict=name if strict else None)
     if options.image_size is None and feature.fixed_shape is not None:
         image = tf.ensure_shape(image, feature.fixed_shape)  # a static shape for Keras
-    if placed is not None:
-        return finish_image(image, parsed, options, seed, placed=placed, name=name)
-    return finish_image(image, parsed, options, seed)
+    return finish_image(image, parsed, options, seed, placed=placed, name=name)
 
 
 def finish_image(image: Any, parsed: Example, options: DecodeOptions, seed: int = 0, *,
@@ -157,12 +155,12 @@ def finish_image(image: Any, parsed: Example, options: DecodeOptions, seed: int 
         if placed is not None and options.image_size is not None:
             placed[name] = _placement(shape, tf.stack([0, 0, shape[0], shape[1]]), None,
                                       options)
-        return _resize(image, options.image_size, options.keep_aspect)
+        return _resize(image, options.image_size, options.keep_aspect, name or "image")
     key = parsed.get(CROP_KEY, tf.constant(b""))
     window, flip, box = crop_window(image, key, seed, options)
     if placed is not None:
         placed[name] = _placement(shape, box, flip, options)
-    resized = _resize(window, options.image_size, options.keep_aspect)
+    resized = _resize(window, options.image_size, options.keep_aspect, name or "image")
     return tf.cond(flip, lambda: tf.image.flip_left_right(resized), lambda: resized)
 
 
@@ -185,10 +183,18 @@ def _scale_image(image: Any, dtype: str, mean: tuple[float, ...] | None,
     return out
 
 
-def _resize(image: Any, image_size: tuple[int, int] | None, keep_aspect: bool) -> Any:
+def _resize(image: Any, image_size: tuple[int, int] | None, keep_aspect: bool,
+            name: str = "image") -> Any:
     if image_size is None:
         return image
     if keep_aspect:
+        shape = tf.shape(image, out_type=tf.int64)
+        fitted = pad_window_tf(shape[0], shape[1], image_size)
+        check = tf.debugging.assert_positive(
+            tf.reduce_min(fitted[2:]), message=f"feature {name!r}: an image scaled to "
+            f"{image_size[0]}x{image_size[1]} keeping its aspect ratio would be empty")
+        with tf.control_dependencies([check]):
+            image = tf.identity(image)
         resized = tf.image.resize_with_pad(image, image_size[0], image_size[1])
     else:
         resized = tf.image.resize(image, image_size)
