@@ -105,3 +105,23 @@ def test_files_that_are_not_media_are_counted_and_listed(tmp_path, capsys):
     assert result.ignored_count == 1 and result.ignored == ("cat/notes.txt",)
     assert "ignored 1 file(s)" in result.summary() and "cat/notes.txt" in result.summary()
     assert result.to_json()["ignored"] == ["cat/notes.txt"]
+
+
+def test_an_error_during_a_conversion_starts_a_line_of_its_own(tmp_path):
+    """The progress bar is closed before the error is printed (it shared the bar's line)."""
+    import subprocess
+    import sys
+
+    from tests.datasets import encode_image
+
+    (tmp_path / "src" / "a").mkdir(parents=True)
+    good = encode_image(np.zeros((4, 4, 3), np.uint8), "PNG")
+    (tmp_path / "src" / "a" / "good.png").write_bytes(good)
+    (tmp_path / "src" / "a" / "cut.png").write_bytes(good[: len(good) // 2])
+    done = subprocess.run([sys.executable, "-m", "tfrecordkit", "convert",
+                           str(tmp_path / "src"), str(tmp_path / "out")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    lines = done.stderr.replace("\r", "\n").splitlines()
+    error = [line for line in lines if "truncated PNG" in line]
+    assert len(error) == 1 and error[0].startswith("tfrecordkit convert: "), done.stderr

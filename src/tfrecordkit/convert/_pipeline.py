@@ -209,8 +209,10 @@ def run_conversion(job: ConversionJob,
     progress bar or callback, warning about skipped inputs."""
     started = time.perf_counter()
     report = _progress_reporter(progress)
-    manifest, resumed = run(report)
-    report(0, 0, done=True)
+    try:
+        manifest, resumed = run(report)
+    finally:  # closed on failure too: an error then starts on a line of its own
+        report(0, 0, done=True)
     if manifest.skipped_count:
         logger.warning("skipped %d input(s); they are listed in %s/dataset.json",
                        manifest.skipped_count, job.out_dir)
