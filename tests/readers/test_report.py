@@ -244,6 +244,34 @@ def test_tables_show_column_statistics_and_rows_and_sources_are_relative(tmp_pat
     assert "deep/folder" not in page and "<td>table:table.jsonl</td>" in page
 
 
+def test_a_class_label_column_shows_its_names_not_its_ids(tmp_path):
+    source = tmp_path / "table.csv"
+    source.write_text("x,label\n" + "".join(f"{i},{('cat', 'dog', 'eel')[i % 3]}\n"
+                                             for i in range(30)))
+    tk.convert(tk.open_source(source), tmp_path / "ds", shards=tk.ShardOptions(shuffle=False))
+    columns = tk.dataset_report(tmp_path / "ds").split('<section id="columns">')[1]
+    columns = columns[: columns.index("</section>")]
+    assert "cat (10), dog (10), eel (10)" in columns  # not an id range 0 .. 2
+    rows = columns[columns.index("sampled rows"):]
+    assert "<td>cat</td>" in rows and "<td>0</td>" in rows  # x 0 is a number, its class a name
+
+
+def test_drawn_boxes_carry_their_class_names(tmp_path):
+    """show_examples and the report write each box's class at its corner."""
+    from PIL import Image
+
+    schema = tk.Schema({"image": tk.Image("png"), "objects": tk.Boxes(["cat", "dog"])})
+    blob = encode_image(np.full((60, 80, 3), 90, np.uint8), "PNG")
+    tk.write_dataset([{"image": blob, "objects": {"boxes": [[0.1, 0.2, 0.9, 0.9]],
+                                                   "labels": ["dog"]}}], tmp_path / "ds",
+                     schema, progress=False)
+    figure = tk.show_examples(tmp_path / "ds", n=1)
+    pixels = np.asarray(figure.convert("RGB") if isinstance(figure, Image.Image) else figure)
+    yellow = (pixels[:, :, 0] > 200) & (pixels[:, :, 1] > 180) & (pixels[:, :, 2] < 60)
+    black = (pixels.max(axis=2) < 40)
+    assert yellow.sum() > 50 and black.sum() > 5  # the outline, and the name's letters
+
+
 @pytest.mark.integration
 def test_the_detection_page_renders_in_a_real_browser(detection, tmp_path):
     """Headless Chromium: the box and class charts and every tile (boxes drawn) render, with

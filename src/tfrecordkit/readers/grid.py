@@ -8,6 +8,7 @@ Needs Pillow (the ``image`` extra); imports no framework.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -86,8 +87,10 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
                 for row in rows]
     is_audio = media in schema.of_kind(Audio)
     boxes = None if is_audio else box_feature(schema, features)
+    box_names = () if boxes is None else schema.feature_as(boxes, Boxes).names
     tiles = [_waveform(row[media]) if is_audio else draw_boxes(
-        _picture(row[media]), None if boxes is None else boxes_of(row[boxes])) for row in rows]
+        _picture(row[media]), None if boxes is None else boxes_of(row[boxes]),
+        None if boxes is None else box_captions(row[boxes], box_names)) for row in rows]
     return _grid(tiles, captions)
 
 
@@ -106,19 +109,37 @@ def boxes_of(value: Any) -> np.ndarray:
     return np.asarray(boxes, np.float64).reshape(-1, 4)
 
 
-def draw_boxes(picture: Any, boxes: np.ndarray | None) -> Any:
-    """``picture`` (a PIL image) with ``boxes`` (fractions of it) outlined in yellow (a box
-    with a corner that is not a finite number is not drawn)."""
+def box_captions(value: Any, names: Sequence[str]) -> list[str]:
+    """Each box's class as text: its name (``names`` index the ids), else its id."""
+    labels = value["labels"]
+    if isinstance(labels, dict):  # padded: cut to its length
+        labels = labels["values"][: int(np.asarray(labels["lengths"]).reshape(-1)[0])]
+    return [names[i] if 0 <= i < len(names) else str(i)
+            for i in np.asarray(labels, np.int64).reshape(-1).tolist()]
+
+
+def draw_boxes(picture: Any, boxes: np.ndarray | None,
+               captions: Sequence[str] | None = None) -> Any:
+    """``picture`` (a PIL image) with ``boxes`` (fractions of it) outlined in yellow, each
+    with its caption (its class) at its top left (a box with a corner that is not a finite
+    number is not drawn)."""
     if boxes is None or not len(boxes):
         return picture
     _, draw_module = _pil()
     picture = picture.convert("RGB") if picture.mode != "RGB" else picture
     draw = draw_module.Draw(picture)
-    for xmin, ymin, xmax, ymax in np.clip(boxes[np.isfinite(boxes).all(axis=1)], -1, 2
-                                          ).tolist():  # as given, either way round
-        xs = sorted((xmin * picture.width, xmax * picture.width))
+    finite = np.isfinite(boxes).all(axis=1)
+    texts = ([c for c, keep in zip(captions, finite.tolist(), strict=True) if keep]
+             if captions is not None and len(captions) == len(boxes) else None)
+    for k, (xmin, ymin, xmax, ymax) in enumerate(np.clip(boxes[finite], -1, 2).tolist()):
+        xs = sorted((xmin * picture.width, xmax * picture.width))  # either way round
         ys = sorted((ymin * picture.height, ymax * picture.height))
         draw.rectangle([xs[0], ys[0], xs[1], ys[1]], outline=(255, 210, 0), width=2)
+        if texts is not None:
+            left, top = max(xs[0], 0), max(ys[0], 0)
+            box = draw.textbbox((left + 2, top + 1), texts[k][:24])
+            draw.rectangle(box, fill=(255, 210, 0))
+            draw.text((left + 2, top + 1), texts[k][:24], fill=(0, 0, 0))
     return picture
 
 

@@ -31,12 +31,13 @@ from tfrecordkit.readers.grid import (
     _media_feature,
     _picture,
     _waveform,
+    box_captions,
     box_feature,
     boxes_of,
     draw_boxes,
     open_to_look,
 )
-from tfrecordkit.schema import SOURCE_FEATURE, Audio, Boxes, Scalar, Schema
+from tfrecordkit.schema import SOURCE_FEATURE, Audio, Boxes, ClassLabel, Scalar, Schema
 from tfrecordkit.schema import Sequence as ListOf
 from tfrecordkit.store import Manifest, is_dataset_dir, load_manifest, verify_paths
 
@@ -377,10 +378,14 @@ def _columns_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
     if not columns or not rows:
         return ""
     stats = []
+    # Class labels show their names, in the statistics and the rows (not their ids).
+    named = {n: f.names for n, f in decoder.schema.of_kind(ClassLabel).items()
+             if n in columns and f.names}
+    rows = [{**r, **{n: _class_name(r[n], named[n]) for n in named}} for r in rows]
     for name in columns:
         values = [r[name] for r in rows]
         distinct = len({v if not isinstance(v, np.ndarray) else v.item() for v in values})
-        if layout[name].kind == "numbers":
+        if layout[name].kind == "numbers" and name not in named:
             array = np.asarray(values, dtype=np.float64)
             stats.append((name, f"{distinct:,}", f"{array.min():g}", f"{np.median(array):g}",
                           f"{array.max():g}", ""))
@@ -397,6 +402,12 @@ def _columns_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
 
 
 _EXAMPLE_ROWS = 8
+
+
+def _class_name(value: Any, names: Sequence[str]) -> str:
+    """A class id as its name (the id itself when outside the names)."""
+    index = int(np.asarray(value).reshape(-1)[0])
+    return names[index] if 0 <= index < len(names) else str(index)
 
 
 def _short(value: Any) -> str:
@@ -509,9 +520,9 @@ def _boxes_section(rows: list[dict[str, Any]], schema: Schema, features: list[st
 
 
 def _tile(pixels_or_audio: Any, audio: bool, caption: str,
-          boxes: np.ndarray | None = None) -> str:
+          boxes: np.ndarray | None = None, box_names: Sequence[str] | None = None) -> str:
     picture = (_waveform(pixels_or_audio) if audio
-               else draw_boxes(_picture(pixels_or_audio), boxes))
+               else draw_boxes(_picture(pixels_or_audio), boxes, box_names))
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG")
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
@@ -529,6 +540,7 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
         return ""
     audio = media in read.schema.of_kind(Audio)
     boxes = box_feature(read.schema, features) if not audio else None
+    box_names = () if boxes is None else read.schema.feature_as(boxes, Boxes).names
     by_class: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
         key = int(np.asarray(row[label]).reshape(-1)[0]) if label is not None else -1
@@ -539,7 +551,8 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
         title = (names[class_id] if 0 <= class_id < len(names) else str(class_id)
                  ) if label is not None else "records"
         tiles = "".join(_tile(row[media], audio, row.get(SOURCE_FEATURE, ""),
-                              None if boxes is None else boxes_of(row[boxes]))
+                              None if boxes is None else boxes_of(row[boxes]),
+                              None if boxes is None else box_captions(row[boxes], box_names))
                         for row in by_class[class_id][:per_class])
         blocks.append(f"<h3>{_text(title)}</h3><div class=\"tiles\">{tiles}</div>")
     shown = (f"{len(chosen)} of the {len(by_class)} classes in the sample"
