@@ -362,7 +362,7 @@ def test_the_centre_crop_against_torchvisions_resize_then_crop_is_as_documented(
         size = ((256, int(256 * height / width)) if width <= height
                 else (int(256 * width / height), 256))
         resized = picture.resize(size, Image.BILINEAR)
-        left, top = int(round((size[0] - 224) / 2.0)), int(round((size[1] - 224) / 2.0))
+        left, top = round((size[0] - 224) / 2.0), round((size[1] - 224) / 2.0)
         theirs = np.asarray(resized.crop((left, top, left + 224, top + 224)))
         means.append(float(np.abs(ours.astype(int) - theirs.astype(int)).mean()))
     assert all(1.0 <= m <= 4.0 for m in means), means
