@@ -48,6 +48,7 @@ from tfrecordkit.schema import (
 )
 from tfrecordkit.sources import (
     AudioFolder,
+    Coco,
     ImageFolder,
     NumpyArrays,
     Records,
@@ -124,6 +125,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "AudioFolder",
     "Boxes",
     "ClassLabel",
+    "Coco",
     "ConversionResult",
     "CorruptRecordError",
     "DatasetError",

@@ -24,7 +24,7 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[unit])
 
 
-_WITH_PROVENANCE = ("image-folder", "audio-folder", "table")
+_WITH_PROVENANCE = ("image-folder", "audio-folder", "table", "coco")
 
 
 def parse_split(text: str) -> str | dict[str, float]:
@@ -43,7 +43,8 @@ def parse_split(text: str) -> str | dict[str, float]:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("convert", help="convert a dataset into TFRecord shards")
-    parser.add_argument("src", help="image/audio class folder, table, .txt, .npy/.npz")
+    parser.add_argument("src", help="image/audio class folder, table, .txt, .npy/.npz, COCO "
+                                    "instances .json")
     parser.add_argument("out", help="output dataset directory, or a URL (s3://bucket/ds)")
     parser.add_argument("--source", choices=SOURCE_KINDS, help="source type (default: inferred)")
     parser.add_argument("--layout", choices=("mixed", "per-class"), default="mixed")
@@ -97,6 +98,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--no-provenance", action="store_true",
                         help="don't store each record's input (its path under a folder, or "
                              "table:row) as __source")
+    parser.add_argument("--images", default=None, metavar="DIR",
+                        help="COCO: the folder the annotations' file names are in (default: "
+                             "the .json file's folder)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(func=run)
 
@@ -121,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         options["provenance"] = False
     if args.split_folders is not None:
         options["splits"] = args.split_folders
+    if args.images is not None:
+        options["images"] = args.images
     source = open_source(args.src, kind, **options)
     if args.engine == "ray":
         import ray

@@ -10,6 +10,7 @@ from tfrecordkit.sources import (
     AUDIO_EXTENSIONS,
     IMAGE_EXTENSIONS,
     AudioFolder,
+    Coco,
     HuggingFace,
     ImageFolder,
     NumpyArrays,
@@ -23,7 +24,7 @@ from tfrecordkit.sources import (
 
 __all__ = ["SOURCE_KINDS", "open_source"]
 
-SOURCE_KINDS = ("image-folder", "audio-folder", "text", "table", "numpy")
+SOURCE_KINDS = ("image-folder", "audio-folder", "text", "table", "numpy", "coco")
 
 
 def infer_kind(path: str | os.PathLike[str]) -> str:
@@ -45,6 +46,8 @@ def infer_kind(path: str | os.PathLike[str]) -> str:
         return "table"
     if lowered.endswith((".npy", ".npz")):
         return "numpy"
+    if lowered.endswith(".json"):
+        return "coco"  # COCO's instances_*.json (tables are .jsonl)
     if lowered.endswith(".txt"):
         return "text"
     raise SourceError(path, "cannot tell the source type; pass --source "
@@ -57,7 +60,8 @@ def open_source(path: str | os.PathLike[str] | Any, kind: str | None = None,
     ``options`` go to the source's class (e.g. ``provenance=False``, ``ImageFolder``'s
     ``channels=``). ``path`` may also be a Hugging Face ``datasets`` object (a ``Dataset``,
     ``IterableDataset`` or a dict of them by split; see
-    :class:`~tfrecordkit.sources.HuggingFace`)."""
+    :class:`~tfrecordkit.sources.HuggingFace`). A ``.json`` file is COCO's detection
+    annotations (``images=`` names their image folder; see :class:`~tfrecordkit.sources.Coco`)."""
     if is_huggingface(path):
         return HuggingFace(path, **options)  # type: ignore[arg-type]
     path = os.fspath(path)
@@ -72,6 +76,8 @@ def open_source(path: str | os.PathLike[str] | Any, kind: str | None = None,
         return Table(path, **options)  # type: ignore[arg-type]
     if kind == "numpy":
         return NumpyArrays(path)
+    if kind == "coco":
+        return Coco(path, **options)  # type: ignore[arg-type]
     if kind == "text":
         if path.lower().endswith((".csv", ".jsonl", ".ndjson", ".parquet")):
             return Table(path, **options)  # type: ignore[arg-type]

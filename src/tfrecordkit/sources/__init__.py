@@ -5,6 +5,7 @@ Every source streams: listing items is cheap and loading happens one item at a t
 worker processes.
 """
 
+from tfrecordkit.sources._coco import Coco
 from tfrecordkit.sources._folder import (
     SPLIT_FOLDER_NAMES,
     AudioFolder,
@@ -23,6 +24,7 @@ __all__ = [
     "IMAGE_EXTENSIONS",
     "SPLIT_FOLDER_NAMES",
     "AudioFolder",
+    "Coco",
     "HuggingFace",
     "ImageFolder",
     "NumpyArrays",

@@ -1,0 +1,154 @@
+"""COCO object detection: an ``instances_*.json`` and its image folder as records, each image with
+its objects as one :class:`~tfrecordkit.schema.Boxes` feature (class names from the
+categories, corners as fractions of the image)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tfrecordkit.errors import SourceError
+from tfrecordkit.schema import Boxes, Image, Schema
+from tfrecordkit.sources._media import (
+    DEFAULT_MAX_IMAGE_PIXELS,
+    ImageCheck,
+    check_option,
+    load_image,
+)
+from tfrecordkit.sources._protocol import SourceItem
+from tfrecordkit.store import text_of_name
+
+__all__ = ["Coco"]
+
+
+def _number(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+class Coco:
+    """A COCO detection dataset as records ``{"image": ..., "image/object": ...}``.
+
+    ``image`` is each file's bytes as they are (checked as :class:`ImageFolder` checks them);
+    ``image/object`` is a :class:`~tfrecordkit.schema.Boxes` feature named by the categories
+    (in category id order; an object's class is its category's name): COCO's pixel boxes
+    ``[x, y, width, height]`` become ``[x / W, y / H, (x + width) / W, (y + height) / H]``
+    of the image's annotated size, clipped to ``[0, 1]`` (COCO's float boxes may pass an edge
+    by a fraction of a pixel). Crowd annotations are objects like the others; an image with
+    no annotation has no boxes.
+
+    Args:
+        annotations: the ``instances_*.json`` file.
+        images: the folder its ``file_name`` entries are relative to (default: the
+            annotation file's folder).
+        check, max_image_pixels: as :class:`ImageFolder`'s.
+        provenance: store each image's ``file_name`` with its record (``"__source"``).
+
+    Raises:
+        SourceError: the annotations are not COCO's layout (naming the entry), an object's
+            image or category is unknown, or (at conversion) an image's size differs from its
+            annotated one, so its boxes would be misplaced.
+    """
+
+    in_process = True
+    reorderable = True  # listed from memory; any image loaded in any order
+
+    def __init__(self, annotations: str | os.PathLike[str],
+                 images: str | os.PathLike[str] | None = None, *,
+                 check: ImageCheck = "structure",
+                 max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+                 provenance: bool = True) -> None:
+        self.path = os.fspath(annotations)
+        self.root = os.fspath(images) if images is not None else os.path.dirname(
+            os.path.abspath(self.path))
+        self.check, self.max_image_pixels = check_option(check), max_image_pixels
+        self.provenance = provenance
+        self.description = f"coco:{os.path.abspath(self.path)}"
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                coco = json.load(handle)
+        except OSError as err:
+            raise SourceError(self.path, err.strerror or str(err)) from None
+        except ValueError as err:
+            raise SourceError(self.path, f"not JSON ({err})") from None
+        self.names, ids = self._categories(coco)
+        self._images = self._image_entries(coco)
+        self._objects: dict[Any, list[tuple[list[float], str]]] = {}
+        for k, entry in enumerate(self._list(coco, "annotations")):
+            where = f"annotations[{k}]"
+            box = entry.get("bbox") if isinstance(entry, Mapping) else None
+            if (not isinstance(box, list) or len(box) != 4 or not all(map(_number, box))
+                    or box[2] < 0 or box[3] < 0):
+                raise SourceError(self.path, f"{where}: bbox must be [x, y, width, height] "
+                                             f"pixels, width and height >= 0; got {box!r}")
+            image, category = entry.get("image_id"), entry.get("category_id")
+            if image not in self._images:
+                raise SourceError(self.path, f"{where}: image_id {image!r} is not among the "
+                                             "images")
+            if category not in ids:
+                raise SourceError(self.path, f"{where}: category_id {category!r} is not "
+                                             "among the categories")
+            self._objects.setdefault(image, []).append((box, ids[category]))
+
+    def _list(self, coco: Any, key: str) -> list[Any]:
+        value = coco.get(key) if isinstance(coco, Mapping) else None
+        if not isinstance(value, list):
+            raise SourceError(self.path, f"no {key!r} list: not COCO's annotation layout")
+        return value
+
+    def _categories(self, coco: Any) -> tuple[list[str], dict[Any, str]]:
+        entries = self._list(coco, "categories")
+        if not entries or not all(isinstance(c, Mapping) and isinstance(c.get("id"), int)
+                                  and isinstance(c.get("name"), str) for c in entries):
+            raise SourceError(self.path, "categories must be {id, name} entries")
+        ordered = sorted(entries, key=lambda c: c["id"])
+        names = [c["name"] for c in ordered]
+        if len(set(names)) != len(names) or len({c["id"] for c in ordered}) != len(names):
+            raise SourceError(self.path, "categories repeat a name or an id")
+        return names, {c["id"]: c["name"] for c in ordered}
+
+    def _image_entries(self, coco: Any) -> dict[Any, tuple[str, int, int]]:
+        out: dict[Any, tuple[str, int, int]] = {}
+        for k, entry in enumerate(self._list(coco, "images")):
+            ok = (isinstance(entry, Mapping) and isinstance(entry.get("file_name"), str)
+                  and all(isinstance(entry.get(d), int) and entry[d] > 0
+                          for d in ("width", "height")))
+            if not ok:
+                raise SourceError(self.path, f"images[{k}]: needs id, file_name and positive "
+                                             "width and height")
+            if entry.get("id") in out:
+                raise SourceError(self.path, f"images[{k}]: id {entry.get('id')!r} repeats")
+            out[entry.get("id")] = (entry["file_name"], entry["width"], entry["height"])
+        return out
+
+    def schema(self) -> Schema:
+        return Schema({"image": Image(), "image/object": Boxes(self.names)})
+
+    def items(self) -> Iterator[SourceItem]:
+        for image, (name, width, height) in self._images.items():
+            # The key is the file's name: stable wherever the folder lives.
+            yield SourceItem(name, (name, width, height, tuple(self._objects.get(image, ()))))
+
+    def describe(self, item: SourceItem) -> str:
+        return os.path.join(self.root, item.key)
+
+    def origin(self, item: SourceItem) -> str:
+        """Where the record came from, as stored with it: the image's ``file_name``."""
+        return text_of_name(item.key)
+
+    def load(self, item: Any) -> Mapping[str, Any]:
+        name, width, height, objects = item
+        path = os.path.join(self.root, name)
+        image = load_image(path, check=self.check, max_pixels=self.max_image_pixels)
+        if (image["width"], image["height"]) != (width, height):
+            raise SourceError(path, f"is {image['width']}x{image['height']} pixels; the "
+                                    f"annotations say {width}x{height}: its boxes would be "
+                                    "misplaced")
+        boxes = [[min(max(v, 0.0), 1.0) for v in (x / width, y / height, (x + w) / width,
+                                                   (y + h) / height)]
+                 for (x, y, w, h), _ in objects]
+        return {"image": image,
+                "image/object": {"boxes": boxes, "labels": [c for _, c in objects]}}

@@ -1,0 +1,135 @@
+"""COCO detection annotations as a source: each image's objects become one Boxes feature with the
+categories' names, corners the annotations' pixel boxes as fractions of the image; what is not
+COCO's layout, or disagrees with the images, is refused naming the entry or the file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+
+import tfrecordkit as tk
+from tfrecordkit import SourceError
+
+CATEGORIES = [{"id": 3, "name": "car"}, {"id": 1, "name": "person"}, {"id": 18, "name": "dog"}]
+
+
+def _coco(root: Path, images: int = 12, seed: int = 0) -> dict:
+    """JPEGs under root/images and root/instances.json; the last image has no objects."""
+    rng = np.random.default_rng(seed)
+    (root / "images").mkdir(parents=True)
+    entries, annotations = [], []
+    for image_id in range(1, images + 1):
+        height, width = int(rng.integers(40, 90)), int(rng.integers(40, 90))
+        name = f"{image_id:012d}.jpg"
+        PILImage.fromarray(rng.integers(0, 255, (height, width, 3), dtype=np.uint8)).save(
+            root / "images" / name, quality=90)
+        entries.append({"id": image_id, "file_name": name, "width": width, "height": height})
+        for _ in range(int(rng.integers(1, 4)) if image_id < images else 0):
+            w, h = float(rng.uniform(1, width / 2)), float(rng.uniform(1, height / 2))
+            x, y = float(rng.uniform(0, width - w)), float(rng.uniform(0, height - h))
+            annotations.append({"id": len(annotations) + 1, "image_id": image_id,
+                                "category_id": int(rng.choice([1, 3, 18])),
+                                "bbox": [x, y, w, h], "area": w * h,
+                                "iscrowd": int(rng.random() < 0.1)})
+    coco = {"images": entries, "annotations": annotations,
+            "categories": [dict(c) for c in CATEGORIES]}
+    (root / "instances.json").write_text(json.dumps(coco))
+    return coco
+
+
+def _by_file(path: Path) -> dict[str, tuple[np.ndarray, list[str]]]:
+    names = tk.load_manifest(path).schema["image/object"].names
+    out = {}
+    options = tk.DecodeOptions(provenance=True, features=("image/object",))
+    for batch in tk.load_numpy_dataset(path, batch_size=64, sampling=tk.InOrder(),
+                                       options=options):
+        objects = batch["image/object"]
+        for k, source in enumerate(batch["__source"]):
+            n = int(objects["labels"]["lengths"][k, 0])
+            out[source.decode()] = (objects["boxes"]["values"][k, :n],
+                                    [names[i] for i in objects["labels"]["values"][k, :n]])
+    return out
+
+
+def test_every_annotation_becomes_a_box_of_its_image_with_its_category_name(tmp_path):
+    coco = _coco(tmp_path)
+    result = tk.convert(tk.open_source(tmp_path / "instances.json"), tmp_path / "ds")
+    assert result.records == len(coco["images"])
+    assert tk.load_manifest(tmp_path / "ds").schema["image/object"].names == (
+        "person", "car", "dog")  # in category id order
+    got = _by_file(tmp_path / "ds")
+    names = {c["id"]: c["name"] for c in CATEGORIES}
+    images = {i["id"]: i for i in coco["images"]}
+    want: dict[str, list] = {i["file_name"]: [] for i in coco["images"]}
+    for a in coco["annotations"]:
+        want[images[a["image_id"]]["file_name"]].append(a)
+    assert set(got) == set(want)
+    for name, annotations in want.items():
+        boxes, labels = got[name]
+        image = next(i for i in coco["images"] if i["file_name"] == name)
+        size = np.array([image["width"], image["height"]] * 2, np.float64)
+        pixels = [[x, y, x + w, y + h] for x, y, w, h in (a["bbox"] for a in annotations)]
+        np.testing.assert_allclose(boxes * size, np.array(pixels).reshape(-1, 4), atol=1e-3)
+        assert labels == [names[a["category_id"]] for a in annotations]
+    assert got[coco["images"][-1]["file_name"]][1] == []  # an image with no objects
+
+
+def test_images_elsewhere_and_the_cli(tmp_path):
+    _coco(tmp_path / "c", images=3)
+    annotations = tmp_path / "annotations" / "instances_val.json"
+    annotations.parent.mkdir()
+    (tmp_path / "c" / "instances.json").rename(annotations)
+    done = subprocess.run([sys.executable, "-m", "tfrecordkit", "convert", str(annotations),
+                           str(tmp_path / "ds"), "--images", str(tmp_path / "c" / "images"),
+                           "-q", "--json"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["records"] == 3
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda c: c["annotations"][0].update(category_id=99), r"annotations\[0\]: category_id 99"),
+    (lambda c: c["annotations"][1].update(image_id=999), r"annotations\[1\]: image_id 999"),
+    (lambda c: c["annotations"][0].update(bbox=[1, 2, -3, 4]), r"annotations\[0\]: bbox must"),
+    (lambda c: c["images"][2].pop("width"), r"images\[2\]: needs id, file_name"),
+    (lambda c: c.pop("categories"), r"no 'categories' list"),
+    (lambda c: c["categories"].append({"id": 5, "name": "car"}), "repeat a name"),
+])
+def test_what_is_not_cocos_layout_is_refused_naming_the_entry(tmp_path, change, message):
+    coco = _coco(tmp_path, images=4)
+    change(coco)
+    (tmp_path / "instances.json").write_text(json.dumps(coco))
+    with pytest.raises(SourceError, match=message):
+        tk.open_source(tmp_path / "instances.json")
+
+
+def test_an_image_of_another_size_than_annotated_is_refused(tmp_path):
+    coco = _coco(tmp_path, images=3)
+    coco["images"][1]["width"] += 10
+    (tmp_path / "instances.json").write_text(json.dumps(coco))
+    with pytest.raises(SourceError, match=r"000000000002\.jpg: is \d+x\d+ pixels; the "
+                                          r"annotations say"):
+        tk.convert(tk.open_source(tmp_path / "instances.json"), tmp_path / "ds")
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+
+
+@pytest.mark.integration
+def test_tf_data_reads_the_same_boxes(tmp_path):
+    pytest.importorskip("tensorflow")
+    _coco(tmp_path, images=6)
+    tk.convert(tk.open_source(tmp_path / "instances.json"), tmp_path / "ds")
+    options = tk.DecodeOptions(features=("image/object",))
+    numpy = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=6,
+                                            sampling=tk.InOrder(), options=options)))
+    tf_batch = next(iter(tk.load_tf_dataset(tmp_path / "ds", batch_size=6,
+                                            sampling=tk.InOrder(), options=options)))
+    for part in ("boxes", "labels"):
+        for key in ("values", "lengths"):
+            a = numpy["image/object"][part][key]
+            b = tf_batch["image/object"][part][key].numpy()
+            assert a.shape == b.shape and (a == b).all()
