@@ -52,14 +52,16 @@ def _by_file(path: Path) -> dict[str, tuple[np.ndarray, list[str]]]:
         objects = batch["image/object"]
         for k, source in enumerate(batch["__source"]):
             n = int(objects["labels"]["lengths"][k, 0])
-            out[source.decode()] = (objects["boxes"]["values"][k, :n],
-                                    [names[i] for i in objects["labels"]["values"][k, :n]])
+            key = source.decode() if isinstance(source, bytes) else source
+            out[key] = (objects["boxes"]["values"][k, :n],
+                        [names[i] for i in objects["labels"]["values"][k, :n]])
     return out
 
 
 def test_every_annotation_becomes_a_box_of_its_image_with_its_category_name(tmp_path):
     coco = _coco(tmp_path)
-    result = tk.convert(tk.open_source(tmp_path / "instances.json"), tmp_path / "ds")
+    result = tk.convert(tk.open_source(tmp_path / "instances.json", images=tmp_path / "images"),
+                        tmp_path / "ds")
     assert result.records == len(coco["images"])
     assert tk.load_manifest(tmp_path / "ds").schema["image/object"].names == (
         "person", "car", "dog")  # in category id order
@@ -70,26 +72,33 @@ def test_every_annotation_becomes_a_box_of_its_image_with_its_category_name(tmp_
     for a in coco["annotations"]:
         want[images[a["image_id"]]["file_name"]].append(a)
     assert set(got) == set(want)
-    for name, annotations in want.items():
+    for name, objects in want.items():
         boxes, labels = got[name]
         image = next(i for i in coco["images"] if i["file_name"] == name)
         size = np.array([image["width"], image["height"]] * 2, np.float64)
-        pixels = [[x, y, x + w, y + h] for x, y, w, h in (a["bbox"] for a in annotations)]
+        pixels = [[x, y, x + w, y + h] for x, y, w, h in (a["bbox"] for a in objects)]
         np.testing.assert_allclose(boxes * size, np.array(pixels).reshape(-1, 4), atol=1e-3)
-        assert labels == [names[a["category_id"]] for a in annotations]
+        assert labels == [names[a["category_id"]] for a in objects]
     assert got[coco["images"][-1]["file_name"]][1] == []  # an image with no objects
 
 
-def test_images_elsewhere_and_the_cli(tmp_path):
+def test_cocos_own_layout_and_the_cli(tmp_path):
+    """annotations/instances_val2017.json beside val2017/: found without --images; images
+    elsewhere are named with it."""
     _coco(tmp_path / "c", images=3)
-    annotations = tmp_path / "annotations" / "instances_val.json"
-    annotations.parent.mkdir()
-    (tmp_path / "c" / "instances.json").rename(annotations)
-    done = subprocess.run([sys.executable, "-m", "tfrecordkit", "convert", str(annotations),
-                           str(tmp_path / "ds"), "--images", str(tmp_path / "c" / "images"),
-                           "-q", "--json"], capture_output=True, text=True, check=False)
+    instances = tmp_path / "coco" / "annotations" / "instances_val2017.json"
+    instances.parent.mkdir(parents=True)
+    (tmp_path / "c" / "instances.json").rename(instances)
+    (tmp_path / "c" / "images").rename(tmp_path / "coco" / "val2017")
+    run = [sys.executable, "-m", "tfrecordkit", "convert", str(instances), "-q", "--json"]
+    done = subprocess.run([*run, str(tmp_path / "ds")], capture_output=True, text=True,
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["records"] == 3
+    (tmp_path / "coco" / "val2017").rename(tmp_path / "pictures")
+    done = subprocess.run([*run, str(tmp_path / "ds2"), "--images", str(tmp_path / "pictures")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -112,9 +121,10 @@ def test_an_image_of_another_size_than_annotated_is_refused(tmp_path):
     coco = _coco(tmp_path, images=3)
     coco["images"][1]["width"] += 10
     (tmp_path / "instances.json").write_text(json.dumps(coco))
+    source = tk.open_source(tmp_path / "instances.json", images=tmp_path / "images")
     with pytest.raises(SourceError, match=r"000000000002\.jpg: is \d+x\d+ pixels; the "
                                           r"annotations say"):
-        tk.convert(tk.open_source(tmp_path / "instances.json"), tmp_path / "ds")
+        tk.convert(source, tmp_path / "ds")
     assert not (tmp_path / "ds" / "dataset.json").exists()
 
 
@@ -122,7 +132,8 @@ def test_an_image_of_another_size_than_annotated_is_refused(tmp_path):
 def test_tf_data_reads_the_same_boxes(tmp_path):
     pytest.importorskip("tensorflow")
     _coco(tmp_path, images=6)
-    tk.convert(tk.open_source(tmp_path / "instances.json"), tmp_path / "ds")
+    tk.convert(tk.open_source(tmp_path / "instances.json", images=tmp_path / "images"),
+               tmp_path / "ds")
     options = tk.DecodeOptions(features=("image/object",))
     numpy = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=6,
                                             sampling=tk.InOrder(), options=options)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -22,6 +23,18 @@ from tfrecordkit.sources._protocol import SourceItem
 from tfrecordkit.store import text_of_name
 
 __all__ = ["Coco"]
+
+
+def _image_folder(annotations: str) -> str:
+    """Where COCO puts the images of ``annotations/instances_<split>.json``: ``<split>/``
+    beside the annotations' folder, if it exists; else the annotations' own folder."""
+    folder = os.path.dirname(os.path.abspath(annotations))
+    found = re.fullmatch(r"instances_(.+)\.json", os.path.basename(annotations))
+    if found is not None:
+        split = os.path.join(os.path.dirname(folder), found.group(1))
+        if os.path.isdir(split):
+            return split
+    return folder
 
 
 def _number(value: Any) -> bool:
@@ -42,8 +55,9 @@ class Coco:
 
     Args:
         annotations: the ``instances_*.json`` file.
-        images: the folder its ``file_name`` entries are relative to (default: the
-            annotation file's folder).
+        images: the folder its ``file_name`` entries are relative to (default: COCO's own
+            layout, ``annotations/instances_<split>.json`` beside ``<split>/``, when that
+            folder exists; else the annotation file's folder).
         check, max_image_pixels: as :class:`ImageFolder`'s.
         provenance: store each image's ``file_name`` with its record (``"__source"``).
 
@@ -62,8 +76,7 @@ class Coco:
                  max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
                  provenance: bool = True) -> None:
         self.path = os.fspath(annotations)
-        self.root = os.fspath(images) if images is not None else os.path.dirname(
-            os.path.abspath(self.path))
+        self.root = os.fspath(images) if images is not None else _image_folder(self.path)
         self.check, self.max_image_pixels = check_option(check), max_image_pixels
         self.provenance = provenance
         self.description = f"coco:{os.path.abspath(self.path)}"
