@@ -18,7 +18,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 GOLDEN = Path(__file__).parent / "golden"
 #: What pytest.importorskip says when a framework the agreement tests need is missing.
-_MISSING_FRAMEWORK = re.compile(r"could not import '(tensorflow|torch|grain|ray)\b")
+_MISSING_FRAMEWORK = re.compile(
+    r"could not import '(tensorflow|torch|torchdata|grain|ray|tfrecordkit\.ray"
+    r"|tfrecordkit\.readers\.(tf_data|torch_data|grain_source))\b")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,6 +38,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         if _MISSING_FRAMEWORK.search(str(reason)):
             report.outcome = "failed"
             report.longrepr = f"--require-frameworks: skipped because {reason}"
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):  # type: ignore[no-untyped-def]
+    """A module skipped at collection (a module-level ``pytest.importorskip``) for a missing
+    framework fails too under ``--require-frameworks``: every test in it would vanish."""
+    report = yield
+    if report.skipped and collector.config.getoption("--require-frameworks"):
+        reason = (report.longrepr[-1] if isinstance(report.longrepr, tuple)
+                  else str(report.longrepr))
+        if _MISSING_FRAMEWORK.search(str(reason)):
+            report.outcome = "failed"
+            report.longrepr = f"--require-frameworks: {collector.nodeid} skipped because {reason}"
     return report
 
 

@@ -37,3 +37,53 @@ def test_a_missing_framework_fails_only_when_required(tmp_path):
     assert "1 failed, 1 skipped" in strict.stdout
     assert "--require-frameworks: skipped because Skipped: could not import 'grain'" in (
         strict.stdout)
+
+
+MODULE_PROBE = '''
+import sys
+import pytest
+
+sys.modules["torch"] = None  # as if PyTorch were not installed
+torch = pytest.importorskip("torch")  # at collection: the whole module would vanish
+
+def test_agreement():
+    assert torch is not None
+'''
+
+LIBRARY_PROBE = '''
+import sys
+import pytest
+
+sys.modules["tensorflow"] = None
+sys.modules.pop("tfrecordkit.readers.tf_data", None)
+
+def test_needs_the_tf_reader():
+    pytest.importorskip("tfrecordkit.readers.tf_data", exc_type=ImportError)
+'''
+
+
+def _run_probe(tmp_path, text, *flags):
+    probe = tmp_path / "test_probe_module.py"
+    probe.write_text(text)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest",
+                           "--rootdir", str(tmp_path), "-p", "no:cacheprovider", str(probe),
+                           *flags], capture_output=True, text=True, cwd=ROOT, check=False)
+
+
+def test_a_module_skipped_at_collection_fails_when_required(tmp_path):
+    """A module-level importorskip skipped the whole file at collection and the run exited
+    0 even with --require-frameworks (35 test files did that)."""
+    relaxed = _run_probe(tmp_path, MODULE_PROBE)
+    assert relaxed.returncode in (0, 5) and "1 skipped" in relaxed.stdout, relaxed.stdout
+    strict = _run_probe(tmp_path, MODULE_PROBE, "--require-frameworks")
+    assert strict.returncode != 0, strict.stdout
+    assert "--require-frameworks" in strict.stdout and "could not import 'torch'" in (
+        strict.stdout)
+
+
+def test_the_librarys_framework_modules_count_too(tmp_path):
+    relaxed = _run_probe(tmp_path, LIBRARY_PROBE)
+    assert relaxed.returncode == 0 and "1 skipped" in relaxed.stdout, relaxed.stdout
+    strict = _run_probe(tmp_path, LIBRARY_PROBE, "--require-frameworks")
+    assert strict.returncode == 1, strict.stdout
+    assert "could not import 'tfrecordkit.readers.tf_data'" in strict.stdout
