@@ -355,7 +355,7 @@ def test_the_centre_crop_against_torchvisions_resize_then_crop_is_as_documented(
     transform = ImageTransform(tk.DecodeOptions(image_size=224, crop="center"))
     means = []
     for name in ("astronaut", "coffee", "chelsea", "rocket", "immunohistochemistry"):
-        pixels = decode_image_bytes(_jpeg(getattr(data, name)()), 3)
+        pixels = decode_image_bytes(_jpeg_of(getattr(data, name)()), 3)
         ours = transform.finisher()(0, pixels)
         picture = Image.fromarray(pixels)
         width, height = picture.size
@@ -371,7 +371,7 @@ def test_the_centre_crop_against_torchvisions_resize_then_crop_is_as_documented(
     assert "by 1 to 4 levels" in docs and f"{np.mean(means):.1f} on average" in docs
 
 
-def _jpeg(pixels):
+def _jpeg_of(pixels):
     out = io.BytesIO()
     from PIL import Image
 

@@ -181,7 +181,10 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
 def _undescribed_keys_fail(schema: Schema, tagged: bool) -> Callable[[Any], Any]:
     """A map over batches of serialized records that fails on a record holding a key the
     schema does not describe (``tf.io.parse_example`` would drop it without a word)."""
-    specs = [*schema.key_specs(), *([KeySpec(CROP_KEY, "string", ())] if tagged else [])]
+    # A SequenceExample's context is read as an Example's features; its feature lists are
+    # another field, not keys.
+    specs = [*(s for s in schema.key_specs() if not s.sequence),
+             *([KeySpec(CROP_KEY, "string", ())] if tagged else [])]
 
     def check(records: np.ndarray) -> np.ndarray:
         try:
