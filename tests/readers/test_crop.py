@@ -377,3 +377,44 @@ def _jpeg_of(pixels):
 
     Image.fromarray(pixels).save(out, "JPEG", quality=95)
     return out.getvalue()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("subsampling", [0, 1, 2])  # PIL: 4:4:4, 4:2:2, 4:2:0
+def test_tf_data_decodes_only_the_widened_window_with_a_full_decodes_pixels(tmp_path,
+                                                                           subsampling):
+    """tf.data decodes a JPEG's crop window widened by one pixel (decode_and_crop_jpeg),
+    then cuts it: the same pixels as a full decode then a cut (what the NumPy reader does)
+    at every MCU phase and edge; grey JPEGs and PNGs among them take their own paths."""
+    pytest.importorskip("tensorflow")
+    from PIL import Image
+    from skimage import data
+
+    rng = np.random.default_rng(subsampling)
+    shots = [data.astronaut(), data.coffee(), data.chelsea(), data.camera()]
+    rows = []
+    for i in range(48):
+        shot = shots[i % len(shots)]
+        h, w = int(rng.integers(17, 120)), int(rng.integers(17, 120))
+        top, left = int(rng.integers(0, shot.shape[0] - h)), int(rng.integers(0, shot.shape[1] - w))
+        buffer = io.BytesIO()
+        window = Image.fromarray(shot[top : top + h, left : left + w])
+        if i % 7 == 3:
+            window.save(buffer, format="PNG")
+        else:
+            window.save(buffer, format="JPEG", quality=int(rng.integers(70, 96)),
+                        subsampling=subsampling)
+        rows.append({"image": buffer.getvalue()})
+    tk.write_dataset(rows, tmp_path / "ds", tk.Schema({"image": tk.Image(channels=3)}),
+                     progress=False)
+    for crop in ("random", "center"):
+        options = tk.DecodeOptions(image_size=(20, 24), crop=crop, flip=True,
+                                   crop_scale=(0.02, 1.0))
+        for seed in (0, 5):
+            tf_images = np.concatenate([b["image"].numpy() for b in tk.load_tf_dataset(
+                tmp_path / "ds", batch_size=16, sampling=tk.InOrder(), seed=seed,
+                options=options)])
+            np_images = np.concatenate([b["image"] for b in tk.load_numpy_dataset(
+                tmp_path / "ds", batch_size=16, sampling=tk.InOrder(), seed=seed,
+                options=options)])
+            np.testing.assert_array_equal(tf_images, np_images)
