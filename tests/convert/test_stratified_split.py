@@ -56,14 +56,54 @@ def test_an_image_folder_split_keeps_every_class_in_proportion(tmp_path):
     of another."""
     digits_folder(tmp_path / "digits", limit_per_class=40)
     source = tk.ImageFolder(tmp_path / "digits")
-    done = tk.convert(source, tmp_path / "ds", split={"train": 0.9, "val": 0.1}, workers=1)
+    done = tk.convert(source, tmp_path / "ds", split={"train": 0.9, "val": 0.1}, workers=1,
+                      stratify=True)
     val = done.manifest.splits["val"].class_counts
     assert sorted(val) == [str(c) for c in range(10)]
     assert all(3 <= n <= 5 for n in val.values()) and sum(val.values()) == 40
     assert done.manifest.created_by["stratified"] is True
     by_hash = tk.convert(source, tmp_path / "plain", split={"train": 0.9, "val": 0.1},
-                         workers=1, stratify=False)
+                         workers=1)  # the default: by key and seed alone
     assert by_hash.manifest.created_by["stratified"] is False
+
+
+def _splits_of(path) -> dict[str, str]:
+    """Each record's input (its path under the folder) -> its split."""
+    out = {}
+    for split in tk.load_manifest(path).splits:
+        options = tk.DecodeOptions(provenance=True, decode=False, features=("label",))
+        for batch in tk.load_numpy_dataset(path, split, batch_size=512, options=options,
+                                           sampling=tk.InOrder()):
+            out.update({(s.decode() if isinstance(s, bytes) else s): split
+                        for s in batch["__source"]})
+    return out
+
+
+def test_a_grown_folder_keeps_every_old_image_in_its_split_by_default(tmp_path):
+    """Converted again with more images (the same seed), no old image changes split: a
+    model evaluated on last week's val set is not evaluated on its training images. The
+    exact per-class counts of stratify=True count in input order, so they move some."""
+    digits_folder(tmp_path / "grown", limit_per_class=60)
+    (tmp_path / "old").mkdir()
+    for folder in (tmp_path / "grown").iterdir():
+        (tmp_path / "old" / folder.name).mkdir()
+        for image in sorted(folder.iterdir())[::2]:  # every other image, a week ago
+            (tmp_path / "old" / folder.name / image.name).write_bytes(image.read_bytes())
+    ratios = {"train": 0.8, "val": 0.2}
+    moved = {}
+    for stratify in (False, True):
+        for name in ("old", "grown"):
+            tk.convert(tmp_path / name, tmp_path / f"{name}-{stratify}", split=ratios,
+                       stratify=stratify, workers=1)
+        before = _splits_of(tmp_path / f"old-{stratify}")
+        after = _splits_of(tmp_path / f"grown-{stratify}")
+        assert len(before) == 300 and len(after) == 600
+        moved[stratify] = sum(before[k] != after[k] for k in before)
+    assert moved[False] == 0
+    assert moved[True] > 0
+    # Proportions hold in expectation: val near 20% of each class.
+    counts = tk.load_manifest(tmp_path / "grown-False").splits["val"].class_counts
+    assert all(4 <= n <= 22 for n in counts.values()) and 90 <= sum(counts.values()) <= 150
 
 
 def test_named_splits_and_unlabelled_records_keep_their_rules(tmp_path):

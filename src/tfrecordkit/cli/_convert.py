@@ -65,8 +65,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--ray-address", default=None, metavar="ADDR",
                         help="the Ray cluster to join (default: RAY_ADDRESS, else a local one)")
     parser.add_argument("--no-shuffle", action="store_true", help="keep input order")
-    parser.add_argument("--no-stratify", action="store_true",
-                        help="split ratios by hash alone, not keeping each class's proportions")
+    stratifying = parser.add_mutually_exclusive_group()
+    stratifying.add_argument("--stratify", action="store_true",
+                             help="exact per-class split counts (counted in input order: "
+                                  "inputs move between splits when the data grows)")
+    stratifying.add_argument("--no-stratify", action="store_true",
+                             help="each input's split from its key and the seed alone "
+                                  "(the default; stable as the data grows)")
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                         help="stop at the first bad input, or skip and list it (default raise)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
@@ -139,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         compression=None if args.compression == "none" else args.compression,
         seed=args.seed, shuffle=not args.no_shuffle, **extra)
     result = convert(
-        source, args.out, split=args.split, shards=shards, stratify=not args.no_stratify,
+        source, args.out, split=args.split, shards=shards, stratify=args.stratify,
         workers=args.workers, on_error=args.on_error, overwrite=args.overwrite,
         progress=not args.quiet, storage_options=args.storage_options, engine=args.engine,
     )

@@ -131,7 +131,7 @@ def convert(
     split: SplitSpec = "train",
     shards: ShardOptions | None = None,
     label_feature: str | None = None,
-    stratify: bool = True,
+    stratify: bool = False,
     workers: int | None = None,
     engine: Literal["local", "ray"] = "local",
     on_error: Literal["raise", "skip"] = "raise",
@@ -147,17 +147,19 @@ def convert(
         out_dir: the dataset directory: a local path, or a URL (``s3://bucket/ds``,
             ``gs://...``; shards are staged locally and uploaded, ``dataset.json`` last).
         schema: the features (default: the source's own schema).
-        split: a split name, or ratios such as ``{"train": 0.9, "val": 0.1}`` (seeded, by key;
-            stratified by class, see ``stratify``). Inputs that name their split (folders
-            ``train/``, ``val/``; a mapping of records) keep it.
+        split: a split name, or ratios such as ``{"train": 0.9, "val": 0.1}``: each input's
+            split is a function of its key (its path under the folder, a table's row) and the
+            seed alone, so converting a grown folder again puts every old input in the same
+            split (each class keeps its proportions in expectation). Inputs that name their
+            split (folders ``train/``, ``val/``; a mapping of records) keep it.
         shards: how records are laid out into shards (:class:`~tfrecordkit.ShardOptions`:
             size or count, ``layout="per_class"``, compression, and the ``seed`` and
             ``shuffle`` of the write-time shuffle and split assignment); default
             ``ShardOptions()``.
         label_feature: the class-label feature (default: the schema's first ClassLabel).
-        stratify: with split ratios and a class label, keep every class's proportions (each
-            class's split counts within one record of the ratios); False assigns each input
-            by its hash alone.
+        stratify: with split ratios and a class label, make every class's split counts exact
+            (within one record of the ratios) by counting within each class in input order
+            instead; then one more file can move others between splits when the data grows.
         workers: encoding processes, or threads for sources whose loading releases the GIL
             (default: all cores; 0 or 1 encodes in this process).
         on_error: ``"raise"`` on the first bad input, or ``"skip"`` it (listed in the manifest).

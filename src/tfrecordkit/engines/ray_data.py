@@ -440,7 +440,7 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
 
 
 def _encoded(inputs: Any, job: ConversionJob, items_of: ItemsOf) -> Any:
-    encoder = _Encoder(job.encode_job(), SplitAssigner(job.split, job.options.seed), items_of)
+    encoder = _Encoder(job.encode_job(), job.split_assigner(), items_of)
     # Tasks, not an actor pool: they start in Ray's warm workers (actors each start afresh).
     return inputs.map_batches(_encode_batch, fn_kwargs={"encoder": encoder},
                               batch_size=_BATCH, batch_format="numpy")

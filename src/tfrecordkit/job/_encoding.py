@@ -55,7 +55,7 @@ class ConversionJob:
     overwrite: bool
     created_by: dict[str, Any] = field(default_factory=dict)
     storage_options: dict[str, Any] | None = None
-    stratify: bool = True  # split ratios keep each class's proportions
+    stratify: bool = False  # exact per-class split counts (else: by key and seed alone)
     #: Per class-label feature, the schema's id of each of the source's own class ids (a
     #: schema given for a source that numbers its own class names: mapped by name).
     relabel: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -64,7 +64,7 @@ class ConversionJob:
     def build(cls, source: Source, out_dir: str | os.PathLike[str], *, schema: Schema | None,
               split: SplitSpec, shards: ShardOptions | None, on_error: str,
               overwrite: bool, label_feature: str | None,
-              storage_options: dict[str, Any] | None, stratify: bool = True
+              storage_options: dict[str, Any] | None, stratify: bool = False
               ) -> ConversionJob:
         """The job for :func:`~tfrecordkit.convert.convert`'s arguments, checked."""
         if on_error not in ("raise", "skip"):

@@ -32,7 +32,7 @@ def write_dataset(
     label_feature: str | None = None,
     progress: bool | Callable[[int, int], None] = False,
     storage_options: dict[str, Any] | None = None,
-    stratify: bool = True,
+    stratify: bool = False,
 ) -> ConversionResult:
     """Write the rows of a Ray Dataset (one column per feature of ``schema``) as a dataset.
 
