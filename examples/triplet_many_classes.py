@@ -63,7 +63,9 @@ def main(out: Path, epochs: int = 3) -> list[float]:
                         "label": tk.ClassLabel([f"c{i}" for i in range(CLASSES)])})
     done = tk.write_dataset(list(records()), out / "many", schema,
                             shards=tk.ShardOptions(layout="per_class"),
-                            split={"train": 5 / 6, "test": 1 / 6}, overwrite=True)
+                            # exactly one test image per class (every class a query):
+                            split={"train": 5 / 6, "test": 1 / 6}, stratify=True,
+                            overwrite=True)
     shards = sum(len(s.shards) for s in done.manifest.splits.values())
     print(f"{CLASSES:,} classes x {PER_CLASS} images in {shards:,} per-class shards "
           f"({done.seconds:.1f} s)")
