@@ -184,3 +184,20 @@ def test_tf_data_refuses_what_the_sample_missed_as_the_numpy_reader_does(tmp_pat
     whole = tk.infer_schema(pattern, sample=None)
     assert len(_all(tk.load_tf_dataset(pattern, batch_size=128, sampling=tk.InOrder(),
                                        read=tk.ReadOptions(schema=whole)))) == 9
+
+
+@pytest.mark.integration
+def test_a_glob_pipeline_with_its_strict_key_check_still_checkpoints(tmp_path):
+    """The key check runs in a stateless numpy_function feeding an assertion: a stateful
+    one made tf.train.Checkpoint(iterator=...) fail ("PyFunc is stateful")."""
+    tf = pytest.importorskip("tensorflow")
+    _write(tmp_path / "f.tfrecord", [_late_key(i) for i in range(200)])
+    ds = tk.load_tf_dataset(str(tmp_path / "f.tfrecord"), batch_size=16,
+                            sampling=tk.InOrder())
+    it = iter(ds)
+    next(it)
+    checkpoint = tf.train.Checkpoint(iterator=it)
+    saved = checkpoint.save(str(tmp_path / "ck"))
+    want = next(it)["x"].numpy()
+    checkpoint.restore(saved)
+    assert (next(it)["x"].numpy() == want).all()

@@ -195,9 +195,12 @@ def _undescribed_keys_fail(schema: Schema, tagged: bool) -> Callable[[Any], Any]
         return np.array(True)
 
     def fail_undescribed(batch: Any) -> Any:
-        # Stateful: a stateless op whose output only orders others is pruned by Grappler.
-        ok = tf.numpy_function(check, [batch], tf.bool, stateful=True)
-        with tf.control_dependencies([ok]):
+        # The check's result feeds an assertion (kept: a stateless op whose output only
+        # orders others is pruned by Grappler); a stateful numpy_function would make the
+        # iterator impossible to checkpoint.
+        ok = tf.numpy_function(check, [batch], tf.bool, stateful=False)
+        with tf.control_dependencies([tf.debugging.assert_equal(
+                ok, True, message="assertion failed: [feature <record>: undescribed key]")]):
             return tf.identity(batch)
 
     return fail_undescribed
