@@ -179,10 +179,12 @@ def test_boxes_of_one_of_several_images_is_refused_when_unclear(tmp_path):
                         "objects": tk.Boxes()})
     tk.write_dataset([{"left": data, "right": data, "objects": objects}], tmp_path / "ds",
                      schema, progress=False)
+    flip = tk.DecodeOptions(image_size=8, flip=True)
     with pytest.raises(DatasetError, match=r"'objects' follow their image.*'left', 'right'"):
-        tk.load_numpy_dataset(tmp_path / "ds", batch_size=1, image_size=8)
-    # Read with one of them, or without resizing, they are clear.
-    one = tk.DecodeOptions(image_size=8, features=("left", "objects"))
+        tk.load_numpy_dataset(tmp_path / "ds", batch_size=1, options=flip)
+    # Read with one of them, or only resized (boxes are fractions: nothing moves), clear.
+    assert next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=1, image_size=8)))
+    one = tk.DecodeOptions(image_size=8, flip=True, features=("left", "objects"))
     assert next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=1, options=one)))
     assert next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=1)))
 

@@ -101,9 +101,7 @@ STEPS = ("steps_var", "steps_bags")  # a record's steps differ in length: lists 
 
 def _options(kinds: list[str], padding: str, resize: bool, floats: bool, text_length: bool,
              padded: bool) -> tk.DecodeOptions:
-    images = [k for k in kinds if k in IMAGES]
-    # Boxes follow their image when images are resized: with two images, whose is unclear.
-    has_image = len(images) == 1 or (images and not {"boxes", "box_ids"} & set(kinds))
+    has_image = any(k in IMAGES for k in kinds)
     return tk.DecodeOptions(
         padding=padding,  # type: ignore[arg-type]
         image_size=(4, 7) if resize and has_image else None,

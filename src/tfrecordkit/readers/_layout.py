@@ -37,7 +37,7 @@ class BatchLayout:
         shard_label: the feature whose values come from each record's shard (per-class
             datasets), if it is read.
         follows: features whose values are positions in an image (boxes), each with the
-            image feature whose crop, resize and flip move them (when images are resized).
+            image feature whose crop, letterbox or flip moves them (when one is asked).
     """
 
     features: Mapping[str, FeatureLayout]
@@ -93,8 +93,12 @@ class BatchLayout:
             raise DatasetError(f"image_size={options.image_size} given, but none of {names} "
                                "is an image")
         label = schema.shard_label
-        follows = (_images_followed(schema, layouts) if options.image_size is not None
-                   and getattr(options, "decode", True) else {})
+        # Boxes are fractions of their image: a plain resize leaves them as stored; a crop,
+        # a flip or a letterbox moves them (with the image each follows).
+        moves = options.image_size is not None and getattr(options, "decode", True) and (
+            getattr(options, "crop", None) is not None or getattr(options, "flip", False)
+            or getattr(options, "keep_aspect", False))
+        follows = _images_followed(schema, layouts) if moves else {}
         return cls(layouts, options.padding, label if label in names else None, follows)
 
 
@@ -104,7 +108,7 @@ def _images_followed(schema: Schema, layouts: Mapping[str, FeatureLayout]) -> di
     first path segment (``image/object`` follows ``image/encoded`` or ``image``).
 
     Raises:
-        DatasetError: the boxes' image is not read, or several images could be theirs.
+        DatasetError: several images read could be theirs.
     """
     images = [n for n, f in layouts.items() if f.kind == "image"]
     out = {}
@@ -114,12 +118,11 @@ def _images_followed(schema: Schema, layouts: Mapping[str, FeatureLayout]) -> di
         prefix = name.split("/")[0]
         candidates = images if len(images) <= 1 else [
             n for n in images if n.split("/")[0] == prefix]
-        if len(candidates) != 1:
-            which = ("no image is read" if not images
-                     else f"it could be any of {candidates or images}")
+        if len(candidates) != 1:  # (image_size with no image read is refused before)
             raise DatasetError(f"the boxes {name!r} follow their image when images are "
-                               f"resized, cropped or flipped, but {which}: read one image "
-                               "with them (DecodeOptions(features=[...]))")
+                               "cropped, letterboxed or flipped, but it could be any of "
+                               f"{candidates or images}: read one image with them "
+                               "(DecodeOptions(features=[...]))")
         out[name] = candidates[0]
     return out
 
