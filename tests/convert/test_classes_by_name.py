@@ -105,3 +105,16 @@ def test_a_schema_naming_the_provenance_key_is_refused_with_why(tmp_path):
     schema = tk.Schema({"x": tk.Scalar("int64"), "__source": tk.Text()})
     with pytest.raises(SchemaError, match=r"'__source'.*leave it out"):
         tk.write_dataset([{"x": 1, "__source": "a"}], tmp_path / "ds", schema, progress=False)
+
+
+def test_a_manifest_beside_files_it_does_not_list_names_nothing(tmp_path):
+    """A dataset.json is believed only for the files it lists: a file copied into another
+    dataset's folder does not take that dataset's class names."""
+    _folder(tmp_path / "some", {"bee": 1, "dog": 1})
+    _folder(tmp_path / "other", {"x": 1, "y": 1, "z": 1})
+    tk.convert(tk.open_source(tmp_path / "some"), tmp_path / "B")
+    tk.convert(tk.open_source(tmp_path / "other"), tmp_path / "O")
+    stranger = tmp_path / "O" / "stranger-00000-of-00001.tfrecord"
+    stranger.write_bytes(next((tmp_path / "B").glob("*.tfrecord")).read_bytes())
+    manifest = tk.adopt([str(stranger)], tmp_path / "adopted")
+    assert manifest.class_names != ("x", "y", "z")

@@ -349,6 +349,11 @@ def _own_classes(files: list[str], target: str, storage: Storage
         except (DatasetError, SchemaError, StorageError) as err:
             raise DatasetError(f"{storage.join(folder, MANIFEST_NAME)} beside these files "
                                f"does not load: {err}") from None
+        listed = {shard.file for info in manifest.splits.values() for shard in info.shards}
+        mine = {os.path.basename(f.rstrip("/")) for f in files
+                if os.path.dirname(f.rstrip("/")) == folder}
+        if not mine <= listed:  # a manifest that does not list these files says nothing of them
+            continue
         if manifest.label_feature is not None and manifest.class_names:
             found[folder] = (storage.join(folder, MANIFEST_NAME), manifest.label_feature,
                              tuple(manifest.class_names))
