@@ -32,13 +32,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     report = yield
-    if report.skipped and item.config.getoption("--require-frameworks"):
-        reason = (report.longrepr[-1] if isinstance(report.longrepr, tuple)
-                  else str(report.longrepr))
-        if _MISSING_FRAMEWORK.search(str(reason)):
-            report.outcome = "failed"
-            report.longrepr = f"--require-frameworks: skipped because {reason}"
+    _fail_missing_framework(report, item.config, "")
     return report
+
+
+def _fail_missing_framework(report: pytest.TestReport | pytest.CollectReport,
+                            config: pytest.Config, what: str) -> None:
+    """Under ``--require-frameworks``, ``report`` failed if it skipped for a missing
+    framework (a test, or a whole module at collection: ``what`` names it)."""
+    if not (report.skipped and config.getoption("--require-frameworks")):
+        return
+    reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if _MISSING_FRAMEWORK.search(str(reason)):
+        report.outcome = "failed"
+        report.longrepr = f"--require-frameworks: {what}skipped because {reason}"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -46,12 +53,7 @@ def pytest_make_collect_report(collector: pytest.Collector):  # type: ignore[no-
     """A module skipped at collection (a module-level ``pytest.importorskip``) for a missing
     framework fails too under ``--require-frameworks``: every test in it would vanish."""
     report = yield
-    if report.skipped and collector.config.getoption("--require-frameworks"):
-        reason = (report.longrepr[-1] if isinstance(report.longrepr, tuple)
-                  else str(report.longrepr))
-        if _MISSING_FRAMEWORK.search(str(reason)):
-            report.outcome = "failed"
-            report.longrepr = f"--require-frameworks: {collector.nodeid} skipped because {reason}"
+    _fail_missing_framework(report, collector.config, f"{collector.nodeid} ")
     return report
 
 
