@@ -118,3 +118,19 @@ def test_a_manifest_beside_files_it_does_not_list_names_nothing(tmp_path):
     stranger.write_bytes(next((tmp_path / "B").glob("*.tfrecord")).read_bytes())
     manifest = tk.adopt([str(stranger)], tmp_path / "adopted")
     assert manifest.class_names != ("x", "y", "z")
+
+
+def test_a_hugging_face_class_label_maps_by_name_too(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    hf = datasets.Dataset.from_dict(
+        {"text": ["a dog", "a cat", "a dog"], "label": [1, 0, 1]},
+        features=datasets.Features({"text": datasets.Value("string"),
+                                    "label": datasets.ClassLabel(names=["cat", "dog"])}))
+    schema = tk.Schema({"text": tk.Text(), "label": tk.ClassLabel(["ant", "cat", "dog"])})
+    tk.convert(tk.open_source(hf, provenance=False), tmp_path / "ds", schema=schema,
+               shards=tk.ShardOptions(shuffle=False))
+    batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=3,
+                                            sampling=tk.InOrder())))
+    names = tk.load_manifest(tmp_path / "ds").class_names
+    assert [names[i] for i in batch["label"]] == ["dog", "cat", "dog"]
+    assert batch["text"] == ["a dog", "a cat", "a dog"]
