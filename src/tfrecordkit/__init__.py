@@ -6,7 +6,7 @@ for those (``load_tf_dataset``, ...) are imported on first use.
 
 from typing import TYPE_CHECKING, Any
 
-from tfrecordkit.convert import ConversionResult, convert, open_source, write_dataset
+from tfrecordkit.convert import ConversionResult, append, convert, open_source, write_dataset
 from tfrecordkit.errors import (
     CorruptRecordError,
     DatasetError,
@@ -166,6 +166,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "Vocabulary",
     "__version__",
     "adopt",
+    "append",
     "batch_hard_triplet_loss",
     "build_index",
     "convert",

@@ -53,7 +53,7 @@ def test_test_decoded_jpegs_convert_on_threads_with_the_same_bytes(tmp_path, mon
     processes.threaded = False  # worker processes instead
     convert(processes, tmp_path / "processes", workers=2, shards=options)
     threads = shard_bytes(tmp_path / "threads")
-    assert len(threads) == 6  # three shards and their indexes
+    assert len(threads) == 9  # three shards, their indexes and digests
     assert threads == shard_bytes(tmp_path / "inline") == shard_bytes(tmp_path / "processes")
     back = {}
     for batch in tk.load_numpy_dataset(tmp_path / "threads", batch_size=64,

@@ -2,6 +2,7 @@
 job (:mod:`tfrecordkit.job`) and runs it on an engine (:mod:`tfrecordkit.engines`): plan →
 write shards → finalize the manifest. It sits above both, so neither imports it."""
 
+from tfrecordkit.convert._append import append
 from tfrecordkit.convert._pipeline import (
     ConversionResult,
     ConvertOptions,
@@ -15,6 +16,7 @@ __all__ = [
     "SOURCE_KINDS",
     "ConversionResult",
     "ConvertOptions",
+    "append",
     "convert",
     "infer_kind",
     "open_source",

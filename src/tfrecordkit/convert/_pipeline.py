@@ -40,6 +40,8 @@ class ConversionResult:
         ignored_count: files in the source's folders that are not its media (a
             ``notes.txt`` in a class folder), passed over; ``ignored`` lists the first 100.
         records: records written (a property, over all splits); ``bytes`` likewise.
+        added: for an append, the records it added (``records`` counts the whole dataset);
+            ``present`` the inputs left out as already there, ``part`` the append's number.
     """
 
     path: Path | str  # a local folder, or a URL
@@ -48,6 +50,9 @@ class ConversionResult:
     resumed: bool
     ignored_count: int = 0
     ignored: tuple[str, ...] = ()
+    added: int | None = None
+    present: int = 0
+    part: int = 0
 
     @property
     def records(self) -> int:
@@ -80,13 +85,18 @@ class ConversionResult:
             "skipped": list(m.skipped),
             "ignored_count": self.ignored_count,
             "ignored": list(self.ignored),
+            **({"appended": {"records": self.added, "already_present": self.present,
+                             "part": self.part}} if self.added is not None else {}),
         }
 
     def summary(self) -> str:
         """Human-readable summary: records per split and class, shards, bytes, skipped inputs."""
         m = self.manifest
         seconds = max(self.seconds, 1e-9)
-        lines = [
+        lines = [] if self.added is None else [
+            f"appended {self.added} records (part {self.part}; {self.present} input(s) "
+            "already in the dataset, left out); the dataset now:"]
+        lines += [
             f"wrote {self.records} records ({self.bytes / 1e6:.1f} MB) to {self.path} in "
             f"{self.seconds:.1f}s ({self.records / seconds:,.0f} rec/s, "
             f"{self.bytes / 1e6 / seconds:.1f} MB/s){' (resumed)' if self.resumed else ''}"
@@ -231,18 +241,24 @@ def run_conversion(job: ConversionJob,
 def _progress_reporter(progress: bool | Callable[[int, int], None]) -> Callable[..., None]:
     if callable(progress):
         user = progress
-        return lambda records, nbytes, done=False: None if done else user(records, nbytes)
+        return (lambda records, nbytes, done=False, present=0:
+                None if done or present else user(records, nbytes))
     if not progress:
-        return lambda records, nbytes, done=False: None
+        return lambda records, nbytes, done=False, present=0: None
     from tqdm import tqdm
 
     bar = tqdm(desc="converting", unit="rec", unit_scale=True, file=sys.stderr, mininterval=0.5)
     state = {"bytes": 0, "last": 0.0}
     start = time.perf_counter()
 
-    def report(records: int, nbytes: int, done: bool = False) -> None:
+    def report(records: int, nbytes: int, done: bool = False, present: int = 0) -> None:
         if done:
             bar.close()
+            return
+        if present:
+            state["present"] = state.get("present", 0) + present
+            bar.set_description(f"appending ({state['present']:,} already there)",
+                                refresh=False)
             return
         state["bytes"] += nbytes
         bar.update(records)

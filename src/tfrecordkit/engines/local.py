@@ -14,7 +14,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain, islice
 from typing import Any
 
-from tfrecordkit.format import EncodedFrames
 from tfrecordkit.job import (
     ConversionJob,
     EncodedChunk,
@@ -138,10 +137,9 @@ class _Staging:
         while len(self.pending) > 2 or (self.pending and self.pending[0].done()):
             self.pending.popleft().result()
 
-    def add(self, frames: EncodedFrames, splits: list[str], labels: list[int | None],
-            hashes: list[int] | None, keys: list[str]) -> None:
-        self._submit(self.writer.add_frames, frames, splits=splits, labels=labels,
-                     hashes=hashes, keys=keys)
+    def add(self, encoded: EncodedChunk, splits: list[str]) -> None:
+        self._submit(self.writer.add_frames, encoded.frames, splits=splits,
+                     labels=encoded.labels, hashes=encoded.hashes, ids=encoded.ids)
 
     def skip(self, input_name: str, reason: str) -> None:
         self._submit(self.writer.skip, input_name, reason)
@@ -164,11 +162,14 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
               report: Callable[..., None]) -> tuple[Manifest, bool]:
     """Run ``job`` with ``workers`` encoding processes (0 or 1: in this process); returns the
     manifest (written last) and whether a completed spill was resumed. ``plan_id`` identifies
-    the work for resuming ("" never resumes); ``report(records, bytes)`` sees progress."""
+    the work for resuming ("" never resumes); ``report(records, bytes)`` sees progress
+    (``report(0, 0, present=n)``: inputs an append found in the dataset already)."""
     writer = ShardedWriter(job.out_dir, job.schema, job.options,
                            label_feature=job.label_feature, overwrite=job.overwrite,
                            plan_id=plan_id, created_by=job.created_by,
-                           storage_options=job.storage_options, presorted=job.presorted)
+                           storage_options=job.storage_options, presorted=job.presorted,
+                           append_to=job.append.base if job.append else None,
+                           part=job.append.part if job.append else 0)
     assign_split = job.split_assigner()
     source = job.source
     with writer:
@@ -185,9 +186,10 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
                     kept = [chunk[p] for p in encoded.kept]
                     splits = [assign_split(item, label)
                               for item, label in zip(kept, encoded.labels, strict=True)]
-                    staging.add(encoded.frames, splits, encoded.labels, encoded.hashes,
-                                [i.key for i in kept])
+                    staging.add(encoded, splits)
                     observations.add(encoded.observed)
                     report(len(kept), len(encoded.frames.buffer))
+                    if encoded.present:
+                        report(0, 0, present=len(encoded.present))
             writer.schema = observations.refine(job.schema)
         return writer.finish(), writer.resumed

@@ -39,6 +39,7 @@ from tfrecordkit.store import (
     SplitTotals,
     StreamCut,
     finalize_manifest,
+    listed_files,
     plan_split,
     prepare_output,
     remove_shards,
@@ -109,10 +110,15 @@ class _Encoder:
         for position, reason in encoded.failures:
             reasons[position] = reason
         frames: list[bytes] = [b""] * n
+        ids: list[bytes] = [b""] * n
         view = memoryview(encoded.frames.buffer)
-        for position, offset, length in zip(encoded.kept, encoded.frames.offsets.tolist(),
-                                             encoded.frames.lengths.tolist(), strict=True):
+        for position, offset, length, record_ids in zip(
+                encoded.kept, encoded.frames.offsets.tolist(), encoded.frames.lengths.tolist(),
+                _rows(encoded.ids), strict=True):
             frames[position] = bytes(view[offset : offset + length])
+            ids[position] = record_ids
+        present = np.zeros(n, dtype=bool)
+        present[encoded.present] = True
         labels = np.full(n, -1, dtype=np.int64)
         hashes = np.zeros(n, dtype=np.uint64)
         for j, position in enumerate(encoded.kept):
@@ -131,6 +137,7 @@ class _Encoder:
                                else self.assign(item) for i, item in enumerate(items)],
                               dtype=str),
             "label": labels, "h": hashes, "frame": np.array(frames, dtype=object),
+            "ids": np.array(ids, dtype=object), "present": present,
             "length": np.array([len(f) for f in frames], dtype=np.int64),
             "observed": np.array([json.dumps(sorted(encoded.observed))] * n, dtype=str),
         }
@@ -140,18 +147,18 @@ def _write_one(slices: list[tuple[Any, int, int]], spec: Any, target: str, stora
                options: ShardOptions) -> ShardInfo:
     """One whole shard from rows of sorted blocks, written under a temporary name and put in
     place (a rename, or an upload); a retried task writes the same bytes again."""
-    frames: list[tuple[bytes, int]] = []
+    frames: list[tuple[bytes, int, bytes]] = []
     for ref, lo, hi in slices:
         part = BlockAccessor.for_block(ray.get(ref)).to_arrow().slice(lo, hi - lo)
         frames.extend(zip(part.column("frame").to_pylist(), part.column("label").to_pylist(),
-                          strict=True))
+                          part.column("ids").to_pylist(), strict=True))
     with tempfile.TemporaryDirectory(prefix="tfrecordkit-shard-") as tmp:
         staging, ready = Path(tmp) / "staging", Path(tmp) / "ready"
         staging.mkdir()
         ready.mkdir()
         info = write_shard(frames, ready, spec.name, staging=staging,
                            compression=options.compression, index=options.index)
-        for sidecar in (info.index, info.restarts):
+        for sidecar in (info.index, info.restarts, info.digests):
             if sidecar:
                 storage.put_file(ready / sidecar, storage.join(target, sidecar))
         storage.put_file(ready / spec.name, storage.join(target, spec.name))
@@ -194,7 +201,7 @@ def _only_ok(table: Any) -> Any:
     """The rows that encoded, with what the sort and the shard writers need (Arrow, so the
     columns keep their types for the sort)."""
     return table.filter(table.column("ok")).select(
-        ["split", "label", "h", "seq", "frame", "length"])
+        ["split", "label", "h", "seq", "frame", "length", "ids"])
 
 
 def _summarize(table: Any) -> Any:
@@ -202,31 +209,32 @@ def _summarize(table: Any) -> Any:
     failures (with how many failed), and the image formats it saw."""
     import pyarrow.compute as pc
 
-    ok = table.column("ok")
-    good, bad = table.filter(ok), table.filter(pc.invert(ok))
+    ok, present = table.column("ok"), table.column("present")
+    good = table.filter(ok)
+    bad = table.filter(pc.and_(pc.invert(ok), pc.invert(present)))
     totals = good.group_by(["split", "label"]).aggregate(
         [("length", "count"), ("length", "sum")])
     first_bad = bad.sort_by("seq").slice(0, _SKIPPED_LISTED)
     seen = pc.unique(table.column("observed")).to_pylist()
     kinds = (["total"] * totals.num_rows + ["failed"] * first_bad.num_rows
-             + ["observed"] * len(seen) + ["failures"])
-    empty_text = [""] * (first_bad.num_rows + len(seen) + 1)
-    zeros = [0] * (first_bad.num_rows + len(seen) + 1)
+             + ["observed"] * len(seen) + ["failures", "present"])
+    empty_text = [""] * (first_bad.num_rows + len(seen) + 2)
+    zeros = [0] * (first_bad.num_rows + len(seen) + 2)
     return pa.table({
         "kind": kinds,
         "split": [*totals.column("split").to_pylist(), *empty_text],
         "label": pa.array([*totals.column("label").to_pylist(), *zeros], pa.int64()),
         "records": pa.array([*totals.column("length_count").to_pylist(),
-                             *[0] * first_bad.num_rows, *[0] * len(seen), bad.num_rows],
-                            pa.int64()),
+                             *[0] * first_bad.num_rows, *[0] * len(seen), bad.num_rows,
+                             int(pc.sum(present).as_py() or 0)], pa.int64()),
         "bytes": pa.array([*totals.column("length_sum").to_pylist(), *zeros], pa.int64()),
         "seq": pa.array([*[0] * totals.num_rows, *first_bad.column("seq").to_pylist(),
-                         *[0] * (len(seen) + 1)], pa.int64()),
+                         *[0] * (len(seen) + 2)], pa.int64()),
         "key": [*[""] * totals.num_rows, *first_bad.column("key").to_pylist(),
-                *[""] * (len(seen) + 1)],
+                *[""] * (len(seen) + 2)],
         "reason": [*[""] * totals.num_rows, *first_bad.column("reason").to_pylist(),
-                   *[""] * (len(seen) + 1)],
-        "observed": [*[""] * (totals.num_rows + first_bad.num_rows), *seen, ""],
+                   *[""] * (len(seen) + 2)],
+        "observed": [*[""] * (totals.num_rows + first_bad.num_rows), *seen, "", ""],
     })
 
 
@@ -238,6 +246,7 @@ class _Summary:
     acc: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
     failed: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)
     failures: int = 0
+    present: int = 0  # inputs an append found in the dataset already
     observed: ImageObservations = dataclasses.field(default_factory=ImageObservations)
 
     def add(self, table: Any) -> None:
@@ -254,6 +263,8 @@ class _Summary:
                 self.failed.append((row["seq"], row["key"], row["reason"]))
             elif row["kind"] == "failures":
                 self.failures += row["records"]
+            elif row["kind"] == "present":
+                self.present += row["records"]
             else:
                 self.observed.add(json.loads(row["observed"]))
         self.failed = sorted(self.failed)[:_SKIPPED_LISTED]
@@ -269,7 +280,7 @@ def _split_and_length(block: Any) -> tuple[np.ndarray, np.ndarray]:
             table.column("length").to_numpy())
 
 
-def _streamed_specs(blocks: list[tuple[Any, int]], options: ShardOptions
+def _streamed_specs(blocks: list[tuple[Any, int]], options: ShardOptions, part: int = 0
                     ) -> dict[str, list[ShardSpec]]:
     """Each split's shards, cut by size over the sorted rows as the local engine's one pass
     cuts them: only the split and length columns come to the driver, a block at a time."""
@@ -298,7 +309,8 @@ def _streamed_specs(blocks: list[tuple[Any, int]], options: ShardOptions
     for name, (_, ends) in cuts.items():
         stops = [*ends, counts[name]]
         starts = [0, *ends]
-        specs[name] = [ShardSpec(shard_name(name, i, len(stops), options.compression), a, b)
+        specs[name] = [ShardSpec(shard_name(name, i, len(stops), options.compression,
+                                            part=part), a, b)
                        for i, (a, b) in enumerate(zip(starts, stops, strict=True))]
     return specs
 
@@ -390,6 +402,9 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
     for _, key, reason in summary.failed:
         skipped.append(job.skipped(describe(key), reason))
     totals = summary.totals()
+    if summary.present:
+        report(0, 0, present=summary.present)
+    part = job.append.part if job.append is not None else 0
     clock("totals, failures and image formats")
     good = encoded.map_batches(_only_ok, batch_format="pyarrow")
     keys = ["split", "label", "h", "seq"] if job.options.layout == "per_class" else [
@@ -412,10 +427,10 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
     write = ray.remote(_write_one).options(max_retries=3, retry_exceptions=False)
     pending: dict[Any, str] = {}
     offset = 0
-    streamed = (_streamed_specs(blocks, job.options) if job.options.streams(job.presorted)
-                else {})
+    streamed = (_streamed_specs(blocks, job.options, part)
+                if job.options.streams(job.presorted) else {})
     for name in sorted(totals):  # the sort's split order
-        for spec in streamed.get(name) or plan_split(name, totals[name], job.options):
+        for spec in streamed.get(name) or plan_split(name, totals[name], job.options, part):
             pending[write.remote(slices(offset + spec.start, offset + spec.stop), spec,
                                  job.out_dir, storage, job.options)] = name
         offset += totals[name].records
@@ -436,7 +451,7 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
         options=job.options,
         label_feature=job.label_feature, skipped=skipped, skipped_count=summary.failures,
         created_by=job.created_by, expected={k: t.records for k, t in totals.items()},
-        storage=storage)
+        storage=storage, base=job.append.base if job.append is not None else None)
 
 
 def _encoded(inputs: Any, job: ConversionJob, items_of: ItemsOf) -> Any:
@@ -450,12 +465,28 @@ def _encode_batch(batch: dict[str, np.ndarray], encoder: _Encoder) -> dict[str, 
     return encoder(batch)
 
 
+def _prepare(job: ConversionJob, storage: Storage) -> None:
+    """The output ready: a new dataset's folder checked, or an append's dataset left as it is;
+    then what a killed run left removed (never a file the dataset lists)."""
+    if job.append is None:
+        prepare_output(job.out_dir, storage, overwrite=job.overwrite)
+        remove_shards(job.out_dir, storage)
+    else:
+        remove_shards(job.out_dir, storage, keep=listed_files(job.append.base), sidecars=False)
+
+
+def _rows(ids: np.ndarray) -> list[bytes]:
+    """Each record's RECORD_IDS as 24 bytes."""
+    data = ids.tobytes()
+    size = ids.dtype.itemsize
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
 def run_on_ray(job: ConversionJob, *, report: Callable[..., None]) -> Manifest:
     """Run ``job`` on the connected Ray cluster (``ray.init`` first, or a local one is
     started); returns the manifest, written last. ``report(records, bytes)`` sees each shard."""
     storage = Storage.of(job.out_dir, job.storage_options)
-    prepare_output(job.out_dir, storage, overwrite=job.overwrite)
-    remove_shards(job.out_dir, storage)  # a killed run's
+    _prepare(job, storage)
     inputs = _source_blocks(job.items())
     if inputs is None:
         raise SourceError(job.source.description, "no inputs")
@@ -472,8 +503,7 @@ def write_ray_dataset(ds: Any, job: ConversionJob, *, key: str | None,
     if missing:
         raise ValueError(f"the Ray Dataset has no column(s) {missing}; it has {sorted(have)}")
     storage = Storage.of(job.out_dir, job.storage_options)
-    prepare_output(job.out_dir, storage, overwrite=job.overwrite)
-    remove_shards(job.out_dir, storage)  # a killed run's
+    _prepare(job, storage)
     numbered = _numbered(ds, list(dict.fromkeys((*columns, *([key] if key else [])))))
     if numbered is None:
         raise SourceError(job.source.description, "no rows")

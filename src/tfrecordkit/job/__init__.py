@@ -3,6 +3,7 @@ shard plan, vocabularies) and how source items become encoded records. Engines
 (:mod:`tfrecordkit.engines`) run it; :func:`tfrecordkit.convert` builds it and picks the
 engine."""
 
+from tfrecordkit.job._append import AppendTarget, grown_schema
 from tfrecordkit.job._encoding import (
     SKIP_HINT,
     ConversionJob,
@@ -14,5 +15,5 @@ from tfrecordkit.job._encoding import (
     image_features,
 )
 
-__all__ = ["SKIP_HINT", "ConversionJob", "EncodeJob", "EncodedChunk", "SplitAssigner",
-           "SplitSpec", "encode_items", "image_features"]
+__all__ = ["SKIP_HINT", "AppendTarget", "ConversionJob", "EncodeJob", "EncodedChunk",
+           "SplitAssigner", "SplitSpec", "encode_items", "grown_schema", "image_features"]

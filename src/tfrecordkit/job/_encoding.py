@@ -18,6 +18,7 @@ import numpy as np
 from tfrecordkit.codecs import image_header, sniff_bytes
 from tfrecordkit.errors import OptionError, SchemaError, SourceError
 from tfrecordkit.format import EncodedFrames
+from tfrecordkit.job._append import AppendTarget
 from tfrecordkit.job._order import shuffled_items
 from tfrecordkit.schema import (
     SOURCE_FEATURE,
@@ -30,7 +31,7 @@ from tfrecordkit.schema import (
     observe_image,
 )
 from tfrecordkit.sources import Source, SourceItem, SourceTraits
-from tfrecordkit.store import ShardOptions, record_hash
+from tfrecordkit.store import KnownRecords, ShardOptions, frame_ids, record_hash
 
 __all__ = ["SKIP_HINT", "ConversionJob", "EncodeJob", "EncodedChunk", "SplitAssigner", "SplitSpec",
            "encode_items", "image_features"]
@@ -59,6 +60,8 @@ class ConversionJob:
     #: Per class-label feature, the schema's id of each of the source's own class ids (a
     #: schema given for a source that numbers its own class names: mapped by name).
     relabel: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    #: The dataset an append adds to (its records are left out, its shards kept), if any.
+    append: AppendTarget | None = None
 
     @classmethod
     def build(cls, source: Source, out_dir: str | os.PathLike[str], *, schema: Schema | None,
@@ -201,7 +204,8 @@ class ConversionJob:
         ordered = self.options.shuffle and not self.presorted
         return EncodeJob(self.source, self.schema, self.label_feature,
                          self.options.seed if ordered else None,
-                         image_features(self.schema), dict(self.relabel))
+                         image_features(self.schema), dict(self.relabel),
+                         self.append.known if self.append is not None else None)
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,7 @@ class EncodeJob:
     seed: int | None  # None: no write-time shuffle, so no order hash
     images: tuple[str, ...] = ()  # image features, observed for ImageObservations
     relabel: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # see ConversionJob
+    known: KnownRecords | None = None  # an append's dataset: inputs it holds are left out
 
 
 def class_ids_by_name(own: Schema, given: Schema, where: str) -> dict[str, tuple[int, ...]]:
@@ -267,6 +272,8 @@ class EncodedChunk:
     hashes: list[int] | None
     failures: list[tuple[int, str]]  # (position, reason), in order
     observed: set[Observed]  # what the chunk's images are (see ImageObservations)
+    ids: np.ndarray  # RECORD_IDS of the framed items (key hash, content digest)
+    present: list[int] = field(default_factory=list)  # positions already in the dataset
 
 
 def _reason(err: Exception) -> str:
@@ -319,6 +326,12 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
         records, kept = good, good_positions
         failures.sort()
         frames = job.schema.encode_frames(records)
+    ids = frame_ids([chunk[p].key for p in kept], frames.buffer, frames.offsets.tolist(),
+                    frames.lengths.tolist())
+    present: list[int] = []
+    if job.known is not None and len(job.known):
+        frames, ids, records, kept, present = _leave_out_known(
+            job, chunk, frames, ids, records, kept, failures)
     labels: list[int | None] = [None] * len(records)
     if job.label_feature is not None:
         feature = job.schema.feature_as(job.label_feature, ClassLabel)
@@ -329,7 +342,36 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
     if job.images:  # distinct observations first: a chunk's images mostly agree
         observations.add({seen for record in records
                           for seen in _observe_images(job.images, record)})
-    return EncodedChunk(frames, kept, labels, hashes, failures, observations.as_set())
+    return EncodedChunk(frames, kept, labels, hashes, failures, observations.as_set(), ids,
+                        present)
+
+
+def _leave_out_known(job: EncodeJob, chunk: list[SourceItem], frames: EncodedFrames,  # noqa: PLR0917
+                     ids: np.ndarray, records: list[Mapping[str, Any]], kept: list[int],
+                     failures: list[tuple[int, str]]
+                     ) -> tuple[EncodedFrames, np.ndarray, list[Mapping[str, Any]], list[int],
+                                list[int]]:
+    """The chunk without the inputs the dataset holds already (same key, same content: left
+    out, their positions returned); an input whose key the dataset holds with other content
+    fails, naming the record it would shadow (added to ``failures``)."""
+    assert job.known is not None
+    found, same = job.known.lookup(ids)
+    if not (found >= 0).any():
+        return frames, ids, records, kept, []
+    present = [kept[j] for j in np.flatnonzero(same).tolist()]
+    for j in np.flatnonzero((found >= 0) & ~same).tolist():
+        failures.append((kept[j], "its key is already in the dataset with other content "
+                                  f"({job.known.where(int(found[j]))}); give it another name, "
+                                  "or convert the dataset anew"))
+    failures.sort()
+    stay = np.flatnonzero(found < 0)
+    view = memoryview(frames.buffer)
+    offsets, lengths = frames.offsets, frames.lengths
+    buffer = b"".join([view[o : o + n] for o, n in zip(
+        offsets[stay].tolist(), lengths[stay].tolist(), strict=True)])
+    kept_records = [records[j] for j in stay.tolist()]
+    return (EncodedFrames(buffer, lengths[stay]), ids[stay], kept_records,
+            [kept[j] for j in stay.tolist()], present)
 
 
 def image_features(schema: Schema) -> tuple[str, ...]:

@@ -3,6 +3,15 @@ plan (``plan_split``, ``write_shard``, ``finalize_manifest``), the local sharded
 random access to a split's records (``open_split``, ``RecordFetcher``)."""
 
 from tfrecordkit.store._adopt import adopt
+from tfrecordkit.store._digests import (
+    DIGESTS_SUFFIX,
+    RECORD_IDS,
+    KnownRecords,
+    content_digest,
+    frame_ids,
+    key_hash,
+    read_digests,
+)
 from tfrecordkit.store._fetch import RecordFetcher, RecordLocations
 from tfrecordkit.store._infer import infer_schema, profile_files, record_files
 from tfrecordkit.store._inputs import expand_record_paths
@@ -28,12 +37,15 @@ from tfrecordkit.store._plan import (
 from tfrecordkit.store._shard import write_shard
 from tfrecordkit.store._split import SplitLocations, SplitRecords, open_split, split_locations
 from tfrecordkit.store._verify import Verification, verify_file, verify_paths
-from tfrecordkit.store._writer import ShardedWriter, prepare_output, remove_shards
+from tfrecordkit.store._writer import ShardedWriter, listed_files, prepare_output, remove_shards
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
+    "DIGESTS_SUFFIX",
     "MANIFEST_NAME",
+    "RECORD_IDS",
     "SHARD_PATTERN",
+    "KnownRecords",
     "Manifest",
     "RecordFetcher",
     "RecordLocations",
@@ -48,16 +60,21 @@ __all__ = [
     "StreamCut",
     "Verification",
     "adopt",
+    "content_digest",
     "expand_record_paths",
     "finalize_manifest",
+    "frame_ids",
     "infer_schema",
     "is_dataset_dir",
     "is_shard_file",
+    "key_hash",
+    "listed_files",
     "load_manifest",
     "open_split",
     "plan_split",
     "prepare_output",
     "profile_files",
+    "read_digests",
     "record_files",
     "record_hash",
     "remove_shards",

@@ -73,6 +73,7 @@ class ShardInfo:
         class_counts: records per class id (as a string).
         head_crc32c: the CRC32C of its first 4 KiB (see below).
         restarts: the name of its restart-point sidecar (compressed shards), if written.
+        digests: the name of its records' key hashes and content digests, if written.
     """
 
     file: str
@@ -86,6 +87,7 @@ class ShardInfo:
     #: (None in datasets written before it was recorded).
     head_crc32c: str | None = None
     restarts: str | None = None
+    digests: str | None = None
 
 
 @dataclass(frozen=True)
@@ -320,6 +322,7 @@ class _ShardSpec(msgspec.Struct, frozen=True):
     class_counts: dict[_CLASS_ID, _COUNT] = {}
     head_crc32c: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{8}$")] | None = None
     restarts: _FILE_NAME | None = None
+    digests: _FILE_NAME | None = None
 
 
 class _SplitSpec(msgspec.Struct, frozen=True):
@@ -352,7 +355,7 @@ def _explain(err: msgspec.ValidationError) -> str:
     text = _one_line(err)
     message, _, where = text.rpartition(" - at ")
     if ("regex" in message or "length" in message) and where.rstrip("`").endswith(
-            (".file", ".index", ".restarts")):
+            (".file", ".index", ".restarts", ".digests")):
         return ("not a plain file name inside the dataset (no '/', '\\', '.', '..' or NUL)"
                 f" - at {where}")
     return text
@@ -387,6 +390,7 @@ def _from_spec(cls: type[Manifest], spec: _ManifestSpec, source: str) -> Manifes
             shards=tuple(ShardInfo(file=s.file, records=s.records, bytes=s.bytes,
                                    crc32c=s.crc32c, index=s.index, class_id=s.class_id,
                                    head_crc32c=s.head_crc32c, restarts=s.restarts,
+                                   digests=s.digests,
                                    class_counts=dict(s.class_counts)) for s in split.shards),
             records=split.records, bytes=split.bytes, class_counts=dict(split.class_counts))
     return cls(schema=schema, splits=splits, layout=spec.layout, compression=spec.compression,
@@ -424,7 +428,7 @@ def _shard_problem(shard: _ShardSpec, spec: _ManifestSpec, schema: Schema,
     """What is wrong with one shard's entry, if anything: files listed once (``seen`` so
     far), restart points only on compressed shards, a class id where the label comes from the
     shard, ids in range."""
-    for file in (shard.file, shard.index, shard.restarts):
+    for file in (shard.file, shard.index, shard.restarts, shard.digests):
         if file is not None and file in seen:
             return f"file {file!r} is listed twice"
         if file is not None:

@@ -86,13 +86,16 @@ class StreamCut:
         return out
 
 
-def plan_split(split: str, totals: SplitTotals, options: ShardOptions) -> list[ShardSpec]:
+def plan_split(split: str, totals: SplitTotals, options: ShardOptions, part: int = 0
+               ) -> list[ShardSpec]:
     """The shards of ``split``: names and bounds in write order (for the per-class layout,
-    class by class in ascending id, each class in ``h`` order)."""
+    class by class in ascending id, each class in ``h`` order); named for the ``part``-th
+    append when above 0."""
     if options.layout != "per_class":
         bounds = _cut(totals.records, totals.bytes, options)
         starts = [0, *bounds[:-1]]
-        return [ShardSpec(shard_name(split, i, len(bounds), options.compression), a, b)
+        return [ShardSpec(shard_name(split, i, len(bounds), options.compression, part=part),
+                          a, b)
                 for i, (a, b) in enumerate(zip(starts, bounds, strict=True))]
     specs = []
     offset = 0
@@ -101,7 +104,8 @@ def plan_split(split: str, totals: SplitTotals, options: ShardOptions) -> list[S
         bounds = _cut(records, totals.class_bytes[label], options)
         start = 0
         for i, stop in enumerate(bounds):
-            name = shard_name(split, i, len(bounds), options.compression, class_id=label)
+            name = shard_name(split, i, len(bounds), options.compression, class_id=label,
+                              part=part)
             specs.append(ShardSpec(name, offset + start, offset + stop, label))
             start = stop
         offset += records
@@ -120,18 +124,26 @@ def finalize_manifest(
     created_by: Mapping[str, Any] | None = None,
     expected: Mapping[str, int] | None = None,
     storage: Storage | None = None,
+    base: Manifest | None = None,
 ) -> Manifest:
     """Write ``dataset.json`` for shards already in place (any engine's), and return it.
 
     ``shards`` maps each split to its shards' stats; ``expected`` (records per split), when
-    given, must match them, or nothing is written.
+    given, must match them, or nothing is written. With ``base`` (an append), its shards are
+    kept and the new ones added to their splits.
 
     Raises:
         DatasetError: the shards hold another number of records than expected.
     """
     splits: dict[str, SplitInfo] = {}
     for split in sorted(shards):
-        ordered = sorted(shards[split], key=lambda s: (s.class_id or 0, s.file))
+        if expected is not None and sum(s.records for s in shards[split]) != expected.get(split):
+            raise DatasetError(f"split {split!r}: wrote {sum(s.records for s in shards[split])}"
+                               f" records, staged {expected.get(split)}")
+    kept = {name: list(info.shards) for name, info in (base.splits if base else {}).items()}
+    for split in sorted({*shards, *kept}):
+        ordered = sorted([*kept.get(split, ()), *shards.get(split, ())],
+                         key=lambda s: (s.class_id or 0, s.file))
         class_counts: Counter[str] = Counter()
         for shard in ordered:
             class_counts.update(shard.class_counts)
@@ -141,9 +153,6 @@ def finalize_manifest(
             bytes=sum(s.bytes for s in ordered),
             class_counts=dict(sorted(class_counts.items(), key=lambda kv: int(kv[0]))),
         )
-        if expected is not None and info.records != expected.get(split):
-            raise DatasetError(f"split {split!r}: wrote {info.records} records, "
-                               f"staged {expected.get(split)}")
         splits[split] = info
     manifest = Manifest(
         schema=schema, splits=splits, layout=options.layout, compression=options.compression,

@@ -62,12 +62,14 @@ def externalize_lists(manifest: dict[str, Any]) -> dict[str, bytes]:
         if not isinstance(items, list) or len(items) <= SIDECAR_ITEMS:
             continue
         data = json.dumps(items, ensure_ascii=False).encode("utf-8")
-        file = f"dataset.{_SAFE.sub('_', name)[:200]}.{key}.json"
+        digest = hashlib.sha256(data).hexdigest()
+        # Named for their content: a manifest replaced (an append that grows a class list)
+        # never has its sidecar changed under it before the new manifest is in place.
+        file = f"dataset.{_SAFE.sub('_', name)[:180]}-{digest[:12]}.{key}.json"
         if file in sidecars:  # two names that sanitise alike
-            file = f"dataset.{_SAFE.sub('_', name)[:180]}-{len(sidecars)}.{key}.json"
+            file = f"dataset.{_SAFE.sub('_', name)[:170]}-{len(sidecars)}-{digest[:12]}.{key}.json"
         sidecars[file] = data
-        holder[key] = {"sidecar": file, "sha256": hashlib.sha256(data).hexdigest(),
-                       "count": len(items)}
+        holder[key] = {"sidecar": file, "sha256": digest, "count": len(items)}
     return sidecars
 
 

@@ -39,6 +39,7 @@ from tfrecordkit.format import (
     frame_record,
 )
 from tfrecordkit.schema import Schema
+from tfrecordkit.store._digests import RECORD_IDS, frame_ids
 from tfrecordkit.store._lock import STAGING, OutputLock
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, check_split_name
 from tfrecordkit.store._naming import is_shard_file
@@ -71,7 +72,8 @@ logger = logging.getLogger(__name__)
 
 _BUCKETS = 64
 _BUCKET_SHIFT = 58  # top 6 bits of h pick the bucket, so buckets are in h order
-_ENTRY = np.dtype([("h", "<u8"), ("label", "<i8"), ("length", "<u8")])
+_ENTRY = np.dtype([("h", "<u8"), ("label", "<i8"), ("length", "<u8"), ("key", "<u8"),
+                   ("content", "V16")])
 _MAX_SKIPPED_LISTED = 1000
 _BUCKET_IN_MEMORY = 256 << 20  # larger buckets are read record by record
 _GATHER = 4 << 20  # bytes of frames gathered per write when writing shards
@@ -95,6 +97,9 @@ class ShardedWriter:
         storage_options: for a URL ``out_dir`` (``s3://``, ``gs://``, ...), passed to fsspec.
         presorted: records are added in the write-time shuffle's order already (a source
             read in shuffled order): they go straight into shards cut by size.
+        append_to: the manifest of the dataset in ``out_dir`` to add the records to (new
+            shards, named for the ``part``-th append; its shards are kept as they are).
+        part: see ``append_to``.
 
     A URL ``out_dir`` is staged in a local folder (``TFRECORDKIT_STAGING``, else the system
     temp dir, one folder per URL, so a rerun on the same machine resumes); each shard is
@@ -113,8 +118,12 @@ class ShardedWriter:
         created_by: dict[str, Any] | None = None,
         storage_options: dict[str, Any] | None = None,
         presorted: bool = False,
+        append_to: Manifest | None = None,
+        part: int = 0,
     ) -> None:
         self.storage = Storage.of(out_dir, storage_options)
+        self.base = append_to
+        self.part = part
         self.target = os.fspath(out_dir)  # where the dataset goes (a path or a URL)
         # Local work happens in the output folder itself, or in a local stand-in for a URL.
         self.out_dir = Path(out_dir) if self.storage.local else _local_stand_in(self.target)
@@ -139,7 +148,8 @@ class ShardedWriter:
             raise
 
     def _prepare(self, overwrite: bool) -> None:
-        prepare_output(self.target, self.storage, overwrite=overwrite)
+        if self.base is None:
+            prepare_output(self.target, self.storage, overwrite=overwrite)
         self._split_names: set[str] = set()  # checked
         self._staging = self.out_dir / STAGING
         self._spill_dir = self._staging / "spill"
@@ -185,9 +195,11 @@ class ShardedWriter:
 
     def add_frames(self, frames: EncodedFrames, *, splits: str | Sequence[str] = "train",
                    labels: Sequence[int | None] | None = None,
-                   hashes: Sequence[int] | None = None, keys: Sequence[str] = ()) -> None:
+                   hashes: Sequence[int] | None = None, keys: Sequence[str] = (),
+                   ids: np.ndarray | None = None) -> None:
         """Stage a batch of framed records (see :meth:`Schema.encode_frames`), with each
-        record's split, class id and order hash (computed from ``keys`` when not given)."""
+        record's split, class id, order hash and :data:`RECORD_IDS` (computed from ``keys``
+        when not given)."""
         if self.resumed:
             raise DatasetError("this conversion resumes from a completed spill; call finish()")
         n = len(frames)
@@ -198,6 +210,9 @@ class ShardedWriter:
                 check_split_name(split)
                 self._split_names.add(split)
         lengths = frames.lengths
+        if ids is None:
+            named = list(keys) if keys else [str(self._sequence + i) for i in range(n)]
+            ids = frame_ids(named, frames.buffer, frames.offsets.tolist(), lengths.tolist())
         label_ids = np.full(n, _UNLABELLED, dtype=np.int64)
         if labels is not None:
             missing = [i for i, label in enumerate(labels) if label is None]
@@ -211,7 +226,8 @@ class ShardedWriter:
             groups.setdefault(split, []).append(i)
         view = memoryview(frames.buffer)
         if self.streaming:
-            self._stream_frames(view, lengths, label_ids, groups, frames.offsets)
+            self._stream_frames(view, lengths, label_ids, groups, frames.offsets, ids)
+            self._sequence += n
             return
         if not self.options.shuffle:
             h = np.arange(self._sequence, self._sequence + n, dtype=np.uint64)
@@ -228,6 +244,7 @@ class ShardedWriter:
             bucket = np.minimum(h >> np.uint64(18), _BUCKETS - 1).astype(np.int64)
         entries = np.empty(n, dtype=_ENTRY)
         entries["h"], entries["label"], entries["length"] = h, label_ids, lengths
+        entries["key"], entries["content"] = ids["key"], ids["content"]
         offsets = frames.offsets
         for split, members in groups.items():
             rows = np.array(members, dtype=np.int64)
@@ -241,19 +258,21 @@ class ShardedWriter:
                 index_file.write(entries[run].tobytes())
             self._count(split, lengths[rows], label_ids[rows])
 
-    def _stream_frames(self, view: memoryview, lengths: np.ndarray, label_ids: np.ndarray,
-                       groups: dict[str, list[int]], offsets: np.ndarray) -> None:
+    def _stream_frames(self, view: memoryview, lengths: np.ndarray, label_ids: np.ndarray,  # noqa: PLR0917
+                       groups: dict[str, list[int]], offsets: np.ndarray,
+                       ids: np.ndarray) -> None:
         for split, members in groups.items():
             stream = self._streams.get(split)
             if stream is None:
-                stream = self._streams[split] = _SplitStream(self._staging, split, self.options)
+                stream = self._streams[split] = _SplitStream(self._staging, split, self.options,
+                                                             self.part)
             rows = np.array(members, dtype=np.int64)
             if len(members) == len(lengths):
-                stream.write(view, lengths, label_ids)
+                stream.write(view, lengths, label_ids, ids)
             else:  # records of several splits: gather this split's frames
                 data = b"".join([view[o : o + size] for o, size in zip(
                     offsets[rows].tolist(), lengths[rows].tolist(), strict=True)])
-                stream.write(memoryview(data), lengths[rows], label_ids[rows])
+                stream.write(memoryview(data), lengths[rows], label_ids[rows], ids[rows])
             self._count(split, lengths[rows], label_ids[rows])
 
     def _count(self, split: str, lengths: np.ndarray, label_ids: np.ndarray) -> None:
@@ -338,8 +357,11 @@ class ShardedWriter:
             # Stable sort: ties in h (equal keys) keep their input order.
             order = np.argsort(entries["h"], kind="stable")
             table = np.empty(len(entries), dtype=[("label", "<i8"), ("offset", "<i8"),
-                                                  ("length", "<i8")])
+                                                  ("length", "<i8"), ("key", "<u8"),
+                                                  ("content", "V16")])
             table["label"] = entries["label"][order]
+            table["key"] = entries["key"][order]
+            table["content"] = entries["content"][order]
             table["offset"] = offsets[order]
             table["length"] = entries["length"][order]
             data_path = folder / f"{bucket:03d}.data"
@@ -354,9 +376,9 @@ class ShardedWriter:
 
     @staticmethod
     def _gathered(rows: np.ndarray, data: memoryview | int
-                  ) -> Iterator[tuple[memoryview, np.ndarray, np.ndarray]]:
+                  ) -> Iterator[tuple[memoryview, np.ndarray, np.ndarray, np.ndarray]]:
         """The frames of ``rows`` (table rows) in order, gathered into runs of a few MiB:
-        ``(frames back to back, their lengths, their class ids)``."""
+        ``(frames back to back, their lengths, their class ids, their RECORD_IDS)``."""
         lengths = rows["length"]
         ends = np.cumsum(lengths)
         start = 0
@@ -369,18 +391,20 @@ class ShardedWriter:
                 joined = b"".join([data[o : o + n] for o, n in pairs])
             else:
                 joined = b"".join([os.pread(data, n, o) for o, n in pairs])
-            yield memoryview(joined), run["length"], run["label"]
+            ids = np.empty(len(run), dtype=RECORD_IDS)
+            ids["key"], ids["content"] = run["key"], run["content"]
+            yield memoryview(joined), run["length"], run["label"], ids
             start = stop
 
     def _write_rows(self, rows: np.ndarray, data: memoryview | int, shard: _ShardFile) -> None:
-        for frames, lengths, labels in self._gathered(rows, data):
-            shard.write_frames(frames, lengths, labels)
+        for frames, lengths, labels, ids in self._gathered(rows, data):
+            shard.write_frames(frames, lengths, labels, ids)
 
     def _finish_shard(self, shard: _ShardFile, name: str) -> ShardInfo:
         """Close a shard into the output folder (and start its upload, for a URL)."""
         info = shard.finish(self.out_dir, name)
         if self._uploader is not None:
-            files = [name, *(f for f in (info.index, info.restarts) if f)]
+            files = [name, *(f for f in (info.index, info.restarts, info.digests) if f)]
             for file in reversed(files):  # sidecars first: a shard is never without them
                 self._uploads.append(self._uploader.submit(
                     self.storage.put_file, self.out_dir / file,
@@ -403,7 +427,7 @@ class ShardedWriter:
                           index=self.options.index)
 
     def _plan(self, split: str) -> list[ShardSpec]:
-        return plan_split(split, self._totals[split], self.options)
+        return plan_split(split, self._totals[split], self.options, self.part)
 
     def _write_mixed_split(self, split: str, progress: Callable[[int], None]) -> list[ShardInfo]:
         specs = self._plan(split)
@@ -474,7 +498,7 @@ class ShardedWriter:
             label_feature=self.label_feature, skipped=self._skipped,
             skipped_count=self._skipped_count, created_by=self.created_by,
             expected={split: t.records for split, t in self._totals.items()},
-            storage=self.storage)
+            storage=self.storage, base=self.base)
         shutil.rmtree(self._staging, ignore_errors=True)
         self._lock.release()
         return manifest
@@ -484,7 +508,7 @@ class ShardedWriter:
         self._close_spill()
         for stream in self._streams.values():
             for shard in [*stream.done, *([stream.current] if stream.current else [])]:
-                shard.writer.close()
+                shard.close()
         self._streams.clear()
         if self._uploader is not None:
             for upload in self._uploads:
@@ -504,10 +528,13 @@ class ShardedWriter:
     # -- housekeeping -----------------------------------------------------------------------
 
     def _remove_stale_shards(self) -> None:
-        """Remove shard files (and indexes) a killed or previous run left, and nothing else."""
-        remove_shards(os.fspath(self.out_dir), LOCAL)
+        """Remove shard files (and indexes) a killed or previous run left, and nothing else
+        (when appending, nothing the dataset lists)."""
+        listed = listed_files(self.base) if self.base is not None else set()
+        remove_shards(os.fspath(self.out_dir), LOCAL, keep=listed,
+                      sidecars=self.base is None)
         if not self.storage.local:
-            remove_shards(self.target, self.storage)
+            remove_shards(self.target, self.storage, keep=listed, sidecars=self.base is None)
 
 
 
@@ -534,9 +561,21 @@ def prepare_output(target: str, storage: Storage, *, overwrite: bool) -> None:
         remove_shards(target, storage)
 
 
-def remove_shards(folder: str, storage: Storage) -> None:
-    """Remove the shard files and sidecars (indexes, restart points) in ``folder`` that a
-    killed or previous run left, and nothing else."""
+def remove_shards(folder: str, storage: Storage, keep: set[str] | frozenset[str] = frozenset(),
+                  *, sidecars: bool = True) -> None:
+    """Remove the shard files and their sidecars (indexes, restart points, digests) in
+    ``folder`` that a killed or previous run left, and the manifest's sidecars (unless
+    ``sidecars`` is False), and nothing else (nor any file in ``keep``)."""
     for name in storage.listdir(folder):
-        if is_shard_file(name) or is_sidecar_name(name):
+        if name not in keep and (is_shard_file(name) or (sidecars and is_sidecar_name(name))):
             storage.remove(storage.join(folder, name))
+
+
+def listed_files(manifest: Manifest) -> set[str]:
+    """Every file a manifest lists: shards and their sidecars (and the manifest's own)."""
+    files = {MANIFEST_NAME}
+    for split in manifest.splits.values():
+        for shard in split.shards:
+            files.update(f for f in (shard.file, shard.index, shard.restarts, shard.digests)
+                         if f)
+    return files

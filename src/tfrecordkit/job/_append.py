@@ -1,0 +1,132 @@
+"""What an append needs of the dataset it grows: its manifest (kept whole, its shards never
+rewritten), the number of this append (which names its shards), the records it holds (key
+hashes and content digests, from the shards' ``.digests`` sidecars), its split rule and
+shard options, and its schema grown by the source's new class names."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tfrecordkit.errors import DatasetError, SchemaError
+from tfrecordkit.format import Storage
+from tfrecordkit.schema import SOURCE_FEATURE, ClassLabel, Schema
+from tfrecordkit.store import (
+    SHARD_PATTERN,
+    KnownRecords,
+    Manifest,
+    ShardOptions,
+    read_digests,
+)
+
+__all__ = ["AppendTarget", "grown_schema"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AppendTarget:
+    """The dataset an append adds to.
+
+    Attributes:
+        base: its manifest, as it was read (the new one keeps every shard it lists).
+        part: this append's number (1 for the first), in its new shards' names.
+        known: the records it holds, to leave out inputs already there.
+    """
+
+    base: Manifest
+    part: int
+    known: KnownRecords
+
+    @classmethod
+    def load(cls, base: Manifest, directory: str, storage: Storage) -> AppendTarget:
+        """The target for the dataset in ``directory`` whose manifest is ``base``."""
+        if base.schema.shard_label is not None:
+            raise DatasetError(f"{directory}: its class label comes from its files' names "
+                               "(adopted with --class-pattern); appending stores labels in "
+                               "records: convert it anew instead")
+        parts = [int(m["part"] or 0) for split in base.splits.values() for shard in split.shards
+                 if (m := SHARD_PATTERN.fullmatch(shard.file))]
+        known = KnownRecords.gather(_digests(base, directory, storage))
+        if known.unknown:
+            logger.warning("%s: %d shard(s) have no record digests (written before they were "
+                           "kept, or by another tool), e.g. %s: inputs already in them are "
+                           "not recognised", directory, len(known.unknown), known.unknown[0])
+        return cls(base, max(parts, default=0) + 1, known)
+
+    def split_rule(self, split: str | None) -> tuple[str | dict[str, float], bool]:
+        """The split the appended records go to: ``split`` if given, else the dataset's own
+        rule (its split name or ratios), and whether the dataset was stratified."""
+        made = self.base.created_by
+        if split is not None:
+            return split, False
+        rule = made.get("split")
+        if isinstance(rule, str) or (isinstance(rule, dict) and rule and all(
+                isinstance(v, int | float) for v in rule.values())):
+            return rule, bool(made.get("stratified"))
+        raise DatasetError("the dataset does not record how its records were split (it was "
+                           "adopted, or written by an older tfrecordkit): give split= "
+                           "(--split) naming the split the new records go to")
+
+    def shard_options(self) -> ShardOptions:
+        """Shard options that continue the dataset's: layout, compression, seed, shuffle."""
+        made = self.base.created_by
+        seed, shuffle = made.get("seed", 0), made.get("shuffle", True)
+        shards = [s for split in self.base.splits.values() for s in split.shards]
+        return ShardOptions(layout=self.base.layout, compression=self.base.compression,
+                            seed=seed if isinstance(seed, int) else 0,
+                            shuffle=shuffle if isinstance(shuffle, bool) else True,
+                            index=any(s.index for s in shards) or not shards)
+
+    def created_by(self, source: str) -> dict[str, Any]:
+        """The dataset's provenance with this append added."""
+        from tfrecordkit._version import __version__
+
+        made = dict(self.base.created_by)
+        appends = list(made.get("appends") or [])
+        appends.append({"part": self.part, "source": source, "version": __version__})
+        made["appends"] = appends
+        return made
+
+
+def _digests(base: Manifest, directory: str, storage: Storage
+             ) -> Iterator[tuple[str, np.ndarray | None]]:
+    for split in base.splits.values():
+        for shard in split.shards:
+            yield shard.file, (read_digests(storage, storage.join(directory, shard.digests),
+                                            shard.records) if shard.digests else None)
+
+
+def grown_schema(dataset: Schema, source: Schema, where: str) -> Schema:
+    """The dataset's schema with the class names ``source`` adds (at the end, so no id
+    moves), after checking the two describe the same features.
+
+    Raises:
+        SchemaError: a feature is missing on one side or is of another kind (naming it).
+    """
+    mine = {name: f for name, f in dataset.items() if name != SOURCE_FEATURE}
+    theirs = {name: f for name, f in source.items() if name != SOURCE_FEATURE}
+    for name in sorted(mine.keys() ^ theirs.keys()):
+        side = "the dataset" if name in mine else where
+        raise SchemaError(name, f"only {side} has this feature: the dataset has "
+                                f"{sorted(mine)}, {where} {sorted(theirs)}")
+    features = dict(dataset)
+    for name, feature in mine.items():
+        other = theirs[name]
+        if other.kind != feature.kind:
+            raise SchemaError(name, f"is {feature.kind} in the dataset but {other.kind} in "
+                                    f"{where}")
+        if isinstance(feature, ClassLabel) and isinstance(other, ClassLabel):
+            added = [n for n in other.names if n not in feature.names]
+            if added:
+                logger.info("%s: %d new class(es) get ids %d..%d: %s", name, len(added),
+                            feature.num_classes, feature.num_classes + len(added) - 1,
+                            added[:10])
+                features[name] = dataclasses.replace(feature,
+                                                     names=(*feature.names, *added))
+    return Schema(features)

@@ -1,0 +1,179 @@
+"""Each record's identity: a hash of its key and a digest of its content, kept per shard in a
+``.digests`` sidecar (24 bytes a record, in the shard's order), so that appending finds the
+inputs a dataset already holds, and ``verify --duplicates`` finds equal records, without
+reading a shard.
+
+The content digest is XXH3-128 of the record's features as stored (the ``tf.train.Example``'s
+feature entries, in their order), leaving out the record's provenance (``"__source"``): the
+same photo copied to two paths has one digest. The key hash is XXH3-64 of the key's UTF-8.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xxhash
+
+from tfrecordkit.errors import DatasetError
+from tfrecordkit.format import Storage
+
+__all__ = ["DIGESTS_SUFFIX", "RECORD_IDS", "KnownRecords", "content_digest", "frame_ids",
+           "key_hash", "read_digests"]
+
+DIGESTS_SUFFIX = ".digests"
+#: One record's identity, as stored (little-endian, 24 bytes).
+RECORD_IDS = np.dtype([("key", "<u8"), ("content", "V16")])
+_SOURCE_KEY = b"\n\x08__source"  # the map entry's key field for "__source"
+_HEADER = 12  # a frame's length and its CRC, before the record
+
+
+def key_hash(key: str) -> int:
+    """The 64-bit hash of a record's key."""
+    return int(xxhash.xxh3_64_intdigest(key.encode("utf-8", "surrogateescape")))
+
+
+def _varint(data: bytes | memoryview, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while at < len(data):
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at += 1
+        if byte < 0x80:
+            return value, at
+        shift += 7
+        if shift > 63:
+            break
+    raise ValueError("bad varint")
+
+
+def _entries(record: bytes | memoryview) -> memoryview:
+    """The feature entries of a serialized Example (its ``features`` field's body); the whole
+    record when it is not laid out as one (another message: hashed as it is)."""
+    view = memoryview(record)
+    try:
+        if len(view) < 2 or view[0] != 0x0A:
+            return view
+        length, at = _varint(view, 1)
+        return view[at:] if at + length == len(view) else view
+    except ValueError:
+        return view
+
+
+def _without_source(entries: memoryview) -> bytes | memoryview:
+    """``entries`` without the ``"__source"`` entry (our writers put it last: checked by its
+    framing before it is cut; anywhere else, found by walking the entries)."""
+    data = entries.tobytes() if len(entries) < 4096 else bytes(entries)
+    found = data.rfind(_SOURCE_KEY)
+    if found < 0:
+        return entries
+    for width in (1, 2, 3):
+        start = found - 1 - width
+        if start >= 0 and data[start] == 0x0A:
+            try:
+                length, body = _varint(data, start + 1)
+            except ValueError:
+                continue
+            if body == found and body + length == len(data):
+                return entries[:start]
+    kept: list[bytes] = []
+    at = 0
+    try:
+        while at < len(data):
+            if data[at] != 0x0A:
+                return entries
+            length, body = _varint(data, at + 1)
+            if not data.startswith(_SOURCE_KEY, body):
+                kept.append(data[at : body + length])
+            at = body + length
+    except ValueError:
+        return entries
+    return b"".join(kept)
+
+
+def content_digest(record: bytes | memoryview) -> bytes:
+    """The 16-byte digest of a serialized record's content (its feature entries, without
+    its provenance)."""
+    return xxhash.xxh3_128_digest(_without_source(_entries(record)))
+
+
+def frame_ids(keys: Sequence[str], buffer: bytes | memoryview, offsets: Iterable[int],
+              lengths: Iterable[int]) -> np.ndarray:
+    """The :data:`RECORD_IDS` of framed records lying in ``buffer`` with their keys."""
+    view = memoryview(buffer)
+    out = np.empty(len(keys), dtype=RECORD_IDS)
+    out["key"] = [key_hash(k) for k in keys]
+    out["content"] = [content_digest(view[o + _HEADER : o + n - 4])
+                      for o, n in zip(offsets, lengths, strict=True)]
+    return out
+
+
+def read_digests(storage: Storage, path: str, records: int) -> np.ndarray:
+    """A shard's ``.digests`` sidecar, checked to hold one entry per record.
+
+    Raises:
+        DatasetError: it is missing or its size disagrees with the shard's records.
+    """
+    try:
+        data = storage.read_bytes(path)
+    except OSError as err:
+        raise DatasetError(f"{path}: cannot be read ({err})") from None
+    if len(data) != records * RECORD_IDS.itemsize:
+        raise DatasetError(f"{path}: {len(data)} bytes, but its shard holds {records} records "
+                           f"({RECORD_IDS.itemsize} bytes each): not this shard's digests")
+    return np.frombuffer(data, dtype=RECORD_IDS)
+
+
+@dataclass(frozen=True)
+class KnownRecords:
+    """The records a dataset holds, by key hash: sorted hashes, their contents and where each
+    record is (``files[shard]``, record index), for looking up a batch of new records."""
+
+    keys: np.ndarray  # uint64, sorted
+    contents: np.ndarray  # V16, aligned with keys
+    shard: np.ndarray  # int32 index into files
+    record: np.ndarray  # int64 index within the shard
+    files: tuple[str, ...]
+    unknown: tuple[str, ...] = ()  # shards without digests (nothing known of them)
+
+    @classmethod
+    def gather(cls, parts: Iterator[tuple[str, np.ndarray | None]]) -> KnownRecords:
+        """From ``(shard file, its digests or None)`` pairs."""
+        files, unknown, arrays = [], [], []
+        for file, ids in parts:
+            if ids is None:
+                unknown.append(file)
+                continue
+            files.append(file)
+            arrays.append(ids)
+        ids = np.concatenate(arrays) if arrays else np.empty(0, dtype=RECORD_IDS)
+        shard = np.concatenate([np.full(len(a), i, dtype=np.int32)
+                                for i, a in enumerate(arrays)]) if arrays else np.empty(
+            0, dtype=np.int32)
+        record = np.concatenate([np.arange(len(a), dtype=np.int64) for a in arrays]
+                                ) if arrays else np.empty(0, dtype=np.int64)
+        order = np.argsort(ids["key"], kind="stable")
+        return cls(np.ascontiguousarray(ids["key"][order]),
+                   np.ascontiguousarray(ids["content"][order]), shard[order], record[order],
+                   tuple(files), tuple(unknown))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def lookup(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``ids``: whether its key is known (``-1`` not; else the position of
+        the known record), and whether the known record's content is the same."""
+        at = np.searchsorted(self.keys, ids["key"])
+        inside = at < len(self.keys)
+        found = np.zeros(len(ids), dtype=bool)
+        found[inside] = self.keys[at[inside]] == ids["key"][inside]
+        same = np.zeros(len(ids), dtype=bool)
+        same[found] = self.contents[at[found]] == ids["content"][found]
+        return np.where(found, at, -1), same
+
+    def where(self, position: int) -> str:
+        """Where a known record is, in words."""
+        return (f"{self.files[int(self.shard[position])]} record "
+                f"{int(self.record[position])}")
+
