@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     from tfrecordkit._version import __version__
     from tfrecordkit.cli import (
         _adopt,
+        _append,
         _convert,
         _head,
         _index,
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
              "parses (true, 3), and a dotted KEY nests (client_kwargs.endpoint_url=...)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Each subcommand module adds its parser; they all share --quiet.
-    for module in (_convert, _adopt, _stats, _inspect, _verify, _index, _head, _show,
+    for module in (_convert, _append, _adopt, _stats, _inspect, _verify, _index, _head, _show,
                    _report):
         module.register(_SharedOptions(subparsers, common))
     return parser

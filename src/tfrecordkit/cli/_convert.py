@@ -8,6 +8,7 @@ import os
 import re
 
 from tfrecordkit.convert import SOURCE_KINDS, convert, infer_kind, open_source
+from tfrecordkit.sources import Source
 from tfrecordkit.store import ShardOptions
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?)?\s*$", re.IGNORECASE)
@@ -75,6 +76,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                         help="stop at the first bad input, or skip and list it (default raise)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
+    add_source_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(func=run)
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of how a source is read (``convert`` and ``append``)."""
     parser.add_argument("--image-encoding", choices=("jpeg", "png"), default=None,
                         help="re-encode images (default: keep JPEG/PNG bytes as they are)")
     parser.add_argument("--image-size", type=int, nargs="+", default=None, metavar="N",
@@ -100,17 +108,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     folders.add_argument("--no-split-folders", dest="split_folders", action="store_const",
                          const=False, help="every top folder is a class, even one named "
                                            "train, val or test")
+    parser.add_argument("--key", default=None, metavar="COLUMN",
+                        help="a table's column identifying each row (splits and appends "
+                             "go by it; default: the row number)")
     parser.add_argument("--no-provenance", action="store_true",
                         help="don't store each record's input (its path under a folder, or "
                              "table:row) as __source")
     parser.add_argument("--images", default=None, metavar="DIR",
                         help="COCO: the folder the annotations' file names are in (default: "
                              "the .json file's folder)")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def source_from(args: argparse.Namespace) -> Source:
+    """The source ``args`` describe (see :func:`add_source_arguments`)."""
     options: dict[str, object] = {}
     kind = args.source
     if kind in (None, "image-folder") and (args.image_encoding or args.image_size or args.channels):
@@ -132,7 +142,13 @@ def run(args: argparse.Namespace) -> int:
         options["splits"] = args.split_folders
     if args.images is not None:
         options["images"] = args.images
-    source = open_source(args.src, kind, **options)
+    if args.key is not None:
+        options["key"] = args.key
+    return open_source(args.src, kind, **options)
+
+
+def run(args: argparse.Namespace) -> int:
+    source = source_from(args)
     if args.engine == "ray":
         import ray
 

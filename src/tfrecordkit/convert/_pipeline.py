@@ -93,14 +93,14 @@ class ConversionResult:
         """Human-readable summary: records per split and class, shards, bytes, skipped inputs."""
         m = self.manifest
         seconds = max(self.seconds, 1e-9)
-        lines = [] if self.added is None else [
-            f"appended {self.added} records (part {self.part}; {self.present} input(s) "
-            "already in the dataset, left out); the dataset now:"]
-        lines += [
+        lines = [
             f"wrote {self.records} records ({self.bytes / 1e6:.1f} MB) to {self.path} in "
             f"{self.seconds:.1f}s ({self.records / seconds:,.0f} rec/s, "
             f"{self.bytes / 1e6 / seconds:.1f} MB/s){' (resumed)' if self.resumed else ''}"
-        ]
+        ] if self.added is None else [
+            f"appended {self.added} records to {self.path} in {self.seconds:.1f}s as part "
+            f"{self.part} ({self.present} input(s) already there, left out); it now holds "
+            f"{self.records} records ({self.bytes / 1e6:.1f} MB)"]
         names = m.class_names
         for name, split in m.splits.items():
             lines.append(f"  {name}: {split.records} records in {len(split.shards)} shard(s), "

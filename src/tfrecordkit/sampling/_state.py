@@ -43,8 +43,6 @@ def check_state(state: Any, settings: Mapping[str, Any], steps: int, *,
                              f"{type(state).__name__}")
     checked: dict[str, Any] = dict(state)
     state = checked
-    state_int(state, "epoch", 0, MAX_EPOCH)
-    step = state_int(state, "step", 0, steps)
     for key, value in settings.items():
         # A NumPy seed given to the loader is saved as an int.
         mine = (int(value) if isinstance(value, numbers.Integral)
@@ -52,9 +50,15 @@ def check_state(state: Any, settings: Mapping[str, Any], steps: int, *,
         if key not in state:
             raise StateError(key, f"missing (this {what} has {mine!r})")
         theirs = state[key]
+        if key == "fingerprint" and theirs != mine:
+            raise StateError(key, "the dataset changed since the state was saved (records "
+                                  "appended, or the split rewritten): it would resume over "
+                                  f"another record set (saved {theirs!r:.40}, now {mine!r})")
         if type(theirs) is not type(mine) or theirs != mine:
             raise StateError(key, f"the state was saved with {theirs!r:.60}; this {what} has "
                                   f"{mine!r}")
+    state_int(state, "epoch", 0, MAX_EPOCH)
+    step = state_int(state, "step", 0, steps)
     if "worker" in state or "num_workers" in state:
         workers = state_int(state, "num_workers", 1, 1 << 16)
         worker = state_int(state, "worker", 0, workers - 1)

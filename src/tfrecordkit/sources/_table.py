@@ -77,6 +77,9 @@ class Table:
             whose values name image or audio files).
         provenance: store each row's origin (``table.csv:row``, rows counted from 1) with its
             record (``"__source"``; readers return it with ``DecodeOptions(provenance=True)``).
+        key: the column that identifies each row (an id that survives re-exports), which its
+            split and an append's duplicate check go by; default: the row number, which moves
+            when rows are inserted or reordered. Its values must be present and unique.
 
     Empty cells (and JSON ``null``) are missing values: text reads as ``""``, a list as
     ``[]``, a float as NaN. A column of whole numbers with empty cells among the rows
@@ -96,11 +99,14 @@ class Table:
         label_column: str | None = None,
         path_columns: list[str] | None = None,
         provenance: bool = True,
+        key: str | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        self.key = key
         self.provenance = provenance
         self.base = os.path.dirname(os.path.abspath(self.path))
-        self.description = f"table:{os.path.abspath(self.path)}"
+        self.description = (f"table:{os.path.abspath(self.path)}"
+                            + (f"#key={key}" if key is not None else ""))
         if not os.path.isfile(self.path):
             raise SourceError(self.path, "no such file")
         self._given = dict(features or {})
@@ -180,15 +186,36 @@ class Table:
         return Text()
 
     def items(self) -> Iterator[SourceItem]:
+        if self.key is None:
+            for number, row in enumerate(_read_rows(self.path), start=1):
+                yield SourceItem(str(number), (number, row))
+            return
+        seen: dict[str, int] = {}
         for number, row in enumerate(_read_rows(self.path), start=1):
-            yield SourceItem(str(number), (number, row))
+            if number == 1 and self.key not in row:
+                raise SourceError(self.path, f"no key column {self.key!r}; the columns are "
+                                             f"{list(row)}")
+            value = row.get(self.key)
+            if value is None or value == "":
+                raise SourceError(f"{self.path}:{number}", f"the key column {self.key!r} is "
+                                                           "empty: every row needs its key")
+            key = str(value)
+            if (first := seen.setdefault(key, number)) != number:
+                raise SourceError(f"{self.path}:{number}", f"key {key!r} (column {self.key!r}) "
+                                                           f"is row {first}'s key too: keys "
+                                                           "must be unique")
+            yield SourceItem(key, (number, row))
 
     def describe(self, item: SourceItem) -> str:
-        return f"{self.path}:{item.key}"
+        if isinstance(item.item, tuple):
+            return f"{self.path}:{item.item[0]}"
+        if self.key is None:
+            return f"{self.path}:{item.key}"
+        return f"{self.path} ({self.key}={item.key})"
 
     def origin(self, item: SourceItem) -> str:
         """Where the record came from, as stored with it: ``file name:row``."""
-        return f"{text_of_name(os.path.basename(self.path))}:{item.key}"
+        return f"{text_of_name(os.path.basename(self.path))}:{item.item[0]}"
 
     def load(self, item: Any) -> Mapping[str, Any]:
         number, row = item

@@ -12,6 +12,7 @@ from tfrecordkit.store._digests import (
     key_hash,
     read_digests,
 )
+from tfrecordkit.store._duplicates import Duplicates, find_duplicates
 from tfrecordkit.store._fetch import RecordFetcher, RecordLocations
 from tfrecordkit.store._infer import infer_schema, profile_files, record_files
 from tfrecordkit.store._inputs import expand_record_paths
@@ -45,6 +46,7 @@ __all__ = [
     "MANIFEST_NAME",
     "RECORD_IDS",
     "SHARD_PATTERN",
+    "Duplicates",
     "KnownRecords",
     "Manifest",
     "RecordFetcher",
@@ -63,6 +65,7 @@ __all__ = [
     "content_digest",
     "expand_record_paths",
     "finalize_manifest",
+    "find_duplicates",
     "frame_ids",
     "infer_schema",
     "is_dataset_dir",

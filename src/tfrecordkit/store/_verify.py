@@ -21,6 +21,7 @@ from tfrecordkit.format import (
     parse_index,
     parse_restarts,
 )
+from tfrecordkit.store._digests import content_digest, read_digests
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._load import is_dataset_dir, load_manifest
 from tfrecordkit.store._manifest import ShardInfo
@@ -63,10 +64,11 @@ def _unwrapped(records: Iterable[Any], name: str) -> Iterable[Any]:
 
 
 def verify_file(path: str, storage: Storage | None = None,
-                wrap: Wrap = _unwrapped, frames: array.array[int] | None = None
-                ) -> dict[str, Any]:
+                wrap: Wrap = _unwrapped, frames: array.array[int] | None = None,
+                digests: list[bytes] | None = None) -> dict[str, Any]:
     """Read every record of ``path`` with CRC checks; its counts and problems (and, into
-    ``frames``, each record's offset and frame length, as an index lists them)."""
+    ``frames``, each record's offset and frame length, as an index lists them; into
+    ``digests``, each record's content digest)."""
     # Read through a buffer, not a memory map: a file truncated by another process while it
     # is mapped kills the process with SIGBUS; read() just comes up short, which is reported.
     # Problems are reported by the caller, once each: the reader does not log them too.
@@ -75,6 +77,8 @@ def verify_file(path: str, storage: Storage | None = None,
     for offset, record in wrap(reader.iter_with_offsets(), path.rsplit("/", 1)[-1]):
         if frames is not None:  # 16 bytes a record, not a Python tuple
             frames.extend((offset, len(record) + FRAME_OVERHEAD))
+        if digests is not None:
+            digests.append(content_digest(record))
     stats = reader.stats
     problems = [
         {"offset": p.offset, "index": p.index, "check": p.check, "detail": p.detail,
@@ -91,7 +95,8 @@ def verify_file(path: str, storage: Storage | None = None,
 
 
 def _against_manifest(dataset: str, files: list[dict[str, Any]], storage: Storage,
-                      frames: dict[str, array.array[int]]) -> list[str]:
+                      frames: dict[str, array.array[int]],
+                      digests: dict[str, list[bytes]]) -> list[str]:
     """Problems where shards disagree with the manifest: counts, checksums, compressed
     shards' sidecars (against the ``frames`` the records' pass found in each file)."""
     manifest = load_manifest(dataset, storage=storage)
@@ -111,6 +116,8 @@ def _against_manifest(dataset: str, files: list[dict[str, Any]], storage: Storag
                                       np.int64).reshape(-1, 2)
                 problems += _sidecar_problems(dataset, path, shard, manifest.compression,
                                               storage=storage, found=found)
+            if not seen["problems"] and shard.digests and path in digests:
+                problems += _digest_problems(dataset, shard, storage, digests[path])
             if not shard.crc32c:  # none recorded (a TFDS-prepared folder): nothing to compare
                 continue
             checksum = file_crc32c(path, storage=None if storage.local else storage)
@@ -118,6 +125,22 @@ def _against_manifest(dataset: str, files: list[dict[str, Any]], storage: Storag
                 problems.append(f"{path}: file checksum {checksum} differs from the manifest's "
                                 f"{shard.crc32c}")
     return problems
+
+
+def _digest_problems(dataset: str, shard: ShardInfo, storage: Storage,
+                     found: list[bytes]) -> list[str]:
+    """A shard's ``.digests`` sidecar against its records' contents."""
+    assert shard.digests is not None
+    sidecar = storage.join(dataset, shard.digests)
+    try:
+        listed = read_digests(storage, sidecar, len(found))["content"]
+    except TFRecordKitError as err:
+        return [str(err)]
+    differ = np.flatnonzero(listed != np.array(found, dtype="V16"))
+    if len(differ):
+        return [f"{sidecar}: record {int(differ[0])}'s content digest differs from the "
+                f"record's ({len(differ)} differ): the sidecar is not this shard's"]
+    return []
 
 
 def _sidecar_problems(dataset: str, path: str, shard: ShardInfo, compression: str, *,
@@ -178,10 +201,16 @@ def verify_paths(paths: Sequence[str], storage_options: dict[str, Any] | None = 
                        if p not in missing]
             # Compressed shards' frames, to check their index against (one pass, not two).
             frames: dict[str, array.array[int]] = {}
+            digests: dict[str, list[bytes]] = {}
+            with_digests = {storage.join(arg, s.file) for sp in manifest.splits.values()
+                            for s in sp.shards if s.digests}
             checked = [verify_file(path, storage, wrap, frames.setdefault(path, array.array("q"))
-                                   if manifest.compression is not None else None)
+                                   if manifest.compression is not None else None,
+                                   digests.setdefault(path, []) if path in with_digests
+                                   else None)
                        for path in present]
-            result.manifest_problems += _against_manifest(arg, checked, storage, frames)
+            result.manifest_problems += _against_manifest(arg, checked, storage, frames,
+                                                          digests)
             result.files += checked
         else:
             result.files += [verify_file(path, Storage.of(path, storage_options), wrap)
