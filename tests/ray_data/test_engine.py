@@ -116,3 +116,28 @@ def test_a_given_schema_maps_class_folders_by_name(cluster, tmp_path):
         assert all(path.split("/")[0] == name for path, name in labels.items())
     for shard in (tmp_path / "local").glob("*.tfrecord"):
         assert (tmp_path / "ray" / shard.name).read_bytes() == shard.read_bytes()
+
+
+@pytest.mark.parametrize("layout", ["mixed", "per_class"])
+def test_an_append_on_ray_writes_the_local_appends_bytes(cluster, tmp_path, layout):
+    digits_folder(tmp_path / "full", limit_per_class=12)
+    old = tmp_path / "old"
+    for path in (tmp_path / "full").rglob("*.png"):
+        if path.parent.name != "7" and int(path.stem) % 2:
+            (old / path.parent.name).mkdir(parents=True, exist_ok=True)
+            (old / path.parent.name / path.name).write_bytes(path.read_bytes())
+    options = {"split": {"train": 0.75, "val": 0.25},
+               "shards": tk.ShardOptions(layout=layout, shard_size=3000)}
+    for name in ("local", "ray"):
+        tk.convert(old, tmp_path / name, workers=1, **options)
+    changed = tmp_path / "full" / "1" / sorted(p.name for p in old.glob("1/*"))[0]
+    changed.write_bytes((tmp_path / "full" / "2").glob("*.png").__next__().read_bytes())
+    local = tk.append(tmp_path / "local", tmp_path / "full", workers=1, on_error="skip")
+    on_ray = tk.append(tmp_path / "ray", tmp_path / "full", engine="ray", on_error="skip")
+    assert files(tmp_path / "ray") == files(tmp_path / "local")
+    assert any("-a0001-" in name for name in files(tmp_path / "local"))
+    assert (local.added, local.present) == (on_ray.added, on_ray.present)
+    assert local.present == sum(1 for _ in old.rglob("*.png")) - 1
+    a, b = local.manifest, on_ray.manifest
+    assert (a.splits, a.schema, a.skipped_count) == (b.splits, b.schema, b.skipped_count)
+    assert a.skipped_count == 1 and "other content" in a.skipped[0]["reason"]

@@ -360,9 +360,12 @@ def _leave_out_known(job: EncodeJob, chunk: list[SourceItem], frames: EncodedFra
         return frames, ids, records, kept, []
     present = [kept[j] for j in np.flatnonzero(same).tolist()]
     for j in np.flatnonzero((found >= 0) & ~same).tolist():
-        failures.append((kept[j], "its key is already in the dataset with other content "
-                                  f"({job.known.where(int(found[j]))}); give it another name, "
-                                  "or convert the dataset anew"))
+        failures.append((kept[j], f"its key {chunk[kept[j]].key!r} is already in the "
+                                  "dataset with other content "
+                                  f"({job.known.where(int(found[j]))}); a key is the path "
+                                  "under the folder, a table's row number or its key column "
+                                  "(Table(key=...)): give the input another key, or convert "
+                                  "the dataset anew"))
     failures.sort()
     stay = np.flatnonzero(found < 0)
     view = memoryview(frames.buffer)

@@ -164,6 +164,8 @@ class _ClassFolder:
                     yield SourceItem(path[prefix:], (path, label), split)
 
     def describe(self, item: SourceItem) -> str:
+        if item.item is None:  # known by its key alone (the Ray engine's failures)
+            return os.path.join(self.root, item.key)
         return str(item.item[0])
 
     def origin(self, item: SourceItem) -> str:

@@ -75,7 +75,8 @@ def _without_source(entries: memoryview) -> bytes | memoryview:
                 length, body = _varint(data, start + 1)
             except ValueError:
                 continue
-            if body == found and body + length == len(data):
+            if (body == found and body + length == len(data)
+                    and _entry_key(data, body, len(data)) == b"__source"):
                 return entries[:start]
     kept: list[bytes] = []
     at = 0
@@ -84,12 +85,36 @@ def _without_source(entries: memoryview) -> bytes | memoryview:
             if data[at] != 0x0A:
                 return entries
             length, body = _varint(data, at + 1)
-            if not data.startswith(_SOURCE_KEY, body):
+            if _entry_key(data, body, body + length) != b"__source":
                 kept.append(data[at : body + length])
             at = body + length
     except ValueError:
         return entries
     return b"".join(kept)
+
+
+def _entry_key(data: bytes, at: int, end: int) -> bytes | None:
+    """The key of the map entry ``data[at:end]`` (its last field 1; fields in any order)."""
+    key = None
+    while at < end:
+        tag, at = _varint(data, at)
+        kind = tag & 7
+        if kind == 0:
+            _, at = _varint(data, at)
+        elif kind == 1:
+            at += 8
+        elif kind == 5:
+            at += 4
+        elif kind == 2:
+            length, at = _varint(data, at)
+            if tag >> 3 == 1:
+                key = data[at : at + length]
+            at += length
+        else:
+            raise ValueError("bad wire type")
+    if at != end:
+        raise ValueError("entry overruns")
+    return key
 
 
 def content_digest(record: bytes | memoryview) -> bytes:
