@@ -21,6 +21,7 @@ from tfrecordkit import DatasetError, StorageError
 from tfrecordkit.cli import main
 from tfrecordkit.format import Storage
 from tfrecordkit.sources import ImageFolder
+from tfrecordkit.store import verify_paths
 
 pytestmark = pytest.mark.integration
 
@@ -200,3 +201,32 @@ def test_s3_clients_keep_enough_connections_for_reads_ahead(s3_server, s3_url):
     given = Storage.of(s3_url, {"config_kwargs": {"max_pool_connections": 5,
                                                   "connect_timeout": 3}})
     assert given.fs.config_kwargs == {"max_pool_connections": 5, "connect_timeout": 3}
+
+
+def test_an_append_to_s3_writes_what_a_local_append_writes(s3_server, s3_url, digits, tmp_path):
+    folder, _ = digits
+    old = tmp_path / "old"
+    for path in folder.rglob("*.png"):
+        if int(path.stem) % 2:
+            (old / path.parent.name).mkdir(parents=True, exist_ok=True)
+            (old / path.parent.name / path.name).write_bytes(path.read_bytes())
+    options = {"split": {"train": 0.8, "val": 0.2}, "workers": 1,
+               "shards": tk.ShardOptions(compression="gzip", shard_size=8192)}
+    first = tk.convert(old, s3_url, **options)
+    tk.convert(old, tmp_path / "local", **options)
+    # Compressed shards read from the store to their ends (a range past the end refused).
+    assert sum(len(b["label"]) for b in tk.load_numpy_dataset(
+        s3_url, batch_size=50, split="val")) == first.manifest.num_records("val")
+    remote = tk.append(s3_url, folder, workers=1)
+    local = tk.append(tmp_path / "local", folder, workers=1)
+    assert remote.manifest.splits == local.manifest.splits and remote.added == local.added
+    storage = Storage.of(s3_url)
+    appended = [s for split in local.manifest.splits.values() for s in split.shards
+                if "-a0001-" in s.file]
+    assert appended and all(s.restarts and s.index and s.digests for s in appended)
+    for shard in appended:
+        assert storage.read_bytes(storage.join(s3_url, shard.file)) == (
+            tmp_path / "local" / shard.file).read_bytes()
+    assert verify_paths([s3_url]).ok
+    assert remote.records == 400 and sum(len(b["label"]) for b in tk.load_numpy_dataset(
+        s3_url, batch_size=50, split="train")) == remote.manifest.num_records("train")

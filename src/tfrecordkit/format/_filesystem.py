@@ -373,16 +373,20 @@ class Storage:
                 with open(local_path(path), "rb", buffering=0) as f:
                     out.append(os.pread(f.fileno(), end - start, start))
             return out
-        if not spans:
-            return []
-        with remote_errors(spans[0][0]):
-            blobs = self.fs.cat_ranges([p for p, _, _ in spans], [s for _, s, _ in spans],
-                                       [e for _, _, e in spans], on_error="return")
-        for (path, _, _), blob in zip(spans, blobs, strict=True):
+        # An empty span asks for nothing: a store would answer a range at the object's end
+        # with 416 (range not satisfiable).
+        wanted = [span for span in spans if span[2] > span[1]]
+        if not wanted:
+            return [b"" for _ in spans]
+        with remote_errors(wanted[0][0]):
+            blobs = self.fs.cat_ranges([p for p, _, _ in wanted], [s for _, s, _ in wanted],
+                                       [e for _, _, e in wanted], on_error="return")
+        for (path, _, _), blob in zip(wanted, blobs, strict=True):
             if isinstance(blob, BaseException):
                 with remote_errors(path):
                     raise blob
-        return [bytes(blob) for blob in blobs]
+        got = iter(blobs)
+        return [bytes(next(got)) if end > start else b"" for _, start, end in spans]
 
 
 #: Connections an S3 client keeps (botocore's default is 10): reads ahead of a loader have

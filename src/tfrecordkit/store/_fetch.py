@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tfrecordkit.errors import CorruptRecordError, OptionError
+from tfrecordkit.errors import CorruptRecordError, OptionError, StorageError
 from tfrecordkit.format import (
     LOCAL,
     MERGE_GAP,
@@ -56,7 +56,13 @@ def _pread(fd: int, at: int, size: int) -> bytes:
 
 
 def _read_remote(storage: Storage, path: str, at: int, size: int) -> bytes:
-    return storage.read_spans([(path, at, at + size)])[0]
+    """Like ``os.pread``: at or past the object's end, nothing (a store refuses the range)."""
+    try:
+        return storage.read_spans([(path, at, at + size)])[0]
+    except StorageError:
+        if at >= storage.size(path):
+            return b""
+        raise
 
 
 def _where(path: str, offsets: np.ndarray) -> Callable[[int], tuple[str, int]]:
