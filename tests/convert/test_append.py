@@ -351,3 +351,31 @@ def test_records_as_numpy_arrays_match_after_append(folders, tmp_path):
             assert np.array_equal(image[..., 0], want)
             seen += 1
     assert seen == sum(1 for _ in full.rglob("*.png"))
+
+
+def test_the_guides_growing_a_dataset_block_runs_as_written(tmp_path, monkeypatch):
+    """docs/guide.md's "Growing a dataset" code, run in a folder holding what it names."""
+    import re
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text()
+    section = guide[guide.index("## Growing a dataset"):]
+    block = re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
+    monkeypatch.chdir(tmp_path)
+    digits_folder(tmp_path / "all", limit_per_class=10)
+    for path in (tmp_path / "all").rglob("*.png"):  # last week's folder: 8 classes
+        if path.parent.name not in ("8", "9") and int(path.stem) % 2:
+            (tmp_path / "photos" / path.parent.name).mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, tmp_path / "photos" / path.parent.name / path.name)
+    code = block.split("# This week")
+    (tmp_path / "labels.csv").write_text("id,text,label\n" + "".join(
+        f"r{i},t{i},{'ab'[i % 2]}\n" for i in range(20)))
+    (tmp_path / "labels_week2.csv").write_text("id,text,label\n" + "".join(
+        f"r{i},t{i},{'abc'[i % 3]}\n" for i in range(20, 30)))
+    namespace: dict = {}
+    exec(compile(code[0], "guide (growing, before)", "exec"), namespace)
+    shutil.rmtree(tmp_path / "photos")
+    shutil.copytree(tmp_path / "all", tmp_path / "photos")  # the folder, a week later
+    exec(compile("# This week" + code[1], "guide (growing)", "exec"), namespace)
+    assert namespace["result"].added == 100 - namespace["result"].present
+    assert load_manifest(tmp_path / "labels_ds").class_names == ("a", "b", "c")
+    assert namespace["found"].group_count >= 0 and namespace["found"].records == 100
