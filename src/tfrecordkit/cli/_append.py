@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from tfrecordkit.cli._convert import SOURCE_KINDS, add_source_arguments, source_from
-from tfrecordkit.convert import append
+from tfrecordkit.cli._convert import add_source_arguments, source_from
+from tfrecordkit.convert import SOURCE_KINDS, append
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
