@@ -314,3 +314,19 @@ def _in_chromium(page_file):
             yield page, problems, fetched
         finally:
             browser.close()
+
+
+def test_records_stored_twice_are_listed_across_splits(tmp_path):
+    digits_folder(tmp_path / "digits", limit_per_class=6)
+    tk.convert(tmp_path / "digits", tmp_path / "ds", split={"train": 0.5, "val": 0.5},
+               workers=1)
+    page = tk.dataset_report(tmp_path / "ds", sample=16)
+    assert "<h2>Duplicates</h2>" in page and "each stored once" in page
+    copy = tmp_path / "copy" / "4"
+    copy.mkdir(parents=True)
+    shutil.copy(sorted((tmp_path / "digits" / "4").iterdir())[0], copy / "again.png")
+    tk.append(tmp_path / "ds", tmp_path / "copy", split="test", workers=1)
+    page = tk.dataset_report(tmp_path / "ds", sample=16)
+    section = page[page.index("<h2>Duplicates</h2>"):]
+    assert "1 group(s) of equal records among 61" in section
+    assert "1 across splits" in section and "test-a0001-00000-of-00001.tfrecord#0" in section

@@ -121,8 +121,10 @@ def grown_schema(dataset: Schema, source: Schema, where: str) -> Schema:
         if other.kind != feature.kind:
             raise SchemaError(name, f"is {feature.kind} in the dataset but {other.kind} in "
                                     f"{where}")
-        if isinstance(feature, ClassLabel) and isinstance(other, ClassLabel):
-            added = [n for n in other.names if n not in feature.names]
+    source_labels = source.of_kind(ClassLabel)
+    for name, feature in dataset.of_kind(ClassLabel).items():
+        if (label := source_labels.get(name)) is not None:
+            added = [n for n in label.names if n not in feature.names]
             if added:
                 logger.info("%s: %d new class(es) get ids %d..%d: %s", name, len(added),
                             feature.num_classes, feature.num_classes + len(added) - 1,

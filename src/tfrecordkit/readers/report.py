@@ -39,7 +39,13 @@ from tfrecordkit.readers.grid import (
 )
 from tfrecordkit.schema import SOURCE_FEATURE, Audio, Boxes, ClassLabel, Scalar, Schema
 from tfrecordkit.schema import Sequence as ListOf
-from tfrecordkit.store import Manifest, is_dataset_dir, load_manifest, verify_paths
+from tfrecordkit.store import (
+    Manifest,
+    find_duplicates,
+    is_dataset_dir,
+    load_manifest,
+    verify_paths,
+)
 
 __all__ = ["dataset_report"]
 
@@ -130,6 +136,7 @@ def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256
         _examples_section(rows, read, features, label, names, classes=classes,
                           per_class=per_class),
     ]
+    parts.append(_duplicates_section(path, manifest, storage_options, verify))
     if verify:
         parts.append(_verify_section(path, storage_options))
     parts.append("</body></html>")
@@ -560,6 +567,35 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
     kind = "audio" if audio else "images"
     return (f"<section id=\"examples\"><h2>Example {kind} ({_text(media)})</h2>"
             f"<p>{shown}</p>" + "".join(blocks) + "</section>")
+
+
+def _duplicates_section(path: PathArg, manifest: Manifest | None,
+                        storage_options: dict[str, Any] | None, verify: bool) -> str:
+    """Records stored more than once, within a split or across splits: from the shards'
+    digests (a small read), or with ``verify`` from the records of shards without them."""
+    if manifest is None:
+        return ""
+    shards = [s for split in manifest.splits.values() for s in split.shards]
+    if not verify and not all(s.digests for s in shards):
+        return ("<section id=\"duplicates\"><h2>Duplicates</h2><p>Some shards have no record "
+                "digests (adopted or older files): <code>--verify</code> reads their records "
+                "to find equal ones.</p></section>")
+    found = find_duplicates(path if isinstance(path, str) else str(path),
+                            storage_options=storage_options)
+    if not found.group_count:
+        return (f"<section id=\"duplicates\"><h2>Duplicates</h2><p class=\"ok\">None: "
+                f"{found.records:,} records, each stored once.</p></section>")
+    rows = [("across " + "/".join(sorted({r["split"] for r in group}))
+             if len({r["split"] for r in group}) > 1 else group[0]["split"],
+             ", ".join(f"{r['file']}#{r['record']}" for r in group[:4])
+             + (f" and {len(group) - 4} more" if len(group) > 4 else ""))
+            for group in found.groups[:20]]
+    verdict = (f"<p class=\"bad\">{found.group_count:,} group(s) of equal records among "
+               f"{found.records:,} ({found.across_count:,} across splits: the same record in "
+               f"training and evaluation data; {found.extra_records:,} beyond the first of "
+               "each).</p>")
+    return (f"<section id=\"duplicates\"><h2>Duplicates</h2>{verdict}"
+            f"{_table(('where', 'records (file#index)'), rows)}</section>")
 
 
 def _verify_section(path: PathArg, storage_options: dict[str, Any] | None) -> str:
