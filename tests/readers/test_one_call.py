@@ -256,3 +256,30 @@ def test_retired_keywords_and_a_list_of_splits_name_the_new_spelling(dataset, ca
     """Not Python's bare "unexpected keyword argument" or "unhashable type: 'list'"."""
     with pytest.raises(tk.TFRecordKitError, match=new):
         call(dataset)
+
+
+@pytest.mark.integration  # the tf.data and torch loaders import their frameworks
+def test_the_image_size_keyword_composes_with_a_crop_in_every_reader(tmp_path):
+    """``image_size=`` joins the options before they are checked: a crop or flip given in
+    ``DecodeOptions`` takes the keyword's size in every reader (it was refused)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from tests.datasets import digits_folder
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    digits_folder(tmp_path / "digits", limit_per_class=2)
+    tk.convert(tmp_path / "digits", tmp_path / "ds", workers=1)
+    options = tk.DecodeOptions(crop="random", flip=True)
+    loaders = {
+        "numpy": lambda **k: next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=4,
+                                                             **k)))["image"],
+        "torch": lambda **k: next(iter(load_torch_dataset(tmp_path / "ds", batch_size=4,
+                                                          **k)))["image"].numpy(),
+        "tf.data": lambda **k: next(iter(tk.load_tf_dataset(tmp_path / "ds", batch_size=4,
+                                                            **k)))["image"].numpy(),
+        "grain": lambda **k: tk.load_grain_source(tmp_path / "ds", **k)[0]["image"][None],
+    }
+    for reader, first in loaders.items():
+        assert first(image_size=24, options=options).shape[1:3] == (24, 24), reader
+        with pytest.raises(OptionError, match="give image_size"):
+            first(options=options)

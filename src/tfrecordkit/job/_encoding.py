@@ -326,8 +326,8 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
         records, kept = good, good_positions
         failures.sort()
         frames = job.schema.encode_frames(records)
-    ids = frame_ids([chunk[p].key for p in kept], frames.buffer, frames.offsets.tolist(),
-                    frames.lengths.tolist())
+    ids = frame_ids([chunk[p].key for p in kept], frames.buffer, frames.offsets,
+                    frames.lengths, provenance=with_source)
     present: list[int] = []
     if job.known is not None and len(job.known):
         frames, ids, records, kept, present = _leave_out_known(

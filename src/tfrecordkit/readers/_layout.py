@@ -67,6 +67,9 @@ class BatchLayout:
             DatasetError: ``options`` name features that are not there, or ask to resize
                 images that aren't read.
         """
+        if ((getattr(options, "crop", None) is not None or getattr(options, "flip", False))
+                and getattr(options, "image_size", None) is None):
+            raise OptionError("crop and flip work on resized images: give image_size")
         known = list(schema)
         names = (list(options.features) if options.features is not None
                  else schema.user_features)

@@ -176,8 +176,6 @@ class DecodeOptions:
             raise OptionError(f"crop must be 'random', 'center' or None; got {self.crop!r}")
         if not isinstance(self.flip, bool):
             raise OptionError(f"flip must be True or False; got {self.flip!r}")
-        if (self.crop is not None or self.flip) and self.image_size is None:
-            raise OptionError("crop and flip work on resized images: give image_size too")
         if self.crop is not None and (self.keep_aspect or self.fast_resize):
             raise OptionError(f"crop={self.crop!r} cuts a window of the full decode: it does "
                               "not combine with keep_aspect or fast_resize")
@@ -211,16 +209,21 @@ def decode_options(options: DecodeOptions | None, *,
     (an int meaning a square) filled in; given where the options say otherwise, a conflict.
 
     Raises:
-        OptionError: ``image_size`` and ``options.image_size`` disagree (naming both).
+        OptionError: ``image_size`` and ``options.image_size`` disagree (naming both), or a
+            crop or flip has no image size from either.
     """
     options = options or DecodeOptions()
-    if image_size is None:
-        return options
-    size = DecodeOptions(image_size=image_size).image_size  # type: ignore[arg-type]
-    if options.image_size is not None and options.image_size != size:
-        raise OptionError(f"image_size={size!r} conflicts with options.image_size="
-                          f"{options.image_size!r}: give it once")
-    return dataclasses.replace(options, image_size=size)
+    if image_size is not None:
+        size = DecodeOptions(image_size=image_size).image_size  # type: ignore[arg-type]
+        if options.image_size is not None and options.image_size != size:
+            raise OptionError(f"image_size={size!r} conflicts with options.image_size="
+                              f"{options.image_size!r}: give it once")
+        options = dataclasses.replace(options, image_size=size)
+    # Checked here, after the keyword joined the options: the two compose.
+    if (options.crop is not None or options.flip) and options.image_size is None:
+        raise OptionError("crop and flip work on resized images: give image_size (the "
+                          "loader's keyword, or DecodeOptions(image_size=))")
+    return options
 
 
 def thread_count(num_threads: int | None) -> int:

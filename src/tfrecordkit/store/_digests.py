@@ -123,14 +123,47 @@ def content_digest(record: bytes | memoryview) -> bytes:
     return xxhash.xxh3_128_digest(_without_source(_entries(record)))
 
 
+def _entry_spans(data: np.ndarray, starts: np.ndarray, sizes: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Where each record's feature entries lie (see :func:`_entries`), for records at
+    ``starts`` of ``sizes`` bytes in ``data``, all at once: a record laid out as
+    ``0x0a varint(n) entries`` gives its entries, any other the whole record."""
+    n = len(starts)
+    begin, end = starts.copy(), starts + sizes
+    if n == 0 or len(data) == 0:
+        return begin, end
+    last = len(data) - 1
+    head = data[np.minimum(starts[:, None] + np.arange(6), last)].astype(np.uint64)  # (n, 6)
+    value = np.zeros(n, dtype=np.uint64)
+    width = np.zeros(n, dtype=np.int64)  # bytes of the varint, 0 while unfinished
+    for i in range(1, 6):
+        byte = head[:, i]
+        open_ = width == 0
+        value[open_] |= (byte[open_] & np.uint64(0x7F)) << np.uint64(7 * (i - 1))
+        width[open_ & (byte < 0x80)] = i
+    fits = ((head[:, 0] == 0x0A) & (width > 0) & (sizes >= 2)
+            & (1 + width + value.astype(np.int64) == sizes))
+    begin[fits] += 1 + width[fits]
+    return begin, end
+
+
 def frame_ids(keys: Sequence[str], buffer: bytes | memoryview, offsets: Iterable[int],
-              lengths: Iterable[int]) -> np.ndarray:
-    """The :data:`RECORD_IDS` of framed records lying in ``buffer`` with their keys."""
+              lengths: Iterable[int], *, provenance: bool = True) -> np.ndarray:
+    """The :data:`RECORD_IDS` of framed records lying in ``buffer`` with their keys
+    (``provenance``: records may hold a ``"__source"`` entry, left out of the digest)."""
     view = memoryview(buffer)
+    starts = np.asarray(offsets, dtype=np.int64) + _HEADER
+    sizes = np.asarray(lengths, dtype=np.int64) - _HEADER - 4
     out = np.empty(len(keys), dtype=RECORD_IDS)
-    out["key"] = [key_hash(k) for k in keys]
-    out["content"] = [content_digest(view[o + _HEADER : o + n - 4])
-                      for o, n in zip(offsets, lengths, strict=True)]
+    hash64, hash128 = xxhash.xxh3_64_intdigest, xxhash.xxh3_128_digest
+    out["key"] = [hash64(k.encode("utf-8", "surrogateescape")) for k in keys]
+    begin, end = _entry_spans(np.frombuffer(view, dtype=np.uint8), starts, sizes)
+    spans = zip(begin.tolist(), end.tolist(), strict=True)
+    if provenance:
+        digests = [hash128(_without_source(view[a:b])) for a, b in spans]
+    else:
+        digests = [hash128(view[a:b]) for a, b in spans]
+    out["content"] = np.frombuffer(b"".join(digests), dtype="V16")
     return out
 
 

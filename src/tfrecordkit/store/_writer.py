@@ -38,7 +38,7 @@ from tfrecordkit.format import (
     Storage,
     frame_record,
 )
-from tfrecordkit.schema import Schema
+from tfrecordkit.schema import SOURCE_FEATURE, Schema
 from tfrecordkit.store._digests import RECORD_IDS, frame_ids
 from tfrecordkit.store._lock import STAGING, OutputLock
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, check_split_name
@@ -212,7 +212,8 @@ class ShardedWriter:
         lengths = frames.lengths
         if ids is None:
             named = list(keys) if keys else [str(self._sequence + i) for i in range(n)]
-            ids = frame_ids(named, frames.buffer, frames.offsets.tolist(), lengths.tolist())
+            ids = frame_ids(named, frames.buffer, frames.offsets, lengths,
+                            provenance=SOURCE_FEATURE in self.schema)
         label_ids = np.full(n, _UNLABELLED, dtype=np.int64)
         if labels is not None:
             missing = [i for i, label in enumerate(labels) if label is None]
