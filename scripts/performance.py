@@ -145,12 +145,23 @@ def _report(r: dict[str, Any]) -> tuple[str, str, str]:
             "target: under 10 s and 5 MB")
 
 
+def _append(r: dict[str, Any]) -> tuple[str, str, str]:
+    m, ratios, scan = r["medians"], r["ratios"], r["duplicate_scan"]
+    return (f"append {r['new']:,} photos to a {r['files']:,}-photo dataset",
+            f"{m['append new']['seconds']:.2f} s (old shards neither read nor rewritten); "
+            f"duplicate scan {scan['from_digests_per_s'] / 1e6:.1f}M records/s",
+            f"converting the {r['new']:,} alone: {m['convert new']['seconds']:.2f} s "
+            f"(**{ratios['append_new_over_convert_new']:.2f}×** the time); converting the "
+            f"grown folder again {m['convert grown']['seconds']:.2f} s")
+
+
 HEADLINES = {"random_access": _random_access, "convert_folder": _convert_folder,
-             "photos": _photos, "first_batch": _first_batch, "report": _report}
+             "photos": _photos, "first_batch": _first_batch, "report": _report,
+             "append": _append}
 
 
 def headline() -> str:
-    """The README's table: five figures, each from its bench's newest JSON, with its command."""
+    """The README's table: six figures, each from its bench's newest JSON, with its command."""
     lines = ["| job | tfrecordkit | the alternative, same run | command |", "|---|---|---|---|"]
     for name, row in HEADLINES.items():
         result = json.loads((RESULTS / f"{name}.json").read_text())
