@@ -83,8 +83,8 @@ def test_the_ray_and_object_storage_pages_run_as_written(s3_server, tmp_path, mo
             (tmp_path / "photos" / f"class_{c:02d}" / f"{i}.png").write_bytes(
                 encode_image(pixels, "PNG"))
     fs = s3fs.S3FileSystem()
-    for bucket in ("bucket", "my-bucket"):
-        fs.mkdir(bucket)
+    for bucket in ("bucket", "my-bucket"):  # the server is shared: emptied again below
+        fs.makedirs(bucket, exist_ok=True)
     rows = pa.table({"path": [f"img_{i}.png" for i in range(30)],
                      "score": np.linspace(0, 1, 30).astype(np.float32),
                      "label": [i % 2 for i in range(30)]})
@@ -93,15 +93,25 @@ def test_the_ray_and_object_storage_pages_run_as_written(s3_server, tmp_path, mo
     found = blocks()
     namespace: dict = {}
     try:
-        for where in sorted(HERE - {("docs/loaders.md", 0)}):
-            code = found[where][0]
-            if where == ("docs/remote.md", 0):
-                # gs:// goes through TensorFlow's own GCS reader, which has no stand-in here.
-                code = code.replace("gs://", "s3://")
-            exec(compile(code, f"{where[0]} block {where[1]}", "exec"), namespace)
+        try:
+            for where in sorted(HERE - {("docs/loaders.md", 0)}):
+                code = found[where][0]
+                if where == ("docs/remote.md", 0):
+                    # gs:// goes through TensorFlow's own GCS reader: no stand-in here.
+                    code = code.replace("gs://", "s3://")
+                exec(compile(code, f"{where[0]} block {where[1]}", "exec"), namespace)
+        finally:
+            if ray.is_initialized():
+                ray.shutdown()
+        self_check(namespace)
     finally:
-        if ray.is_initialized():
-            ray.shutdown()
+        for bucket in ("bucket", "my-bucket"):
+            fs.rm(bucket, recursive=True)
+        fs.invalidate_cache()
+
+
+def self_check(namespace: dict) -> None:
+    """What the pages' blocks made is what they say."""
     assert namespace["ds"] is not None
     assert tk.load_manifest("s3://bucket/photos_ds").layout == "per_class"
     table = tk.load_manifest("s3://bucket/table_ds")

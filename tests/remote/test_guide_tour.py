@@ -84,7 +84,7 @@ def test_the_guide_code_runs_as_written(s3_server, tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     records = make_inputs(tmp_path)
-    s3fs.S3FileSystem().mkdir("my-bucket")
+    s3fs.S3FileSystem().makedirs("my-bucket", exist_ok=True)  # the server is shared
     tour, schema_example = python_blocks()[:2]
     namespace: dict = {"records": records}
     try:
