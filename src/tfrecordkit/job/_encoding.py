@@ -120,6 +120,25 @@ class ConversionJob:
             raise SourceError(self.source.description,
                               "building a vocabulary reads the records twice: give a list "
                               "(or anything iterable again), or a built Vocabulary(tokens)")
+        counts, seen, first_error = self._count_tokens(unbuilt)
+        if not seen:
+            why = f"; none loaded, the first: {first_error}" if first_error else ""
+            raise SourceError(self.source.description,
+                              f"no records in the training split "
+                              f"{_training_split(self.split)!r} to build the "
+                              f"vocabulary of {sorted(unbuilt)} from{why}")
+        features = dict(self.schema)
+        for name, vocabulary in unbuilt.items():
+            built = vocabulary.built_from(counts[name])
+            features[name] = Text(vocabulary=built)
+            logger.info("%s: vocabulary of %d ids from %d training records (%d distinct "
+                        "tokens)", name, built.size, seen, len(counts[name]))
+        return dataclasses.replace(self, schema=Schema(features))
+
+    def _count_tokens(self, unbuilt: Mapping[str, Any]
+                      ) -> tuple[dict[str, Counter[str]], int, str | None]:
+        """Token counts of each unbuilt vocabulary's text over the training split's records,
+        how many records they come from, and the first input that did not load."""
         training = _training_split(self.split)
         assign = self.split_assigner()
         counts: dict[str, Counter[str]] = {name: Counter() for name in unbuilt}
@@ -133,33 +152,24 @@ class ConversionJob:
             except _ITEM_ERRORS as err:  # the encoding pass reports each one
                 first_error = first_error or f"{self.source.describe(item)}: {_reason(err)}"
                 continue
-            if assign.stratifies(item) and self.label_feature is not None:
-                try:
-                    label = self._label_of(record)
-                except _ITEM_ERRORS:
-                    continue
-                if assign(item, label) != training:
-                    continue
+            if not self._in_training(assign, item, record, training):
+                continue
             seen += 1
             for name, vocabulary in unbuilt.items():
-                value = record.get(name)
-                text = value.get("text") if isinstance(value, Mapping) else value
-                if isinstance(text, bytes):
-                    text = text.decode("utf-8", errors="replace")
-                if isinstance(text, str):
-                    counts[name].update(vocabulary.tokenize(text))
-        if not seen:
-            why = f"; none loaded, the first: {first_error}" if first_error else ""
-            raise SourceError(self.source.description,
-                              f"no records in the training split {training!r} to build the "
-                              f"vocabulary of {sorted(unbuilt)} from{why}")
-        features = dict(self.schema)
-        for name, vocabulary in unbuilt.items():
-            built = vocabulary.built_from(counts[name])
-            features[name] = Text(vocabulary=built)
-            logger.info("%s: vocabulary of %d ids from %d training records (%d distinct "
-                        "tokens)", name, built.size, seen, len(counts[name]))
-        return dataclasses.replace(self, schema=Schema(features))
+                counts[name].update(vocabulary.tokenize(_text_of(record.get(name))))
+        return counts, seen, first_error
+
+    def _in_training(self, assign: SplitAssigner, item: SourceItem,
+                     record: Mapping[str, Any], training: str) -> bool:
+        """Whether a stratified item's record is in the training split (others are known
+        before loading)."""
+        if not (assign.stratifies(item) and self.label_feature is not None):
+            return True
+        try:
+            label = self._label_of(record)
+        except _ITEM_ERRORS:
+            return False
+        return assign(item, label) == training
 
     def _label_of(self, record: Mapping[str, Any]) -> int:
         assert self.label_feature is not None
@@ -291,41 +301,11 @@ SKIP_HINT = ("; on_error=\"skip\" (--on-error skip) skips such inputs and lists 
 
 
 def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
-    records: list[Mapping[str, Any]] = []
-    kept: list[int] = []
-    failures: list[tuple[int, str]] = []
-    images = job.schema.of_kind(Image)
-    encoded_images = tuple(n for n in job.images if images[n].encoding != "raw")
+    """Load, encode and frame a chunk of items: the good ones framed with their ids, labels
+    and order hashes; each bad one with why; those an append's dataset holds, left out."""
+    records, kept, failures = _loaded(job, chunk)
+    frames, records, kept = _framed(job, records, kept, failures)
     with_source = SOURCE_FEATURE in job.schema
-    for position, item in enumerate(chunk):
-        try:
-            record = job.source.load(item.item)
-            if job.relabel:
-                record = _relabelled(job.relabel, record)
-            if with_source:
-                record = {**record, SOURCE_FEATURE: job.source.origin(item)}  # type: ignore[attr-defined]
-            records.append(_with_image_dims(encoded_images, record) if encoded_images
-                           else record)
-            kept.append(position)
-        except _ITEM_ERRORS as err:
-            failures.append((position, _reason(err)))
-    try:
-        frames = job.schema.encode_frames(records)
-    except _ITEM_ERRORS:
-        # Some record is bad: find each one, and frame the rest.
-        good: list[Mapping[str, Any]] = []
-        good_positions: list[int] = []
-        for position, record in zip(kept, records, strict=True):
-            try:
-                job.schema.encode(record)
-            except _ITEM_ERRORS as err:
-                failures.append((position, _reason(err)))
-                continue
-            good.append(record)
-            good_positions.append(position)
-        records, kept = good, good_positions
-        failures.sort()
-        frames = job.schema.encode_frames(records)
     ids = frame_ids([chunk[p].key for p in kept], frames.buffer, frames.offsets,
                     frames.lengths, provenance=with_source)
     present: list[int] = []
@@ -344,6 +324,54 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
                           for seen in _observe_images(job.images, record)})
     return EncodedChunk(frames, kept, labels, hashes, failures, observations.as_set(), ids,
                         present)
+
+
+def _loaded(job: EncodeJob, chunk: list[SourceItem]
+            ) -> tuple[list[Mapping[str, Any]], list[int], list[tuple[int, str]]]:
+    """Each item loaded as a record (relabelled, with its origin and image dims), with the
+    positions of those that loaded and why the others did not."""
+    records: list[Mapping[str, Any]] = []
+    kept: list[int] = []
+    failures: list[tuple[int, str]] = []
+    images = job.schema.of_kind(Image)
+    encoded_images = tuple(n for n in job.images if images[n].encoding != "raw")
+    with_source = SOURCE_FEATURE in job.schema
+    for position, item in enumerate(chunk):
+        try:
+            record = job.source.load(item.item)
+            if job.relabel:
+                record = _relabelled(job.relabel, record)
+            if with_source:
+                record = {**record, SOURCE_FEATURE: job.source.origin(item)}  # type: ignore[attr-defined]
+            records.append(_with_image_dims(encoded_images, record) if encoded_images
+                           else record)
+            kept.append(position)
+        except _ITEM_ERRORS as err:
+            failures.append((position, _reason(err)))
+    return records, kept, failures
+
+
+def _framed(job: EncodeJob, records: list[Mapping[str, Any]], kept: list[int],
+            failures: list[tuple[int, str]]
+            ) -> tuple[EncodedFrames, list[Mapping[str, Any]], list[int]]:
+    """The records framed at once; if one is bad, each bad one found (added to
+    ``failures``) and the rest framed."""
+    try:
+        return job.schema.encode_frames(records), records, kept
+    except _ITEM_ERRORS:
+        pass
+    good: list[Mapping[str, Any]] = []
+    good_positions: list[int] = []
+    for position, record in zip(kept, records, strict=True):
+        try:
+            job.schema.encode(record)
+        except _ITEM_ERRORS as err:
+            failures.append((position, _reason(err)))
+            continue
+        good.append(record)
+        good_positions.append(position)
+    failures.sort()
+    return job.schema.encode_frames(good), good, good_positions
 
 
 def _leave_out_known(job: EncodeJob, chunk: list[SourceItem], frames: EncodedFrames,  # noqa: PLR0917
@@ -413,6 +441,14 @@ def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]
             seen.append((name, "png", value.shape[2] if value.ndim == 3 else 1,
                          f"{value.shape[0]}x{value.shape[1]}"))
     return tuple(seen)
+
+
+def _text_of(value: Any) -> str:
+    """A text feature's value as a string (``{"text": ...}``, bytes or str; else empty)."""
+    text = value.get("text") if isinstance(value, Mapping) else value
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    return text if isinstance(text, str) else ""
 
 
 def _training_split(split: SplitSpec) -> str:

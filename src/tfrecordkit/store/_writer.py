@@ -205,15 +205,35 @@ class ShardedWriter:
         n = len(frames)
         if n == 0:
             return
-        for split in {splits} if isinstance(splits, str) else set(splits):
-            if split not in self._split_names:
-                check_split_name(split)
-                self._split_names.add(split)
+        self._check_splits(splits)
         lengths = frames.lengths
         if ids is None:
             named = list(keys) if keys else [str(self._sequence + i) for i in range(n)]
             ids = frame_ids(named, frames.buffer, frames.offsets, lengths,
                             provenance=SOURCE_FEATURE in self.schema)
+        label_ids = self._label_ids(labels, keys, n)
+        groups = _members(splits, n)
+        view = memoryview(frames.buffer)
+        if self.streaming:
+            self._stream_frames(view, lengths, label_ids, groups, frames.offsets, ids)
+            self._sequence += n
+            return
+        h = self._order_hashes(n, hashes, keys)
+        self._sequence += n
+        entries = np.empty(n, dtype=_ENTRY)
+        entries["h"], entries["label"], entries["length"] = h, label_ids, lengths
+        entries["key"], entries["content"] = ids["key"], ids["content"]
+        self._spill(view, frames.offsets, entries, groups)
+
+    def _check_splits(self, splits: str | Sequence[str]) -> None:
+        for split in {splits} if isinstance(splits, str) else set(splits):
+            if split not in self._split_names:
+                check_split_name(split)
+                self._split_names.add(split)
+
+    def _label_ids(self, labels: Sequence[int | None] | None, keys: Sequence[str], n: int
+                   ) -> np.ndarray:
+        """Each record's class id, -1 for none (refused by the per-class layout)."""
         label_ids = np.full(n, _UNLABELLED, dtype=np.int64)
         if labels is not None:
             missing = [i for i, label in enumerate(labels) if label is None]
@@ -221,32 +241,27 @@ class ShardedWriter:
                 key = keys[missing[0]] if keys else missing[0]
                 raise DatasetError(f"record {key!r} has no class label (per-class layout)")
             label_ids[:] = [_UNLABELLED if label is None else label for label in labels]
-        split_of = [splits] * n if isinstance(splits, str) else list(splits)
-        groups: dict[str, list[int]] = {}
-        for i, split in enumerate(split_of):
-            groups.setdefault(split, []).append(i)
-        view = memoryview(frames.buffer)
-        if self.streaming:
-            self._stream_frames(view, lengths, label_ids, groups, frames.offsets, ids)
-            self._sequence += n
-            return
+        return label_ids
+
+    def _order_hashes(self, n: int, hashes: Sequence[int] | None, keys: Sequence[str]
+                      ) -> np.ndarray:
+        """Each record's place in the write order: its hash, or its input position."""
         if not self.options.shuffle:
-            h = np.arange(self._sequence, self._sequence + n, dtype=np.uint64)
-        elif hashes is not None:
-            h = np.array(hashes, dtype=np.uint64)
-        else:
-            h = np.array([record_hash(k, self.options.seed) for k in keys], dtype=np.uint64)
-        self._sequence += n
+            return np.arange(self._sequence, self._sequence + n, dtype=np.uint64)
+        if hashes is not None:
+            return np.array(hashes, dtype=np.uint64)
+        return np.array([record_hash(k, self.options.seed) for k in keys], dtype=np.uint64)
+
+    def _spill(self, view: memoryview, offsets: np.ndarray, entries: np.ndarray,
+               groups: dict[str, list[int]]) -> None:
+        """Append records to their buckets' files (data and index), split by split."""
+        h, label_ids, lengths = entries["h"], entries["label"], entries["length"]
         if self.options.layout == "per_class":
             bucket = label_ids % _BUCKETS
         elif self.options.shuffle:
             bucket = (h >> np.uint64(_BUCKET_SHIFT)).astype(np.int64)
         else:
             bucket = np.minimum(h >> np.uint64(18), _BUCKETS - 1).astype(np.int64)
-        entries = np.empty(n, dtype=_ENTRY)
-        entries["h"], entries["label"], entries["length"] = h, label_ids, lengths
-        entries["key"], entries["content"] = ids["key"], ids["content"]
-        offsets = frames.offsets
         for split, members in groups.items():
             rows = np.array(members, dtype=np.int64)
             # Stable: records of one bucket keep their input order.
@@ -257,7 +272,7 @@ class ShardedWriter:
                 data_file.write(b"".join([view[o : o + size] for o, size in zip(
                     offsets[run].tolist(), lengths[run].tolist(), strict=True)]))
                 index_file.write(entries[run].tobytes())
-            self._count(split, lengths[rows], label_ids[rows])
+            self._count(split, lengths[rows].astype(np.int64), label_ids[rows])
 
     def _stream_frames(self, view: memoryview, lengths: np.ndarray, label_ids: np.ndarray,  # noqa: PLR0917
                        groups: dict[str, list[int]], offsets: np.ndarray,
@@ -537,6 +552,16 @@ class ShardedWriter:
         if not self.storage.local:
             remove_shards(self.target, self.storage, keep=listed, sidecars=self.base is None)
 
+
+
+def _members(splits: str | Sequence[str], n: int) -> dict[str, list[int]]:
+    """The positions of each split's records among ``n``."""
+    if isinstance(splits, str):
+        return {splits: list(range(n))}
+    groups: dict[str, list[int]] = {}
+    for i, split in enumerate(splits):
+        groups.setdefault(split, []).append(i)
+    return groups
 
 
 def _local_stand_in(url: str) -> Path:
