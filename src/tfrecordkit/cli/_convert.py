@@ -121,30 +121,29 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 
 def source_from(args: argparse.Namespace) -> Source:
     """The source ``args`` describe (see :func:`add_source_arguments`)."""
-    options: dict[str, object] = {}
     kind = args.source
+    options = _image_options(args, kind)
+    if args.no_provenance and (kind or infer_kind(args.src)) in _WITH_PROVENANCE:
+        options["provenance"] = False
+    given = {"splits": args.split_folders, "images": args.images, "key": args.key}
+    options.update({name: value for name, value in given.items() if value is not None})
+    return open_source(args.src, kind, **options)
+
+
+def _image_options(args: argparse.Namespace, kind: str | None) -> dict[str, object]:
+    """An image folder's options from ``args``: re-encoding, and the rules of its checks."""
+    options: dict[str, object] = {}
     if kind in (None, "image-folder") and (args.image_encoding or args.image_size or args.channels):
         size = args.image_size
         options = {"encoding": args.image_encoding, "channels": args.channels,
                    "resize": None if not size else (size[0] if len(size) == 1 else tuple(size[:2]))}
-    if (args.check or args.max_image_pixels or args.reduce_16bit
-            or args.exif_transpose) and os.path.exists(args.src) and (
-            (kind or infer_kind(args.src)) == "image-folder"):
-        if args.check:
-            options["check"] = args.check
-        if args.max_image_pixels:
-            options["max_image_pixels"] = args.max_image_pixels
+    rules = {"check": args.check or None, "max_image_pixels": args.max_image_pixels or None}
+    if (any(rules.values()) or args.reduce_16bit or args.exif_transpose) and (
+            os.path.exists(args.src) and (kind or infer_kind(args.src)) == "image-folder"):
+        options.update({name: value for name, value in rules.items() if value is not None})
         options["reduce_16bit"] = args.reduce_16bit
         options["exif_transpose"] = args.exif_transpose
-    if args.no_provenance and (kind or infer_kind(args.src)) in _WITH_PROVENANCE:
-        options["provenance"] = False
-    if args.split_folders is not None:
-        options["splits"] = args.split_folders
-    if args.images is not None:
-        options["images"] = args.images
-    if args.key is not None:
-        options["key"] = args.key
-    return open_source(args.src, kind, **options)
+    return options
 
 
 def run(args: argparse.Namespace) -> int:

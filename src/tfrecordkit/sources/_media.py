@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import warnings
@@ -171,6 +172,7 @@ def image_from_bytes(
                                 "would be cut to their high byte; pass reduce_16bit=True "
                                 "(--reduce-16bit) to store that 8-bit reduction, recorded in "
                                 "the manifest")
+    wanted = _Wanted(encoding, channels, resize, check, max_pixels, exif_transpose)
     if (resize is None and encoding in (None, "auto", kind) and kind in ("jpeg", "png")
             and not deep and not (exif_transpose and kind == "jpeg")):
         # Fast path: read the size from the header; PIL only for anything unusual.
@@ -182,56 +184,7 @@ def image_from_bytes(
             return {"bytes": data, "height": height, "width": width, "channels": stored}
     pil = load_pillow()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", pil.DecompressionBombWarning)  # sizes checked
-            opened = pil.open(io.BytesIO(data))
-        with opened as original:
-            image = original
-            mode = image.mode
-            width, height = image.size
-            _check_size(path, width, height, max_pixels)
-            stored = PIL_MODE_CHANNELS.get(mode, len(image.getbands()))
-            turn = image.getexif().get(_ORIENTATION, 1) if exif_transpose else 1
-            keep = (
-                kind in ("jpeg", "png")
-                and (encoding is None or encoding in ("auto", kind))
-                and (channels is None or channels == stored)
-                and resize is None
-                and mode in _KEPT_MODES
-                and not deep
-                and turn in (1, None)
-            )
-            if keep:
-                _check_kept(path, data, kind, check)
-                return {"bytes": data, "height": height, "width": width, "channels": stored}
-            image.load()  # decodes: raises on truncated or corrupt data
-            if deep and mode.startswith("I"):  # 16-bit grey: its high byte
-                image = pil.fromarray((np.asarray(image).astype(np.uint32) >> 8).astype(
-                    np.uint8), "L")
-                mode = "L"
-            if turn not in (1, None):
-                image = _pil_ops().exif_transpose(image)
-                width, height = image.size
-            target_mode = _MODE_FOR_CHANNELS.get(channels or 0) or (
-                mode if mode in ("L", "LA", "RGB", "RGBA") else
-                ("RGBA" if "A" in image.getbands() or "transparency" in image.info else "RGB")
-            )
-            converted = image.convert(target_mode) if image.mode != target_mode else image
-            if resize is not None:
-                converted = converted.resize(_target_size(width, height, resize),
-                                             pil.Resampling.BILINEAR)
-            # What the user did not ask to change is stored losslessly (PNG).
-            asked = channels is not None or resize is not None
-            target = encoding if encoding in ("jpeg", "png") else (
-                kind if kind in ("jpeg", "png") and asked else "png")
-            if target == "jpeg" and target_mode in ("LA", "RGBA"):
-                converted = converted.convert("RGB" if target_mode == "RGBA" else "L")
-            buffer = io.BytesIO()
-            converted.save(buffer, format="JPEG" if target == "jpeg" else "PNG",
-                           **({"quality": 95} if target == "jpeg" else {}))
-            width, height = converted.size
-            return {"bytes": buffer.getvalue(), "height": height, "width": width,
-                    "channels": PIL_MODE_CHANNELS[converted.mode]}
+        return _through_pillow(pil, data, path, kind, deep, wanted)
     except SourceError:
         raise
     except pil.UnidentifiedImageError:
@@ -239,6 +192,80 @@ def image_from_bytes(
                                 "or the header is cut off)") from None
     except (OSError, ValueError, SyntaxError, pil.DecompressionBombError) as err:
         raise SourceError(path, f"unreadable image: {err}") from None  # PIL's bad-data errors
+
+
+@dataclasses.dataclass(frozen=True)
+class _Wanted:
+    """What :func:`image_from_bytes` was asked for."""
+
+    encoding: str | None
+    channels: int | None
+    resize: tuple[int, int] | int | None
+    check: ImageCheck
+    max_pixels: int
+    exif_transpose: bool
+
+    def keeps(self, kind: str, stored: int, mode: str, deep: bool, turn: Any) -> bool:
+        """Whether the bytes are kept as they came (nothing asked of them changes them)."""
+        return (kind in ("jpeg", "png")
+                and (self.encoding is None or self.encoding in ("auto", kind))
+                and (self.channels is None or self.channels == stored)
+                and self.resize is None and mode in _KEPT_MODES and not deep
+                and turn in (1, None))
+
+
+def _through_pillow(pil: Any, data: bytes, path: str, kind: str, deep: bool,  # noqa: PLR0917
+                    wanted: _Wanted) -> dict[str, Any]:
+    """The image read with Pillow: kept as it came when nothing asked changes it, else
+    decoded and re-encoded as asked (PNG for what was not asked to change)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pil.DecompressionBombWarning)  # sizes checked
+        opened = pil.open(io.BytesIO(data))
+    with opened as image:
+        mode = image.mode
+        width, height = image.size
+        _check_size(path, width, height, wanted.max_pixels)
+        stored = PIL_MODE_CHANNELS.get(mode, len(image.getbands()))
+        turn = image.getexif().get(_ORIENTATION, 1) if wanted.exif_transpose else 1
+        if wanted.keeps(kind, stored, mode, deep, turn):
+            _check_kept(path, data, kind, wanted.check)
+            return {"bytes": data, "height": height, "width": width, "channels": stored}
+        image.load()  # decodes: raises on truncated or corrupt data
+        return _reencoded(pil, _upright(pil, image, deep, turn), kind, wanted)
+
+
+def _upright(pil: Any, image: Any, deep: bool, turn: Any) -> Any:
+    """The decoded image in 8 bits (16-bit grey: its high byte), turned as EXIF says."""
+    if deep and image.mode.startswith("I"):
+        image = pil.fromarray((np.asarray(image).astype(np.uint32) >> 8).astype(np.uint8), "L")
+    if turn not in (1, None):
+        image = _pil_ops().exif_transpose(image)
+    return image
+
+
+def _reencoded(pil: Any, image: Any, kind: str, wanted: _Wanted) -> dict[str, Any]:
+    """``image`` converted, resized and encoded as ``wanted`` says."""
+    mode = image.mode
+    target_mode = _MODE_FOR_CHANNELS.get(wanted.channels or 0) or (
+        mode if mode in ("L", "LA", "RGB", "RGBA") else
+        ("RGBA" if "A" in image.getbands() or "transparency" in image.info else "RGB"))
+    converted = image.convert(target_mode) if image.mode != target_mode else image
+    if wanted.resize is not None:
+        width, height = image.size
+        converted = converted.resize(_target_size(width, height, wanted.resize),
+                                     pil.Resampling.BILINEAR)
+    # What the user did not ask to change is stored losslessly (PNG).
+    asked = wanted.channels is not None or wanted.resize is not None
+    target = wanted.encoding if wanted.encoding in ("jpeg", "png") else (
+        kind if kind in ("jpeg", "png") and asked else "png")
+    if target == "jpeg" and target_mode in ("LA", "RGBA"):
+        converted = converted.convert("RGB" if target_mode == "RGBA" else "L")
+    buffer = io.BytesIO()
+    converted.save(buffer, format="JPEG" if target == "jpeg" else "PNG",
+                   **({"quality": 95} if target == "jpeg" else {}))
+    width, height = converted.size
+    return {"bytes": buffer.getvalue(), "height": height, "width": width,
+            "channels": PIL_MODE_CHANNELS[converted.mode]}
 
 
 _ORIENTATION = 0x0112  # the EXIF tag
