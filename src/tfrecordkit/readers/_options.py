@@ -105,20 +105,24 @@ class DecodeOptions:
     def __post_init__(self) -> None:
         if self.augment is not None and not self.decode:
             raise OptionError("augment needs decoded values (decode=True)")
-        if self.text_length is not None and (
-                not isinstance(self.text_length, int | np.integer) or self.text_length < 1):
-            raise OptionError(f"text_length must be a positive number of tokens; got "
-                             f"{self.text_length!r}")
+        for name, unit in (("text_length", "number of tokens"), ("sample_rate", "number of Hz")):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int | np.integer) or value < 1):
+                raise OptionError(f"{name} must be a positive {unit}; got {value!r}")
         self._check_padded_shapes()
         if self.padding_values is not None:
             object.__setattr__(self, "padding_values", dict(self.padding_values))
-        if self.sample_rate is not None and (
-                not isinstance(self.sample_rate, int | np.integer) or self.sample_rate <= 0):
-            raise OptionError(f"sample_rate must be a positive number of Hz; got "
-                             f"{self.sample_rate!r}")
         if self.image_dtype not in ("uint8", "float32"):
             raise OptionError(f"image_dtype must be 'uint8' or 'float32'; got "
                              f"{self.image_dtype!r}")
+        self._check_normalisation()
+        self._check_features()
+        self._check_image_size()
+        if self.padding not in ("pad", "ragged"):
+            raise OptionError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
+        self._check_crop()
+
+    def _check_normalisation(self) -> None:
         for name in ("mean", "std"):
             value = getattr(self, name)
             if value is None:
@@ -138,23 +142,26 @@ class DecodeOptions:
                 raise OptionError(f"{name}={value!r} is in 0-255 units, but float32 pixels "
                                   f"are in [0, 1]: give {name}={scaled!r} (divided by 255)")
             object.__setattr__(self, name, values)
-        if self.features is not None:
-            if isinstance(self.features, str):
-                raise OptionError(f"features must be a list of names; got {self.features!r}")
-            object.__setattr__(self, "features", tuple(self.features))
-            if not all(isinstance(f, str) for f in self.features):
-                raise OptionError(f"features must be names; got {self.features!r}")
-        if self.image_size is not None:
-            if isinstance(self.image_size, int | np.integer):  # one int: a square
-                object.__setattr__(self, "image_size", (int(self.image_size),) * 2)
-            size = tuple(int(d) for d in self.image_size)
-            if len(size) != 2 or min(size) < 1:
-                raise OptionError(f"image_size must be (height, width), both positive; got "
-                                 f"{self.image_size!r}")
-            object.__setattr__(self, "image_size", size)
-        if self.padding not in ("pad", "ragged"):
-            raise OptionError(f"padding must be 'pad' or 'ragged'; got {self.padding!r}")
-        self._check_crop()
+
+    def _check_features(self) -> None:
+        if self.features is None:
+            return
+        if isinstance(self.features, str):
+            raise OptionError(f"features must be a list of names; got {self.features!r}")
+        object.__setattr__(self, "features", tuple(self.features))
+        if not all(isinstance(f, str) for f in self.features):
+            raise OptionError(f"features must be names; got {self.features!r}")
+
+    def _check_image_size(self) -> None:
+        if self.image_size is None:
+            return
+        if isinstance(self.image_size, int | np.integer):  # one int: a square
+            object.__setattr__(self, "image_size", (int(self.image_size),) * 2)
+        size = tuple(int(d) for d in self.image_size)
+        if len(size) != 2 or min(size) < 1:
+            raise OptionError(f"image_size must be (height, width), both positive; got "
+                             f"{self.image_size!r}")
+        object.__setattr__(self, "image_size", size)
 
     def _check_padded_shapes(self) -> None:
         if self.padded_shapes is None:

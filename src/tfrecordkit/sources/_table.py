@@ -66,6 +66,42 @@ def _read_rows(path: str) -> Iterator[dict[str, Any]]:
             yield from csv.DictReader(f)
 
 
+def _media_feature(present: list[Any]) -> Feature | None:
+    """A path column's feature when every value names an image (or every one audio)."""
+    if not all(isinstance(v, str) for v in present):
+        return None
+    kinds = {media_kind(v) for v in present}
+    if kinds == {"image"}:
+        return Image()
+    if kinds == {"audio"}:
+        exts = {os.path.splitext(v)[1].lower() for v in present}
+        return Audio(encoding="wav" if exts == {".wav"} else "flac")
+    return None
+
+
+def _list_feature(present: list[list[Any]]) -> Feature:
+    """A column of lists: of whole numbers, of numbers, else of text."""
+    flat = [x for v in present for x in v]
+    if all(isinstance(x, int) for x in flat):
+        return Sequence(Scalar("int64"))
+    if all(isinstance(x, int | float) for x in flat):
+        return Sequence(Scalar("float32"))
+    return Sequence(Text())
+
+
+def _value_feature(present: list[Any], *, gaps: bool) -> Feature:
+    """A column of single values: whole numbers (float32 with gaps: NaN where empty),
+    numbers, else text (codes with leading zeros too)."""
+    if any(isinstance(v, str) and _LEADING_ZERO.match(v) for v in present):
+        return Text()  # codes such as ZIP "02134": numbers would lose the zero
+    numbers = [v if isinstance(v, int | float) else number_of(str(v)) for v in present]
+    if all(isinstance(n, int) for n in numbers) and not gaps:
+        return Scalar("int64")
+    if all(isinstance(n, int | float) for n in numbers):
+        return Scalar("float32")
+    return Text()
+
+
 class Table:
     """Rows of a CSV, JSONL or Parquet file as records.
 
@@ -155,35 +191,18 @@ class Table:
             raise SourceError(self.path, f"column {column!r} is empty in the first "
                                          f"{len(values)} rows: give its kind, e.g. "
                                          f"features={{{column!r}: tk.Text()}}")
-        gaps = len(present) < len(values)
         is_path_column = (
             column in self._path_columns if self._path_columns is not None
             else column.lower().endswith(_PATH_SUFFIXES)
         )
-        if is_path_column and all(isinstance(v, str) for v in present):
-            kinds = {media_kind(v) for v in present}
-            if kinds == {"image"}:
-                return Image()
-            if kinds == {"audio"}:
-                exts = {os.path.splitext(v)[1].lower() for v in present}
-                return Audio(encoding="wav" if exts == {".wav"} else "flac")
+        media = _media_feature(present) if is_path_column else None
+        if media is not None:
+            return media
         if all(isinstance(v, bool) for v in present):
             return Scalar("bool")
         if all(isinstance(v, list) for v in present):
-            flat = [x for v in present for x in v]
-            if all(isinstance(x, int) for x in flat):
-                return Sequence(Scalar("int64"))
-            if all(isinstance(x, int | float) for x in flat):
-                return Sequence(Scalar("float32"))
-            return Sequence(Text())
-        if any(isinstance(v, str) and _LEADING_ZERO.match(v) for v in present):
-            return Text()  # codes such as ZIP "02134": numbers would lose the zero
-        numbers = [v if isinstance(v, int | float) else number_of(str(v)) for v in present]
-        if all(isinstance(n, int) for n in numbers) and not gaps:
-            return Scalar("int64")
-        if all(isinstance(n, int | float) for n in numbers):
-            return Scalar("float32")
-        return Text()
+            return _list_feature(present)
+        return _value_feature(present, gaps=len(present) < len(values))
 
     def items(self) -> Iterator[SourceItem]:
         if self.key is None:

@@ -81,7 +81,7 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
                            else sampling.buffer or True)
     drop_last, cache = sampling.drop_last, reading.cache
     storage_options = reading.storage_options
-    augment, as_supervised = options.augment, options.as_supervised
+    as_supervised = options.as_supervised
     read = plan_read(path, split, schema=reading.schema, storage_options=storage_options)
     manifest, schema = read.manifest, read.schema
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
@@ -90,19 +90,11 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     description = feature_description(schema, names)
 
     # Distribution: by file when there are enough files, else by record.
-    workers, worker = partition.world_size, partition.rank
     file_paths, counts, file_classes, by_record = read.for_rank(partition)
-    records = sum(counts) if all(n >= 0 for n in counts) else -1
-    if by_record and records >= 0:
-        records = len(range(worker, records, workers))
-
-    # Record-level sharding needs every worker to see one and the same record order.
-    file_seed = seed if seed is not None else (0 if by_record else None)
+    records = _share_of(counts, partition if by_record else Partition())
     # InOrder() is the split's stored order, as in every reader: files one after another.
     # A seed makes the order reproducible; without one, parallel steps may reorder.
     ordered = seed is not None or by_record or not shuffle
-    # A label taken from the shard: each file's records get it appended (_with_shard_label).
-    shard_label = _shard_label(schema, names, description)
     # Random crops and flips: each record is tagged with its epoch and id as it is read.
     tagged = keyed(options)
     if tagged:
@@ -110,63 +102,28 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
             raise OptionError("random crops and flips are keyed by the epoch: they cannot be "
                               "cached (give cache=False)")
         description[CROP_KEY] = tf.io.FixedLenFeature([], tf.string, default_value=b"")
-    files: dict[str, Any] = {"file": list(file_paths)}
-    if shard_label:
-        files["entry"] = _shard_entries(schema, shard_label, file_classes)
-    if tagged:
-        files["first"] = np.asarray(_first_ids(read, file_paths), np.int64)
-    files_ds = tf.data.Dataset.from_tensor_slices(files)
-    if shuffle and len(file_paths) > 1:
-        files_ds = files_ds.shuffle(len(file_paths), seed=file_seed, reshuffle_each_iteration=True)
+    # Record-level sharding needs every worker to see one and the same record order.
+    files_ds, entries = _files_dataset(
+        read, file_paths, file_classes, _shard_label(schema, names, description), tagged=tagged,
+        shuffle=bool(shuffle), seed=seed if seed is not None else (0 if by_record else None))
     counter = EpochCounter() if tagged else None
     ds = _interleaved(files_ds, read, _file_reader(read.storage, compression, storage_options),
                       compression=compression, files=len(file_paths), counter=counter,
-                      entries="entry" in files, shuffle=bool(shuffle), ordered=ordered)
+                      entries=entries, shuffle=bool(shuffle), ordered=ordered)
     if by_record:
-        ds = ds.shard(workers, worker)
-    if cache:
-        ds = ds.cache()
-    if shuffle:
-        buffer = (shuffle if not isinstance(shuffle, bool)
-                  else shuffle_buffer_size(read.bytes_per_record, max(records, 1_000)))
-        ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        ds = ds.repeat()
+        ds = ds.shard(partition.world_size, partition.rank)
+    ds = _cached_shuffled(ds, cache=cache, shuffle=shuffle, seed=seed, repeat=repeat,
+                          record_bytes=read.bytes_per_record, records=records)
 
-    selected = {n: schema[n] for n in names}
-    stored = stored_layout(stored_specs(schema, names), options.padding)
-    # Files someone else wrote, their schema inferred from a sample: a key or an image the
-    # sample missed fails here as the NumPy reader refuses it (then named by it, see find).
-    strict = read.inferred_from > 0 and len(names) == len(schema)
-    plan = _DecodePlan(description, selected, layout, options, augment, ordered, stored,
-                       seed=seed if seed is not None else 0, strict=strict)
-    parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
-    ds = ds.batch(parse_size, drop_remainder=drop_last and not plan.per_example
-                  and batch_size is not None)
-    if strict:
-        ds = ds.map(graph_only(_undescribed_keys_fail(schema, tagged)),
-                    num_parallel_calls=AUTOTUNE, deterministic=ordered)
-    ds = _parse_and_decode(ds, plan, batch_size, drop_last)
+    ds = _batched_decoded(ds, read, layout, options, description, ordered=ordered,
+                          seed=seed, tagged=tagged, batch_size=batch_size, drop_last=drop_last)
 
     if as_supervised:
         ds = _supervised(ds, manifest, schema, ordered)
     if not repeat and records >= 0:
-        cardinality = (records if batch_size is None else records // batch_size if drop_last
-                       else math.ceil(records / batch_size))
-        ds = ds.apply(tf.data.experimental.assert_cardinality(cardinality))
+        ds = ds.apply(tf.data.experimental.assert_cardinality(
+            _batches_of(records, batch_size, drop_last)))
     ds = _finish(ds, manifest, schema, ordered)
-
-    def find() -> None:
-        """Read the split with the TF-free reader: raises the error it meets, named."""
-        from tfrecordkit.readers.numpy_data import Loader
-
-        for _ in Loader(path, split, batch_size=256, sampling=InOrder(),
-                        options=dataclasses.replace(options, augment=None,
-                                                    as_supervised=False),
-                        read=ReadOptions(schema=read.schema if read.manifest is None
-                                         and not read.inferred_from else None,
-                                         storage_options=storage_options)):
-            pass
 
     if counter is not None:
         # The epoch counter is read where records are tagged: an iterator's checkpoint saves
@@ -175,7 +132,94 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
         checkpointable.experimental_external_state_policy = (
             tf.data.experimental.ExternalStatePolicy.IGNORE)
         ds = ds.with_options(checkpointable)
-    return name_errors(ds, file_paths, find, epoch=counter)
+    return name_errors(ds, file_paths, _finder(path, split, options, read, storage_options),
+                       epoch=counter)
+
+
+def _finder(path: Any, split: str, options: DecodeOptions, read: Any,
+            storage_options: dict[str, Any] | None) -> Callable[[], None]:
+    """What names a tf.data error: the split read with the TF-free reader, which raises the
+    error it meets, naming the file, record and key."""
+    def find() -> None:
+        from tfrecordkit.readers.numpy_data import Loader
+
+        own_schema = read.schema if read.manifest is None and not read.inferred_from else None
+        for _ in Loader(path, split, batch_size=256, sampling=InOrder(),
+                        options=dataclasses.replace(options, augment=None,
+                                                    as_supervised=False),
+                        read=ReadOptions(schema=own_schema,
+                                         storage_options=storage_options)):
+            pass
+
+    return find
+
+
+def _share_of(counts: Sequence[int], partition: Partition) -> int:
+    """Records this rank reads of files holding ``counts`` (-1: unknown), one record in
+    ``world_size`` when the rank shares files by record."""
+    if not all(n >= 0 for n in counts):
+        return -1
+    return len(range(partition.rank, sum(counts), partition.world_size))
+
+
+def _batched_decoded(ds: Any, read: Any, layout: BatchLayout, options: DecodeOptions,
+                     description: dict[str, Any], *, ordered: bool, seed: int | None,
+                     tagged: bool, batch_size: int | None, drop_last: bool) -> Any:
+    """Serialized records batched, checked (files whose schema was inferred), parsed at once
+    and decoded as the layout says."""
+    schema, names = read.schema, layout.names
+    selected = {n: schema[n] for n in names}
+    stored = stored_layout(stored_specs(schema, names), options.padding)
+    # Files someone else wrote, their schema inferred from a sample: a key or an image the
+    # sample missed fails here as the NumPy reader refuses it (then named by it, see find).
+    strict = read.inferred_from > 0 and len(names) == len(schema)
+    plan = _DecodePlan(description, selected, layout, options, options.augment, ordered,
+                       stored, seed=seed if seed is not None else 0, strict=strict)
+    parse_size = _PARSE_BATCH if plan.per_example else (batch_size or _PARSE_BATCH)
+    ds = ds.batch(parse_size, drop_remainder=drop_last and not plan.per_example
+                  and batch_size is not None)
+    if strict:
+        ds = ds.map(graph_only(_undescribed_keys_fail(schema, tagged)),
+                    num_parallel_calls=AUTOTUNE, deterministic=ordered)
+    return _parse_and_decode(ds, plan, batch_size, drop_last)
+
+
+def _cached_shuffled(ds: Any, *, cache: bool, shuffle: bool | int, seed: int | None,
+                     repeat: bool, record_bytes: float, records: int) -> Any:
+    """``ds`` cached after its first epoch, shuffled through a buffer (of ``shuffle``
+    records, or sized from the record size), repeated: each when asked."""
+    if cache:
+        ds = ds.cache()
+    if shuffle:
+        buffer = (shuffle if not isinstance(shuffle, bool)
+                  else shuffle_buffer_size(record_bytes, max(records, 1_000)))
+        ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+    return ds.repeat() if repeat else ds
+
+
+def _batches_of(records: int, batch_size: int | None, drop_last: bool) -> int:
+    """Elements of an epoch of ``records``: batches (the last one smaller unless dropped), or
+    the records themselves unbatched."""
+    if batch_size is None:
+        return records
+    return records // batch_size if drop_last else math.ceil(records / batch_size)
+
+
+def _files_dataset(read: Any, file_paths: Sequence[str], file_classes: Any,
+                   shard_label: str | None, *, tagged: bool, shuffle: bool,
+                   seed: int | None) -> tuple[Any, bool]:
+    """The dataset of files to interleave, shuffled each epoch when asked: each file's path,
+    its class entry when the label comes from the shard, its first record id when records
+    are tagged for random crops; and whether entries are there."""
+    files: dict[str, Any] = {"file": list(file_paths)}
+    if shard_label:
+        files["entry"] = _shard_entries(read.schema, shard_label, file_classes)
+    if tagged:
+        files["first"] = np.asarray(_first_ids(read, file_paths), np.int64)
+    files_ds = tf.data.Dataset.from_tensor_slices(files)
+    if shuffle and len(file_paths) > 1:
+        files_ds = files_ds.shuffle(len(file_paths), seed=seed, reshuffle_each_iteration=True)
+    return files_ds, "entry" in files
 
 
 def _undescribed_keys_fail(schema: Schema, tagged: bool) -> Callable[[Any], Any]:
