@@ -173,31 +173,43 @@ def _map(node: Mapping[str, Any], name: str, out: dict[str, Feature], root: str,
         return
     lead: tuple[int | None, ...] = (length,) if in_sequence else ()
     if "classLabel" in node:
-        names = _label_names(root, name, storage)
-        if names is None:
-            count = int(node["classLabel"].get("numClasses", 0))
-            if not 0 <= count <= MAX_CLASSES:
-                raise DatasetError(f"feature {name!r}: {TFDS_FEATURES} claims {count} classes "
-                                   f"and no labels file; at most {MAX_CLASSES:,} are read")
-            names = [str(i) for i in range(count)]
-        label = ClassLabel(names)
+        label = ClassLabel(_class_names(node, name, root, storage))
         out[name] = Sequence(label) if in_sequence else label
-        return
-    if "text" in node:
+    elif "text" in node:
         out[name] = Sequence(Text()) if in_sequence else Text()
-        return
-    if "image" in node:
+    elif "image" in node:
         if in_sequence:
             raise DatasetError(f"feature {name!r}: a Sequence of images is not read yet")
-        block = node["image"]
-        dims = _dims(block)
-        channels = dims[2] if len(dims) == 3 else None
-        fmt = block.get("encodingFormat", "")
-        if block.get("dtype", "uint8") != "uint8":
-            raise DatasetError(f"feature {name!r}: {block.get('dtype')} images are not read")
-        out[name] = Image(fmt if fmt in ("jpeg", "png") else "auto", channels=channels,
-                          dims=False)
-        return
+        out[name] = _image(node["image"], name)
+    else:
+        out[name] = _tensor(node, name, kind, lead)
+
+
+def _class_names(node: Mapping[str, Any], name: str, root: str, storage: Storage
+                 ) -> list[str]:
+    """A ClassLabel's names: its labels file's, else its number of classes as names."""
+    names = _label_names(root, name, storage)
+    if names is not None:
+        return names
+    count = int(node["classLabel"].get("numClasses", 0))
+    if not 0 <= count <= MAX_CLASSES:
+        raise DatasetError(f"feature {name!r}: {TFDS_FEATURES} claims {count} classes "
+                           f"and no labels file; at most {MAX_CLASSES:,} are read")
+    return [str(i) for i in range(count)]
+
+
+def _image(block: Mapping[str, Any], name: str) -> Image:
+    dims = _dims(block)
+    fmt = block.get("encodingFormat", "")
+    if block.get("dtype", "uint8") != "uint8":
+        raise DatasetError(f"feature {name!r}: {block.get('dtype')} images are not read")
+    return Image(fmt if fmt in ("jpeg", "png") else "auto",
+                 channels=dims[2] if len(dims) == 3 else None, dims=False)
+
+
+def _tensor(node: Mapping[str, Any], name: str, kind: str | None,
+            lead: tuple[int | None, ...]) -> Feature:
+    """A tensor, bounding box or raw audio feature (with ``lead``, its Sequence's length)."""
     if "audio" in node:
         audio = node["audio"]
         if str(audio.get("encoding", "none")).lower() != "none":
@@ -215,17 +227,15 @@ def _map(node: Mapping[str, Any], name: str, out: dict[str, Feature], root: str,
     if dtype in ("string", "object"):
         if len(shape) > 1:
             raise DatasetError(f"feature {name!r}: string tensors of rank > 1 are not read")
-        out[name] = Sequence(Scalar("string")) if shape else Scalar("string")
-        return
+        return Sequence(Scalar("string")) if shape else Scalar("string")
     if dtype == "float64":  # TFDS stores float64 in float lists (float32)
-        out[name] = (Tensor(shape, "float32", encoding="list") if shape
-                     else Scalar("float64", float32_storage=True))
-        return
+        return (Tensor(shape, "float32", encoding="list") if shape
+                else Scalar("float64", float32_storage=True))
     if dtype not in _SCALARS and dtype != "uint64":
         raise DatasetError(f"feature {name!r}: dtype {dtype} is not read")
     # uint64 is stored in int64 lists (two's complement): a list tensor casts it back.
-    out[name] = (Tensor(shape, dtype, encoding="list") if shape or dtype == "uint64"
-                 else Scalar(dtype))
+    return (Tensor(shape, dtype, encoding="list") if shape or dtype == "uint64"
+            else Scalar(dtype))
 
 
 def _label_names(root: str, name: str, storage: Storage) -> list[str] | None:
