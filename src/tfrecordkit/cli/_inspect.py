@@ -44,27 +44,10 @@ def _sampled(paths: list[str], sample: int, options: dict[str, Any] | None) -> R
 def run(args: argparse.Namespace) -> int:
     options = args.storage_options
     paths = expand_record_paths(args.paths, options)
-    files: list[dict[str, Any]] = []
-    for path in paths:
-        storage = Storage.of(path, options)
-        reader = RecordReader(path, use_mmap=False, storage=storage)
-        count = sum(1 for _ in progress(reader, quiet=args.quiet, desc=path.rsplit("/", 1)[-1]))
-        files.append({
-            "path": path,
-            "records": count,
-            "bytes": storage.size(path),
-            "compression": reader.compression or "none",
-        })
+    files = [_file_facts(path, Storage.of(path, options), args.quiet) for path in paths]
     profile = _sampled(paths, args.sample, options)
     if args.emit_code:
-        code = profile.parse_function_code()
-        if args.json:
-            print(json.dumps({"feature_description": {
-                name: feature.parse_spec_code(profile.records)
-                for name, feature in sorted(profile.features.items())},
-                "code": code}, indent=2))
-        else:
-            print(code, end="")
+        _print_code(profile, as_json=args.json)
         return 0
     result = {
         "files": files,
@@ -83,29 +66,7 @@ def run(args: argparse.Namespace) -> int:
     for f in files:
         print(f"{f['path']}: {f['records']} records, {f['bytes']} bytes, "
               f"compression {f['compression']}")
-    what = ("SequenceExamples: context features and feature lists"
-            if profile.message_type == "SequenceExample" else "records")
-    print(f"features (from {profile.records} sampled {what}"
-          + (f", {profile.unparsable} not Examples" if profile.unparsable else "") + "):")
-    rows = [("name", "kind", "values/record", "present", "content / range", "parse spec")]
-    for name, feature in result["features"].items():
-        counts = _span(feature["min_values_per_record"], feature["max_values_per_record"])
-        if feature.get("sequence"):  # a feature list: values per step, and its steps
-            counts = (f"{_span(feature['min_steps'], feature['max_steps'])} steps "
-                      f"x {counts}")
-        present = f"{feature['present_in']}/{profile.records}"
-        if "content" in feature:
-            detail = ", ".join(f"{k}" + (f" x{v}" if len(feature["contents"]) > 1 else "")
-                               for k, v in feature["contents"].items())
-        elif "min_value" in feature:
-            detail = f"{feature['min_value']:g} .. {feature['max_value']:g}"
-        else:
-            detail = ""
-        kind = feature["kind"] + (" list" if feature.get("sequence") else "")
-        rows.append((name, kind, counts, present, detail, feature["parse_spec"]))
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    _print_features(profile, result["features"])
     if schema is not None:
         print("schema the readers infer (pass tk.infer_schema(files, sample=None) as schema= "
               "to describe every record):")
@@ -114,6 +75,56 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"no schema: {result['schema_error']}")
     return 0
+
+
+def _file_facts(path: str, storage: Storage, quiet: bool) -> dict[str, Any]:
+    """A file's records (each read, CRC-checked), size and compression."""
+    reader = RecordReader(path, use_mmap=False, storage=storage)
+    count = sum(1 for _ in progress(reader, quiet=quiet, desc=path.rsplit("/", 1)[-1]))
+    return {"path": path, "records": count, "bytes": storage.size(path),
+            "compression": reader.compression or "none"}
+
+
+def _print_code(profile: Any, *, as_json: bool) -> None:
+    """The parse function (and, as JSON, each feature's parse spec) the files need."""
+    code = profile.parse_function_code()
+    if as_json:
+        print(json.dumps({"feature_description": {
+            name: feature.parse_spec_code(profile.records)
+            for name, feature in sorted(profile.features.items())},
+            "code": code}, indent=2))
+    else:
+        print(code, end="")
+
+
+def _print_features(profile: Any, features: dict[str, dict[str, Any]]) -> None:
+    """The sampled features as a table: kind, values per record, presence, content, spec."""
+    what = ("SequenceExamples: context features and feature lists"
+            if profile.message_type == "SequenceExample" else "records")
+    print(f"features (from {profile.records} sampled {what}"
+          + (f", {profile.unparsable} not Examples" if profile.unparsable else "") + "):")
+    rows = [("name", "kind", "values/record", "present", "content / range", "parse spec")]
+    for name, feature in features.items():
+        counts = _span(feature["min_values_per_record"], feature["max_values_per_record"])
+        if feature.get("sequence"):  # a feature list: values per step, and its steps
+            counts = (f"{_span(feature['min_steps'], feature['max_steps'])} steps "
+                      f"x {counts}")
+        kind = feature["kind"] + (" list" if feature.get("sequence") else "")
+        rows.append((name, kind, counts, f"{feature['present_in']}/{profile.records}",
+                     _detail(feature), feature["parse_spec"]))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _detail(feature: dict[str, Any]) -> str:
+    """What a feature's values are: its contents, or its range of numbers."""
+    if "content" in feature:
+        return ", ".join(f"{k}" + (f" x{v}" if len(feature["contents"]) > 1 else "")
+                         for k, v in feature["contents"].items())
+    if "min_value" in feature:
+        return f"{feature['min_value']:g} .. {feature['max_value']:g}"
+    return ""
 
 
 def _span(low: int, high: int) -> str:
