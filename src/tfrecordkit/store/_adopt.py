@@ -55,6 +55,24 @@ _SAMPLE_PER_FILE = 200
 _SAMPLE_FILES = 8
 
 
+def _layout_and_schema(existing: Manifest | None, schema: Schema | None, labels: Labels,  # noqa: PLR0917
+                       scanned: Any, first: str, target: str) -> tuple[bool, Schema]:
+    """Whether the adopted files are laid out one class per file, and the schema that
+    describes them: the joined dataset's (with what the new files showed), the one given,
+    or the one inferred from every record."""
+    per_class = labels.label_feature is not None and all(
+        s.class_id is not None for s in scanned.shards)
+    if existing is not None:
+        if existing.layout == "per_class" and not per_class:
+            raise DatasetError(f"{target} has one class per file (per_class); some of these "
+                               "files hold several classes")
+        return existing.layout == "per_class", _joined_schema(existing.schema,
+                                                              scanned.observations)
+    if schema is not None:
+        return per_class, labels.with_file_class(labels.as_class_label(schema))
+    return per_class, labels.with_file_class(_whole_schema(scanned.whole, labels, first))
+
+
 def adopt(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str] | None = None,
@@ -154,18 +172,8 @@ def adopt(
                               labels=labels, existing=existing,
                               whole=existing is None and schema is None)
         labels = labels.with_names_up_to(scanned.top)
-        per_class = labels.label_feature is not None and all(
-            s.class_id is not None for s in scanned.shards)
-        if existing is not None:
-            if existing.layout == "per_class" and not per_class:
-                raise DatasetError(f"{target} has one class per file (per_class); some of these "
-                                   "files hold several classes")
-            per_class = existing.layout == "per_class"
-            described = _joined_schema(existing.schema, scanned.observations)
-        elif schema is not None:
-            described = labels.with_file_class(labels.as_class_label(schema))
-        else:
-            described = labels.with_file_class(_whole_schema(scanned.whole, labels, files[0]))
+        per_class, described = _layout_and_schema(existing, schema, labels, scanned,
+                                                  files[0], target)
         shards = scanned.shards if per_class else [
             dataclasses.replace(s, class_id=None) for s in scanned.shards]
         options = ShardOptions(layout="per_class" if per_class else "mixed",

@@ -90,30 +90,35 @@ def internalize_lists(manifest: Any, directory: str, storage: Storage, source: s
         if not isinstance(ref, dict):
             continue
         where = f"{source}: feature {name!r}: {key} sidecar"
-        file, digest, count = ref.get("sidecar"), ref.get("sha256"), ref.get("count")
-        if (not isinstance(file, str) or not _NAME.fullmatch(file) or not isinstance(digest, str)
-                or type(count) is not int or count < 0):
-            raise DatasetError(f"{where}: the reference {ref!r:.200} is not a sidecar file "
-                               "name, sha256 and count")
-        if int(manifest.get("format_version", 0) or 0) < 4:
-            raise DatasetError(f"{where}: sidecars need format version 4")
-        path = storage.join(directory, file)
-        try:
-            if storage.size(path) > MAX_SIDECAR_BYTES:
-                raise DatasetError(f"{where} {file}: larger than {MAX_SIDECAR_BYTES >> 20} MiB")
-            data = storage.read_bytes(path)
-        except (OSError, DatasetError) as err:
-            if isinstance(err, DatasetError):
-                raise
-            raise DatasetError(f"{where} {file}: cannot be read ({err})") from None
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise DatasetError(f"{where} {file}: its checksum differs from {source}'s "
-                               "(altered or replaced)")
-        try:
-            items = json.loads(data)
-        except (ValueError, RecursionError) as err:
-            raise DatasetError(f"{where} {file}: not JSON ({err})") from None
-        if (not isinstance(items, list) or len(items) != count
-                or not all(isinstance(item, str) for item in items)):
-            raise DatasetError(f"{where} {file}: not a list of {count} strings")
-        holder[key] = items
+        holder[key] = _sidecar_list(ref, where, manifest, directory, storage)
+
+
+def _sidecar_list(ref: dict[str, Any], where: str, manifest: dict[str, Any], directory: str,
+                  storage: Storage) -> list[str]:
+    """The list a sidecar reference names, after checking the reference, the file's size,
+    checksum, length and content (``where`` names it in errors)."""
+    file, digest, count = ref.get("sidecar"), ref.get("sha256"), ref.get("count")
+    if (not isinstance(file, str) or not _NAME.fullmatch(file) or not isinstance(digest, str)
+            or type(count) is not int or count < 0):
+        raise DatasetError(f"{where}: the reference {ref!r:.200} is not a sidecar file "
+                           "name, sha256 and count")
+    if int(manifest.get("format_version", 0) or 0) < 4:
+        raise DatasetError(f"{where}: sidecars need format version 4")
+    path = storage.join(directory, file)
+    try:
+        if storage.size(path) > MAX_SIDECAR_BYTES:
+            raise DatasetError(f"{where} {file}: larger than {MAX_SIDECAR_BYTES >> 20} MiB")
+        data = storage.read_bytes(path)
+    except OSError as err:
+        raise DatasetError(f"{where} {file}: cannot be read ({err})") from None
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise DatasetError(f"{where} {file}: its checksum differs from the manifest's "
+                           "(altered or replaced)")
+    try:
+        items = json.loads(data)
+    except (ValueError, RecursionError) as err:
+        raise DatasetError(f"{where} {file}: not JSON ({err})") from None
+    if (not isinstance(items, list) or len(items) != count
+            or not all(isinstance(item, str) for item in items)):
+        raise DatasetError(f"{where} {file}: not a list of {count} strings")
+    return items
