@@ -91,6 +91,21 @@ def classes_from_names(files: list[str], pattern: str, class_names: Sequence[str
         DatasetError: a name gives no class, two captures are one number written two ways
             (``01`` and ``1``), or a capture is not among the given names.
     """
+    found = _captures(files, pattern)
+    numeric = all(_DIGITS.fullmatch(text) for text in found)
+    if numeric:
+        _one_spelling_each(files, found)
+    if class_names is not None:
+        names = [str(n) for n in class_names]
+        return _given_ids(files, found, names), names
+    names = (sorted(set(found), key=int) if numeric else sorted(set(found)))
+    lookup = {n: i for i, n in enumerate(names)}
+    return [lookup[text] for text in found], names
+
+
+def _captures(files: list[str], pattern: str) -> list[str]:
+    """The text ``pattern`` picks from each file's name (its group ``class``, else its first
+    group, else the whole match)."""
     try:
         regex = re.compile(pattern)
     except re.error as err:
@@ -104,33 +119,36 @@ def classes_from_names(files: list[str], pattern: str, class_names: Sequence[str
             raise DatasetError(f"{file}: its name does not give a class by class_pattern "
                                f"{pattern!r}")
         found.append(match.group(group))
-    numeric = all(_DIGITS.fullmatch(text) for text in found)
-    if numeric:
-        first_text: dict[int, tuple[str, str]] = {}
-        for file, text in zip(files, found, strict=True):
-            seen = first_text.setdefault(int(text), (text, file))
-            if seen[0] != text:
-                raise DatasetError(
-                    f"{file}: class {text!r} (by class_pattern) is the number of class "
-                    f"{seen[0]!r} of {seen[1]} written another way; rename one of them")
-    if class_names is not None:
-        names = [str(n) for n in class_names]
-        lookup = {n: i for i, n in enumerate(names)}
-        # A number is a class id only when no class name is a number (no two readings).
-        ids_allowed = not any(_DIGITS.fullmatch(n) for n in names)
-        ids = []
-        for file, text in zip(files, found, strict=True):
-            if text in lookup:
-                ids.append(lookup[text])
-            elif ids_allowed and _DIGITS.fullmatch(text) and int(text) < len(names):
-                ids.append(int(text))
-            else:
-                raise DatasetError(f"{file}: class {text!r} (by class_pattern) is not among "
-                                   f"the {len(names)} class names")
-        return ids, names
-    names = (sorted(set(found), key=int) if numeric else sorted(set(found)))
+    return found
+
+
+def _one_spelling_each(files: list[str], found: list[str]) -> None:
+    """Refuse one number written two ways (``01`` and ``1``) as two files' classes."""
+    first_text: dict[int, tuple[str, str]] = {}
+    for file, text in zip(files, found, strict=True):
+        seen = first_text.setdefault(int(text), (text, file))
+        if seen[0] != text:
+            raise DatasetError(
+                f"{file}: class {text!r} (by class_pattern) is the number of class "
+                f"{seen[0]!r} of {seen[1]} written another way; rename one of them")
+
+
+def _given_ids(files: list[str], found: list[str], names: list[str]) -> list[int]:
+    """The id of each captured class among given names: a name's, or (when no name is a
+    number) the number itself."""
     lookup = {n: i for i, n in enumerate(names)}
-    return [lookup[text] for text in found], names
+    # A number is a class id only when no class name is a number (no two readings).
+    ids_allowed = not any(_DIGITS.fullmatch(n) for n in names)
+    ids = []
+    for file, text in zip(files, found, strict=True):
+        if text in lookup:
+            ids.append(lookup[text])
+        elif ids_allowed and _DIGITS.fullmatch(text) and int(text) < len(names):
+            ids.append(int(text))
+        else:
+            raise DatasetError(f"{file}: class {text!r} (by class_pattern) is not among "
+                               f"the {len(names)} class names")
+    return ids
 
 
 _DIGITS = re.compile("[0-9]+")
