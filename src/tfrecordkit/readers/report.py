@@ -101,19 +101,7 @@ def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256
                  else sorted(manifest.splits)[0])
     read, records, decoder = open_to_look(path, split, storage_options)
     schema = read.schema
-    total = len(records)
-    ids = (np.sort(np.random.default_rng(seed).choice(total, min(sample, total),
-                                                      replace=False))
-           if total else np.zeros(0, np.int64))
-    shard_classes = records.shard_classes(ids) if decoder.shard_label and total else None
-    problem = ""
-    try:
-        rows = (decoder.decode_rows(records.get_many(ids), lambda i: records.where(int(ids[i])),
-                                    shard_classes) if total else [])
-    except TFRecordKitError as err:  # shown at the top of the page, never passed over
-        logger.warning("report: the sample could not be read: %s", err)
-        rows, problem = [], (f"<p class=\"bad\">The sampled records could not be read: "
-                             f"{_text(err)}. Run <code>tfrecordkit verify</code>.</p>")
+    rows, problem = _sampled_rows(records, decoder, sample, seed)
     features = [n for n in decoder.features if n != SOURCE_FEATURE]
     label, names = _label_of(schema, features)
     if label is None and manifest is None:  # files without a manifest: a key named like one
@@ -141,6 +129,24 @@ def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256
         parts.append(_verify_section(path, storage_options))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _sampled_rows(records: Any, decoder: RecordDecoder, sample: int, seed: int
+                  ) -> tuple[list[dict[str, Any]], str]:
+    """A seeded uniform sample of the split's records, decoded; or none and the problem
+    that stopped it, said at the top of the page (never passed over)."""
+    total = len(records)
+    if not total:
+        return [], ""
+    ids = np.sort(np.random.default_rng(seed).choice(total, min(sample, total), replace=False))
+    shard_classes = records.shard_classes(ids) if decoder.shard_label else None
+    try:
+        return decoder.decode_rows(records.get_many(ids), lambda i: records.where(int(ids[i])),
+                                   shard_classes), ""
+    except TFRecordKitError as err:
+        logger.warning("report: the sample could not be read: %s", err)
+        return [], (f"<p class=\"bad\">The sampled records could not be read: "
+                    f"{_text(err)}. Run <code>tfrecordkit verify</code>.</p>")
 
 
 def _matplotlib() -> Any:
@@ -390,16 +396,8 @@ def _columns_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
              if n in columns and f.names}
     rows = [{**r, **{n: _class_name(r[n], named[n]) for n in named}} for r in rows]
     for name in columns:
-        values = [r[name] for r in rows]
-        distinct = len({v if not isinstance(v, np.ndarray) else v.item() for v in values})
-        if layout[name].kind == "numbers" and name not in named:
-            array = np.asarray(values, dtype=np.float64)
-            stats.append((name, f"{distinct:,}", f"{array.min():g}", f"{np.median(array):g}",
-                          f"{array.max():g}", ""))
-        else:
-            top = Counter(_short(v) for v in values).most_common(3)
-            stats.append((name, f"{distinct:,}", "", "", "",
-                          ", ".join(f"{v} ({n})" for v, n in top)))
+        stats.append(_column_stats(name, [r[name] for r in rows],
+                                   numbers=layout[name].kind == "numbers" and name not in named))
     example = [tuple(_short(r[n]) for n in columns) for r in rows[:_EXAMPLE_ROWS]]
     return ("<section id=\"columns\"><h2>Columns in the sample</h2>"
             + _table(("column", "distinct", "min", "median", "max", "most frequent"),
@@ -409,6 +407,18 @@ def _columns_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
 
 
 _EXAMPLE_ROWS = 8
+
+
+def _column_stats(name: str, values: list[Any], *, numbers: bool) -> tuple[str, ...]:
+    """A column's row of statistics: distinct values, then range and median (numbers) or
+    the most frequent values (anything else)."""
+    distinct = len({v if not isinstance(v, np.ndarray) else v.item() for v in values})
+    if numbers:
+        array = np.asarray(values, dtype=np.float64)
+        return (name, f"{distinct:,}", f"{array.min():g}", f"{np.median(array):g}",
+                f"{array.max():g}", "")
+    top = Counter(_short(v) for v in values).most_common(3)
+    return (name, f"{distinct:,}", "", "", "", ", ".join(f"{v} ({n})" for v, n in top))
 
 
 def _class_name(value: Any, names: Sequence[str]) -> str:
@@ -446,41 +456,41 @@ def _distributions_section(rows: list[dict[str, Any]], decoder: RecordDecoder,
     """Sizes in the sample, one chart per distinct distribution: keys whose values have the
     same sizes in every record (a box's four coordinate lists) share one chart."""
     found: dict[tuple[str, str, tuple[float, ...]], list[str]] = {}
-    layout = decoder.layout
-
-    def add(name: str, what: str, unit: str, values: Sequence[float]) -> None:
-        found.setdefault((what, unit, tuple(values)), []).append(name)
-
     for name in features:
-        feature = layout[name]
         values = [r[name] for r in rows]
-        if not values:
-            continue
-        if feature.kind == "image":
-            shapes = [np.asarray(v).shape for v in values]
-            add(name, "height", "pixels", [s[0] for s in shapes])
-            add(name, "width", "pixels", [s[1] for s in shapes])
-        elif feature.kind == "audio":
-            add(name, "duration", "seconds",
-                [len(v["samples"]) / max(1, int(v["sample_rate"])) for v in values])
-        elif feature.kind == "tokens":
-            add(name, "tokens", "token ids", [len(v["ids"]) for v in values])
-        elif feature.parts is not None:  # e.g. Boxes: how many objects (the parts' length)
-            part = next(k for k, p in feature.parts.items() if p.varies)
-            add(name, "length", "values", [len(np.asarray(v[part])) for v in values])
-        elif feature.step_lengths:  # a feature list whose steps vary: steps, step lengths
-            add(name, "steps", "steps", [len(v) for v in values])
-            add(name, "values per step", "values", [len(step) for v in values for step in v])
-        elif feature.varies:
-            add(name, "length", "values",
-                [np.shape(v)[feature.length_axes[0]] if feature.kind == "numbers" else len(v)
-                 for v in values])
+        if values:
+            for what, unit, sizes in _sizes_of(decoder.layout[name], values):
+                found.setdefault((what, unit, tuple(sizes)), []).append(name)
     charts = [_histogram(list(values), f"{_names(names)}: {what}", unit)
               for (what, unit, values), names in found.items()]
     if not charts:
         return ""
     return ("<section id=\"distributions\"><h2>Sizes in the sample</h2>" + "".join(charts)
             + "</section>")
+
+
+def _sizes_of(feature: Any, values: list[Any]) -> list[tuple[str, str, list[float]]]:
+    """A feature's sizes in the sampled records: ``(what, unit, one size per record)``."""
+    if feature.kind == "image":
+        shapes = [np.asarray(v).shape for v in values]
+        return [("height", "pixels", [s[0] for s in shapes]),
+                ("width", "pixels", [s[1] for s in shapes])]
+    if feature.kind == "audio":
+        return [("duration", "seconds",
+                 [len(v["samples"]) / max(1, int(v["sample_rate"])) for v in values])]
+    if feature.kind == "tokens":
+        return [("tokens", "token ids", [len(v["ids"]) for v in values])]
+    if feature.parts is not None:  # e.g. Boxes: how many objects (the parts' length)
+        part = next(k for k, p in feature.parts.items() if p.varies)
+        return [("length", "values", [len(np.asarray(v[part])) for v in values])]
+    if feature.step_lengths:  # a feature list whose steps vary: steps, step lengths
+        return [("steps", "steps", [len(v) for v in values]),
+                ("values per step", "values", [len(step) for v in values for step in v])]
+    if feature.varies:
+        return [("length", "values",
+                 [np.shape(v)[feature.length_axes[0]] if feature.kind == "numbers" else len(v)
+                  for v in values])]
+    return []
 
 
 def _names(names: list[str]) -> str:
