@@ -10,7 +10,6 @@ from typing import BinaryIO, Literal
 from tfrecordkit.errors import OptionError
 
 Compression = Literal["gzip", "zlib"] | None
-CompressionArg = Literal["gzip", "zlib", "GZIP", "ZLIB", "none", "", "auto"] | None
 
 # zlib's wbits: 15 is a zlib header (TF "ZLIB"), 31 a gzip header (TF "GZIP"), 47 detects either.
 _WBITS = {"zlib": 15, "gzip": 31}

@@ -69,12 +69,6 @@ class ShardOptions:
             raise OptionError(f"layout must be 'mixed' or 'per_class'; got {self.layout!r}")
         object.__setattr__(self, "compression", normalize_compression(self.compression))
 
-    @property
-    def cut_as_streamed(self) -> bool:
-        """Whether shards are cut by size as records come, in input order (no write-time
-        shuffle, no fixed shard count): see :class:`~tfrecordkit.store.StreamCut`."""
-        return self.streams()
-
     def streams(self, presorted: bool = False) -> bool:
         """Whether records are written straight into shards cut by size as they come: no
         fixed shard count, the mixed layout, and no write-time shuffle left to do (none, or

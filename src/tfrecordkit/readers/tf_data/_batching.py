@@ -345,18 +345,16 @@ def _rows_as_tensors(example: Any) -> Any:
         lambda t: t if isinstance(t, tf.Tensor) else tf.identity(t), example)
 
 
-def _label_feature(manifest: Manifest | None, schema: Schema | None) -> str | None:
+def _label_feature(manifest: Manifest | None, schema: Schema) -> str | None:
     label = manifest.label_feature if manifest is not None else None
-    if label is None and schema is not None and (found := schema.class_label()):
+    if label is None and (found := schema.class_label()):
         label = found[0]
     return label
 
 
-def _no_label_hint(schema: Schema | None) -> str:
+def _no_label_hint(schema: Schema) -> str:
     """Why ``as_supervised`` can't run, and what to write instead."""
     message = "as_supervised needs a class-label feature (tk.ClassLabel) in the schema"
-    if schema is None:
-        return message
     kinds = ", ".join(f"{n}: {type(f).__name__}" for n, f in schema.items())
     whole = {n for n, f in schema.of_kind(Scalar).items() if f.dtype.startswith(("int", "uint"))}
     whole |= {n for n, f in schema.of_kind(Tensor).items()
@@ -368,7 +366,7 @@ def _no_label_hint(schema: Schema | None) -> str:
     return f"{message}; this one has {kinds}{hint}"
 
 
-def _supervised(ds: Any, manifest: Manifest | None, schema: Schema | None,
+def _supervised(ds: Any, manifest: Manifest | None, schema: Schema,
                 ordered: bool) -> Any:
     label = _label_feature(manifest, schema)
     if label is None:
@@ -382,14 +380,14 @@ def _supervised(ds: Any, manifest: Manifest | None, schema: Schema | None,
     return ds.map(graph_only(split_label), num_parallel_calls=AUTOTUNE, deterministic=ordered)
 
 
-def _finish(ds: Any, manifest: Manifest | None, schema: Schema | None, ordered: bool) -> Any:
+def _finish(ds: Any, manifest: Manifest | None, schema: Schema, ordered: bool) -> Any:
     ds = ds.prefetch(AUTOTUNE)
     options = tf.data.Options()
     options.deterministic = ordered
     options.experimental_optimization.map_parallelization = True
     ds = ds.with_options(options)
     label = _label_feature(manifest, schema)
-    ds.class_names = schema.class_names(label) if schema is not None else []
+    ds.class_names = schema.class_names(label)
     ds.manifest = manifest
     return ds
 
@@ -400,21 +398,20 @@ def _to_dense(example: Any) -> Any:
         lambda t: t.to_tensor() if isinstance(t, tf.RaggedTensor) else t, example)
 
 
-def _shard_label(schema: Schema | None, names: Sequence[str],
+def _shard_label(schema: Schema, names: Sequence[str],
                  description: dict[str, Any]) -> str | None:
     """The label taken from the shard among ``names``, if any; its parsing spec is added to
     ``description`` (records get it appended before parsing)."""
-    label = schema.shard_label if schema is not None else None
+    label = schema.shard_label
     if label is None or label not in names:
         return None
     description[label] = tf.io.FixedLenFeature([], tf.int64)
     return label
 
 
-def _shard_entries(schema: Schema | None, label: str, classes: Sequence[int]) -> list[bytes]:
+def _shard_entries(schema: Schema, label: str, classes: Sequence[int]) -> list[bytes]:
     """Per class (or file), the serialized label entry appended to its records: concatenated
     Example messages merge, so the parser reads the label as if the record held it."""
-    assert schema is not None
     feature = schema.feature_as(label, ClassLabel)
     return [feature.shard_entry(label, int(c)) for c in classes]
 
