@@ -283,3 +283,29 @@ def test_the_image_size_keyword_composes_with_a_crop_in_every_reader(tmp_path):
         assert first(image_size=24, options=options).shape[1:3] == (24, 24), reader
         with pytest.raises(OptionError, match="give image_size"):
             first(options=options)
+
+
+@pytest.mark.integration  # the tf.data and torch loaders import their frameworks
+def test_batch_size_is_the_global_batch_in_every_reader(dataset):
+    """``batch_size=8`` with two ranks: each rank's batches hold 4, in every reader and mode
+    that takes a batch size; a batch that does not divide is refused alike."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    half = tk.Partition(0, 2)
+    for sampling in (tk.InOrder(), tk.Shuffled(), tk.Triplets()):
+        first = {
+            "numpy": next(iter(tk.load_numpy_dataset(dataset, batch_size=8, sampling=sampling,
+                                                     partition=half))),
+            "torch": next(iter(load_torch_dataset(dataset, batch_size=8, sampling=sampling,
+                                                  partition=half))),
+            "tf.data": next(iter(tk.load_tf_dataset(dataset, batch_size=8, sampling=sampling,
+                                                    partition=half))),
+        }
+        for reader, batch in first.items():
+            part = batch["anchor"] if isinstance(sampling, tk.Triplets) else batch
+            assert len(part["n"]) == 4, (reader, sampling)
+        for load in (tk.load_numpy_dataset, load_torch_dataset, tk.load_tf_dataset):
+            with pytest.raises(OptionError, match="global batch_size 9 must divide evenly"):
+                load(dataset, batch_size=9, sampling=sampling, partition=half)

@@ -224,12 +224,15 @@ def test_two_workers_see_every_record_once(tmp_path, num_shards):
     for worker in range(2):
         context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker,
                                              num_replicas_in_sync=2)
-        ds = load_tf_dataset(tmp_path / "ds", batch_size=8,
+        ds = load_tf_dataset(tmp_path / "ds", batch_size=8,  # the global batch
                              partition=tk.Partition.from_input_context(context))
         values = [int(v) for batch in ds for v in batch["n"].numpy()]
-        assert len(ds) == math.ceil(len(values) / 8)
+        assert {len(b["n"]) for b in ds} <= {4, len(values) % 4}  # each pipeline's share
+        assert len(ds) == math.ceil(len(values) / 4)
         seen.extend(values)
     assert sorted(seen) == list(range(101))
+    with pytest.raises(tk.OptionError, match="global batch_size 9 must divide evenly"):
+        load_tf_dataset(tmp_path / "ds", batch_size=9, partition=tk.Partition(0, 2))
 
 
 def test_distribute_datasets_from_function(digits):
@@ -237,7 +240,7 @@ def test_distribute_datasets_from_function(digits):
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
 
     def dataset_fn(context):
-        return load_tf_dataset(path, batch_size=context.get_per_replica_batch_size(32),
+        return load_tf_dataset(path, batch_size=32,  # global: each pipeline takes its share
                                partition=tk.Partition.from_input_context(context),
                                options=tk.DecodeOptions(as_supervised=True))
 

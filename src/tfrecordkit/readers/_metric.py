@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, OptionError
+from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import RecordSlices, Storage
 from tfrecordkit.readers import CLASS_ID, CLASS_POSITION, RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
@@ -253,7 +253,8 @@ class PKLoader(_SampledLoader):
 
 class TripletLoader(_SampledLoader):
     """Triplet batches by ``(epoch, step)`` with :class:`Loader`'s interface: every anchor once
-    per epoch, ``batch_size`` triplets a step (the last step may be short), JSON state.
+    per epoch, ``batch_size`` triplets a global step (each of ``world_size`` ranks takes
+    ``batch_size / world_size``; the last step may be short), JSON state.
 
     Each batch is ``{"anchor": ..., "positive": ..., "negative": ...}``, each a decoded batch
     with its ``"__class"`` (class ids) and ``"__id"`` (positions in the class index);
@@ -265,8 +266,6 @@ class TripletLoader(_SampledLoader):
                  seed: int = 0, partition: Partition | None = None,
                  options: DecodeOptions | None = None, read: ReadOptions | None = None,
                  with_labels: bool = True) -> None:
-        if batch_size < 1:
-            raise OptionError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
         read = _sampled_read(options, read)
         manifest, schema, storage = _sampled_dataset(path, split, read)
@@ -280,7 +279,9 @@ class TripletLoader(_SampledLoader):
                 n for n in schema.user_features if n != label))
         self.decoder = RecordDecoder(schema, options)
         self.fetcher = RecordFetcher(self.index, read.max_open_files, storage=storage)
+        # The global batch: this rank takes its share of each step's triplets.
         self.batch_size, self.seed = batch_size, seed
+        self._rank_batch = self.partition.per_rank(batch_size)
         self.num_threads = thread_count(read.num_threads)
         self.fingerprint = fingerprint(manifest.to_json(), split)
         self.epoch, self.step = 0, 0
@@ -295,7 +296,7 @@ class TripletLoader(_SampledLoader):
                                f"anchors (only {self.sampler.total_anchors} in the split)")
 
     def __len__(self) -> int:
-        return math.ceil(self._per_rank / self.batch_size)
+        return math.ceil(self._per_rank / self._rank_batch)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -309,7 +310,7 @@ class TripletLoader(_SampledLoader):
             triplets = self.sampler.triplets(epoch)
             short = self._per_rank - len(triplets)  # this rank has one anchor fewer: wrap
             held = self._epoch_triplets = (epoch, np.concatenate([triplets, triplets[:short]]))
-        chunk = held[1][step * self.batch_size : (step + 1) * self.batch_size]
+        chunk = held[1][step * self._rank_batch : (step + 1) * self._rank_batch]
         return [chunk[:, column] for column in range(3)]
 
     def build_step(self, epoch: int, step: int, groups: list[np.ndarray],

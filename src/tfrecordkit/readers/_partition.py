@@ -36,6 +36,21 @@ class Partition:
             raise OptionError(f"worker must be in 0..num_workers-1; got worker={self.worker}, "
                              f"num_workers={self.num_workers}")
 
+    def per_rank(self, batch_size: int) -> int:
+        """This rank's share of a global batch of ``batch_size`` (what every reader's
+        ``batch_size`` is).
+
+        Raises:
+            OptionError: ``batch_size`` is not positive or does not divide evenly between
+                the ranks.
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise OptionError(f"batch_size must be positive; got {batch_size!r}")
+        if batch_size % self.world_size:
+            raise OptionError(f"the global batch_size {batch_size} must divide evenly between "
+                              f"{self.world_size} ranks")
+        return batch_size // self.world_size
+
     def steps(self, start: int, stop: int) -> range:
         """The global steps in ``[start, stop)`` this worker builds."""
         return range(start + self.worker, stop, self.num_workers)

@@ -102,12 +102,8 @@ class Loader(Epochs):
                  sampling: InOrder | Shuffled | None = None, seed: int = 0,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
                  read: ReadOptions | None = None) -> None:
-        if batch_size < 1:
-            raise OptionError(f"batch_size must be positive; got {batch_size}")
         self.partition = partition or Partition()
-        if batch_size % self.partition.world_size:
-            raise OptionError(f"the global batch_size {batch_size} must divide evenly between "
-                             f"{self.partition.world_size} ranks")
+        self.partition.per_rank(batch_size)  # the global batch, checked
         sampling = sampling or Shuffled()
         self.options, read = options or DecodeOptions(), read or ReadOptions()
         refuse_untaken("the NumPy and PyTorch loaders", _LOADER_TAKES, sampling=sampling,

@@ -51,10 +51,12 @@ def load_tf_dataset(
             file reader; other URLs (``s3://``, ``http(s)://``, ``memory://``; ``gs://``
             with storage options) by tfrecordkit's reader through fsspec, feeding tf.data.
         split: which split.
-        batch_size: records per batch (None: unbatched examples); per replica with a
-            ``partition`` (``ctx.get_per_replica_batch_size(global_batch)``); triplets per
-            batch with :class:`~tfrecordkit.Triplets`; left out with :class:`~tfrecordkit.PK`
-            (P×K).
+        batch_size: records per global batch (None: unbatched examples), as in every
+            reader: with a ``partition`` of ``world_size`` pipelines each one's batches hold
+            ``batch_size / world_size`` (what ``ctx.get_per_replica_batch_size(batch_size)``
+            gives; a batch that does not divide is refused); triplets per global batch with
+            :class:`~tfrecordkit.Triplets`; left out with :class:`~tfrecordkit.PK` (P×K
+            per pipeline).
         sampling: :class:`~tfrecordkit.Shuffled` (default: files shuffled every epoch and
             records through a buffer sized from the record size, see
             :func:`shuffle_buffer_size`; ``Shuffled(buffer=n)`` sets it),

@@ -77,6 +77,8 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
             schema mismatch), before any training starts.
     """
     _check_options(options, batch_size, sampling, reading)
+    if batch_size is not None:
+        batch_size = partition.per_rank(batch_size)  # this pipeline's share of the global batch
     shuffle: bool | int = (False if isinstance(sampling, InOrder)
                            else sampling.buffer or True)
     drop_last, cache = sampling.drop_last, reading.cache

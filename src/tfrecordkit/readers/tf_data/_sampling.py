@@ -219,8 +219,7 @@ def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int
     from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
 
     _refuse_keyed(options, reading)
-    if batch_size < 1:
-        raise OptionError(f"batch_size must be positive; got {batch_size}")
+    batch_size = partition.per_rank(batch_size)  # this pipeline's share of the global batch
     storage = Storage.of(path, reading.storage_options)
     manifest, schema, names = _sampling_context(path, split, options, storage,
                                                 schema=reading.schema)
