@@ -53,7 +53,7 @@ def test_the_loaders_share_one_signature_of_at_most_ten_parameters():
             if option != "state":  # tf.data's also takes a global step
                 assert ours.annotation == theirs.annotation, (name, option)
     grain = inspect.signature(tk.load_grain_source).parameters
-    assert {"seed", "image_size", "options", "read"} <= set(grain) and len(grain) <= 6
+    assert {"seed", "image_size", "options", "read", "state"} <= set(grain) and len(grain) <= 7
 
 
 def test_the_per_mode_functions_are_gone():
@@ -309,3 +309,34 @@ def test_batch_size_is_the_global_batch_in_every_reader(dataset):
         for load in (tk.load_numpy_dataset, load_torch_dataset, tk.load_tf_dataset):
             with pytest.raises(OptionError, match="global batch_size 9 must divide evenly"):
                 load(dataset, batch_size=9, sampling=sampling, partition=half)
+
+
+@pytest.mark.integration  # the tf.data loader imports TensorFlow
+def test_state_is_taken_by_every_entry_point_or_refused_from_one_table(dataset):
+    """tf.data in order resumes from a global step or from the NumPy loader's state (the
+    same batches as the NumPy loader from there); shuffled tf.data, grain and Ray refuse
+    ``state=``, each naming why."""
+    pytest.importorskip("tensorflow")
+    numpy_loader = tk.load_numpy_dataset(dataset, batch_size=16, sampling=tk.InOrder())
+    batches = iter(numpy_loader)
+    for _ in range(3):
+        next(batches)
+    state = numpy_loader.state_dict()
+    rest = [b["n"].tolist() for b in batches]
+    for saved in (state, 3):
+        resumed = tk.load_tf_dataset(dataset, batch_size=16, sampling=tk.InOrder(),
+                                     state=saved)
+        assert [b["n"].numpy().tolist() for b in resumed] == rest
+        assert len(resumed) == len(rest)
+    with pytest.raises(tk.StateError, match="batch_size"):
+        tk.load_tf_dataset(dataset, batch_size=8, sampling=tk.InOrder(), state=state)
+    with pytest.raises(OptionError, match=r"tf.data does not take Shuffled\(\) with state="):
+        tk.load_tf_dataset(dataset, batch_size=16, state=3)
+    with pytest.raises(OptionError, match="grain's source does not take state=: grain and "
+                                          "Ray keep their own iteration"):
+        tk.load_grain_source(dataset, state=state)
+    pytest.importorskip("ray")
+    from tfrecordkit.ray import read_dataset
+
+    with pytest.raises(OptionError, match="Ray's read_dataset does not take state="):
+        read_dataset(dataset, state=state)

@@ -199,7 +199,7 @@ def read_dataset(path: PathArg, split: str = "train", *,
                  image_size: int | tuple[int, int] | None = None,
                  options: DecodeOptions | None = None, read: ReadOptions | None = None,
                  override_num_blocks: int | None = None,
-                 ray_remote_args: dict[str, Any] | None = None) -> Any:
+                 ray_remote_args: dict[str, Any] | None = None, state: Any = None) -> Any:
     """A split of a dataset (a folder or URL with ``dataset.json``, or TFRecord files / globs)
     as a ``ray.data.Dataset``: one row per record with its decoded features and ``"__id"``
     (the record's position in the split); ``DecodeOptions(decode=False)`` gives each
@@ -212,7 +212,9 @@ def read_dataset(path: PathArg, split: str = "train", *,
 
     Read tasks are cut along shards and ``.index`` offsets, each range read in one request;
     ``count()`` is exact without reading. CRCs are checked; workers never import TensorFlow.
+    ``state=`` is refused, naming why (a Ray Dataset's iterators resume nothing).
     """
+    refuse_untaken("Ray's read_dataset", (), state=state)
     datasource = TFRecordKitDatasource(
         path, split, options=decode_options(options, image_size=image_size), read=read)
     return ray.data.read_datasource(datasource, override_num_blocks=override_num_blocks,

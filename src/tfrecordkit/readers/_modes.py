@@ -271,11 +271,20 @@ _WHY = {
     "ReadOptions(max_open_files=)": "tf.data's in-order and shuffled pipeline opens files "
                                     "through its interleave (AUTOTUNE); Ray's read tasks open "
                                     "their own",
+    "state=": "grain and Ray keep their own iteration: grain's checkpoints save its iterator "
+              "(grain.DataLoader, or a MapDataset's iterator state); a Ray Dataset's "
+              "iterators resume nothing (the NumPy and PyTorch loaders resume from state=)",
+    "Shuffled() with state=": "tf.data shuffles through a buffer whose order is not a pure "
+                              "function of seed and epoch: save the iterator with "
+                              "tf.train.Checkpoint(iterator=...), read InOrder() (resumed "
+                              "by skipping), or use the NumPy or PyTorch loader, whose "
+                              "shuffled order resumes from state=",
 }
 
 
 def refuse_untaken(reader: str, takes: Iterable[str], *, sampling: Sampling | None = None,
-                   options: Any = None, read: ReadOptions | None = None) -> None:
+                   options: Any = None, read: ReadOptions | None = None,
+                   state: Any = None) -> None:
     """Refuse, naming ``reader`` and why, an option given that it does not take (``takes``:
     keys of the table above).
 
@@ -291,6 +300,8 @@ def refuse_untaken(reader: str, takes: Iterable[str], *, sampling: Sampling | No
         "ReadOptions(cache=True)": read is not None and read.cache,
         "ReadOptions(num_threads=)": read is not None and read.num_threads is not None,
         "ReadOptions(max_open_files=)": read is not None and read.max_open_files is not None,
+        "state=": state is not None,
+        "Shuffled() with state=": state is not None and shuffled is not None,
     }
     untaken = [name for name, asked in given.items() if asked and name not in set(takes)]
     if untaken:

@@ -115,13 +115,16 @@ class GrainSource:
 def load_grain_source(path: PathArg, split: str = "train", *, seed: int = 0,
                       image_size: int | tuple[int, int] | None = None,
                       options: DecodeOptions | None = None,
-                      read: ReadOptions | None = None) -> GrainSource:
+                      read: ReadOptions | None = None, state: Any = None) -> GrainSource:
     """A split as a grain ``RandomAccessDataSource``: ``grain.MapDataset.source(...)`` or
     ``grain.DataLoader(data_source=...)`` then shuffle, shard, batch and checkpoint it.
     ``seed`` keys random crops and flips (see :class:`GrainSource`); ``image_size`` and
     ``options`` say how records become values, ``read`` how files are read (schema, storage
-    options, open files), as in every loader."""
+    options, open files), as in every loader. ``state=`` is refused, naming why: grain's
+    checkpoints save its iterator."""
     from tfrecordkit.readers._decoding import decode_options
+
+    refuse_untaken("grain's source", (), state=state)
 
     return GrainSource(path, split, options=decode_options(options, image_size=image_size),
                        seed=seed, read=read)

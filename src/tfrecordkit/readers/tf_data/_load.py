@@ -114,11 +114,7 @@ def load_tf_dataset(
         return triplet_dataset(class_dataset(path, sampling), split, batch_size=batch_size,
                                sampling=sampling, seed=chosen, options=options, partition=partition,
                                state=start, repeat=repeat, reading=reading)
-    if state is not None:
-        raise OptionError("state= resumes P×K and triplet datasets; in order or shuffled, "
-                          "tf.data's position is its iterator's: save it with "
-                          "tf.train.Checkpoint(iterator=...)")
     return records_dataset(path, split, batch_size=batch_size, sampling=sampling,
                            seed=None if seed is None else seed_of(seed),
                            options=options, partition=partition, repeat=repeat,
-                           reading=reading)
+                           reading=reading, state=state)

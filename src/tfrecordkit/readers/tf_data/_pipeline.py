@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     feature_description,
 )
+from tfrecordkit.sampling import check_state
 from tfrecordkit.schema import Schema
 
 __all__ = ["records_dataset", "shuffle_buffer_size"]
@@ -68,7 +69,7 @@ def shuffle_buffer_size(record_bytes: float, records: int,
 def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
                     batch_size: int | None, sampling: InOrder | Shuffled, seed: int | None,
                     options: DecodeOptions, partition: Partition, repeat: bool,
-                    reading: ReadOptions) -> Any:
+                    reading: ReadOptions, state: int | Mapping[str, Any] | None = None) -> Any:
     """``load_tf_dataset`` in order or shuffled: every record once per epoch (see it).
 
     Raises:
@@ -76,7 +77,7 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
         DatasetError: the manifest disagrees with the files (missing shard, wrong size,
             schema mismatch), before any training starts.
     """
-    _check_options(options, batch_size, sampling, reading)
+    _check_options(options, batch_size, sampling, reading, state)
     if batch_size is not None:
         batch_size = partition.per_rank(batch_size)  # this pipeline's share of the global batch
     shuffle: bool | int = (False if isinstance(sampling, InOrder)
@@ -116,6 +117,11 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
         ds = ds.shard(partition.world_size, partition.rank)
     ds = _cached_shuffled(ds, cache=cache, shuffle=shuffle, seed=seed, repeat=repeat,
                           record_bytes=read.bytes_per_record, records=records)
+    skipped = 0
+    if state is not None:  # in order: resuming is skipping the steps done
+        skipped = _resume_step(state, read, batch_size, drop_last, records, tagged=tagged,
+                               seed=seed, repeat=repeat)
+        ds = ds.skip(skipped * (batch_size or 1))
 
     ds = _batched_decoded(ds, read, layout, options, description, ordered=ordered,
                           seed=seed, tagged=tagged, batch_size=batch_size, drop_last=drop_last)
@@ -124,7 +130,7 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
         ds = _supervised(ds, manifest, schema, ordered)
     if not repeat and records >= 0:
         ds = ds.apply(tf.data.experimental.assert_cardinality(
-            _batches_of(records, batch_size, drop_last)))
+            _batches_of(records, batch_size, drop_last) - skipped))
     ds = _finish(ds, manifest, schema, ordered)
 
     if counter is not None:
@@ -199,6 +205,29 @@ def _cached_shuffled(ds: Any, *, cache: bool, shuffle: bool | int, seed: int | N
     return ds.repeat() if repeat else ds
 
 
+def _resume_step(state: int | Mapping[str, Any], read: ReadPlan, batch_size: int | None,
+                 drop_last: bool, records: int, *, tagged: bool, seed: int | None,
+                 repeat: bool) -> int:
+    """The steps to skip to resume at ``state``: a global step (e.g. ``optimizer.iterations``)
+    or a loader's ``state_dict()`` of the same dataset, seed, global batch and order (checked
+    as every reader checks it); within its epoch unless ``repeat``."""
+    if tagged:
+        raise OptionError("random crops and flips are keyed by the epoch: resume them with "
+                          "tf.train.Checkpoint(iterator=...), which saves it")
+    steps = _batches_of(records, batch_size, drop_last) if records >= 0 else -1
+    if steps < 0:
+        raise OptionError("state= needs the split's record count (a dataset, or files with "
+                          "an index); resume with tf.train.Checkpoint(iterator=...)")
+    if isinstance(state, Mapping):
+        checked = check_state(state, {
+            "fingerprint": read.fingerprint, "seed": seed, "batch_size": batch_size,
+            "shuffle": False, "drop_last": drop_last}, steps)
+        return int(checked["step"]) + (int(checked["epoch"]) * steps if repeat else 0)
+    if isinstance(state, bool) or not isinstance(state, int) or state < 0:
+        raise OptionError(f"state= is a global step (>= 0) or a state_dict(); got {state!r}")
+    return state if repeat else state % max(steps, 1)
+
+
 def _batches_of(records: int, batch_size: int | None, drop_last: bool) -> int:
     """Elements of an epoch of ``records``: batches (the last one smaller unless dropped), or
     the records themselves unbatched."""
@@ -253,7 +282,7 @@ def _undescribed_keys_fail(schema: Schema, tagged: bool) -> Callable[[Any], Any]
 
 
 def _check_options(options: DecodeOptions, batch_size: int | None,
-                   sampling: InOrder | Shuffled, read: ReadOptions) -> None:
+                   sampling: InOrder | Shuffled, read: ReadOptions, state: Any = None) -> None:
     """Refuse what tf.data cannot do as asked."""
     if options.fast_resize:
         raise OptionError("fast_resize decodes JPEGs at a reduced DCT scale in the TF-free "
@@ -263,8 +292,9 @@ def _check_options(options: DecodeOptions, batch_size: int | None,
     if batch_size is not None and batch_size < 1:
         raise OptionError(f"batch_size must be positive; got {batch_size}")
     refuse_untaken("tf.data", ("Shuffled(buffer=)", "DecodeOptions(augment=)",
-                               "DecodeOptions(as_supervised=True)", "ReadOptions(cache=True)"),
-                   sampling=sampling, options=options, read=read)
+                               "DecodeOptions(as_supervised=True)", "ReadOptions(cache=True)",
+                               "state="),
+                   sampling=sampling, options=options, read=read, state=state)
 
 
 def _interleaved(files_ds: Any, read: ReadPlan, open_file: Callable[[Any], Any], *,
