@@ -269,13 +269,14 @@ def test_triplet_loader_ranks_take_equal_steps_and_resume_exactly(class_dataset)
     path = class_dataset[0]
     single = TripletLoader(path, batch_size=5, seed=2)
     anchors = single.sampler.total_anchors
-    ranks = [TripletLoader(path, batch_size=5, seed=2, partition=Partition(r, 3))
+    # batch_size is the global batch: each of the 3 ranks takes 5 triplets a step.
+    ranks = [TripletLoader(path, batch_size=15, seed=2, partition=Partition(r, 3))
              for r in range(3)]
     assert len({len(r) for r in ranks}) == 1  # no rank waits for another at the end
     seen = []
     for r in ranks:
         batches = list(r)
-        assert len(batches) == len(r)
+        assert len(batches) == len(r) and len(batches[0]["anchor"]["__id"]) == 5
         for b in batches:
             assert (b["anchor"]["label"] == b["positive"]["label"]).all()
             assert (b["anchor"]["label"] != b["negative"]["label"]).all()

@@ -138,7 +138,7 @@ options=tk.DecodeOptions(padding="ragged"))) == 45
             context = tf.distribute.InputContext(num_input_pipelines=pipelines,
                                                  input_pipeline_id=worker)
             share = tk.Partition.from_input_context(context)
-            for b in tk.load_tf_dataset(folder, batch_size=4, partition=share,
+            for b in tk.load_tf_dataset(folder, batch_size=4 * pipelines, partition=share,
                                         options=tk.DecodeOptions(features=["caption", "label"])):
                 check(b)
                 got += [c.decode() for c in b["caption"].numpy()]
