@@ -379,3 +379,31 @@ def test_the_guides_growing_a_dataset_block_runs_as_written(tmp_path, monkeypatc
     assert namespace["result"].added == 100 - namespace["result"].present
     assert load_manifest(tmp_path / "labels_ds").class_names == ("a", "b", "c")
     assert namespace["found"].group_count >= 0 and namespace["found"].records == 100
+
+
+def test_records_keyed_by_a_feature_append_as_writing_everything_at_once(tmp_path):
+    """Python records keyed by an id feature: writing them all, and writing some then
+    appending the rest, put every record in the same split; repeated ids are refused."""
+    schema = tk.Schema({"id": tk.Text(), "x": tk.Scalar("float32"),
+                        "label": tk.ClassLabel(["a", "b", "c"])})
+    rows = [{"id": f"u{i:03d}", "x": i / 4, "label": "abc"[i % 3]} for i in range(90)]
+    split = {"train": 0.6, "val": 0.4}
+    tk.write_dataset(rows, tmp_path / "all", schema, key="id", split=split, workers=1)
+    tk.write_dataset(rows[::2], tmp_path / "grown", schema, key="id", split=split, workers=1)
+    result = tk.append(tmp_path / "grown", tk.Records(rows[1::2], schema, key="id"),
+                       workers=1)
+    assert result.added == 45 and result.present == 0
+
+    def splits(path):
+        return {str(i): name for name in ("train", "val")
+                for b in tk.load_numpy_dataset(path, split=name, batch_size=10,
+                                               sampling=tk.InOrder()) for i in b["id"]}
+
+    assert splits(tmp_path / "grown") == splits(tmp_path / "all") and len(splits(
+        tmp_path / "all")) == 90
+    again = tk.append(tmp_path / "grown", tk.Records(rows, schema, key="id"), workers=1)
+    assert again.added == 0 and again.present == 90
+    with pytest.raises(SourceError, match=r"key 'u000' .* is record 0's too"):
+        tk.write_dataset([rows[0], rows[0]], tmp_path / "dup", schema, key="id", workers=1)
+    with pytest.raises(SourceError, match="key 'nope' is not a feature"):
+        tk.Records(rows, schema, key="nope")

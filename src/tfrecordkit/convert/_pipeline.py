@@ -290,10 +290,15 @@ def write_dataset(
     records: Iterable[Mapping[str, Any]] | Mapping[str, Iterable[Mapping[str, Any]]],
     out_dir: str | os.PathLike[str],
     schema: Schema,
+    *,
+    key: str | None = None,
     **options: Unpack[ConvertOptions],
 ) -> ConversionResult:
     """Write records (``{feature: value}`` dicts) as a dataset; see :func:`convert` for options.
 
-    ``records`` may also map split names to iterables of records (explicit splits).
+    ``records`` may also map split names to iterables of records (explicit splits). ``key``
+    names the feature identifying each record (see :class:`~tfrecordkit.Records`): splits
+    then go by it, and ``tk.append(out_dir, tk.Records(more, schema, key=...))`` grows the
+    dataset as writing everything at once would.
     """
-    return convert(Records(records, schema), out_dir, schema=schema, **options)
+    return convert(Records(records, schema, key=key), out_dir, schema=schema, **options)

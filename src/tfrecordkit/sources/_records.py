@@ -18,7 +18,12 @@ LABEL_NAMES = ("label", "labels", "y", "class", "target")
 
 
 class Records:
-    """Any iterable of ``{feature: value}`` dicts (or a mapping of split name to iterable)."""
+    """Any iterable of ``{feature: value}`` dicts (or a mapping of split name to iterable).
+
+    ``key`` names the feature that identifies each record (an id that stays the record's when
+    more records come): its split and an append's duplicate check go by it. Default: the
+    record's position, which only the same iterable gives again.
+    """
 
     in_process = True
     resumable = False  # nothing identifies an arbitrary iterable's data across runs
@@ -28,10 +33,16 @@ class Records:
         records: Iterable[Mapping[str, Any]] | Mapping[str, Iterable[Mapping[str, Any]]],
         schema: Schema,
         description: str = "records",
+        *,
+        key: str | None = None,
     ) -> None:
+        if key is not None and key not in schema:
+            raise SourceError(description, f"key {key!r} is not a feature of the schema "
+                                           f"({sorted(schema)})")
         self._records = records
         self._schema = schema
         self.description = description
+        self.key = key
 
     def schema(self) -> Schema:
         return self._schema
@@ -44,13 +55,32 @@ class Records:
         return not any(isinstance(p, Iterator) for p in parts)
 
     def items(self) -> Iterator[SourceItem]:
+        seen: dict[str, int] = {}
         if isinstance(self._records, Mapping):
             for split, records in self._records.items():
                 for i, record in enumerate(records):
-                    yield SourceItem(f"{split}/{i}", record, split)
+                    yield SourceItem(self._key_of(record, f"{split}/{i}", seen), record, split)
         else:
             for i, record in enumerate(self._records):
-                yield SourceItem(str(i), record)
+                yield SourceItem(self._key_of(record, str(i), seen), record)
+
+    def _key_of(self, record: Any, position: str, seen: dict[str, int]) -> str:
+        """The record's key: its ``key`` feature's value (present, unique), else its
+        position."""
+        if self.key is None:
+            return position
+        value = record.get(self.key) if isinstance(record, Mapping) else None
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "surrogateescape")
+        if value is None or value == "" or isinstance(value, Mapping | list | np.ndarray):
+            raise SourceError(f"record {position}", f"its key feature {self.key!r} is "
+                                                    f"missing or not one value ({value!r:.40})")
+        key = str(value)
+        if key in seen:
+            raise SourceError(f"record {position}", f"key {key!r} ({self.key!r}) is record "
+                                                    f"{seen[key]}'s too: keys must be unique")
+        seen[key] = len(seen)
+        return key
 
     def load(self, item: Any) -> Mapping[str, Any]:
         if not isinstance(item, Mapping):
