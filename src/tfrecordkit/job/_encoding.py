@@ -392,8 +392,9 @@ def _leave_out_known(job: EncodeJob, chunk: list[SourceItem], frames: EncodedFra
                                   "dataset with other content "
                                   f"({job.known.where(int(found[j]))}); a key is the path "
                                   "under the folder, a table's row number or its key column "
-                                  "(Table(key=...)): give the input another key, or convert "
-                                  "the dataset anew"))
+                                  "(Table(key=...)), a record's position or its key feature "
+                                  "(Records(key=...)): give the input another key, or "
+                                  "convert the dataset anew"))
     failures.sort()
     stay = np.flatnonzero(found < 0)
     view = memoryview(frames.buffer)
