@@ -407,3 +407,36 @@ def test_records_keyed_by_a_feature_append_as_writing_everything_at_once(tmp_pat
         tk.write_dataset([rows[0], rows[0]], tmp_path / "dup", schema, key="id", workers=1)
     with pytest.raises(SourceError, match="key 'nope' is not a feature"):
         tk.Records(rows, schema, key="nope")
+
+
+def test_an_append_keeps_what_the_schema_says_of_the_old_records(tmp_path):
+    """The dataset's images vary in size and format; the appended ones all agree. The new
+    manifest still says what holds for every record (no size or format pinned by the new
+    ones alone), and every record reads; a dataset whose images all have one size refuses
+    an image of another, naming it."""
+    from PIL import Image as Pil
+
+    def image(path, size, fmt):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Pil.new("RGB", size, (size[0], 0, 0)).save(path, fmt)
+
+    for i in range(6):
+        image(tmp_path / "mixed" / "a" / f"{i}.png", (8 + 4 * (i % 2), 8), "PNG")
+        image(tmp_path / "mixed" / "b" / f"{i}.jpg", (8, 8), "JPEG")
+        image(tmp_path / "same" / "a" / f"new{i}.png", (10, 10), "PNG")
+    tk.convert(tmp_path / "mixed", tmp_path / "ds", workers=1)
+    before = load_manifest(tmp_path / "ds").schema["image"]
+    assert before.size is None and before.encoding == "auto"
+    tk.append(tmp_path / "ds", tmp_path / "same", workers=1)
+    assert load_manifest(tmp_path / "ds").schema["image"] == before
+    shapes = {tuple(v) for b in tk.load_numpy_dataset(tmp_path / "ds", batch_size=6,
+                                                      sampling=tk.InOrder())
+              for v in b["image"]["lengths"].tolist()}
+    assert shapes == {(8, 8), (8, 12), (10, 10)}
+
+    for i in range(3):
+        image(tmp_path / "fixed" / "a" / f"{i}.png", (8, 8), "PNG")
+    tk.convert(tmp_path / "fixed", tmp_path / "fixed_ds", workers=1)
+    assert load_manifest(tmp_path / "fixed_ds").schema["image"].size == (8, 8)
+    with pytest.raises(SourceError, match="image is 10x10; the feature's size is 8x8"):
+        tk.append(tmp_path / "fixed_ds", tmp_path / "same", workers=1)

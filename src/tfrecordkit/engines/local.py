@@ -191,5 +191,5 @@ def run_local(job: ConversionJob, *, workers: int, plan_id: str,
                     report(len(kept), len(encoded.frames.buffer))
                     if encoded.present:
                         report(0, 0, present=len(encoded.present))
-            writer.schema = observations.refine(job.schema)
+            writer.schema = job.described(observations)
         return writer.finish(), writer.resumed

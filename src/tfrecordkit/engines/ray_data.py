@@ -447,7 +447,7 @@ def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
         written.setdefault(name, []).append(done[ref])
     shards: dict[str, Sequence[ShardInfo]] = dict(written)
     return finalize_manifest(
-        job.out_dir, shards, schema=summary.observed.refine(job.schema),
+        job.out_dir, shards, schema=job.described(summary.observed),
         options=job.options,
         label_feature=job.label_feature, skipped=skipped, skipped_count=summary.failures,
         created_by=job.created_by, expected={k: t.records for k, t in totals.items()},

@@ -194,6 +194,14 @@ class ConversionJob:
         """A fresh assigner for this job's splits (stratified ones count from the start)."""
         return SplitAssigner(self.split, self.options.seed, stratify=self.stratify)
 
+    def described(self, observations: ImageObservations) -> Schema:
+        """The schema the manifest gives: refined by what the images turned out to be (one
+        format, channel count or size where all agreed); for an append, the dataset's own,
+        which describes the old records too (the new ones alone would narrow it)."""
+        if self.append is not None:
+            return self.schema
+        return observations.refine(self.schema)
+
     @property
     def presorted(self) -> bool:
         """Whether the write-time shuffle is done by reading the source in shuffled order
