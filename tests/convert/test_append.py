@@ -440,3 +440,24 @@ def test_an_append_keeps_what_the_schema_says_of_the_old_records(tmp_path):
     assert load_manifest(tmp_path / "fixed_ds").schema["image"].size == (8, 8)
     with pytest.raises(SourceError, match="image is 10x10; the feature's size is 8x8"):
         tk.append(tmp_path / "fixed_ds", tmp_path / "same", workers=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(entries_and_source(), st.binary(min_size=0, max_size=20_000), st.booleans())
+def test_batch_digests_equal_each_records_digest(drawn, big, source_last):
+    """frame_ids (a batch's entries located at once) gives each record the digest
+    content_digest gives it alone: arbitrary entry orders, records past the tail window
+    (a large value before or after the provenance), with and without provenance."""
+    from tfrecordkit.format import frame_record
+    from tfrecordkit.store import frame_ids
+
+    entries, source, at = drawn
+    large = field(1, 2, field(1, 2, b"big") + field(2, 2, field(1, 2, field(1, 2, big))))
+    body = [large, *entries]
+    body.insert(len(body) if source_last else min(at, len(body)), source)
+    records = [field(1, 2, b"".join(body)), field(1, 2, b"".join([large, *entries]))]
+    frames = [frame_record(r) for r in records]
+    lengths = [len(f) for f in frames]
+    ids = frame_ids(["a", "b"], b"".join(frames), np.cumsum([0, *lengths[:-1]]), lengths)
+    assert ids["content"].tolist() == [content_digest(r) for r in records]
+    assert ids["content"][0] == ids["content"][1]  # provenance left out, wherever it is

@@ -62,38 +62,35 @@ def _entries(record: bytes | memoryview) -> memoryview:
 
 
 def _without_source(entries: memoryview) -> bytes | memoryview:
-    """``entries`` without the ``"__source"`` entry (our writers put it last: checked by its
-    framing before it is cut; anywhere else, found by walking the entries)."""
-    data = entries.tobytes() if len(entries) < 4096 else bytes(entries)
-    found = data.rfind(_SOURCE_KEY)
-    if found < 0:
-        return entries
-    for width in (1, 2, 3):
-        start = found - 1 - width
-        if start >= 0 and data[start] == 0x0A:
-            try:
-                length, body = _varint(data, start + 1)
-            except ValueError:
-                continue
-            if (body == found and body + length == len(data)
-                    and _entry_key(data, body, len(data)) == b"__source"):
-                return entries[:start]
-    kept: list[bytes] = []
-    at = 0
+    """``entries`` without their ``"__source"`` entry. The top-level entries are walked (a
+    length each: an image's bytes are skipped, not copied or searched, and bytes inside a
+    value that look like an entry are never taken for one); our writers put it last, so it
+    is cut off without a copy."""
+    spans: list[tuple[int, int]] = []  # the entries kept
+    at, cut = 0, False
     try:
-        while at < len(data):
-            if data[at] != 0x0A:
+        while at < len(entries):
+            if entries[at] != 0x0A:
                 return entries
-            length, body = _varint(data, at + 1)
-            if _entry_key(data, body, body + length) != b"__source":
-                kept.append(data[at : body + length])
-            at = body + length
+            length, body = _varint(entries, at + 1)
+            end = body + length
+            if end > len(entries):
+                return entries
+            if _entry_key(entries, body, end) == b"__source":
+                cut = True
+            else:
+                spans.append((at, end))
+            at = end
     except ValueError:
         return entries
-    return b"".join(kept)
+    if not cut:
+        return entries
+    if spans and spans[-1][1] == sum(e - a for a, e in spans):  # the kept ones come first
+        return entries[: spans[-1][1]]
+    return b"".join(entries[a:e] for a, e in spans)
 
 
-def _entry_key(data: bytes, at: int, end: int) -> bytes | None:
+def _entry_key(data: bytes | memoryview, at: int, end: int) -> bytes | None:
     """The key of the map entry ``data[at:end]`` (its last field 1; fields in any order)."""
     key = None
     while at < end:
@@ -108,7 +105,7 @@ def _entry_key(data: bytes, at: int, end: int) -> bytes | None:
         elif kind == 2:
             length, at = _varint(data, at)
             if tag >> 3 == 1:
-                key = data[at : at + length]
+                key = bytes(data[at : at + length])
             at += length
         else:
             raise ValueError("bad wire type")
@@ -120,7 +117,10 @@ def _entry_key(data: bytes, at: int, end: int) -> bytes | None:
 def content_digest(record: bytes | memoryview) -> bytes:
     """The 16-byte digest of a serialized record's content (its feature entries, without
     its provenance)."""
-    return xxhash.xxh3_128_digest(_without_source(_entries(record)))
+    entries = _entries(record)
+    if isinstance(record, bytes) and b"__source" not in record:
+        return xxhash.xxh3_128_digest(entries)  # nothing to leave out (a scan, not a walk)
+    return xxhash.xxh3_128_digest(_without_source(entries))
 
 
 def _entry_spans(data: np.ndarray, starts: np.ndarray, sizes: np.ndarray
