@@ -340,3 +340,14 @@ def test_state_is_taken_by_every_entry_point_or_refused_from_one_table(dataset):
 
     with pytest.raises(OptionError, match="Ray's read_dataset does not take state="):
         read_dataset(dataset, state=state)
+
+
+def test_a_numpy_integer_is_a_batch_size(dataset):
+    """``batch_size=np.int64(8)`` (a value from a config or an array) is a batch size, as
+    before the global-batch rule took it; 0 and True are not."""
+    loader = tk.load_numpy_dataset(dataset, batch_size=np.int64(8), sampling=tk.InOrder(),
+                                   partition=tk.Partition(0, 2))
+    assert len(next(iter(loader))["n"]) == 4
+    for bad in (0, True):
+        with pytest.raises(OptionError, match="batch_size must be positive"):
+            tk.load_numpy_dataset(dataset, batch_size=bad)

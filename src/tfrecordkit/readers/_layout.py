@@ -69,7 +69,8 @@ class BatchLayout:
         """
         if ((getattr(options, "crop", None) is not None or getattr(options, "flip", False))
                 and getattr(options, "image_size", None) is None):
-            raise OptionError("crop and flip work on resized images: give image_size")
+            raise OptionError("crop and flip work on resized images: give image_size (the "
+                              "loader's keyword, or DecodeOptions(image_size=))")
         known = list(schema)
         names = (list(options.features) if options.features is not None
                  else schema.user_features)

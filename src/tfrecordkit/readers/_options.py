@@ -216,8 +216,7 @@ def decode_options(options: DecodeOptions | None, *,
     (an int meaning a square) filled in; given where the options say otherwise, a conflict.
 
     Raises:
-        OptionError: ``image_size`` and ``options.image_size`` disagree (naming both), or a
-            crop or flip has no image size from either.
+        OptionError: ``image_size`` and ``options.image_size`` disagree (naming both).
     """
     options = options or DecodeOptions()
     if image_size is not None:
@@ -226,11 +225,7 @@ def decode_options(options: DecodeOptions | None, *,
             raise OptionError(f"image_size={size!r} conflicts with options.image_size="
                               f"{options.image_size!r}: give it once")
         options = dataclasses.replace(options, image_size=size)
-    # Checked here, after the keyword joined the options: the two compose.
-    if (options.crop is not None or options.flip) and options.image_size is None:
-        raise OptionError("crop and flip work on resized images: give image_size (the "
-                          "loader's keyword, or DecodeOptions(image_size=))")
-    return options
+    return options  # a crop without a size is refused by the layout every reader builds
 
 
 def thread_count(num_threads: int | None) -> int:

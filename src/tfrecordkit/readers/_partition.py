@@ -4,6 +4,7 @@ says (TF's InputContext, torch's worker info and process group, ``jax.process_in
 
 from __future__ import annotations
 
+import numbers
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,12 +45,13 @@ class Partition:
             OptionError: ``batch_size`` is not positive or does not divide evenly between
                 the ranks.
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+                or batch_size < 1):
             raise OptionError(f"batch_size must be positive; got {batch_size!r}")
         if batch_size % self.world_size:
             raise OptionError(f"the global batch_size {batch_size} must divide evenly between "
                               f"{self.world_size} ranks")
-        return batch_size // self.world_size
+        return int(batch_size) // self.world_size
 
     def steps(self, start: int, stop: int) -> range:
         """The global steps in ``[start, stop)`` this worker builds."""
