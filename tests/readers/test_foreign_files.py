@@ -124,7 +124,7 @@ def test_load_tf_dataset_takes_the_same_options_object(tutorial_files):
     by_keywords = list(tf_data.load_tf_dataset(
         pattern, sampling=tk.InOrder(), image_size=(8, 8),
         options=tk.DecodeOptions(features=["label", "image_raw"])).as_numpy_iterator())
-    assert set(by_object[0]) == {"label", "image_raw"}
+    assert set(by_object[0]) == {"label", "image_raw", "__id"}
     for a, b in zip(by_object, by_keywords, strict=True):
         assert a["label"] == b["label"] and np.array_equal(a["image_raw"], b["image_raw"])
     # Keywords combine with the options; only a conflict is an error.

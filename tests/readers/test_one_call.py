@@ -170,10 +170,13 @@ def test_tf_data_takes_the_same_values_and_refuses_what_it_cannot_do(dataset):
     numpy_pk = tk.load_numpy_dataset(dataset, sampling=tk.PK(3, 2), seed=1)
     assert pk.steps_per_epoch == len(numpy_pk)
     assert [b["n"].numpy().tolist() for b in pk] == [b["n"].tolist() for b in numpy_pk]
+    exact = tk.load_tf_dataset(dataset, batch_size=16, sampling=tk.Shuffled(exact=True))
+    assert [b["n"].numpy().tolist() for b in exact] == [b["n"].tolist() for b in
+                                                        tk.load_numpy_dataset(
+        dataset, batch_size=16, sampling=tk.Shuffled(exact=True))]
     for kwargs, match in [
-            ({"sampling": tk.Shuffled(exact=True)}, "NumPy and PyTorch"),
             ({"read": tk.ReadOptions(num_threads=2)}, "AUTOTUNE"),
-            ({"state": 3}, "tf.train.Checkpoint"),
+            ({"sampling": tk.Shuffled(buffer=32), "state": 3}, "tf.train.Checkpoint"),
             ({"sampling": tk.PK(2, 2), "batch_size": 8}, "leave batch_size"),
             ({"sampling": tk.PK(2, 2), "batch_size": None, "read": tk.ReadOptions(cache=True)},
              "by offset")]:
@@ -313,25 +316,28 @@ def test_batch_size_is_the_global_batch_in_every_reader(dataset):
 
 @pytest.mark.integration  # the tf.data loader imports TensorFlow
 def test_state_is_taken_by_every_entry_point_or_refused_from_one_table(dataset):
-    """tf.data in order resumes from a global step or from the NumPy loader's state (the
-    same batches as the NumPy loader from there); shuffled tf.data, grain and Ray refuse
-    ``state=``, each naming why."""
+    """tf.data in order and shuffled resumes from a global step or from the NumPy loader's
+    state (the same batches as the NumPy loader from there); tf.data's own shuffle buffer,
+    grain and Ray refuse ``state=``, each naming why."""
     pytest.importorskip("tensorflow")
-    numpy_loader = tk.load_numpy_dataset(dataset, batch_size=16, sampling=tk.InOrder())
-    batches = iter(numpy_loader)
-    for _ in range(3):
-        next(batches)
-    state = numpy_loader.state_dict()
-    rest = [b["n"].tolist() for b in batches]
-    for saved in (state, 3):
-        resumed = tk.load_tf_dataset(dataset, batch_size=16, sampling=tk.InOrder(),
-                                     state=saved)
-        assert [b["n"].numpy().tolist() for b in resumed] == rest
-        assert len(resumed) == len(rest)
-    with pytest.raises(tk.StateError, match="batch_size"):
-        tk.load_tf_dataset(dataset, batch_size=8, sampling=tk.InOrder(), state=state)
-    with pytest.raises(OptionError, match=r"tf.data does not take Shuffled\(\) with state="):
-        tk.load_tf_dataset(dataset, batch_size=16, state=3)
+    for sampling in (tk.InOrder(), tk.Shuffled(), tk.Shuffled(exact=True)):
+        numpy_loader = tk.load_numpy_dataset(dataset, batch_size=16, sampling=sampling,
+                                             seed=5)
+        batches = iter(numpy_loader)
+        for _ in range(3):
+            next(batches)
+        state = numpy_loader.state_dict()
+        rest = [b["n"].tolist() for b in batches]
+        for saved in (state, 3):
+            resumed = tk.load_tf_dataset(dataset, batch_size=16, sampling=sampling, seed=5,
+                                         state=saved)
+            assert [b["n"].numpy().tolist() for b in resumed] == rest, sampling
+            assert resumed.steps_per_epoch == len(numpy_loader)
+        with pytest.raises(tk.StateError, match="batch_size"):
+            tk.load_tf_dataset(dataset, batch_size=8, sampling=sampling, seed=5, state=state)
+    with pytest.raises(OptionError, match=r"tf.data does not take Shuffled\(buffer=\) with "
+                                          "state="):
+        tk.load_tf_dataset(dataset, batch_size=16, sampling=tk.Shuffled(buffer=8), state=3)
     with pytest.raises(OptionError, match="grain's source does not take state=: grain and "
                                           "Ray keep their own iteration"):
         tk.load_grain_source(dataset, state=state)
@@ -351,3 +357,35 @@ def test_a_numpy_integer_is_a_batch_size(dataset):
     for bad in (0, True):
         with pytest.raises(OptionError, match="batch_size must be positive"):
             tk.load_numpy_dataset(dataset, batch_size=bad)
+
+
+@pytest.mark.integration  # the tf.data and torch loaders import their frameworks
+def test_each_rank_reads_the_same_records_in_every_reader(dataset):
+    """For each rank of two, every reader gives the same batches of the same record ids over
+    an epoch (a global batch of 16 split 8 + 8, the last step wrapped around and marked by
+    ``__valid``), in order, shuffled, exactly shuffled and by class; and the ranks together
+    read every record once."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    def ids(batches) -> list[list[int]]:
+        return [np.asarray(b["__id"]).tolist() for b in batches]
+
+    for sampling in (tk.InOrder(), tk.Shuffled(), tk.Shuffled(exact=True), tk.PK(3, 2)):
+        size = None if isinstance(sampling, tk.PK) else 16
+        real = []
+        for rank in range(2):
+            kwargs = {"batch_size": size, "sampling": sampling, "seed": 7,
+                      "partition": tk.Partition(rank, 2)}
+            got = {"numpy": ids(tk.load_numpy_dataset(dataset, **kwargs)),
+                   "torch": ids(load_torch_dataset(dataset, **kwargs)),
+                   "tf.data": ids(tk.load_tf_dataset(dataset, **kwargs))}
+            assert got["numpy"] == got["torch"] == got["tf.data"], (sampling, rank)
+            if size is not None:
+                valid = [np.asarray(b["__valid"]).tolist()
+                         for b in tk.load_tf_dataset(dataset, **kwargs)]
+                real += [i for row, ok in zip(got["tf.data"], valid, strict=True)
+                         for i, keep in zip(row, ok, strict=True) if keep]
+        if size is not None:
+            assert sorted(real) == list(range(120)), sampling

@@ -226,10 +226,12 @@ def test_two_workers_see_every_record_once(tmp_path, num_shards):
                                              num_replicas_in_sync=2)
         ds = load_tf_dataset(tmp_path / "ds", batch_size=8,  # the global batch
                              partition=tk.Partition.from_input_context(context))
-        values = [int(v) for batch in ds for v in batch["n"].numpy()]
-        assert {len(b["n"]) for b in ds} <= {4, len(values) % 4}  # each pipeline's share
-        assert len(ds) == math.ceil(len(values) / 4)
-        seen.extend(values)
+        batches = list(ds)
+        # Each pipeline's share of every global batch; the last step wraps around, its
+        # fillers marked as not valid, as in every reader.
+        assert {len(b["n"]) for b in batches} == {4} and len(ds) == math.ceil(101 / 8)
+        seen.extend(int(v) for b in batches
+                    for v in b["n"].numpy()[b["__valid"].numpy()])
     assert sorted(seen) == list(range(101))
     with pytest.raises(tk.OptionError, match="global batch_size 9 must divide evenly"):
         load_tf_dataset(tmp_path / "ds", batch_size=9, partition=tk.Partition(0, 2))
@@ -268,7 +270,7 @@ def test_feature_subset_and_augmentation(digits):
                              augment=[tf_data.random_flip(), tf_data.random_brightness(0.1),
                                       tf_data.random_crop((10, 10))]))
     batch = next(iter(ds))
-    assert set(batch) == {"image"}
+    assert set(batch) == {"image", "__id", "__valid"}  # as every reader gives them
     assert batch["image"].shape == (8, 10, 10, 1) and batch["image"].dtype == tf.uint8
 
 

@@ -39,7 +39,8 @@ def test_a_corrupt_record_is_named_by_file_offset_and_index(dataset):
                                                     rf"{offset}: length crc") as caught:
         for _ in ds:
             pass
-    assert isinstance(caught.value.__cause__, tf.errors.DataLossError)
+    # tfrecordkit's reader feeds the pipeline and found it; TensorFlow's error is the cause.
+    assert isinstance(caught.value.__cause__, tf.errors.OpError)
 
 
 def test_a_record_tensorflow_cannot_parse_is_named_by_the_tf_free_reader(tmp_path):

@@ -122,14 +122,18 @@ def test_pk_iterators_checkpoint_and_resume_exactly(dataset, tmp_path):
         tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=8, state=state)
 
 
-def test_a_finite_pk_dataset_is_the_rest_of_its_epoch(dataset):
+def test_each_iteration_of_a_finite_pk_dataset_is_the_next_epoch(dataset):
+    """Iterating again (as Keras ``fit(epochs=...)`` does) gives the next epoch's batches, as
+    the repeated dataset does; resumed mid-epoch, the first iteration is the rest of it."""
     ds = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=1)
     steps = ds.steps_per_epoch
-    assert len(ds) == steps and _labels(ds) == _labels(ds)  # the same epoch each iteration
-    endless = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=1, repeat=True)
-    second_epoch = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=1, state=steps + 1)
-    assert len(second_epoch) == steps - 1
-    assert _labels(second_epoch) == _labels(endless.take(2 * steps))[steps + 1:]
+    endless = _labels(tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=1,
+                                              repeat=True).take(3 * steps))
+    assert len(ds) == steps
+    assert _labels(ds) + _labels(ds) == endless[: 2 * steps]
+    assert _labels(ds) != _labels(ds)  # epochs 2 and 3 differ
+    resumed = tf_data.load_tf_dataset(dataset, sampling=tk.PK(4, 3), seed=1, state=steps + 1)
+    assert _labels(resumed) + _labels(resumed) == endless[steps + 1 :]
 
 
 def test_triplets_have_the_other_loaders_options_and_resume(dataset, tmp_path):

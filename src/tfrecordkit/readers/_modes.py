@@ -80,11 +80,12 @@ class Shuffled:
     default of every loader.
 
     Attributes:
-        exact: a uniform permutation of the whole split (NumPy and PyTorch loaders; they
-            otherwise shuffle blocks of neighbouring records, which reads faster and mixes
-            as well for training). tf.data refuses it: it shuffles through a buffer.
-        buffer: tf.data's shuffle buffer in records (default: sized from the record size,
-            64 MiB). The NumPy and PyTorch loaders refuse it: they need no buffer.
+        exact: a uniform permutation of the whole split (otherwise blocks of neighbouring
+            records are shuffled, which reads faster and mixes as well for training).
+        buffer: tf.data only: shuffle through TensorFlow's own buffer of this many records
+            instead of the library's order (files interleaved, records read in sequence;
+            ``ReadOptions(cache=True)`` keeps them in memory). Its order is not a pure
+            function of seed and epoch: it takes no ``state=`` and other readers refuse it.
         drop_last: drop the last, smaller batch of an epoch.
     """
 
@@ -253,9 +254,8 @@ class ReadOptions:
 # What a reader does not take, and why: one table, so every reader refuses alike (by name,
 # rather than ignoring what it was given).
 _WHY = {
-    "Shuffled(buffer=)": "a shuffle buffer is tf.data's; this reader shuffles without one",
-    "Shuffled(exact=True)": "an exact permutation of the split is the NumPy and PyTorch "
-                            "loaders'; tf.data shuffles through a buffer (Shuffled(buffer=n))",
+    "Shuffled(buffer=)": "a shuffle buffer is tf.data's own shuffle; this reader shuffles "
+                         "in the library's order, without one",
     "DecodeOptions(augment=)": "augment runs in tf.data and in the NumPy and PyTorch loaders' "
                                "in-order and shuffled batches; elsewhere use DecodeOptions "
                                "crop and flip (keyed by seed and record), or map your own "
@@ -263,22 +263,23 @@ _WHY = {
     "DecodeOptions(as_supervised=True)": "(inputs, label) pairs shape tf.data's elements for "
                                          "model.fit; the other readers give dicts (take the "
                                          "label from the batch)",
-    "ReadOptions(cache=True)": "keeping serialized records in memory is tf.data's in-order and "
-                               "shuffled pipeline's; this reader reads records by offset and "
-                               "keeps none",
+    "ReadOptions(cache=True)": "keeping serialized records in memory is tf.data's buffered "
+                               "shuffle's (Shuffled(buffer=n)); the other readers and modes "
+                               "read records by offset every epoch (the OS page cache keeps "
+                               "them)",
     "ReadOptions(num_threads=)": "tf.data sizes its threads itself (AUTOTUNE); grain and Ray "
                                  "run their own workers",
-    "ReadOptions(max_open_files=)": "tf.data's in-order and shuffled pipeline opens files "
-                                    "through its interleave (AUTOTUNE); Ray's read tasks open "
-                                    "their own",
+    "ReadOptions(max_open_files=)": "tf.data's buffered shuffle opens files through its "
+                                    "interleave (AUTOTUNE); Ray's read tasks open their own",
     "state=": "grain and Ray keep their own iteration: grain's checkpoints save its iterator "
               "(grain.DataLoader, or a MapDataset's iterator state); a Ray Dataset's "
-              "iterators resume nothing (the NumPy and PyTorch loaders resume from state=)",
-    "Shuffled() with state=": "tf.data shuffles through a buffer whose order is not a pure "
-                              "function of seed and epoch: save the iterator with "
-                              "tf.train.Checkpoint(iterator=...), read InOrder() (resumed "
-                              "by skipping), or use the NumPy or PyTorch loader, whose "
-                              "shuffled order resumes from state=",
+              "iterators resume nothing (the NumPy, PyTorch and tf.data loaders resume from "
+              "state=)",
+    "Shuffled(buffer=) with state=": "tf.data's shuffle buffer gives an order that is not a "
+                                     "pure function of seed and epoch: save the iterator "
+                                     "with tf.train.Checkpoint(iterator=...), or leave "
+                                     "buffer= out (Shuffled() reads the library's order, "
+                                     "which resumes from state=)",
 }
 
 
@@ -294,14 +295,14 @@ def refuse_untaken(reader: str, takes: Iterable[str], *, sampling: Sampling | No
     shuffled = sampling if isinstance(sampling, Shuffled) else None
     given = {
         "Shuffled(buffer=)": shuffled is not None and shuffled.buffer is not None,
-        "Shuffled(exact=True)": shuffled is not None and shuffled.exact,
         "DecodeOptions(augment=)": options is not None and options.augment is not None,
         "DecodeOptions(as_supervised=True)": options is not None and options.as_supervised,
         "ReadOptions(cache=True)": read is not None and read.cache,
         "ReadOptions(num_threads=)": read is not None and read.num_threads is not None,
         "ReadOptions(max_open_files=)": read is not None and read.max_open_files is not None,
         "state=": state is not None,
-        "Shuffled() with state=": state is not None and shuffled is not None,
+        "Shuffled(buffer=) with state=": (state is not None and shuffled is not None
+                                          and shuffled.buffer is not None),
     }
     untaken = [name for name, asked in given.items() if asked and name not in set(takes)]
     if untaken:

@@ -52,7 +52,7 @@ __all__ = ["PK", "Augment", "DecodeOptions", "InOrder", "Loader", "PKLoader", "P
 
 # -- the general loader --------------------------------------------------------------------
 
-_LOADER_TAKES = ("Shuffled(exact=True)", "DecodeOptions(augment=)", "ReadOptions(num_threads=)",
+_LOADER_TAKES = ("DecodeOptions(augment=)", "ReadOptions(num_threads=)",
                  "ReadOptions(max_open_files=)")
 
 

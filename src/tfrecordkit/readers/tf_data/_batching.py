@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.readers._decoding import DecodeOptions
-from tfrecordkit.readers._keys import CLASS_ID
+from tfrecordkit.readers._keys import CLASS_ID, CLASS_POSITION, RECORD_ID, VALID
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout
 from tfrecordkit.readers.tf_data._augment import (
     _compose,
@@ -105,12 +105,33 @@ def _batch_parser(plan: _DecodePlan) -> Any:
     return parse_batch
 
 
+#: What a batch of serialized records may carry beside them (``{"records": ..., "__id": ...}``),
+#: handed on as it is: each record's id in its split, and whether it is a real record.
+_CARRIED = (RECORD_ID, VALID)
+
+
+def _records_and_carried(element: Any) -> tuple[Any, dict[str, Any]]:
+    """A batch of serialized records, and what it carries beside them (see ``_CARRIED``)."""
+    if isinstance(element, dict):
+        return element["records"], {k: element[k] for k in _CARRIED if k in element}
+    return element, {}
+
+
+def _parsing(parse_batch: Any) -> Any:
+    """``parse_batch`` over an element of records, keeping what it carries."""
+    def parse(element: Any) -> Example:
+        serialized, carried = _records_and_carried(element)
+        return {**parse_batch(serialized), **carried}
+
+    return parse
+
+
 def _per_example(ds: Any, plan: _DecodePlan, batch_size: int | None, drop_remainder: bool,
                  parse_batch: Any) -> Any:
     """Parsed in big batches (fast), then each example decoded in a parallel map (images,
     audio, tensors of their own shapes, augmentation), then batched (padded or ragged)."""
     ordered, layout, options = plan.ordered, plan.layout, plan.options
-    ds = ds.map(graph_only(parse_batch), num_parallel_calls=AUTOTUNE,
+    ds = ds.map(graph_only(_parsing(parse_batch)), num_parallel_calls=AUTOTUNE,
                 deterministic=ordered).unbatch()
     # Dimensions the schema leaves open but that can't vary (channels) must agree
     # within a padded batch: padding would otherwise fill them with zeros.
@@ -126,6 +147,7 @@ def _per_example(ds: Any, plan: _DecodePlan, batch_size: int | None, drop_remain
                                         follows=layout.follows, strict=plan.strict)
         out.pop(CROP_KEY, None)  # the record's tag, read by finish_image
         out.update({k: parsed[k] for k in plan.passthrough})
+        out.update({k: parsed[k] for k in _CARRIED if k in parsed})
         if plan.decode and options.image_dtype != "uint8":
             for key in layout.images:
                 out[key] = _scale_image(out[key], options.image_dtype, options.mean,
@@ -170,7 +192,8 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
     if plan.per_example:
         return _per_example(ds, plan, batch_size, drop_remainder, parse_batch)
 
-    def parse_and_decode(serialized: Any) -> Example:
+    def parse_and_decode(element: Any) -> Example:
+        serialized, carried = _records_and_carried(element)
         parsed = parse_batch(serialized)
         if not plan.decode or not plan.selected:
             out = dict(parsed)
@@ -178,6 +201,8 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             out = {n: decode_feature(f, parsed, n, options, batched=True)
                    for n, f in plan.selected.items()}
             out.update({k: parsed[k] for k in plan.passthrough})
+        out.pop(CROP_KEY, None)
+        out.update(carried)
         if batch_size is None or options.padding != "pad":
             return out  # single examples: structured one by one after unbatching
         shaping = plan.shaping
@@ -373,8 +398,10 @@ def _supervised(ds: Any, manifest: Manifest | None, schema: Schema,
         raise DatasetError(_no_label_hint(schema))
 
     def split_label(example: Example) -> tuple[Any, Any]:
-        # The class ids PxK batches carry are the label's values: not an input.
-        inputs = {k: v for k, v in example.items() if k not in (label, CLASS_ID)}
+        # The class ids PxK batches carry are the label's values, the record ids and
+        # whether a record is real describe it: none is an input.
+        inputs = {k: v for k, v in example.items()
+                  if k not in (label, CLASS_ID, CLASS_POSITION, RECORD_ID, VALID)}
         return (next(iter(inputs.values())) if len(inputs) == 1 else inputs), example[label]
 
     return ds.map(graph_only(split_label), num_parallel_calls=AUTOTUNE, deterministic=ordered)

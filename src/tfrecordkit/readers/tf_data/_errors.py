@@ -88,7 +88,9 @@ def _named_iterator(base: type, paths: tuple[str, ...], find: Callable[[], None]
 #: layout's checks): only then is the split read again to name the record. An error in a
 #: user's augmentation is left as it is (reading a large split for it would only cost).
 _DATA_OPS = ("ParseExample", "ParseSequenceExample", "ParseSingleExample", "Decode",
-             "EnsureShape", "ParseTensor", "assertion failed: [feature")
+             "EnsureShape", "ParseTensor", "assertion failed: [feature",
+             # tfrecordkit's own reader, feeding the pipeline: a frame that fails its checks
+             "CorruptRecordError: ", "SchemaError: ", "DatasetError: ")
 
 
 def _from_the_data(err: Exception) -> bool:

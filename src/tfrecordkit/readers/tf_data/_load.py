@@ -13,6 +13,7 @@ from tfrecordkit.readers._modes import (
     PK,
     ReadOptions,
     Sampling,
+    Shuffled,
     Triplets,
     batch_size_of,
     class_dataset,
@@ -23,6 +24,7 @@ from tfrecordkit.readers._modes import (
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers.tf_data._pipeline import records_dataset
 from tfrecordkit.readers.tf_data._sampling import pk_dataset, triplet_dataset
+from tfrecordkit.readers.tf_data._steps import ordered_dataset
 
 __all__ = ["load_tf_dataset"]
 
@@ -47,9 +49,9 @@ def load_tf_dataset(
     Args:
         path: a dataset directory (with ``dataset.json``), or TFRecord files / globs that
             tfrecordkit did not write (their schema is inferred from a sample, or
-            ``read.schema``). Local paths and ``gs://`` URLs are read by TensorFlow's own
-            file reader; other URLs (``s3://``, ``http(s)://``, ``memory://``; ``gs://``
-            with storage options) by tfrecordkit's reader through fsspec, feeding tf.data.
+            ``read.schema``); URLs (``s3://``, ``gs://``, ``http(s)://``, ...) too. Records
+            are read by offset with tfrecordkit's CRC-checked reader, feeding tf.data (with
+            ``Shuffled(buffer=n)``, local and ``gs://`` files by TensorFlow's own reader).
         split: which split.
         batch_size: records per global batch (None: unbatched examples), as in every
             reader: with a ``partition`` of ``world_size`` pipelines each one's batches hold
@@ -57,16 +59,17 @@ def load_tf_dataset(
             gives; a batch that does not divide is refused); triplets per global batch with
             :class:`~tfrecordkit.Triplets`; left out with :class:`~tfrecordkit.PK` (P×K
             per pipeline).
-        sampling: :class:`~tfrecordkit.Shuffled` (default: files shuffled every epoch and
-            records through a buffer sized from the record size, see
-            :func:`shuffle_buffer_size`; ``Shuffled(buffer=n)`` sets it),
-            :class:`~tfrecordkit.InOrder` (the split's stored order),
+        sampling: :class:`~tfrecordkit.Shuffled` (default) or
+            :class:`~tfrecordkit.InOrder`: the library's order, the batches every reader
+            gives for the same seed, partition and batch size, each carrying ``"__id"``
+            (and ``"__valid"`` unless ``drop_last``); each iteration of the dataset is the
+            next epoch. ``Shuffled(buffer=n)``: TensorFlow's own shuffle buffer instead
+            (files interleaved, records read in sequence; no ``state=``).
             :class:`~tfrecordkit.PK` (class-balanced batches) or
             :class:`~tfrecordkit.Triplets`.
-        seed: the same seed gives the same order every run (parallel steps keep their
-            order, as tf.data does by default). None: a new order each run, parallel steps
-            free to reorder records for speed (P×K and triplets: a fresh seed, or the one of
-            a ``state_at`` state).
+        seed: the same seed gives the same batches every run, in every reader. None: a
+            fresh seed (with a ``state_dict()`` state: the one it holds), parallel steps
+            free to finish out of order.
         image_size: resize images to ``(height, width)`` (an int: a square); the shortcut of
             ``options.image_size``.
         options: how records become values, the object every reader takes
@@ -74,20 +77,20 @@ def load_tf_dataset(
             crops, ``augment`` — a function or list mapping an example dict, see
             :func:`random_flip` — and ``as_supervised`` for ``model.fit``...).
         partition: this input pipeline's share (``Partition.from_input_context(ctx)`` for a
-            ``tf.distribute.InputContext``): by file when there are at least as many files as
-            pipelines, else by record; P×K and triplets give each pipeline other classes.
-        state: P×K and triplets: where to start, a global step (e.g.
-            ``optimizer.iterations``) or ``ds.state_at(step)``. In order or shuffled, the
-            position is the iterator's: save it with ``tf.train.Checkpoint``.
-        repeat: repeat forever (cardinality becomes infinite); P×K and triplets continue
-            with the next epochs.
+            ``tf.distribute.InputContext``): its part of every global batch, as in every
+            reader; P×K and triplets give each pipeline other classes.
+        state: where to start: a global step (e.g. ``optimizer.iterations``; with
+            ``batch_size=None`` a record count), a loader's ``state_dict()`` (the NumPy and
+            PyTorch loaders' too) or ``ds.state_at(step)``; the iterator itself checkpoints
+            with ``tf.train.Checkpoint(iterator=...)``.
+        repeat: repeat forever (cardinality becomes infinite), each epoch after the last.
         read: how files are read (:class:`~tfrecordkit.ReadOptions`: schema, storage
-            options, ``cache`` of serialized records after the first epoch; P×K and
-            triplets: ``max_open_files``).
+            options, ``max_open_files``; with ``Shuffled(buffer=n)``, ``cache`` of serialized
+            records after the first epoch).
 
     Returns:
         The dataset; it carries ``class_names`` and (for tfrecordkit datasets) ``manifest``;
-        P×K and triplet datasets also ``steps_per_epoch`` and ``state_at(step)``.
+        all but ``Shuffled(buffer=n)`` also ``steps_per_epoch`` and ``state_at(step)``.
 
     Raises:
         OptionError: an option tf.data cannot honour (named), rather than ignored.
@@ -114,7 +117,15 @@ def load_tf_dataset(
         return triplet_dataset(class_dataset(path, sampling), split, batch_size=batch_size,
                                sampling=sampling, seed=chosen, options=options, partition=partition,
                                state=start, repeat=repeat, reading=reading)
-    return records_dataset(path, split, batch_size=batch_size, sampling=sampling,
-                           seed=None if seed is None else seed_of(seed),
+    if isinstance(sampling, Shuffled) and sampling.buffer is not None:
+        return records_dataset(path, split, batch_size=batch_size, sampling=sampling,
+                               seed=None if seed is None else seed_of(seed),
+                               options=options, partition=partition, repeat=repeat,
+                               reading=reading, state=state)
+    if seed is None and state is not None and not isinstance(state, Mapping):
+        raise OptionError("a global step resumes a seeded run: give the seed it ran with "
+                          "(or resume from a state_dict(), which holds it)")
+    return ordered_dataset(path, split, batch_size=batch_size, sampling=sampling,
+                           seed=seed_of(seed, state if isinstance(state, Mapping) else None),
                            options=options, partition=partition, repeat=repeat,
-                           reading=reading, state=state)
+                           reading=reading, state=state, deterministic=seed is not None)

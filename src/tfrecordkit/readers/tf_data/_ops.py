@@ -13,6 +13,7 @@ import tensorflow as tf
 from tfrecordkit.codecs import load_soundfile, resample_audio
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers.tf_data._crop import CROP_KEY, crop_window, window_of
+from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._placement import TFPlacement, pad_window_tf, place_boxes_tf
 from tfrecordkit.schema import (
     BOX_CORNERS,
@@ -264,13 +265,13 @@ def _decode_audio(feature: Audio, parsed: Example, name: str,
     if feature.encoding == "pcm":
         samples = tf.reshape(parsed[name], tf.stack([-1, tf.maximum(channels, 1)]))
     else:
-        samples, rate = tf.numpy_function(_decode_audio_file, [parsed[name]],
+        samples, rate = tf.numpy_function(exit_safe(_decode_audio_file), [parsed[name]],
                                           [tf.float32, tf.int64], stateful=False)
         samples.set_shape([None, None])
         rate.set_shape([])
     if sample_rate is not None:
         samples = tf.numpy_function(
-            lambda s, r: resample_audio(s, int(r), sample_rate) if r > 0 else s,
+            exit_safe(lambda s, r: resample_audio(s, int(r), sample_rate) if r > 0 else s),
             [samples, rate], tf.float32, stateful=False)
         samples.set_shape([None, None])
         rate = tf.where(rate > 0, tf.constant(sample_rate, tf.int64), rate)

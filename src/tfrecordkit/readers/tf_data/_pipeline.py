@@ -1,5 +1,6 @@
-"""``load_tf_dataset`` in order or shuffled: files of a split → interleave in runs → shuffle
-→ batch → parse and decode in-graph → the batch layout → prefetch."""
+"""``load_tf_dataset`` with ``Shuffled(buffer=n)``, TensorFlow's own shuffle: files of a split →
+interleave in runs → shuffle buffer → batch → parse and decode in-graph → the batch layout →
+prefetch."""
 
 from __future__ import annotations
 
@@ -29,12 +30,12 @@ from tfrecordkit.readers.tf_data._batching import (
 )
 from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, keyed, tag_records
 from tfrecordkit.readers.tf_data._errors import name_errors
+from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._graph import graph_only
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     feature_description,
 )
-from tfrecordkit.sampling import check_state
 from tfrecordkit.schema import Schema
 
 __all__ = ["records_dataset", "shuffle_buffer_size"]
@@ -67,10 +68,12 @@ def shuffle_buffer_size(record_bytes: float, records: int,
 
 
 def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
-                    batch_size: int | None, sampling: InOrder | Shuffled, seed: int | None,
+                    batch_size: int | None, sampling: Shuffled, seed: int | None,
                     options: DecodeOptions, partition: Partition, repeat: bool,
                     reading: ReadOptions, state: int | Mapping[str, Any] | None = None) -> Any:
-    """``load_tf_dataset`` in order or shuffled: every record once per epoch (see it).
+    """``load_tf_dataset`` with ``Shuffled(buffer=n)``: every record once per epoch, through
+    TensorFlow's shuffle buffer; a ``partition`` by file when there are at least as many files
+    as pipelines, else by record (tf.data's auto-sharding).
 
     Raises:
         OptionError: what tf.data cannot do as asked (an exact shuffle, a thread count, ...).
@@ -80,8 +83,7 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     _check_options(options, batch_size, sampling, reading, state)
     if batch_size is not None:
         batch_size = partition.per_rank(batch_size)  # this pipeline's share of the global batch
-    shuffle: bool | int = (False if isinstance(sampling, InOrder)
-                           else sampling.buffer or True)
+    shuffle: bool | int = sampling.buffer or True
     drop_last, cache = sampling.drop_last, reading.cache
     storage_options = reading.storage_options
     as_supervised = options.as_supervised
@@ -95,9 +97,8 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     # Distribution: by file when there are enough files, else by record.
     file_paths, counts, file_classes, by_record = read.for_rank(partition)
     records = _share_of(counts, partition if by_record else Partition())
-    # InOrder() is the split's stored order, as in every reader: files one after another.
     # A seed makes the order reproducible; without one, parallel steps may reorder.
-    ordered = seed is not None or by_record or not shuffle
+    ordered = seed is not None or by_record
     # Random crops and flips: each record is tagged with its epoch and id as it is read.
     tagged = keyed(options)
     if tagged:
@@ -117,12 +118,6 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
         ds = ds.shard(partition.world_size, partition.rank)
     ds = _cached_shuffled(ds, cache=cache, shuffle=shuffle, seed=seed, repeat=repeat,
                           record_bytes=read.bytes_per_record, records=records)
-    skipped = 0
-    if state is not None:  # in order: resuming is skipping the steps done
-        skipped = _resume_step(state, read, batch_size, drop_last, records, tagged=tagged,
-                               seed=seed, repeat=repeat)
-        ds = ds.skip(skipped * (batch_size or 1))
-
     ds = _batched_decoded(ds, read, layout, options, description, ordered=ordered,
                           seed=seed, tagged=tagged, batch_size=batch_size, drop_last=drop_last)
 
@@ -130,7 +125,7 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
         ds = _supervised(ds, manifest, schema, ordered)
     if not repeat and records >= 0:
         ds = ds.apply(tf.data.experimental.assert_cardinality(
-            _batches_of(records, batch_size, drop_last) - skipped))
+            _batches_of(records, batch_size, drop_last)))
     ds = _finish(ds, manifest, schema, ordered)
 
     if counter is not None:
@@ -205,29 +200,6 @@ def _cached_shuffled(ds: Any, *, cache: bool, shuffle: bool | int, seed: int | N
     return ds.repeat() if repeat else ds
 
 
-def _resume_step(state: int | Mapping[str, Any], read: ReadPlan, batch_size: int | None,
-                 drop_last: bool, records: int, *, tagged: bool, seed: int | None,
-                 repeat: bool) -> int:
-    """The steps to skip to resume at ``state``: a global step (e.g. ``optimizer.iterations``)
-    or a loader's ``state_dict()`` of the same dataset, seed, global batch and order (checked
-    as every reader checks it); within its epoch unless ``repeat``."""
-    if tagged:
-        raise OptionError("random crops and flips are keyed by the epoch: resume them with "
-                          "tf.train.Checkpoint(iterator=...), which saves it")
-    steps = _batches_of(records, batch_size, drop_last) if records >= 0 else -1
-    if steps < 0:
-        raise OptionError("state= needs the split's record count (a dataset, or files with "
-                          "an index); resume with tf.train.Checkpoint(iterator=...)")
-    if isinstance(state, Mapping):
-        checked = check_state(state, {
-            "fingerprint": read.fingerprint, "seed": seed, "batch_size": batch_size,
-            "shuffle": False, "drop_last": drop_last}, steps)
-        return int(checked["step"]) + (int(checked["epoch"]) * steps if repeat else 0)
-    if isinstance(state, bool) or not isinstance(state, int) or state < 0:
-        raise OptionError(f"state= is a global step (>= 0) or a state_dict(); got {state!r}")
-    return state if repeat else state % max(steps, 1)
-
-
 def _batches_of(records: int, batch_size: int | None, drop_last: bool) -> int:
     """Elements of an epoch of ``records``: batches (the last one smaller unless dropped), or
     the records themselves unbatched."""
@@ -273,7 +245,7 @@ def _undescribed_keys_fail(schema: Schema, tagged: bool) -> Callable[[Any], Any]
         # The check's result feeds an assertion (kept: a stateless op whose output only
         # orders others is pruned by Grappler); a stateful numpy_function would make the
         # iterator impossible to checkpoint.
-        ok = tf.numpy_function(check, [batch], tf.bool, stateful=False)
+        ok = tf.numpy_function(exit_safe(check), [batch], tf.bool, stateful=False)
         with tf.control_dependencies([tf.debugging.assert_equal(
                 ok, True, message="assertion failed: [feature <record>: undescribed key]")]):
             return tf.identity(batch)
@@ -282,7 +254,7 @@ def _undescribed_keys_fail(schema: Schema, tagged: bool) -> Callable[[Any], Any]
 
 
 def _check_options(options: DecodeOptions, batch_size: int | None,
-                   sampling: InOrder | Shuffled, read: ReadOptions, state: Any = None) -> None:
+                   sampling: Shuffled, read: ReadOptions, state: Any = None) -> None:
     """Refuse what tf.data cannot do as asked."""
     if options.fast_resize:
         raise OptionError("fast_resize decodes JPEGs at a reduced DCT scale in the TF-free "
@@ -293,7 +265,7 @@ def _check_options(options: DecodeOptions, batch_size: int | None,
         raise OptionError(f"batch_size must be positive; got {batch_size}")
     refuse_untaken("tf.data", ("Shuffled(buffer=)", "DecodeOptions(augment=)",
                                "DecodeOptions(as_supervised=True)", "ReadOptions(cache=True)",
-                               "state="),
+                               "state="),  # state= is refused with the buffer, by name
                    sampling=sampling, options=options, read=read, state=state)
 
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from tfrecordkit.errors import DatasetError, OptionError, StateError
 from tfrecordkit.format import Storage
-from tfrecordkit.readers import CLASS_ID
+from tfrecordkit.readers import CLASS_ID, CLASS_POSITION, RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._modes import PK, ReadOptions, Triplets, refuse_untaken
@@ -32,7 +32,9 @@ from tfrecordkit.readers.tf_data._batching import (
     _supervised,
     _with_shard_label,
 )
-from tfrecordkit.readers.tf_data._crop import keyed
+from tfrecordkit.readers.tf_data._crop import EpochCounter, keyed
+from tfrecordkit.readers.tf_data._errors import name_errors
+from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._graph import graph_only
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
@@ -113,7 +115,8 @@ def _step_number(state: Any) -> int:
 
 def _global_steps(state: int | Mapping[str, Any], steps: int, repeat: bool,
                   sampler: Any) -> tuple[int, int | None]:
-    """The first global step and how many follow (None: endlessly) for ``state``."""
+    """The first global step and how many follow in its epoch (None: endlessly) for
+    ``state``."""
     if isinstance(state, Mapping):
         probe = copy.copy(sampler)
         probe.load_state_dict(dict(state))  # refuses a malformed one, or other settings
@@ -126,13 +129,49 @@ def _global_steps(state: int | Mapping[str, Any], steps: int, repeat: bool,
     return first, None if repeat else steps - first % steps
 
 
-def _step_dataset(first: int, count: int | None, fetch: Callable[[int], np.ndarray],
-                  size: int) -> Any:
-    """Global steps ``first, first + 1, ...`` mapped to their serialized records: a pure
-    function of the step, so tf.train.Checkpoint can save and restore the iterator."""
-    steps = tf.data.Dataset.range(first, first + count if count is not None else 2**62)
-    return steps.map(graph_only(lambda g: tf.ensure_shape(
-        tf.numpy_function(lambda x: fetch(int(x)), [g], tf.string, stateful=False), [size])))
+def global_steps(first: int, per_epoch: int, counter: EpochCounter | None) -> Any:
+    """Global steps from ``first``: endlessly (``counter`` None: ``repeat=True``), or one
+    epoch per iteration of the dataset, the first from ``first``, the next ones whole
+    (``counter`` counts the iterations; the iterator's checkpoint saves it, see
+    :func:`~._errors.name_errors`)."""
+    if counter is None:
+        return tf.data.Dataset.range(first, 2**62)
+    first_epoch = first // per_epoch
+
+    def epoch_steps(_: Any) -> Any:
+        done = counter.value()  # iterations before this one
+        start = tf.where(done == 0, tf.constant(first, tf.int64),
+                         (first_epoch + done) * per_epoch)
+        return tf.data.Dataset.range(start, (first_epoch + done + 1) * per_epoch)
+
+    return counter.starting(tf.data.Dataset.range(1)).flat_map(graph_only(epoch_steps))
+
+
+def checkpointable(ds: Any, counter: EpochCounter | None) -> Any:
+    """``ds`` whose iterators checkpoint with an epoch counter read in the graph (their
+    checkpoint saves and restores it itself, see :func:`~._errors.name_errors`)."""
+    if counter is None:
+        return ds
+    options = tf.data.Options()
+    options.experimental_external_state_policy = (
+        tf.data.experimental.ExternalStatePolicy.IGNORE)
+    return ds.with_options(options)
+
+
+def _step_dataset(first: int, per_epoch: int, counter: EpochCounter | None,
+                  fetch: Callable[[int], tuple[np.ndarray, np.ndarray]], size: int) -> Any:
+    """Global steps (see :func:`global_steps`) mapped to their serialized records and the
+    records' ids (``{"records", "__id"}``): a pure function of the step, so
+    tf.train.Checkpoint can save and restore the iterator."""
+    steps = global_steps(first, per_epoch, counter)
+
+    def read(g: Any) -> dict[str, Any]:
+        records, ids = tf.numpy_function(exit_safe(lambda x: fetch(int(x))), [g],
+                                         (tf.string, tf.int64), stateful=False)
+        return {"records": tf.ensure_shape(records, [size]),
+                RECORD_ID: tf.ensure_shape(ids, [size])}
+
+    return steps.map(graph_only(read))
 
 
 
@@ -190,18 +229,27 @@ def pk_dataset(path: str | os.PathLike[str], split: str, *, sampling: PK, seed: 
     entries = _class_entries(schema, names, description, manifest.class_names)
     class_of = np.repeat(index.classes, index.counts)
 
-    def fetch(g: int) -> np.ndarray:
+    def fetch(g: int) -> tuple[np.ndarray, np.ndarray]:
         positions = sampler.batch(*divmod(g, steps))
-        return _with_shard_label(fetcher.fetch(positions), class_of[positions], entries)
+        return (_with_shard_label(fetcher.fetch(positions), class_of[positions], entries),
+                np.asarray(positions, np.int64))
 
-    ds = _step_dataset(first, count, fetch, size)
+    counter = None if repeat else EpochCounter()
+    ds = _step_dataset(first, steps, counter, fetch, size)
     plan = _sampling_plan(schema, names, description, options)
     ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
+    # Which of the P classes each record belongs to, as every reader's PxK batches say.
+    class_positions = tf.constant(np.repeat(np.arange(sampling.classes_per_batch, dtype=np.int64),
+                                            sampling.examples_per_class))
+    ds = ds.map(graph_only(lambda b: {**b, CLASS_POSITION: class_positions}),
+                num_parallel_calls=AUTOTUNE, deterministic=True)
     if options.as_supervised:
         ds = _supervised(ds, manifest, schema, True)
-    if count is not None:
+    if count == steps:  # a whole epoch each iteration (resumed mid-epoch: the rest, first)
         ds = ds.apply(tf.data.experimental.assert_cardinality(count))
-    return _attach_state(_finish(ds, manifest, schema, True), sampler, fetcher, steps, first)
+    ds = _finish(checkpointable(ds, counter), manifest, schema, True)
+    return name_errors(_attach_state(ds, sampler, fetcher, steps, first), index.files,
+                       lambda: None, epoch=counter)
 
 
 def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int,
@@ -240,15 +288,17 @@ def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int
     entries = _class_entries(schema, names, description, manifest.class_names)
     class_of = np.repeat(index.classes, index.counts)
 
-    def fetch(g: int) -> np.ndarray:
+    def fetch(g: int) -> tuple[np.ndarray, np.ndarray]:
         epoch, i = divmod(g, anchors)
         if epoch not in cache:  # an epoch's triplets, drawn once (a pure function of it)
             cache.clear()
             cache[epoch] = sampler.triplets(epoch)
         positions = cache[epoch][i]
-        return _with_shard_label(fetcher.fetch(positions), class_of[positions], entries)
+        return (_with_shard_label(fetcher.fetch(positions), class_of[positions], entries),
+                np.asarray(positions, np.int64))
 
-    ds = _step_dataset(first, count, fetch, 3)
+    counter = None if repeat else EpochCounter()
+    ds = _step_dataset(first, anchors, counter, fetch, 3)
     plan = _sampling_plan(schema, names, description, options)
     ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
     roles = ("anchor", "positive", "negative")
@@ -256,7 +306,7 @@ def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int
         assert label is not None
 
         def supervised(e: Example) -> Any:
-            parts = [{k: v[i] for k, v in e.items() if k not in (label, CLASS_ID)}
+            parts = [{k: v[i] for k, v in e.items() if k not in (label, CLASS_ID, RECORD_ID)}
                      for i in range(3)]
             inputs = tuple(next(iter(p.values())) if len(p) == 1 else p for p in parts)
             return inputs, e[label][0]
@@ -267,9 +317,11 @@ def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int
                                for i, role in enumerate(roles)}),
                     num_parallel_calls=AUTOTUNE, deterministic=True)
     ds = ds.ragged_batch(batch_size) if options.padding == "ragged" else ds.padded_batch(batch_size)
-    if count is not None:
+    if count == anchors:  # a whole epoch each iteration (resumed mid-epoch: the rest, first)
         ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(count / batch_size)))
-    return _attach_state(_finish(ds, manifest, schema, True), sampler, fetcher, anchors, first)
+    ds = _finish(checkpointable(ds, counter), manifest, schema, True)
+    return name_errors(_attach_state(ds, sampler, fetcher, anchors, first), index.files,
+                       lambda: None, epoch=counter)
 
 
 def _refuse_keyed(options: DecodeOptions, reading: ReadOptions) -> None:

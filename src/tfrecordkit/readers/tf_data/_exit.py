@@ -1,0 +1,73 @@
+"""Python called from tf.data's threads (reading a step's records, decoding audio) and the
+interpreter's exit: a call still running, or about to start, when Python finalizes leaves a
+TensorFlow thread that never returns, and the process hangs instead of exiting. Every such
+function is wrapped by :func:`exit_safe`; at exit, new calls fail at once and exit waits
+until none is running."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import threading
+import time
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+__all__ = ["exit_safe"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Calls:
+    """The calls from tf.data's threads now running, and whether the interpreter exits."""
+
+    QUIET = 0.05  # seconds without a call starting before exit goes on
+    LONGEST = 10.0  # exit waits no longer than this for calls to finish
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+        self.last_start = 0.0
+        self.closing = False
+
+    def enter(self) -> None:
+        with self.lock:
+            if self.closing:
+                raise RuntimeError("the interpreter is exiting")
+            self.running += 1
+            self.last_start = time.monotonic()
+
+    def leave(self) -> None:
+        with self.lock:
+            self.running -= 1
+
+    def drain(self) -> None:
+        """Refuse new calls, then wait (the GIL released) until none runs or starts."""
+        with self.lock:
+            self.closing = True
+        deadline = time.monotonic() + self.LONGEST
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.running == 0 and time.monotonic() - self.last_start > self.QUIET:
+                    return
+            time.sleep(0.005)
+
+
+_CALLS = _Calls()
+atexit.register(_CALLS.drain)
+
+
+def exit_safe(function: Callable[P, R]) -> Callable[P, R]:
+    """``function`` counted while it runs, and refused (a ``RuntimeError``) once the
+    interpreter exits."""
+
+    @functools.wraps(function)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        _CALLS.enter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _CALLS.leave()
+
+    return call

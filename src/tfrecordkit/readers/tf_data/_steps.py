@@ -1,0 +1,221 @@
+"""``load_tf_dataset`` in order or shuffled, in the library's own order: global step ``g`` →
+this rank's record ids (what ``Loader.step_ids`` gives every TF-free loader) → the records,
+read by offset → parsed and decoded in-graph. The
+same batches as the NumPy and PyTorch loaders for the same seed, partition and batch size, and
+each a pure function of the step: ``state=`` resumes anywhere."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tfrecordkit.errors import OptionError, StateError
+from tfrecordkit.format import RecordSlices
+from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._keys import RECORD_ID, VALID
+from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
+from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, refuse_untaken
+from tfrecordkit.readers._partition import Partition
+from tfrecordkit.readers.tf_data._batching import (
+    _DecodePlan,
+    _finish,
+    _shard_entries,
+    _shard_label,
+    _supervised,
+)
+from tfrecordkit.readers.tf_data._batching import (
+    _parse_and_decode as parse_and_decode,
+)
+from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, keyed, tag_records
+from tfrecordkit.readers.tf_data._errors import name_errors
+from tfrecordkit.readers.tf_data._exit import exit_safe
+from tfrecordkit.readers.tf_data._graph import graph_only
+from tfrecordkit.readers.tf_data._ops import AUTOTUNE, feature_description
+from tfrecordkit.readers.tf_data._sampling import _step_number, checkpointable, global_steps
+
+__all__ = ["UNBATCHED_STEP", "ordered_dataset"]
+
+#: Records a step reads when the dataset gives single examples (``batch_size=None``): the
+#: order is the same for every batch size on one rank, so only the read size changes.
+UNBATCHED_STEP = 256
+
+_TAKES = ("DecodeOptions(augment=)",
+          "DecodeOptions(as_supervised=True)", "ReadOptions(max_open_files=)", "state=")
+
+
+def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
+                    batch_size: int | None, sampling: InOrder | Shuffled, seed: int,
+                    options: DecodeOptions, partition: Partition, repeat: bool,
+                    reading: ReadOptions, state: int | Mapping[str, Any] | None = None,
+                    deterministic: bool = True) -> Any:
+    """``load_tf_dataset`` in order or shuffled (see it): each rank's share of every global
+    step, as the TF-free loaders read it; ``__id`` (and ``__valid`` unless ``drop_last``)
+    beside the features, as there.
+
+    Without ``repeat``, each iteration of the dataset is the next epoch (the first from
+    ``state``), counted with the iterator (``tf.train.Checkpoint(iterator=...)`` saves it).
+
+    Raises:
+        OptionError: what tf.data cannot do as asked (named), or a ``batch_size`` that does
+            not divide between the ranks.
+        StateError: a ``state`` of another dataset, seed, batch size or order.
+    """
+    from tfrecordkit.readers.numpy_data import Loader
+
+    _check(options, batch_size, sampling, reading, state=state, partition=partition)
+    unbatched = batch_size is None
+    step_size = UNBATCHED_STEP if batch_size is None else batch_size
+    loader = Loader(path, split, batch_size=step_size,
+                    sampling=sampling, seed=seed, partition=partition,
+                    options=dataclasses.replace(options, augment=None, as_supervised=False),
+                    read=ReadOptions(schema=reading.schema,
+                                     storage_options=reading.storage_options,
+                                     max_open_files=reading.max_open_files))
+    read, records, steps = loader.plan, loader.records, len(loader)
+    schema = read.schema
+    layout = BatchLayout.of(schema, options)
+    names = layout.names
+    description = feature_description(schema, names)
+    tagged = keyed(options)
+    if tagged:
+        description[CROP_KEY] = tf.io.FixedLenFeature([], tf.string, default_value=b"")
+    label = _shard_label(schema, names, description)
+    entries = (tf.constant(_shard_entries(schema, label, range(len(schema.class_names(label)))))
+               if label is not None else None)
+    first, skip = _first_step(state, loader, unbatched)
+    drop_last = sampling.drop_last and not unbatched
+    marked = not drop_last and not unbatched  # one rank's single examples are all real
+
+    @exit_safe
+    def fetch(g: np.int64) -> tuple[Any, ...]:
+        epoch, step = divmod(int(g), steps)
+        ids, valid = loader.step_ids(epoch, step)
+        buffer, offsets, lengths = _joined(records.get_slices(ids))
+        classes = records.shard_classes(ids) if label is not None else np.zeros(0, np.int64)
+        return buffer, offsets, lengths, ids.astype(np.int64), valid, classes.astype(np.int64)
+
+    def read_step(g: Any) -> dict[str, Any]:
+        buffer, offsets, lengths, ids, valid, classes = tf.numpy_function(
+            fetch, [g], (tf.string, tf.int64, tf.int64, tf.int64, tf.bool, tf.int64),
+            stateful=False)
+        buffer = tf.ensure_shape(buffer, [])
+        offsets, lengths, ids, valid, classes = (
+            tf.ensure_shape(t, [None]) for t in (offsets, lengths, ids, valid, classes))
+        serialized = tf.strings.substr(buffer, offsets, lengths)
+        if entries is not None:  # the label of the record's shard, appended as its entry
+            serialized = tf.strings.join([serialized, tf.gather(entries, classes)])
+        if tagged:  # random crops and flips: keyed by (seed, epoch, record id)
+            serialized = tag_records(serialized, g // steps, ids)
+        element = {"records": serialized, RECORD_ID: ids}
+        if marked:
+            element[VALID] = valid
+        return element
+
+    counter = None if repeat else EpochCounter()
+    ds = global_steps(first, steps, counter)
+    ds = ds.map(graph_only(read_step), num_parallel_calls=AUTOTUNE, deterministic=True)
+    strict = read.inferred_from > 0 and len(names) == len(schema)
+    if strict:
+        from tfrecordkit.readers.tf_data._pipeline import _undescribed_keys_fail
+
+        fail = _undescribed_keys_fail(schema, tagged)
+        ds = ds.map(graph_only(lambda e: {**e, "records": fail(e["records"])}),
+                    num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    plan = _DecodePlan(description, {n: schema[n] for n in names}, layout, options,
+                       options.augment, deterministic,
+                       stored_layout(stored_specs(schema, names), options.padding),
+                       seed=seed, strict=strict)
+    ds = parse_and_decode(ds, plan, None if unbatched else partition.per_rank(step_size),
+                          drop_last)
+    if skip:
+        ds = ds.skip(skip)
+    if options.as_supervised:
+        ds = _supervised(ds, read.manifest, schema, deterministic)
+    if not repeat and first % steps == 0 and not skip:
+        per_epoch = steps if not unbatched else _per_rank_records(loader)
+        ds = ds.apply(tf.data.experimental.assert_cardinality(per_epoch))
+    ds = _finish(checkpointable(ds, counter), read.manifest, schema, deterministic)
+    ds.steps_per_epoch, ds.start = steps, first
+
+    def state_at(step: int) -> dict[str, Any]:
+        """The JSON state to resume at global step ``step`` (e.g. ``optimizer.iterations``)."""
+        state = loader.state_dict()
+        state["epoch"], state["step"] = divmod(int(step), steps)
+        return state
+
+    ds.state_at = state_at
+    return name_errors(ds, records.files, _finder(loader), epoch=counter)
+
+
+def _finder(loader: Any) -> Any:
+    """What names an error: the split read with the TF-free reader, which raises the error
+    it meets, naming the file, record and key."""
+    def find() -> None:
+        for _ in loader.batches(len(loader)):
+            pass
+
+    return find
+
+
+def _per_rank_records(loader: Any) -> int:
+    """Single examples an epoch gives (one rank: every record)."""
+    return len(loader.records)
+
+
+def _first_step(state: int | Mapping[str, Any] | None, loader: Any, unbatched: bool
+                ) -> tuple[int, int]:
+    """The global step to start at, and the examples to skip in it (single examples: the
+    state counts records), for ``state``: a global step (e.g. ``optimizer.iterations``) or a
+    loader's ``state_dict()`` (checked as every loader checks it)."""
+    if state is None:
+        return 0, 0
+    if isinstance(state, Mapping):
+        if unbatched:
+            raise StateError("batch_size", "single examples resume from a record count "
+                                           "(state=n), not from a batched loader's state")
+        checked = loader.check_state(state)
+        return int(checked["epoch"]) * len(loader) + int(checked["step"]), 0
+    step = _step_number(state)
+    if step < 0:
+        raise StateError("state", f"{step} is not a global step >= 0")
+    if unbatched:
+        n = len(loader.records)
+        epoch, record = divmod(step, n)
+        return epoch * len(loader) + record // UNBATCHED_STEP, record % UNBATCHED_STEP
+    return step, 0
+
+
+def _joined(records: RecordSlices | list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """Records as one buffer, each record's offset in it and its length."""
+    if isinstance(records, RecordSlices):
+        buffer = records.buffer
+        data = buffer if type(buffer) is bytes else bytes(memoryview(buffer).cast("B"))
+        return data, records.offsets.astype(np.int64), records.lengths.astype(np.int64)
+    lengths = np.fromiter(map(len, records), np.int64, len(records))
+    offsets = np.zeros(len(records), np.int64)
+    np.cumsum(lengths[:-1], out=offsets[1:])
+    return b"".join(records), offsets, lengths
+
+
+def _check(options: DecodeOptions, batch_size: int | None, sampling: InOrder | Shuffled,
+           read: ReadOptions, *, state: Any, partition: Partition) -> None:
+    """Refuse what this pipeline cannot do as asked."""
+    if options.fast_resize:
+        raise OptionError("fast_resize decodes JPEGs at a reduced DCT scale in the TF-free "
+                          "readers only; tf.data decodes them whole (leave fast_resize off)")
+    if batch_size is None:
+        if options.padded_shapes:
+            raise OptionError("padded_shapes pads batches: give batch_size")
+        if partition.world_size > 1:
+            raise OptionError("batch_size=None gives single examples: with several ranks "
+                              "give the global batch_size (each rank reads its share of "
+                              "every global batch)")
+    else:
+        partition.per_rank(batch_size)
+    refuse_untaken("tf.data", _TAKES, sampling=sampling, options=options, read=read,
+                   state=state)
