@@ -117,7 +117,7 @@ def test_no_seed_draws_one_and_a_state_brings_its_own(dataset):
     (lambda p: tk.load_numpy_dataset(p, batch_size=8,
                                      options=tk.DecodeOptions(as_supervised=True)), "model.fit"),
     (lambda p: tk.load_numpy_dataset(p, batch_size=8, sampling=tk.PK(2, 2)), "leave batch_size"),
-    (lambda p: tk.load_numpy_dataset(p, sampling=tk.Triplets()), "batch_size is required"),
+    (lambda p: tk.load_numpy_dataset(p, sampling=tk.Triplets()), r"Triplets\(\) needs batch_size"),
     (lambda p: tk.load_numpy_dataset(p, sampling=tk.PK(2, 2), options=tk.DecodeOptions(
         augment=lambda values, rng: values)), "crop and flip"),
     (lambda p: tk.load_numpy_dataset(p, batch_size=8, seed=-1), "seed must be"),
@@ -389,3 +389,34 @@ def test_each_rank_reads_the_same_records_in_every_reader(dataset):
                          for i, keep in zip(row, ok, strict=True) if keep]
         if size is not None:
             assert sorted(real) == list(range(120)), sampling
+
+
+@pytest.mark.integration  # the tf.data and torch loaders import their frameworks
+def test_single_examples_resume_alike_and_need_one_rank(dataset):
+    """``batch_size=None`` in every loader: single examples whose ``state_dict()`` counts
+    examples; any loader's state (or tf.data's example count) resumes every other; several
+    ranks are refused alike."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    numpy_examples = tk.load_numpy_dataset(dataset, seed=2)
+    assert len(numpy_examples) == 120
+    walk = iter(numpy_examples)
+    head = [int(next(walk)["n"]) for _ in range(37)]
+    state = numpy_examples.state_dict()
+    rest = [int(e["n"]) for e in walk]
+    assert sorted(head + rest) == list(range(120)) and state["step"] == 37
+    for saved in (state, 37):
+        resumed = tk.load_tf_dataset(dataset, seed=2, state=saved)
+        assert [int(e["n"]) for e in resumed] == rest
+    torch_examples = load_torch_dataset(dataset, seed=2, state=state)
+    assert [int(e["n"]) for e in torch_examples] == rest
+    assert tk.load_numpy_dataset(dataset, seed=2, state=state).state_dict()["step"] == 37
+    again = [int(e["n"]) for e in numpy_examples]  # the next epoch: another order
+    assert sorted(again) == list(range(120)) and again != head + rest
+    for load in (tk.load_numpy_dataset, load_torch_dataset, tk.load_tf_dataset):
+        with pytest.raises(OptionError, match="batch_size=None gives single examples"):
+            load(dataset, partition=tk.Partition(0, 2))
+    with pytest.raises(tk.StateError, match="batch_size"):
+        tk.load_numpy_dataset(dataset, batch_size=8, seed=2, state=state)

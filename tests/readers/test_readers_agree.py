@@ -421,3 +421,36 @@ def test_an_appended_dataset_reads_alike_and_mixes_old_and_new(tmp_path):
     again = tk.load_numpy_dataset(tmp_path / "ds", batch_size=16, seed=3, options=options)
     epoch = sorted(text(s) for b in again for s in b["__source"])
     assert epoch == sorted(sources)
+
+
+@pytest.mark.parametrize("padding", ["pad", "ragged"])
+@pytest.mark.parametrize("kinds", [ALL[: len(ALL) // 2], ALL[len(ALL) // 2 :]])
+def test_single_examples_read_alike(kinds, padding):
+    """``batch_size=None`` means one thing in every loader: single examples, each record's
+    values without the batch dimension (grain's ``source[i]`` is the oracle), in the order the
+    batched loaders read (shuffled: the same seed, the same order), ``"__id"`` a scalar."""
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    options = _options(kinds, padding, resize=True, floats=False, text_length=False,
+                       padded=False)
+    with tempfile.TemporaryDirectory() as root:
+        path = _write(Path(root), kinds, 7, 5)
+        source = tk.load_grain_source(path, options=options)
+        for sampling in (tk.InOrder(), tk.Shuffled()):
+            order = [int(i) for b in tk.load_numpy_dataset(path, batch_size=2, seed=4,
+                                                           sampling=sampling)
+                     for i in b["__id"]]
+            want = [{n: plain(source[i][n], n in STEPS) for n in kinds} for i in order]
+            got = {
+                "tf.data": list(tk.load_tf_dataset(path, sampling=sampling, seed=4,
+                                                   options=options)),
+                "numpy": list(tk.load_numpy_dataset(path, sampling=sampling, seed=4,
+                                                    options=options)),
+                "torch": list(load_torch_dataset(path, sampling=sampling, seed=4,
+                                                 options=options)),
+            }
+            for reader, examples in got.items():
+                assert [int(e["__id"]) for e in examples] == order, (reader, sampling)
+                for k, (a, e) in enumerate(zip(want, examples, strict=True)):
+                    assert_same(a, {n: plain(e[n], n in STEPS) for n in kinds},
+                                f"{reader} {sampling} example {k}")

@@ -4,6 +4,7 @@ batches, or ``_metric``'s P×K and triplet loaders, all with one interface)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor, Future
@@ -20,6 +21,7 @@ from tfrecordkit.readers._decoding import (
     decode_options,
 )
 from tfrecordkit.readers._epochs import Epochs
+from tfrecordkit.readers._examples import UNBATCHED_STEP, Examples, check_unbatched
 from tfrecordkit.readers._metric import PKLoader, TripletLoader, stack_records
 from tfrecordkit.readers._modes import (
     PK,
@@ -45,7 +47,8 @@ from tfrecordkit.sampling import (
     check_state,
 )
 
-__all__ = ["PK", "Augment", "DecodeOptions", "InOrder", "Loader", "PKLoader", "Partition",
+__all__ = ["PK", "Augment", "DecodeOptions", "Examples", "InOrder", "Loader", "PKLoader",
+           "Partition",
            "ReadOptions", "Sampling", "Shuffled", "TripletLoader", "Triplets",
            "load_numpy_dataset", "open_loader", "stack_records"]
 
@@ -300,7 +303,8 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
                        options: DecodeOptions | None = None,
                        partition: Partition | None = None,
                        state: Mapping[str, Any] | None = None,
-                       read: ReadOptions | None = None) -> Loader | PKLoader | TripletLoader:
+                       read: ReadOptions | None = None
+                       ) -> Loader | PKLoader | TripletLoader | Examples:
     """Batches of a split as dicts of NumPy arrays, without any framework.
 
     The result is re-iterable: each pass is one epoch (from the step it stopped at), ``len()``
@@ -316,6 +320,8 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
             ``batch_size / world_size`` records a step, every rank the same number of steps.
             On one rank the last batch is smaller; with several, the last step wraps around
             and ``"__valid"`` marks the real records. For :class:`PK` leave it out (P×K).
+            None (in order or shuffled, one rank): single examples, each record's values
+            without the batch dimension, in the same order (an :class:`Examples`).
         sampling: which records make each batch: :class:`Shuffled` (default),
             :class:`InOrder`, :class:`PK` (class-balanced) or :class:`Triplets`.
         seed: seeds the order, P×K draws, triplets, random crops and ``augment``: the same
@@ -346,7 +352,7 @@ def open_loader(path: PathArg, split: str, *, batch_size: int | None,
                 sampling: Sampling | None, seed: int,
                 image_size: int | tuple[int, int] | None, options: DecodeOptions | None,
                 partition: Partition, read: ReadOptions | None
-                ) -> Loader | PKLoader | TripletLoader:
+                ) -> Loader | PKLoader | TripletLoader | Examples:
     """The loader a sampling mode reads with (what the NumPy and PyTorch entry points share).
 
     Raises:
@@ -358,13 +364,17 @@ def open_loader(path: PathArg, split: str, *, batch_size: int | None,
     if isinstance(sampling, PK):
         return PKLoader(class_dataset(path, sampling), split, sampling=sampling, seed=seed,
                         partition=partition, options=options, read=read)
-    if batch_size is None:
-        raise OptionError("batch_size is required (records per batch; triplets per batch "
-                          "with Triplets())")
     if isinstance(sampling, Triplets):
+        if batch_size is None:
+            raise OptionError("Triplets() needs batch_size (triplets per batch)")
         return TripletLoader(class_dataset(path, sampling), split, batch_size=batch_size, seed=seed,
                              partition=partition, options=options, read=read,
                              with_labels=sampling.with_labels)
+    if batch_size is None:  # single examples, in the order of every batch size
+        check_unbatched(partition)
+        return Examples(Loader(path, split, batch_size=UNBATCHED_STEP,
+                               sampling=dataclasses.replace(sampling, drop_last=False),
+                               seed=seed, partition=partition, options=options, read=read))
     return Loader(path, split, batch_size=batch_size, sampling=sampling, seed=seed,
                   partition=partition, options=options, read=read)
 

@@ -29,7 +29,13 @@ from tfrecordkit.readers._options import threads_per_worker
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg
 from tfrecordkit.readers._shared_epoch import SharedEpoch
-from tfrecordkit.readers.numpy_data import Loader, PKLoader, TripletLoader, open_loader
+from tfrecordkit.readers.numpy_data import (
+    Examples,
+    Loader,
+    PKLoader,
+    TripletLoader,
+    open_loader,
+)
 from tfrecordkit.sampling import MAX_EPOCH, state_int
 
 try:
@@ -488,7 +494,7 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
                        options: DecodeOptions | None = None,
                        partition: Partition | None = None,
                        state: Mapping[str, Any] | None = None,
-                       read: ReadOptions | None = None) -> TorchDataset:
+                       read: ReadOptions | None = None) -> TorchDataset | TorchExamples:
     """Batches of a split as dicts of tensors: use ``DataLoader(ds, batch_size=None,
     num_workers=N)`` (or torchdata's ``StatefulDataLoader``).
 
@@ -505,4 +511,43 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
                          seed=seed_of(seed, state), image_size=image_size, options=options,
                          partition=Partition.given(partition, Partition.from_torch),
                          read=read)
+    if isinstance(loader, Examples):
+        examples = TorchExamples(loader)
+        if state is not None:
+            examples.load_state_dict(dict(state))
+        return examples
     return _resumed(TorchDataset(loader, (read or ReadOptions()).num_threads), state)
+
+
+class TorchExamples(IterableDataset[dict[str, Any]]):
+    """Single examples of one split as dicts of tensors (``batch_size=None``), in the order
+    every loader reads them, for a DataLoader without worker processes (a DataLoader batches
+    each worker's own examples, so workers would mix the order up); ``state_dict()`` counts
+    the examples given."""
+
+    def __init__(self, examples: Examples) -> None:
+        self.examples = examples
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start ``epoch`` from its first example on the next iteration."""
+        self.examples.set_epoch(epoch)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if get_worker_info() is not None:
+            raise OptionError("single examples (batch_size=None) come in order from one "
+                              "process: give the DataLoader num_workers=0, or give "
+                              "load_torch_dataset a batch_size (workers then build whole "
+                              "batches in turn)")
+        for example in self.examples:
+            yield to_tensors(example)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where iteration is, as JSON."""
+        return self.examples.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict` output."""
+        self.examples.load_state_dict(state)

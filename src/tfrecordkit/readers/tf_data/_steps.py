@@ -17,6 +17,7 @@ import tensorflow as tf
 from tfrecordkit.errors import OptionError, StateError
 from tfrecordkit.format import RecordSlices
 from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._examples import UNBATCHED_STEP, Examples, check_unbatched
 from tfrecordkit.readers._keys import RECORD_ID, VALID
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, refuse_untaken
@@ -38,11 +39,7 @@ from tfrecordkit.readers.tf_data._graph import graph_only
 from tfrecordkit.readers.tf_data._ops import AUTOTUNE, feature_description
 from tfrecordkit.readers.tf_data._sampling import _step_number, checkpointable, global_steps
 
-__all__ = ["UNBATCHED_STEP", "ordered_dataset"]
-
-#: Records a step reads when the dataset gives single examples (``batch_size=None``): the
-#: order is the same for every batch size on one rank, so only the read size changes.
-UNBATCHED_STEP = 256
+__all__ = ["ordered_dataset"]
 
 _TAKES = ("DecodeOptions(augment=)",
           "DecodeOptions(as_supervised=True)", "ReadOptions(max_open_files=)", "state=")
@@ -70,6 +67,8 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     _check(options, batch_size, sampling, reading, state=state, partition=partition)
     unbatched = batch_size is None
     step_size = UNBATCHED_STEP if batch_size is None else batch_size
+    if unbatched:  # single examples: no batch is ever short, none is dropped
+        sampling = dataclasses.replace(sampling, drop_last=False)
     loader = Loader(path, split, batch_size=step_size,
                     sampling=sampling, seed=seed, partition=partition,
                     options=dataclasses.replace(options, augment=None, as_supervised=False),
@@ -87,7 +86,8 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     label = _shard_label(schema, names, description)
     entries = (tf.constant(_shard_entries(schema, label, range(len(schema.class_names(label)))))
                if label is not None else None)
-    first, skip = _first_step(state, loader, unbatched)
+    examples = Examples(loader) if unbatched else None
+    first, skip = _first_step(state, loader, examples)
     drop_last = sampling.drop_last and not unbatched
     marked = not drop_last and not unbatched  # one rank's single examples are all real
 
@@ -137,15 +137,15 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     if options.as_supervised:
         ds = _supervised(ds, read.manifest, schema, deterministic)
     if not repeat and first % steps == 0 and not skip:
-        per_epoch = steps if not unbatched else _per_rank_records(loader)
-        ds = ds.apply(tf.data.experimental.assert_cardinality(per_epoch))
+        ds = ds.apply(tf.data.experimental.assert_cardinality(len(examples or loader)))
     ds = _finish(checkpointable(ds, counter), read.manifest, schema, deterministic)
     ds.steps_per_epoch, ds.start = steps, first
 
     def state_at(step: int) -> dict[str, Any]:
-        """The JSON state to resume at global step ``step`` (e.g. ``optimizer.iterations``)."""
-        state = loader.state_dict()
-        state["epoch"], state["step"] = divmod(int(step), steps)
+        """The JSON state to resume at global step ``step`` (e.g. ``optimizer.iterations``;
+        single examples: the example count)."""
+        state = (examples or loader).state_dict()
+        state["epoch"], state["step"] = divmod(int(step), len(examples or loader))
         return state
 
     ds.state_at = state_at
@@ -162,32 +162,24 @@ def _finder(loader: Any) -> Any:
     return find
 
 
-def _per_rank_records(loader: Any) -> int:
-    """Single examples an epoch gives (one rank: every record)."""
-    return len(loader.records)
-
-
-def _first_step(state: int | Mapping[str, Any] | None, loader: Any, unbatched: bool
-                ) -> tuple[int, int]:
-    """The global step to start at, and the examples to skip in it (single examples: the
-    state counts records), for ``state``: a global step (e.g. ``optimizer.iterations``) or a
-    loader's ``state_dict()`` (checked as every loader checks it)."""
+def _first_step(state: int | Mapping[str, Any] | None, loader: Any,
+                examples: Examples | None) -> tuple[int, int]:
+    """The global step to start at, and the examples to skip in it, for ``state``: a global
+    step (e.g. ``optimizer.iterations``; single examples: an example count) or a loader's
+    ``state_dict()`` (checked as every loader checks it)."""
     if state is None:
         return 0, 0
     if isinstance(state, Mapping):
-        if unbatched:
-            raise StateError("batch_size", "single examples resume from a record count "
-                                           "(state=n), not from a batched loader's state")
-        checked = loader.check_state(state)
-        return int(checked["epoch"]) * len(loader) + int(checked["step"]), 0
-    step = _step_number(state)
-    if step < 0:
-        raise StateError("state", f"{step} is not a global step >= 0")
-    if unbatched:
-        n = len(loader.records)
-        epoch, record = divmod(step, n)
-        return epoch * len(loader) + record // UNBATCHED_STEP, record % UNBATCHED_STEP
-    return step, 0
+        checked = (examples or loader).check_state(state)
+        step = int(checked["epoch"]) * len(examples or loader) + int(checked["step"])
+    else:
+        step = _step_number(state)
+        if step < 0:
+            raise StateError("state", f"{step} is not a global step >= 0")
+    if examples is None:
+        return step, 0
+    epoch, record = divmod(step, len(examples))
+    return epoch * len(loader) + record // UNBATCHED_STEP, record % UNBATCHED_STEP
 
 
 def _joined(records: RecordSlices | list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray]:
@@ -211,10 +203,7 @@ def _check(options: DecodeOptions, batch_size: int | None, sampling: InOrder | S
     if batch_size is None:
         if options.padded_shapes:
             raise OptionError("padded_shapes pads batches: give batch_size")
-        if partition.world_size > 1:
-            raise OptionError("batch_size=None gives single examples: with several ranks "
-                              "give the global batch_size (each rank reads its share of "
-                              "every global batch)")
+        check_unbatched(partition)
     else:
         partition.per_rank(batch_size)
     refuse_untaken("tf.data", _TAKES, sampling=sampling, options=options, read=read,
