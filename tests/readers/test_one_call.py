@@ -253,7 +253,7 @@ def test_rays_reader_refuses_what_it_does_not_take(dataset):
     (lambda p: tk.load_numpy_dataset(p, batch_size=2, rank=0), r"partition=tk\.Partition"),
     (lambda p: tk.load_grain_source(p, batch_size=2), "batch_fn=source.collate"),
     (lambda p: tk.load_numpy_dataset(p, ["train", "val"], batch_size=2),
-     r"split=\['train', 'val'\]: a split is named by one string; the dataset has \['train'\]"),
+     r"split 'train\+val': no split 'val'; the dataset has train \(120 records\)"),
 ])
 def test_retired_keywords_and_a_list_of_splits_name_the_new_spelling(dataset, call, new):
     """Not Python's bare "unexpected keyword argument" or "unhashable type: 'list'"."""

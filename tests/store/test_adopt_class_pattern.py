@@ -131,18 +131,24 @@ options=tk.DecodeOptions(padding="ragged"))) == 45
             folder, batch_size=8,
             options=tk.DecodeOptions(features=["score", "label"], as_supervised=True)):
         assert (np.floor(score.numpy()).astype(int) == label.numpy()).all()
-    # Sharded by file (3 pipelines over 9 files) and by record (10 pipelines).
-    for pipelines in (3, 10):
+    # Each pipeline's share of every global batch (the last one wrapped around, its
+    # fillers not valid), in the library's order and in TensorFlow's buffered shuffle
+    # (by file for 3 pipelines over 9 files, by record for 10).
+    for pipelines, sampling in ((3, tk.Shuffled()), (10, tk.Shuffled()),
+                                (3, tk.Shuffled(buffer=16)), (10, tk.Shuffled(buffer=16))):
         got = []
         for worker in range(pipelines):
             context = tf.distribute.InputContext(num_input_pipelines=pipelines,
                                                  input_pipeline_id=worker)
             share = tk.Partition.from_input_context(context)
             for b in tk.load_tf_dataset(folder, batch_size=4 * pipelines, partition=share,
+                                        sampling=sampling,
                                         options=tk.DecodeOptions(features=["caption", "label"])):
                 check(b)
-                got += [c.decode() for c in b["caption"].numpy()]
-        assert len(got) == len(set(got)) == 45
+                valid = b["__valid"].numpy() if "__valid" in b else [True] * len(b["label"])
+                got += [c.decode() for c, ok in zip(b["caption"].numpy(), valid, strict=True)
+                        if ok]
+        assert len(got) == len(set(got)) == 45, (pipelines, sampling)
 
 
 def test_pk_and_triplets_give_the_files_class_in_numpy_and_tf(adopted):

@@ -31,7 +31,7 @@ from tfrecordkit.sampling import (
     fingerprint,
 )
 from tfrecordkit.schema import Schema
-from tfrecordkit.store import Manifest
+from tfrecordkit.store import Manifest, SplitArg, split_text
 
 __all__ = ["PKLoader", "TripletLoader", "stack_records"]
 
@@ -197,15 +197,15 @@ class PKLoader(_SampledLoader):
     index).
     """
 
-    def __init__(self, path: str | os.PathLike[str], split: str = "train", *, sampling: PK,
+    def __init__(self, path: str | os.PathLike[str], split: SplitArg = "train", *, sampling: PK,
                  seed: int = 0, partition: Partition | None = None,
                  options: DecodeOptions | None = None, read: ReadOptions | None = None) -> None:
         self.partition, self.seed = partition or Partition(), seed
         read = _sampled_read(options, read)
-        manifest, schema, storage = _sampled_dataset(path, split, read)
+        manifest, schema, storage = _sampled_dataset(path, split_text(split), read)
         classes_per_batch, examples_per_class = (sampling.classes_per_batch,
                                                  sampling.examples_per_class)
-        self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
+        self.index = ClassIndex.from_dataset(path, split_text(split), manifest, storage=storage)
         self.sampler = PKSampler(self.index, classes_per_batch, examples_per_class, seed=seed,
                                  exclude_small=sampling.exclude_small,
                                  epoch=sampling.epoch, rank=self.partition.rank,
@@ -213,7 +213,7 @@ class PKLoader(_SampledLoader):
         self.decoder = RecordDecoder(schema, options or DecodeOptions())
         self.fetcher = RecordFetcher(self.index, read.max_open_files, storage=storage)
         self.num_threads = thread_count(read.num_threads)
-        self.fingerprint = fingerprint(manifest.to_json(), split)
+        self.fingerprint = fingerprint(manifest.to_json(), split_text(split))
         self.epoch, self.step = 0, 0
         self._class_of = np.repeat(self.index.classes, self.index.counts)
         self._positions = np.repeat(np.arange(classes_per_batch), examples_per_class)
@@ -262,14 +262,14 @@ class TripletLoader(_SampledLoader):
     names it), as tf.data does.
     """
 
-    def __init__(self, path: str | os.PathLike[str], split: str = "train", *, batch_size: int,
+    def __init__(self, path: str | os.PathLike[str], split: SplitArg = "train", *, batch_size: int,
                  seed: int = 0, partition: Partition | None = None,
                  options: DecodeOptions | None = None, read: ReadOptions | None = None,
                  with_labels: bool = True) -> None:
         self.partition = partition or Partition()
         read = _sampled_read(options, read)
-        manifest, schema, storage = _sampled_dataset(path, split, read)
-        self.index = ClassIndex.from_dataset(path, split, manifest, storage=storage)
+        manifest, schema, storage = _sampled_dataset(path, split_text(split), read)
+        self.index = ClassIndex.from_dataset(path, split_text(split), manifest, storage=storage)
         self.sampler = TripletSampler(self.index, seed=seed, rank=self.partition.rank,
                                       world_size=self.partition.world_size)
         options = options or DecodeOptions()
@@ -283,7 +283,7 @@ class TripletLoader(_SampledLoader):
         self.batch_size, self.seed = batch_size, seed
         self._rank_batch = self.partition.per_rank(batch_size)
         self.num_threads = thread_count(read.num_threads)
-        self.fingerprint = fingerprint(manifest.to_json(), split)
+        self.fingerprint = fingerprint(manifest.to_json(), split_text(split))
         self.epoch, self.step = 0, 0
         self._class_of = np.repeat(self.index.classes, self.index.counts)
         self._epoch_triplets: tuple[int, np.ndarray] | None = None

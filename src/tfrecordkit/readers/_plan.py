@@ -37,11 +37,15 @@ from tfrecordkit.schema import (
 from tfrecordkit.store import (
     MANIFEST_NAME,
     Manifest,
+    SplitArg,
     is_dataset_dir,
+    is_expression,
     load_manifest,
     profile_files,
     record_files,
     shard_paths,
+    split_parts,
+    split_text,
 )
 
 __all__ = ["ReadPlan", "open_records", "plan_read"]
@@ -71,11 +75,19 @@ class ReadPlan:
     bytes_per_record: float = 1024.0
     storage: Storage = LOCAL
     classes: tuple[int, ...] = ()
+    taken: int | None = None  # a split expression: the records its parts take of the files
 
     @property
     def records(self) -> int:
         """Records in the split (-1 if some file's count is unknown)."""
+        if self.taken is not None:
+            return self.taken
         return sum(self.counts) if all(n >= 0 for n in self.counts) else -1
+
+    @property
+    def whole_files(self) -> bool:
+        """Whether the split reads its files whole (not a split expression's parts)."""
+        return self.taken is None
 
     @property
     def fingerprint(self) -> str:
@@ -135,7 +147,7 @@ class ReadPlan:
                               if self.compression is not None else None)
 
 
-def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = None,
+def plan_read(path: PathArg, split: SplitArg = "train", *, schema: Schema | None = None,
               sample: int = 1000, storage_options: dict[str, Any] | None = None,
               storage: Storage | None = None) -> ReadPlan:
     """Resolve a dataset directory (its manifest, checked against the shards; ``schema``, if
@@ -149,19 +161,27 @@ def plan_read(path: PathArg, split: str = "train", *, schema: Schema | None = No
             that are not ``tf.train.Example``.
     """
     storage = storage or Storage.of(path, storage_options)
+    split = split_text(split)
     if is_dataset_dir(path, storage):
         root = os.fspath(path)  # type: ignore[arg-type]
         manifest = load_manifest(root, storage=storage)
-        infos = shard_paths(root, manifest, split, storage=storage)
+        parts = split_parts(manifest, split)  # a split expression: several splits, or slices
+        infos = [pair for part in dict.fromkeys(p.split for p in parts)
+                 for pair in shard_paths(root, manifest, part, storage=storage)]
         shards = [(file, info.records) for file, info in infos]
         chosen = schema if schema is not None else manifest.schema
         _check_first_record(chosen, shards, storage)
+        whole = [manifest.split(p.split) for p in parts]
+        taken = sum(p.records for p in parts)
         return ReadPlan(root, split, tuple(f for f, _ in shards),
                         tuple(n for _, n in shards), manifest.compression, manifest,
-                        chosen, bytes_per_record=manifest.split(split).bytes
-                        / max(1, manifest.num_records(split)), storage=storage,
+                        chosen, bytes_per_record=sum(
+                            info.bytes * p.records / max(1, info.records)
+                            for info, p in zip(whole, parts, strict=True)) / max(1, taken),
+                        storage=storage,
                         classes=tuple(-1 if info.class_id is None else info.class_id
-                                      for _, info in infos))
+                                      for _, info in infos),
+                        taken=taken if is_expression(split, manifest.splits) else None)
     files = record_files(path, storage=storage)
     compression = RecordReader(files[0], storage=storage).compression
     given = (os.fspath(path) if isinstance(path, str | os.PathLike)
@@ -222,7 +242,7 @@ def open_records(path: PathArg, split: str, options: DecodeOptions, *,
     readers stand on (dataset directories and foreign files alike; ``schema`` describes
     foreign files, else it is inferred)."""
     read = plan_read(path, split, schema=schema, storage_options=storage_options)
-    records = SplitRecords(read.path, split, max_open_files=max_open_files,
+    records = SplitRecords(read.path, read.split, max_open_files=max_open_files,
                            manifest=read.manifest, locations=read.locations(),
                            storage=read.storage)
     return read, records, RecordDecoder(read.schema, options,

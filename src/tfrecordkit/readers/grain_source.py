@@ -26,6 +26,7 @@ from tfrecordkit.readers._modes import (
 from tfrecordkit.readers._plan import PathArg, open_records
 from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import EpochOrder
+from tfrecordkit.store import SplitArg, split_text
 
 __all__ = ["GrainSource", "load_grain_source"]
 
@@ -41,7 +42,7 @@ class GrainSource:
     epoch (a key ``k`` past the end reads record ``k % len`` in epoch ``k // len``) and the
     record, as in every reader."""
 
-    def __init__(self, path: PathArg, split: str = "train", *,
+    def __init__(self, path: PathArg, split: SplitArg = "train", *,
                  options: DecodeOptions | None = None, seed: int = 0,
                  read: ReadOptions | None = None) -> None:
         self.options, self.seed = options or DecodeOptions(), seed
@@ -49,8 +50,8 @@ class GrainSource:
         refuse_untaken("grain's source", ("ReadOptions(max_open_files=)",),
                        options=self.options, read=read)
         plan, self.records, self.decoder = open_records(
-            path, split, self.options, schema=read.schema, max_open_files=read.max_open_files,
-            storage_options=read.storage_options)
+            path, split_text(split), self.options, schema=read.schema,
+            max_open_files=read.max_open_files, storage_options=read.storage_options)
         self.fingerprint = plan.fingerprint
 
     def __len__(self) -> int:
@@ -112,7 +113,7 @@ class GrainSource:
 @refuse_moved("load_grain_source", {
     "batch_size": "grain's own batching, with batch_fn=source.collate",
     "sampling": "source.order(sampling=...)"})
-def load_grain_source(path: PathArg, split: str = "train", *, seed: int = 0,
+def load_grain_source(path: PathArg, split: SplitArg = "train", *, seed: int = 0,
                       image_size: int | tuple[int, int] | None = None,
                       options: DecodeOptions | None = None,
                       read: ReadOptions | None = None, state: Any = None) -> GrainSource:

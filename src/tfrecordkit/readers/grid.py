@@ -27,6 +27,7 @@ from tfrecordkit.schema import (
     Schema,
     Text,
 )
+from tfrecordkit.store import SplitArg, split_text
 
 __all__ = ["show_examples"]
 
@@ -47,7 +48,7 @@ def _pil() -> Any:
     return PILImage, ImageDraw
 
 
-def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
+def show_examples(path: PathArg, split: SplitArg = "train", n: int = 16, *,
                   image: str | None = None, seed: int | None = None,
                   storage_options: dict[str, Any] | None = None) -> Any:
     """A ``PIL.Image.Image`` grid of ``n`` records' ``image`` feature (default: the first image
@@ -64,7 +65,7 @@ def show_examples(path: PathArg, split: str = "train", n: int = 16, *,
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise OptionError(f"n must be a positive number of records; got {n!r}")
-    read, records, decoder = open_to_look(path, split, storage_options)
+    read, records, decoder = open_to_look(path, split_text(split), storage_options)
     origin = SOURCE_FEATURE in decoder.features
     total = len(records)
     if not total:

@@ -46,6 +46,7 @@ from tfrecordkit.sampling import (
     EpochOrder,
     check_state,
 )
+from tfrecordkit.store import SplitArg, split_text
 
 __all__ = ["PK", "Augment", "DecodeOptions", "Examples", "InOrder", "Loader", "PKLoader",
            "Partition",
@@ -101,7 +102,7 @@ class Loader(Epochs):
     is unchanged).
     """
 
-    def __init__(self, path: PathArg, split: str = "train", *, batch_size: int,
+    def __init__(self, path: PathArg, split: SplitArg = "train", *, batch_size: int,
                  sampling: InOrder | Shuffled | None = None, seed: int = 0,
                  partition: Partition | None = None, options: DecodeOptions | None = None,
                  read: ReadOptions | None = None) -> None:
@@ -114,7 +115,7 @@ class Loader(Epochs):
         shuffle = shuffle_mode(sampling)
         self.augment = self.options.augment
         self.plan, self.records, self.decoder = open_records(
-            path, split, self.options, max_open_files=read.max_open_files,
+            path, split_text(split), self.options, max_open_files=read.max_open_files,
             storage_options=read.storage_options, schema=read.schema)
         self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
@@ -297,7 +298,7 @@ class Loader(Epochs):
 
 
 @refuse_moved("load_numpy_dataset")
-def load_numpy_dataset(path: PathArg, split: str = "train", *,
+def load_numpy_dataset(path: PathArg, split: SplitArg = "train", *,
                        batch_size: int | None = None, sampling: Sampling | None = None,
                        seed: int | None = 0, image_size: int | tuple[int, int] | None = None,
                        options: DecodeOptions | None = None,
@@ -315,7 +316,9 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
         path: a dataset directory, or TFRecord files / globs written by anyone (their schema
             inferred from a sample unless ``read`` gives one); URLs (``s3://``, ``gs://``,
             ...) too.
-        split: which split.
+        split: which split, or a split expression read as one: ``"train+val"`` (or
+            ``["train", "val"]``), ``"train[:10%]"``, ``"train[-1000:]"`` (TFDS's meaning:
+            see :func:`~tfrecordkit.store.resolve_split`).
         batch_size: the global batch: each of the ``partition``'s ranks gets
             ``batch_size / world_size`` records a step, every rank the same number of steps.
             On one rank the last batch is smaller; with several, the last step wraps around
@@ -340,7 +343,7 @@ def load_numpy_dataset(path: PathArg, split: str = "train", *,
         A :class:`Loader` (in order or shuffled), :class:`PKLoader` or
         :class:`TripletLoader`, all with one interface.
     """
-    loader = open_loader(path, split, batch_size=batch_size, sampling=sampling,
+    loader = open_loader(path, split_text(split), batch_size=batch_size, sampling=sampling,
                          seed=seed_of(seed, state), image_size=image_size, options=options,
                          partition=Partition.given(partition), read=read)
     if state is not None:

@@ -41,9 +41,11 @@ from tfrecordkit.schema import SOURCE_FEATURE, Audio, Boxes, ClassLabel, Scalar,
 from tfrecordkit.schema import Sequence as ListOf
 from tfrecordkit.store import (
     Manifest,
+    SplitArg,
     find_duplicates,
     is_dataset_dir,
     load_manifest,
+    split_text,
     verify_paths,
 )
 
@@ -67,7 +69,7 @@ figcaption { font-size: 12px; } .tiles figcaption { max-width: 128px; overflow-w
 """
 
 
-def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256,
+def dataset_report(path: PathArg, split: SplitArg | None = None, *, sample: int = 256,
                    classes: int = 12, per_class: int = 6, seed: int = 0, verify: bool = False,
                    storage_options: dict[str, Any] | None = None) -> str:
     """One self-contained HTML page describing the dataset at ``path`` (a dataset directory,
@@ -99,7 +101,7 @@ def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256
     if split is None:
         split = ("train" if manifest is None or "train" in manifest.splits
                  else sorted(manifest.splits)[0])
-    read, records, decoder = open_to_look(path, split, storage_options)
+    read, records, decoder = open_to_look(path, split_text(split), storage_options)
     schema = read.schema
     rows, problem = _sampled_rows(records, decoder, sample, seed)
     features = [n for n in decoder.features if n != SOURCE_FEATURE]
@@ -113,10 +115,10 @@ def dataset_report(path: PathArg, split: str | None = None, *, sample: int = 256
         f"<title>tfrecordkit report: {title}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{title}</h1>",
         problem,
-        _summary(read, manifest, split, len(rows)),
+        _summary(read, manifest, split_text(split), len(rows)),
         _schema_section(read),
         _splits_section(manifest, read),
-        _classes_section(manifest, split, rows, label, names),
+        _classes_section(manifest, split_text(split), rows, label, names),
         _objects_section(rows, schema, features, label),
         _boxes_section(rows, schema, features),
         _columns_section(rows, decoder, features),

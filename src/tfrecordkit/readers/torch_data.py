@@ -37,6 +37,7 @@ from tfrecordkit.readers.numpy_data import (
     open_loader,
 )
 from tfrecordkit.sampling import MAX_EPOCH, state_int
+from tfrecordkit.store import SplitArg, split_text
 
 try:
     import torch
@@ -488,7 +489,7 @@ def _position_of_loader(loader_state: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @refuse_moved("load_torch_dataset")
-def load_torch_dataset(path: PathArg, split: str = "train", *,
+def load_torch_dataset(path: PathArg, split: SplitArg = "train", *,
                        batch_size: int | None = None, sampling: Sampling | None = None,
                        seed: int | None = 0, image_size: int | tuple[int, int] | None = None,
                        options: DecodeOptions | None = None,
@@ -507,7 +508,7 @@ def load_torch_dataset(path: PathArg, split: str = "train", *,
     ``options`` runs per record on NumPy values (picklable, e.g. a module-level function, for
     workers).
     """
-    loader = open_loader(path, split, batch_size=batch_size, sampling=sampling,
+    loader = open_loader(path, split_text(split), batch_size=batch_size, sampling=sampling,
                          seed=seed_of(seed, state), image_size=image_size, options=options,
                          partition=Partition.given(partition, Partition.from_torch),
                          read=read)

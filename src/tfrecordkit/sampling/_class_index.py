@@ -9,7 +9,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Restarts, Storage
-from tfrecordkit.store import Manifest, load_manifest, scan_labels, split_locations
+from tfrecordkit.store import Manifest, load_manifest, scan_labels, split_locations, split_parts
 
 __all__ = ["ClassIndex"]
 
@@ -51,19 +51,9 @@ class ClassIndex:
         if manifest.label_feature is None:
             raise DatasetError(f"{path}: the dataset has no class-label feature")
         where = split_locations(path, manifest, split, storage=storage)
-        num_classes = len(manifest.class_names)
-        labels = []
-        for file, shard in zip(where.files, where.shards, strict=True):
-            if shard.class_id is not None:
-                labels.append(np.full(shard.records, shard.class_id, dtype=np.int64))
-                continue
-            shard_labels = scan_labels(file, manifest.label_feature, storage)
-            bad = np.flatnonzero((shard_labels < 0) | (shard_labels >= num_classes))
-            if bad.size:
-                raise DatasetError(f"{file}: record {int(bad[0])} has label "
-                                   f"{int(shard_labels[bad[0]])}, outside 0..{num_classes - 1}")
-            labels.append(shard_labels)
-        label = np.concatenate(labels)
+        label = np.concatenate([_split_labels(path, manifest, part.split, storage)
+                                [part.start : part.stop]
+                                for part in split_parts(manifest, split)])
         order = np.argsort(label, kind="stable")
         classes, starts = np.unique(label[order], return_index=True)
         return cls(
@@ -72,3 +62,28 @@ class ClassIndex:
             shard=where.shard[order], offset=where.offset[order], length=where.length[order],
             restarts=where.restarts,
         )
+
+
+def _split_labels(path: str | os.PathLike[str], manifest: Manifest, split: str,
+                  storage: Storage) -> np.ndarray:
+    """Each record's class id in one split: its shard's class, or (mixed shards) its label
+    read from the records once.
+
+    Raises:
+        DatasetError: a label outside the dataset's classes.
+    """
+    num_classes = len(manifest.class_names)
+    labels = []
+    for shard in manifest.split(split).shards:
+        if shard.class_id is not None:
+            labels.append(np.full(shard.records, shard.class_id, dtype=np.int64))
+            continue
+        file = storage.join(os.fspath(path), shard.file)
+        assert manifest.label_feature is not None
+        shard_labels = scan_labels(file, manifest.label_feature, storage)
+        bad = np.flatnonzero((shard_labels < 0) | (shard_labels >= num_classes))
+        if bad.size:
+            raise DatasetError(f"{file}: record {int(bad[0])} has label "
+                               f"{int(shard_labels[bad[0]])}, outside 0..{num_classes - 1}")
+        labels.append(shard_labels)
+    return np.concatenate(labels) if labels else np.zeros(0, np.int64)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tfrecordkit.format import compiled_codec
+from tfrecordkit.store import resolve_split
 
 __all__ = ["EpochOrder", "ShuffleMode", "feistel_permute", "feistel_permute_each",
            "fingerprint", "mix_keys"]
@@ -21,9 +22,18 @@ _MASK64 = (1 << 64) - 1
 
 
 def fingerprint(manifest_json: dict[str, Any], split: str) -> str:
-    """A short stable hash of a split's manifest entry and schema (what an order depends on)."""
-    data = json.dumps({"schema": manifest_json.get("schema"),
-                       "split": manifest_json.get("splits", {}).get(split)}, sort_keys=True)
+    """A short stable hash of a split's manifest entry and schema (what an order depends on);
+    of a split expression, its parts' (each split's entry and the records taken)."""
+    splits = manifest_json.get("splits", {})
+    if split in splits:
+        data = json.dumps({"schema": manifest_json.get("schema"), "split": splits.get(split)},
+                          sort_keys=True)
+    else:
+        parts = resolve_split(split, {name: int(entry.get("records", 0))
+                                      for name, entry in splits.items()})
+        data = json.dumps({"schema": manifest_json.get("schema"),
+                           "parts": [[splits[p.split], p.start, p.stop] for p in parts]},
+                          sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 

@@ -13,6 +13,13 @@ from tfrecordkit.store._digests import (
     read_digests,
 )
 from tfrecordkit.store._duplicates import Duplicates, find_duplicates
+from tfrecordkit.store._expression import (
+    SplitArg,
+    SplitPart,
+    is_expression,
+    resolve_split,
+    split_text,
+)
 from tfrecordkit.store._fetch import RecordFetcher, RecordLocations
 from tfrecordkit.store._infer import infer_schema, profile_files, record_files
 from tfrecordkit.store._inputs import expand_record_paths
@@ -36,7 +43,14 @@ from tfrecordkit.store._plan import (
     plan_split,
 )
 from tfrecordkit.store._shard import write_shard
-from tfrecordkit.store._split import SplitLocations, SplitRecords, open_split, split_locations
+from tfrecordkit.store._split import (
+    SplitLocations,
+    SplitRecords,
+    joined_locations,
+    open_split,
+    split_locations,
+    split_parts,
+)
 from tfrecordkit.store._verify import Verification, verify_file, verify_paths
 from tfrecordkit.store._writer import ShardedWriter, listed_files, prepare_output, remove_shards
 
@@ -55,8 +69,10 @@ __all__ = [
     "ShardOptions",
     "ShardSpec",
     "ShardedWriter",
+    "SplitArg",
     "SplitInfo",
     "SplitLocations",
+    "SplitPart",
     "SplitRecords",
     "SplitTotals",
     "StreamCut",
@@ -69,7 +85,9 @@ __all__ = [
     "frame_ids",
     "infer_schema",
     "is_dataset_dir",
+    "is_expression",
     "is_shard_file",
+    "joined_locations",
     "key_hash",
     "listed_files",
     "load_manifest",
@@ -81,10 +99,13 @@ __all__ = [
     "record_files",
     "record_hash",
     "remove_shards",
+    "resolve_split",
     "scan_labels",
     "shard_name",
     "shard_paths",
     "split_locations",
+    "split_parts",
+    "split_text",
     "text_of_name",
     "verify_file",
     "verify_paths",

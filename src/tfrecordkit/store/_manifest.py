@@ -147,8 +147,8 @@ class Manifest:
         """The named split, or a :class:`DatasetError` listing the ones there are."""
         if not isinstance(name, str):
             raise DatasetError(f"split={name!r}: a split is named by one string; the dataset "
-                               f"has {sorted(self.splits)} (read several as one by reading "
-                               "each, or converting them into one split)")
+                               f"has {sorted(self.splits)} (the readers and open_split read "
+                               "several as one: 'train+val', or a list)")
         try:
             return self.splits[name]
         except KeyError:

@@ -23,6 +23,13 @@ from tfrecordkit.format import (
     scan_offsets,
 )
 from tfrecordkit.schema import Schema
+from tfrecordkit.store._expression import (
+    SplitArg,
+    SplitPart,
+    is_expression,
+    resolve_split,
+    split_text,
+)
 from tfrecordkit.store._fetch import RecordFetcher
 from tfrecordkit.store._load import load_manifest
 from tfrecordkit.store._manifest import (
@@ -32,7 +39,8 @@ from tfrecordkit.store._manifest import (
     shard_paths,
 )
 
-__all__ = ["SplitLocations", "SplitRecords", "open_split", "split_locations"]
+__all__ = ["SplitLocations", "SplitRecords", "joined_locations", "open_split", "split_locations",
+           "split_parts"]
 
 
 _INDEXES_AT_ONCE = 64
@@ -71,10 +79,20 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
     Compressed shards also get their restart points (``.restarts``; else only the start:
     reads then inflate from the start, or from a state kept by an earlier read).
 
+    ``split`` may be an expression (``"train[:10%]+val"``, see :func:`resolve_split`): its
+    parts' records, in order.
+
     Raises:
-        DatasetError: a shard is missing, resized, or holds another number of records.
+        DatasetError: a shard is missing, resized, or holds another number of records; an
+            expression names an unknown split or a slice beyond one.
     """
     storage = storage or Storage.of(path)
+    split = split_text(split)
+    if is_expression(split, manifest.splits):
+        parts = split_parts(manifest, split)
+        return joined_locations([(part, split_locations(path, manifest, part.split,
+                                                        storage=storage, checked=checked))
+                                 for part in parts], manifest.compression)
     compressed = manifest.compression is not None
     files, infos, shard_ids, offsets, lengths = [], [], [], [], []
     points: list[np.ndarray] = []
@@ -118,6 +136,34 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
                           if manifest.compression is not None else None)
 
 
+def split_parts(manifest: Manifest, split: SplitArg) -> tuple[SplitPart, ...]:
+    """The parts a split expression reads in a dataset (see :func:`resolve_split`)."""
+    return resolve_split(split, {name: info.records for name, info in manifest.splits.items()})
+
+
+def joined_locations(parts: Sequence[tuple[SplitPart, SplitLocations]],
+                     compression: str | None) -> SplitLocations:
+    """Each part's records of its split's locations, one after another (a split named twice
+    lists its files twice: positions stay distinct)."""
+    files: list[str] = []
+    infos: list[ShardInfo] = []
+    shard_ids, offsets, lengths = [], [], []
+    points: list[np.ndarray] = []
+    for part, where in parts:
+        cut = slice(part.start, part.stop)
+        shard_ids.append(where.shard[cut].astype(np.int32) + len(files))
+        offsets.append(where.offset[cut])
+        lengths.append(where.length[cut])
+        files.extend(where.files)
+        infos.extend(where.shards)
+        if where.restarts is not None:
+            points.extend(where.restarts.points)
+    return SplitLocations(tuple(files), np.concatenate(shard_ids), np.concatenate(offsets),
+                          np.concatenate(lengths), tuple(infos),
+                          Restarts(compression, tuple(points)) if compression is not None
+                          else None)
+
+
 def _restart_points(file: str, info: ShardInfo, sidecars: dict[str, bytes | None]
                     ) -> np.ndarray:
     """A compressed shard's restart points (only its start when it lists none), from the
@@ -140,13 +186,13 @@ class SplitRecords(Sequence[bytes]):
     Locations cost 20 bytes per record; records are never held.
     """
 
-    def __init__(self, path: str | os.PathLike[str], split: str = "train", *,
+    def __init__(self, path: str | os.PathLike[str], split: SplitArg = "train", *,
                  max_open_files: int | None = None, manifest: Manifest | None = None,
                  locations: SplitLocations | None = None,
                  storage_options: dict[str, Any] | None = None,
                  storage: Storage | None = None) -> None:
         self.path = os.fspath(path)
-        self.split = split
+        self.split = split = split_text(split)
         self.storage = storage or Storage.of(self.path, storage_options)
         if locations is None:
             self.manifest: Manifest | None = manifest or load_manifest(
@@ -275,11 +321,13 @@ class SplitRecords(Sequence[bytes]):
         return f"SplitRecords({self.path!r}, split={self.split!r}, records={len(self)})"
 
 
-def open_split(path: str | os.PathLike[str], split: str = "train", *,
+def open_split(path: str | os.PathLike[str], split: SplitArg = "train", *,
                max_open_files: int | None = None,
                storage_options: dict[str, Any] | None = None) -> SplitRecords:
     """Random access to the serialized records of one split of a dataset directory:
-    ``len()``, ``[i]`` and ``get_many(ids)``; decode them with ``.schema.decode``.
+    ``len()``, ``[i]`` and ``get_many(ids)``; decode them with ``.schema.decode``. ``split``
+    may be an expression: ``"train+val"``, ``"train[:10%]"``, ``"train[-1000:]"``, or a
+    list of them (see :func:`~tfrecordkit.store.resolve_split`).
 
     Raises:
         DatasetError: the manifest disagrees with the files (missing, resized, wrong count).

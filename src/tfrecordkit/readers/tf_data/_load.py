@@ -25,6 +25,7 @@ from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers.tf_data._pipeline import records_dataset
 from tfrecordkit.readers.tf_data._sampling import pk_dataset, triplet_dataset
 from tfrecordkit.readers.tf_data._steps import ordered_dataset
+from tfrecordkit.store import SplitArg, split_text
 
 __all__ = ["load_tf_dataset"]
 
@@ -32,7 +33,7 @@ __all__ = ["load_tf_dataset"]
 @refuse_moved("load_tf_dataset")
 def load_tf_dataset(
     path: str | os.PathLike[str] | Sequence[str],
-    split: str = "train",
+    split: SplitArg = "train",
     *,
     batch_size: int | None = None,
     sampling: Sampling | None = None,
@@ -52,7 +53,9 @@ def load_tf_dataset(
             ``read.schema``); URLs (``s3://``, ``gs://``, ``http(s)://``, ...) too. Records
             are read by offset with tfrecordkit's CRC-checked reader, feeding tf.data (with
             ``Shuffled(buffer=n)``, local and ``gs://`` files by TensorFlow's own reader).
-        split: which split.
+        split: which split, or a split expression read as one: ``"train+val"`` (or
+            ``["train", "val"]``), ``"train[:10%]"``, ``"train[-1000:]"`` (TFDS's meaning:
+            see :func:`~tfrecordkit.store.resolve_split`).
         batch_size: records per global batch (None: unbatched examples), as in every
             reader: with a ``partition`` of ``world_size`` pipelines each one's batches hold
             ``batch_size / world_size`` (what ``ctx.get_per_replica_batch_size(batch_size)``
@@ -109,23 +112,24 @@ def load_tf_dataset(
         start = 0 if state is None else state
         if isinstance(sampling, PK):
             batch_size_of(sampling, batch_size)
-            return pk_dataset(class_dataset(path, sampling), split, sampling=sampling,
+            return pk_dataset(class_dataset(path, sampling), split_text(split), sampling=sampling,
                               seed=chosen, options=options, partition=partition,
                               state=start, repeat=repeat, reading=reading)
         if batch_size is None:
             raise OptionError("Triplets() needs batch_size (triplets per batch)")
-        return triplet_dataset(class_dataset(path, sampling), split, batch_size=batch_size,
-                               sampling=sampling, seed=chosen, options=options, partition=partition,
-                               state=start, repeat=repeat, reading=reading)
+        return triplet_dataset(class_dataset(path, sampling), split_text(split),
+                               batch_size=batch_size, sampling=sampling, seed=chosen,
+                               options=options, partition=partition, state=start,
+                               repeat=repeat, reading=reading)
     if isinstance(sampling, Shuffled) and sampling.buffer is not None:
-        return records_dataset(path, split, batch_size=batch_size, sampling=sampling,
+        return records_dataset(path, split_text(split), batch_size=batch_size, sampling=sampling,
                                seed=None if seed is None else seed_of(seed),
                                options=options, partition=partition, repeat=repeat,
                                reading=reading, state=state)
     if seed is None and state is not None and not isinstance(state, Mapping):
         raise OptionError("a global step resumes a seeded run: give the seed it ran with "
                           "(or resume from a state_dict(), which holds it)")
-    return ordered_dataset(path, split, batch_size=batch_size, sampling=sampling,
+    return ordered_dataset(path, split_text(split), batch_size=batch_size, sampling=sampling,
                            seed=seed_of(seed, state if isinstance(state, Mapping) else None),
                            options=options, partition=partition, repeat=repeat,
                            reading=reading, state=state, deterministic=seed is not None)

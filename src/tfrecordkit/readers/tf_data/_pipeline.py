@@ -89,6 +89,9 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     as_supervised = options.as_supervised
     read = plan_read(path, split, schema=reading.schema, storage_options=storage_options)
     manifest, schema = read.manifest, read.schema
+    if not read.whole_files:
+        raise OptionError(f"split {split!r} reads parts of splits; Shuffled(buffer=n) reads "
+                          "whole files through TensorFlow's reader: read it with Shuffled()")
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
     layout = BatchLayout.of(schema, options)
     names = layout.names
