@@ -54,6 +54,18 @@ def test_rows_equal_the_source_and_counts_are_exact(cluster, tmp_path):
         assert np.array_equal(got["v"], row["v"]), i
 
 
+def test_a_split_expression_reads_its_parts(cluster, tmp_path):
+    """``read_dataset`` takes a split expression as every reader does: its rows are the
+    parts' records, ``__id`` numbering them in the expression's order."""
+    tk.write_dataset(rows(300), tmp_path / "ds", SCHEMA, shards=tk.ShardOptions(num_shards=3),
+                     split={"train": 0.8, "val": 0.2})
+    expression = "val[-7:]+train[10%:12%]"
+    records = tk.open_split(tmp_path / "ds", expression)
+    want = [SCHEMA.decode(records[i])["t"] for i in range(len(records))]
+    got = sorted(read_dataset(tmp_path / "ds", expression).take_all(), key=lambda r: r["__id"])
+    assert [r["t"] for r in got] == want and len(want) == 7 + 5
+
+
 def test_two_reads_give_the_same_order_and_match_open_split(cluster, tmp_path):
     tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, shards=tk.ShardOptions(num_shards=4))
     ray.data.DataContext.get_current().execution_options.preserve_order = True
