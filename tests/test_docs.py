@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import tfrecordkit as tk
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.integration  # the glance imports every reader, TensorFlow included
@@ -81,4 +83,9 @@ def test_the_readme_tour_runs_as_copied(tmp_path, monkeypatch):
     assert len(set(pk["label"].numpy().tolist())) == 8 and pk["label"].shape[0] == 32
     assert (tmp_path / "their_data" / "dataset.json").exists()
     assert (tmp_path / "grid.png").stat().st_size > 0
+    manifest = tk.load_manifest(tmp_path / "photos_ds")
+    tenth = round(manifest.num_records("train") / 10)
+    assert len(namespace["small"].records) == tenth + manifest.num_records("val")
+    assert sorted(p.name for p in (tmp_path / "photos_wds").iterdir()) == [
+        "train-000000.tar", "val-000000.tar"]
     assert "<html" in (tmp_path / "report.html").read_text()[:200].lower()

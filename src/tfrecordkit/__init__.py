@@ -58,6 +58,7 @@ from tfrecordkit.sources import (
 from tfrecordkit.store import Manifest, ShardOptions, adopt, infer_schema, load_manifest
 
 if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at run time
+    from tfrecordkit.readers.export import export
     from tfrecordkit.readers.grain_source import load_grain_source
     from tfrecordkit.readers.grid import show_examples
     from tfrecordkit.readers.numpy_data import (
@@ -103,6 +104,7 @@ _LAZY = {
     "load_grain_source": "tfrecordkit.readers.grain_source",
     "show_examples": "tfrecordkit.readers.grid",
     "dataset_report": "tfrecordkit.readers.report",
+    "export": "tfrecordkit.readers.export",
 }
 
 
@@ -175,6 +177,7 @@ __all__ = [  # the readers among these are imported on first use (see _LAZY)
     "decode_sequence_example",
     "encode_example",
     "encode_sequence_example",
+    "export",
     "feature_description",
     "infer_schema",
     "load_grain_source",

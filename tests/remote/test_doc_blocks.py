@@ -28,7 +28,8 @@ ELSEWHERE = {
                            "test_the_guides_growing_a_dataset_block_runs_as_written"),
 }
 #: Blocks this module runs.
-HERE = {("docs/ray.md", 0), ("docs/ray.md", 1), ("docs/remote.md", 0), ("docs/loaders.md", 0)}
+HERE = {("docs/ray.md", 0), ("docs/ray.md", 1), ("docs/remote.md", 0), ("docs/loaders.md", 0),
+        ("docs/export.md", 0)}
 
 
 def blocks() -> dict[tuple[str, int], tuple[str, str | None]]:
@@ -62,6 +63,17 @@ def test_the_loaders_page_runs_as_written(tmp_path, monkeypatch):
     exec(compile(code, "docs/loaders.md block 0", "exec"), {"np": np, "tk": tk})
     batch = next(iter(tk.load_numpy_dataset("clips_ds", batch_size=1)))
     assert batch["frames"]["values"].shape == (1, 30, 128)
+
+
+def test_the_export_page_runs_as_written(tmp_path, monkeypatch):
+    """Its block writes a small dataset, exports it to Parquet and reads it back with
+    ``datasets``."""
+    pytest.importorskip("datasets")
+    monkeypatch.chdir(tmp_path)
+    code = blocks()[("docs/export.md", 0)][0]
+    exec(compile(code, "docs/export.md block 0", "exec"), {})
+    assert sorted(p.name for p in (tmp_path / "pets_parquet").iterdir()) == [
+        "train-00000-of-00001.parquet"]
 
 
 @pytest.mark.integration

@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         _adopt,
         _append,
         _convert,
+        _export,
         _head,
         _index,
         _inspect,
@@ -68,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Each subcommand module adds its parser; they all share --quiet.
     for module in (_convert, _append, _adopt, _stats, _inspect, _verify, _index, _head, _show,
-                   _report):
+                   _report, _export):
         module.register(_SharedOptions(subparsers, common))
     return parser
 

@@ -1,0 +1,400 @@
+"""A dataset handed to another ecosystem in its own convention, every value kept: WebDataset
+shards (``.jpg``/``.png`` bytes as stored, ``.cls``, ``.json``), Parquet as Hugging Face stores
+it (images as ``{bytes, path}`` structs, ``ClassLabel`` names in the schema's metadata), or a
+Hugging Face ``DatasetDict`` saved with ``save_to_disk``. Records stream through in chunks:
+memory stays flat whatever the dataset's size."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import sys
+import tarfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from tfrecordkit.errors import OptionError
+from tfrecordkit.format import KeySpec, parse_examples
+from tfrecordkit.schema import (
+    SOURCE_FEATURE,
+    Audio,
+    Boxes,
+    ClassLabel,
+    Feature,
+    Image,
+    Scalar,
+    Schema,
+    Tensor,
+    Text,
+)
+from tfrecordkit.store import (
+    SplitArg,
+    SplitRecords,
+    load_manifest,
+    split_text,
+)
+
+__all__ = ["ExportResult", "Target", "export"]
+
+Target = Literal["webdataset", "parquet", "hf"]
+TARGETS: tuple[Target, ...] = ("webdataset", "parquet", "hf")
+_CHUNK = 256  # records read and converted at a time
+Chunk = list[dict[str, Any]]
+
+
+@dataclass
+class ExportResult:
+    """What an export wrote: records per split, and the files (or directory) written."""
+
+    target: Target
+    out: str
+    records: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+
+def export(path: str | os.PathLike[str], out: str | os.PathLike[str], *, to: Target,
+           split: SplitArg | None = None, rows_per_file: int = 10_000,
+           overwrite: bool = False, progress: bool = True) -> ExportResult:
+    """Write a dataset in another library's format, every value kept.
+
+    Args:
+        path: a dataset directory.
+        out: the output directory (refused if it exists and is not empty, unless
+            ``overwrite``).
+        to: ``"webdataset"`` (tar shards ``<split>-000000.tar``: per record
+            ``<key>.jpg``/``.png`` (an image's bytes as stored; raw pixels as PNG; further
+            images ``<key>.<name>.<ext>``), ``<key>.cls`` (the class id), ``<key>.json``
+            (every other value, and class names); ``"parquet"`` (``<split>-00000-of-0000n
+            .parquet``, Hugging Face's layout: ``datasets.load_dataset("parquet",
+            data_dir=out)`` reads it with its ``Image`` and ``ClassLabel`` features); ``"hf"``
+            (a ``DatasetDict`` saved with ``save_to_disk``).
+        split: one split or expression (default: every split, each under its own name).
+        rows_per_file: records per tar or Parquet file.
+        overwrite: replace what ``out`` holds.
+        progress: show a progress bar.
+
+    Raises:
+        OptionError: an unknown target, or an output that is not empty.
+        DatasetError: ``path`` is not a dataset, or a split expression is bad.
+    """
+    if to not in TARGETS:
+        raise OptionError(f"export to= must be one of {', '.join(TARGETS)}; got {to!r}")
+    if isinstance(rows_per_file, bool) or not isinstance(rows_per_file, int) or rows_per_file < 1:
+        raise OptionError(f"rows_per_file must be a positive number; got {rows_per_file!r}")
+    manifest = load_manifest(path)
+    target = os.fspath(out)
+    _prepare(target, overwrite)
+    splits = [split_text(split)] if split is not None else list(manifest.splits)
+    schema = manifest.schema
+    result = ExportResult(to, target)
+    rows = _Rows(schema)
+    from tqdm import tqdm
+
+    for name in splits:
+        records = SplitRecords(path, name)
+        with tqdm(total=len(records), desc=f"export {name}", unit="rec", unit_scale=True,
+                  file=sys.stderr, mininterval=0.5, disable=not progress) as bar:
+            def chunks(records: SplitRecords = records, bar: Any = bar) -> Iterator[Chunk]:
+                for start in range(0, len(records), _CHUNK):
+                    ids = range(start, min(start + _CHUNK, len(records)))
+                    yield rows.rows(records, ids)
+                    bar.update(len(ids))
+
+            label = _file_label(name)
+            if to == "webdataset":
+                result.files += _write_webdataset(target, label, chunks(), rows, rows_per_file)
+            elif to == "parquet":
+                result.files += _write_parquet(target, label, chunks(), rows,
+                                               per_file=rows_per_file, total=len(records))
+            else:
+                result.files.append(_save_hf(target, label, chunks(), rows))
+        result.records[name] = len(records)
+    if to == "hf":
+        _hf_dataset_dict(target, [_file_label(s) for s in splits])
+    return result
+
+
+def _file_label(split: str) -> str:
+    """A split (or expression) as a file-name part."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in split)
+
+
+def _prepare(target: str, overwrite: bool) -> None:
+    if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
+        if not overwrite:
+            raise OptionError(f"{target} exists and is not empty: give another output, or "
+                              "overwrite=True (--overwrite)")
+        if os.path.isdir(target):
+            shutil.rmtree(target)
+        else:
+            os.remove(target)
+    os.makedirs(target, exist_ok=True)
+
+
+# -- one record as plain values --------------------------------------------------------------
+
+
+class _Rows:
+    """Records as dicts of plain values: media as their bytes (raw pixels as PNG), class ids,
+    text, numbers and lists."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.names = [n for n in schema if n != SOURCE_FEATURE]
+        self.source = SOURCE_FEATURE in schema
+        self.media = [n for n in self.names if _as_bytes(schema[n])]
+        self.decoded = [n for n in schema if n not in self.media]  # provenance too
+        self._media_specs = [KeySpec(n, "string", ()) for n in self.media]
+
+    def rows(self, records: SplitRecords, ids: range) -> Chunk:
+        """Records ``ids`` as rows, parsed as a batch (the compiled columnar codec)."""
+        found = records.get_slices(np.arange(ids.start, ids.stop))
+
+        def where(i: int) -> str:
+            return records.where(ids.start + i)
+
+        values = (self.schema.decode_batch(found, features=self.decoded, where=where)
+                  if self.decoded else {})
+        media = {name: column.to_bytes() for name, column in
+                 parse_examples(found, self._media_specs, where=where).items()}
+        plain = {name: [_plain(v) for v in column] for name, column in values.items()}
+        return [{name: media[name][i] if name in media else plain[name][i]
+                 for name in (*self.names, *([SOURCE_FEATURE] if self.source else []))}
+                for i in range(len(ids))]
+
+    def media_bytes(self, name: str, value: bytes) -> tuple[bytes, str]:
+        """An image's or audio's bytes and file extension (raw pixels: encoded as PNG)."""
+        feature = self.schema[name]
+        if isinstance(feature, Audio):
+            return value, feature.encoding
+        assert isinstance(feature, Image)
+        if feature.encoding == "raw":
+            return value, "png"
+        return value, "png" if value[:8] == b"\x89PNG\r\n\x1a\n" else "jpg"
+
+
+def _as_bytes(feature: Feature) -> bool:
+    """Whether a feature's value is exported as the bytes stored (encoded images, audio)."""
+    if isinstance(feature, Image):
+        return feature.encoding != "raw"
+    return isinstance(feature, Audio) and feature.encoding != "pcm"
+
+
+def _plain(value: Any) -> Any:
+    """A decoded value as JSON-able Python: arrays as (nested) lists, bytes as text."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _raw_as_png(rows: _Rows, row: dict[str, Any]) -> dict[str, Any]:
+    """Raw-pixel images of a row encoded as PNG (lossless), the bytes other tools read."""
+    for name in rows.names:
+        feature = rows.schema[name]
+        if isinstance(feature, Image) and feature.encoding == "raw":
+            pixels = np.asarray(row[name], np.uint8)
+            row[name] = Image("png").encode_array(name, pixels)
+    return row
+
+
+# -- WebDataset --------------------------------------------------------------------------------
+
+
+def _write_webdataset(target: str, label: str, chunks: Iterator[Chunk], rows: _Rows,
+                      per_file: int) -> list[str]:
+    files: list[str] = []
+    archive: tarfile.TarFile | None = None
+    written = 0
+    classes = {n: list(f.names) for n, f in rows.schema.items() if isinstance(f, ClassLabel)}
+    first_image = next((n for n in rows.names if isinstance(rows.schema[n], Image)), None)
+    first_class = next(iter(classes), None)
+    try:
+        for chunk in chunks:
+            for row in chunk:
+                if archive is None or written % per_file == 0:
+                    if archive is not None:
+                        archive.close()
+                    files.append(os.path.join(target, f"{label}-{len(files):06d}.tar"))
+                    # One open archive at a time, rolled over; the finally below closes it.
+                    archive = tarfile.open(  # noqa: SIM115
+                        files[-1], "w", format=tarfile.USTAR_FORMAT)
+                key = f"{label}_{written:09d}"
+                for name, data in _sample(_raw_as_png(rows, row), rows, classes,
+                                          first_image, first_class).items():
+                    info = tarfile.TarInfo(f"{key}.{name}")
+                    info.size, info.mtime, info.mode = len(data), 0, 0o644
+                    archive.addfile(info, io.BytesIO(data))
+                written += 1
+    finally:
+        if archive is not None:
+            archive.close()
+    return files
+
+
+def _sample(row: dict[str, Any], rows: _Rows, classes: dict[str, list[str]],
+            first_image: str | None, first_class: str | None) -> dict[str, bytes]:
+    """One record's files by extension: media, ``cls``, and ``json`` for the rest."""
+    out: dict[str, bytes] = {}
+    rest: dict[str, Any] = {}
+    for name in rows.names:
+        value = row[name]
+        feature = rows.schema[name]
+        if isinstance(feature, Image | Audio) and isinstance(value, bytes):
+            data, extension = rows.media_bytes(name, value)
+            out[extension if name == first_image else f"{name}.{extension}"] = data
+        elif name == first_class:
+            out["cls"] = str(value).encode()
+            rest[name] = value
+            rest[f"{name}_name"] = classes[name][value]
+        elif isinstance(feature, Boxes):
+            rest[name] = {**value, "label_names": [feature.names[i] for i in value["labels"]]}
+        else:
+            rest[name] = value
+    if SOURCE_FEATURE in row:
+        rest[SOURCE_FEATURE] = row[SOURCE_FEATURE]
+    out["json"] = json.dumps(rest, ensure_ascii=False, allow_nan=True).encode()
+    return out
+
+
+# -- Hugging Face (Arrow, Parquet) -------------------------------------------------------------
+
+
+def _hf_features(rows: _Rows) -> Any:
+    """The Hugging Face ``Features`` of the exported rows."""
+    import datasets
+
+    def value(dtype: str) -> Any:
+        return datasets.Value("string" if dtype == "string" else
+                              "bool" if dtype == "bool" else dtype)
+
+    def of(feature: Feature) -> Any:
+        if isinstance(feature, Image):
+            return datasets.Image()
+        if isinstance(feature, Audio) and feature.encoding != "pcm":
+            return datasets.Audio(decode=False)
+        if isinstance(feature, ClassLabel):
+            return datasets.ClassLabel(names=list(feature.names))
+        if isinstance(feature, Text) and not feature.token_ids:
+            return datasets.Value("string")
+        if isinstance(feature, Scalar):
+            return value(feature.dtype)
+        if isinstance(feature, Tensor):
+            inner = value(feature.dtype)
+            for size in reversed(feature.shape):
+                inner = datasets.Sequence(inner, length=-1 if size is None else size)
+            return inner
+        if isinstance(feature, Boxes):
+            return {"boxes": datasets.Sequence(datasets.Sequence(datasets.Value("float32"),
+                                                                 length=4)),
+                    "labels": datasets.Sequence(datasets.ClassLabel(names=list(feature.names)))}
+        return None  # inferred from the values
+
+    spec = {name: of(rows.schema[name]) for name in rows.names}
+    if rows.source:
+        spec[SOURCE_FEATURE] = datasets.Value("string")
+    return spec
+
+
+def _hf_row(row: dict[str, Any], rows: _Rows) -> dict[str, Any]:
+    out = dict(_raw_as_png(rows, row))
+    for name in rows.names:
+        feature = rows.schema[name]
+        if isinstance(feature, Image | Audio) and isinstance(out[name], bytes):
+            out[name] = {"bytes": out[name], "path": None}
+    return out
+
+
+def _known_features(rows: _Rows, first: list[dict[str, Any]]) -> Any:
+    """``Features`` for every column: the schema's, and for the rest what their first values
+    are."""
+    import datasets
+
+    spec = _hf_features(rows)
+    if any(v is None for v in spec.values()):
+        guessed = datasets.Dataset.from_list(first[:1]).features if first else {}
+        spec = {k: (v if v is not None else guessed[k]) for k, v in spec.items()}
+    return datasets.Features(spec)
+
+
+def _write_parquet(target: str, label: str, chunks: Iterator[Chunk], rows: _Rows, *,
+                   per_file: int, total: int) -> list[str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    count = max(1, -(-total // per_file))
+    files: list[str] = []
+    writer: Any = None
+    schema: Any = None
+    written = 0
+    try:
+        for chunk in chunks:
+            converted = [_hf_row(r, rows) for r in chunk]
+            if schema is None:
+                schema = _known_features(rows, converted).arrow_schema
+            encoded = converted  # already as Arrow stores them (images as {bytes, path})
+            while encoded:
+                if writer is None or written % per_file == 0:
+                    if writer is not None:
+                        writer.close()
+                    files.append(os.path.join(
+                        target, f"{label}-{len(files):05d}-of-{count:05d}.parquet"))
+                    writer = pq.ParquetWriter(files[-1], schema)
+                room = per_file - written % per_file
+                part, encoded = encoded[:room], encoded[room:]
+                writer.write_table(pa.Table.from_pylist(part, schema=schema))
+                written += len(part)
+    finally:
+        if writer is not None:
+            writer.close()
+    return files
+
+
+def _save_hf(target: str, label: str, chunks: Iterator[Chunk], rows: _Rows) -> str:
+    """One split written through Hugging Face's own Arrow writer, chunk by chunk, then saved
+    with ``save_to_disk`` (memory-mapped, never held)."""
+    import pyarrow as pa
+    from datasets.arrow_writer import ArrowWriter
+
+    import datasets
+
+    scratch = os.path.join(target, ".cache", f"{label}.arrow")
+    os.makedirs(os.path.dirname(scratch), exist_ok=True)
+    writer: Any = None
+    try:
+        for chunk in chunks:
+            converted = [_hf_row(r, rows) for r in chunk]
+            if writer is None:
+                features = _known_features(rows, converted)
+                writer = ArrowWriter(features=features, path=scratch)
+            writer.write_table(pa.Table.from_pylist(converted, schema=features.arrow_schema))
+        if writer is None:  # an empty split: its columns still typed
+            features = _known_features(rows, [])
+            writer = ArrowWriter(features=features, path=scratch)
+        writer.finalize()
+    finally:
+        if writer is not None:
+            writer.close()
+    where = os.path.join(target, label)
+    datasets.Dataset.from_file(scratch).save_to_disk(where)
+    return where
+
+
+def _hf_dataset_dict(target: str, splits: list[str]) -> None:
+    """The file ``datasets.load_from_disk`` reads a ``DatasetDict`` from, and the cache
+    ``from_generator`` used removed."""
+    with open(os.path.join(target, "dataset_dict.json"), "w") as handle:
+        json.dump({"splits": splits}, handle)
+    shutil.rmtree(os.path.join(target, ".cache"), ignore_errors=True)
