@@ -163,25 +163,7 @@ def plan_read(path: PathArg, split: SplitArg = "train", *, schema: Schema | None
     storage = storage or Storage.of(path, storage_options)
     split = split_text(split)
     if is_dataset_dir(path, storage):
-        root = os.fspath(path)  # type: ignore[arg-type]
-        manifest = load_manifest(root, storage=storage)
-        parts = split_parts(manifest, split)  # a split expression: several splits, or slices
-        infos = [pair for part in dict.fromkeys(p.split for p in parts)
-                 for pair in shard_paths(root, manifest, part, storage=storage)]
-        shards = [(file, info.records) for file, info in infos]
-        chosen = schema if schema is not None else manifest.schema
-        _check_first_record(chosen, shards, storage)
-        whole = [manifest.split(p.split) for p in parts]
-        taken = sum(p.records for p in parts)
-        return ReadPlan(root, split, tuple(f for f, _ in shards),
-                        tuple(n for _, n in shards), manifest.compression, manifest,
-                        chosen, bytes_per_record=sum(
-                            info.bytes * p.records / max(1, info.records)
-                            for info, p in zip(whole, parts, strict=True)) / max(1, taken),
-                        storage=storage,
-                        classes=tuple(-1 if info.class_id is None else info.class_id
-                                      for _, info in infos),
-                        taken=taken if is_expression(split, manifest.splits) else None)
+        return _dataset_plan(os.fspath(path), split, schema, storage)  # type: ignore[arg-type]
     files = record_files(path, storage=storage)
     compression = RecordReader(files[0], storage=storage).compression
     given = (os.fspath(path) if isinstance(path, str | os.PathLike)
@@ -203,6 +185,28 @@ def plan_read(path: PathArg, split: SplitArg = "train", *, schema: Schema | None
         raise DatasetError(f"{files[0]}: {err}") from None
     return ReadPlan(given, split, tuple(files), (-1,) * len(files), compression,
                     None, inferred, profile.records, storage=storage)
+
+
+def _dataset_plan(root: str, split: str, schema: Schema | None, storage: Storage) -> ReadPlan:
+    """A dataset directory's plan for ``split`` (a split expression: its parts' files, the
+    records they take)."""
+    manifest = load_manifest(root, storage=storage)
+    parts = split_parts(manifest, split)
+    infos = [pair for part in dict.fromkeys(p.split for p in parts)
+             for pair in shard_paths(root, manifest, part, storage=storage)]
+    shards = [(file, info.records) for file, info in infos]
+    chosen = schema if schema is not None else manifest.schema
+    _check_first_record(chosen, shards, storage)
+    whole = [manifest.split(p.split) for p in parts]
+    taken = sum(p.records for p in parts)
+    stored = sum(info.bytes * p.records / max(1, info.records)
+                 for info, p in zip(whole, parts, strict=True))
+    return ReadPlan(root, split, tuple(f for f, _ in shards), tuple(n for _, n in shards),
+                    manifest.compression, manifest, chosen,
+                    bytes_per_record=stored / max(1, taken), storage=storage,
+                    classes=tuple(-1 if info.class_id is None else info.class_id
+                                  for _, info in infos),
+                    taken=taken if is_expression(split, manifest.splits) else None)
 
 
 def _check_first_record(schema: Schema, shards: list[tuple[str, int]],

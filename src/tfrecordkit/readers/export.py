@@ -20,18 +20,7 @@ import numpy as np
 
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import KeySpec, parse_examples
-from tfrecordkit.schema import (
-    SOURCE_FEATURE,
-    Audio,
-    Boxes,
-    ClassLabel,
-    Feature,
-    Image,
-    Scalar,
-    Schema,
-    Tensor,
-    Text,
-)
+from tfrecordkit.schema import SOURCE_FEATURE, Boxes, Image, Schema
 from tfrecordkit.store import (
     SplitArg,
     SplitRecords,
@@ -147,7 +136,9 @@ class _Rows:
         self.schema = schema
         self.names = [n for n in schema if n != SOURCE_FEATURE]
         self.source = SOURCE_FEATURE in schema
-        self.media = [n for n in self.names if _as_bytes(schema[n])]
+        # Encoded images and audio: their stored bytes, as they are.
+        self.media = [n for n in self.names if schema[n].export_extension(b"") is not None]
+        self.raw_images = [n for n, f in schema.of_kind(Image).items() if n not in self.media]
         self.decoded = [n for n in schema if n not in self.media]  # provenance too
         self._media_specs = [KeySpec(n, "string", ()) for n in self.media]
 
@@ -167,22 +158,9 @@ class _Rows:
                  for name in (*self.names, *([SOURCE_FEATURE] if self.source else []))}
                 for i in range(len(ids))]
 
-    def media_bytes(self, name: str, value: bytes) -> tuple[bytes, str]:
-        """An image's or audio's bytes and file extension (raw pixels: encoded as PNG)."""
-        feature = self.schema[name]
-        if isinstance(feature, Audio):
-            return value, feature.encoding
-        assert isinstance(feature, Image)
-        if feature.encoding == "raw":
-            return value, "png"
-        return value, "png" if value[:8] == b"\x89PNG\r\n\x1a\n" else "jpg"
-
-
-def _as_bytes(feature: Feature) -> bool:
-    """Whether a feature's value is exported as the bytes stored (encoded images, audio)."""
-    if isinstance(feature, Image):
-        return feature.encoding != "raw"
-    return isinstance(feature, Audio) and feature.encoding != "pcm"
+    def extension(self, name: str, value: bytes) -> str:
+        """The file extension of an image's or audio's bytes (raw pixels: encoded as PNG)."""
+        return self.schema[name].export_extension(value) or "png"
 
 
 def _plain(value: Any) -> Any:
@@ -202,11 +180,8 @@ def _plain(value: Any) -> Any:
 
 def _raw_as_png(rows: _Rows, row: dict[str, Any]) -> dict[str, Any]:
     """Raw-pixel images of a row encoded as PNG (lossless), the bytes other tools read."""
-    for name in rows.names:
-        feature = rows.schema[name]
-        if isinstance(feature, Image) and feature.encoding == "raw":
-            pixels = np.asarray(row[name], np.uint8)
-            row[name] = Image("png").encode_array(name, pixels)
+    for name in rows.raw_images:
+        row[name] = Image("png").encode_array(name, np.asarray(row[name], np.uint8))
     return row
 
 
@@ -218,9 +193,9 @@ def _write_webdataset(target: str, label: str, chunks: Iterator[Chunk], rows: _R
     files: list[str] = []
     archive: tarfile.TarFile | None = None
     written = 0
-    classes = {n: list(f.names) for n, f in rows.schema.items() if isinstance(f, ClassLabel)}
-    first_image = next((n for n in rows.names if isinstance(rows.schema[n], Image)), None)
-    first_class = next(iter(classes), None)
+    first_image = next(iter(rows.schema.of_kind(Image)), None)
+    found = rows.schema.class_label()
+    classes = None if found is None else (found[0], list(found[1].names))
     try:
         for chunk in chunks:
             for row in chunk:
@@ -233,7 +208,7 @@ def _write_webdataset(target: str, label: str, chunks: Iterator[Chunk], rows: _R
                         files[-1], "w", format=tarfile.USTAR_FORMAT)
                 key = f"{label}_{written:09d}"
                 for name, data in _sample(_raw_as_png(rows, row), rows, classes,
-                                          first_image, first_class).items():
+                                          first_image).items():
                     info = tarfile.TarInfo(f"{key}.{name}")
                     info.size, info.mtime, info.mode = len(data), 0, 0o644
                     archive.addfile(info, io.BytesIO(data))
@@ -244,23 +219,24 @@ def _write_webdataset(target: str, label: str, chunks: Iterator[Chunk], rows: _R
     return files
 
 
-def _sample(row: dict[str, Any], rows: _Rows, classes: dict[str, list[str]],
-            first_image: str | None, first_class: str | None) -> dict[str, bytes]:
+def _sample(row: dict[str, Any], rows: _Rows, label: tuple[str, list[str]] | None,
+            first_image: str | None) -> dict[str, bytes]:
     """One record's files by extension: media, ``cls``, and ``json`` for the rest."""
     out: dict[str, bytes] = {}
     rest: dict[str, Any] = {}
+    boxes = rows.schema.of_kind(Boxes)
     for name in rows.names:
         value = row[name]
-        feature = rows.schema[name]
-        if isinstance(feature, Image | Audio) and isinstance(value, bytes):
-            data, extension = rows.media_bytes(name, value)
-            out[extension if name == first_image else f"{name}.{extension}"] = data
-        elif name == first_class:
+        if name in rows.media or name in rows.raw_images:
+            extension = rows.extension(name, value)
+            out[extension if name == first_image else f"{name}.{extension}"] = value
+        elif label is not None and name == label[0]:
             out["cls"] = str(value).encode()
             rest[name] = value
-            rest[f"{name}_name"] = classes[name][value]
-        elif isinstance(feature, Boxes):
-            rest[name] = {**value, "label_names": [feature.names[i] for i in value["labels"]]}
+            rest[f"{name}_name"] = label[1][value]
+        elif name in boxes:
+            names = boxes[name].names
+            rest[name] = {**value, "label_names": [names[i] for i in value["labels"]]}
         else:
             rest[name] = value
     if SOURCE_FEATURE in row:
@@ -272,48 +248,20 @@ def _sample(row: dict[str, Any], rows: _Rows, classes: dict[str, list[str]],
 # -- Hugging Face (Arrow, Parquet) -------------------------------------------------------------
 
 
-def _hf_features(rows: _Rows) -> Any:
-    """The Hugging Face ``Features`` of the exported rows."""
-    import datasets
-
-    def value(dtype: str) -> Any:
-        return datasets.Value("string" if dtype == "string" else
-                              "bool" if dtype == "bool" else dtype)
-
-    def of(feature: Feature) -> Any:
-        if isinstance(feature, Image):
-            return datasets.Image()
-        if isinstance(feature, Audio) and feature.encoding != "pcm":
-            return datasets.Audio(decode=False)
-        if isinstance(feature, ClassLabel):
-            return datasets.ClassLabel(names=list(feature.names))
-        if isinstance(feature, Text) and not feature.token_ids:
-            return datasets.Value("string")
-        if isinstance(feature, Scalar):
-            return value(feature.dtype)
-        if isinstance(feature, Tensor):
-            inner = value(feature.dtype)
-            for size in reversed(feature.shape):
-                inner = datasets.Sequence(inner, length=-1 if size is None else size)
-            return inner
-        if isinstance(feature, Boxes):
-            return {"boxes": datasets.Sequence(datasets.Sequence(datasets.Value("float32"),
-                                                                 length=4)),
-                    "labels": datasets.Sequence(datasets.ClassLabel(names=list(feature.names)))}
-        return None  # inferred from the values
-
-    spec = {name: of(rows.schema[name]) for name in rows.names}
+def _hf_features(rows: _Rows) -> dict[str, Any]:
+    """The Hugging Face ``Features`` entries of the exported rows, as each kind gives them
+    (None: inferred from the values)."""
+    spec = {name: rows.schema[name].hf_feature() for name in rows.names}
     if rows.source:
-        spec[SOURCE_FEATURE] = datasets.Value("string")
+        spec[SOURCE_FEATURE] = {"_type": "Value", "dtype": "string"}
     return spec
 
 
 def _hf_row(row: dict[str, Any], rows: _Rows) -> dict[str, Any]:
+    """A row as Hugging Face stores it: images and audio as ``{bytes, path}``."""
     out = dict(_raw_as_png(rows, row))
-    for name in rows.names:
-        feature = rows.schema[name]
-        if isinstance(feature, Image | Audio) and isinstance(out[name], bytes):
-            out[name] = {"bytes": out[name], "path": None}
+    for name in (*rows.media, *rows.raw_images):
+        out[name] = {"bytes": out[name], "path": None}
     return out
 
 
@@ -324,9 +272,9 @@ def _known_features(rows: _Rows, first: list[dict[str, Any]]) -> Any:
 
     spec = _hf_features(rows)
     if any(v is None for v in spec.values()):
-        guessed = datasets.Dataset.from_list(first[:1]).features if first else {}
+        guessed = datasets.Dataset.from_list(first[:1]).features.to_dict() if first else {}
         spec = {k: (v if v is not None else guessed[k]) for k, v in spec.items()}
-    return datasets.Features(spec)
+    return datasets.Features.from_dict(spec)
 
 
 def _write_parquet(target: str, label: str, chunks: Iterator[Chunk], rows: _Rows, *,

@@ -49,6 +49,12 @@ class Audio(Feature):
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
         return FeatureLayout(name, "audio", np.dtype(np.float32), (None, None), (0,))
 
+    def export_extension(self, data: bytes) -> str | None:
+        return None if self.encoding == "pcm" else self.encoding
+
+    def hf_feature(self) -> dict[str, Any] | None:
+        return None if self.encoding == "pcm" else {"_type": "Audio", "decode": False}
+
     def key_specs(self, name: str) -> list[KeySpec]:
         main = (KeySpec(name, "float32", None) if self.encoding == "pcm"
                 else KeySpec(name, "string", ()))

@@ -23,7 +23,8 @@ from tfrecordkit.format import (
 )
 from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 
-__all__ = ["ColumnEncoder", "Entries", "EntryEncoder", "Feature", "number_of"]
+__all__ = ["ColumnEncoder", "Entries", "EntryEncoder", "Feature", "hf_list", "hf_value",
+           "number_of"]
 
 Entries = list[bytes]  # wire parts of a feature's map entries, joined as they are
 _SPEC_DTYPE: dict[str, SpecDtype] = {"bytes": "string", "float": "float32", "int64": "int64"}
@@ -143,6 +144,16 @@ def _as_bytes(name: str, value: Any) -> bytes:
     if isinstance(value, bytes | bytearray | np.bytes_):
         return bytes(value)
     raise SchemaError(name, f"expected str or bytes, got {type(value).__name__} {value!r:.60}")
+
+
+def hf_value(dtype: str) -> dict[str, Any]:
+    """A Hugging Face ``Value`` entry of a NumPy dtype (or ``"string"``)."""
+    return {"_type": "Value", "dtype": dtype}
+
+
+def hf_list(feature: dict[str, Any], length: int | None = None) -> dict[str, Any]:
+    """A Hugging Face ``Sequence`` entry of ``feature`` (``length``: a fixed one)."""
+    return {"_type": "Sequence", "feature": feature, "length": -1 if length is None else length}
 
 
 def number_of(text: str) -> int | float | None:
@@ -315,6 +326,17 @@ class Feature:
             SchemaError: this kind has no value for "missing" (ints, classes, media).
         """
         raise SchemaError(name, f"a {self.kind} has no missing value")
+
+    def export_extension(self, data: bytes) -> str | None:
+        """The file extension of this feature's stored bytes ``data`` when an export writes
+        them as they are (encoded images and audio: ``"jpg"``, ``"png"``, ``"wav"``...); None:
+        the decoded value is exported."""
+        return None
+
+    def hf_feature(self) -> dict[str, Any] | None:
+        """This kind as a Hugging Face ``Features`` entry (its JSON form, as
+        ``datasets.Features.from_dict`` reads it); None: inferred from the values."""
+        return None
 
     @property
     def format_need(self) -> tuple[int, str] | None:

@@ -17,6 +17,8 @@ from tfrecordkit.schema._base import (
     Feature,
     _entry,
     _float32_list,
+    hf_list,
+    hf_value,
 )
 from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 
@@ -55,6 +57,10 @@ class Boxes(Feature):
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "names": list(self.names)}
+
+    def hf_feature(self) -> dict[str, Any] | None:
+        return {"boxes": hf_list(hf_list(hf_value("float32"), 4)),
+                "labels": hf_list({"_type": "ClassLabel", "names": list(self.names)})}
 
     def key_specs(self, name: str) -> list[KeySpec]:
         specs = [KeySpec(f"{name}/bbox/{c}", "float32", None) for c in BOX_CORNERS]

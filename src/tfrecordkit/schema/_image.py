@@ -98,6 +98,14 @@ class Image(Feature):
             out["size"] = list(self.size)
         return out
 
+    def export_extension(self, data: bytes) -> str | None:
+        if self.encoding == "raw":
+            return None  # pixels: exported encoded as PNG
+        return "png" if data[:8] == b"\x89PNG\r\n\x1a\n" else "jpg"
+
+    def hf_feature(self) -> dict[str, Any] | None:
+        return {"_type": "Image"}
+
     @property
     def fixed_shape(self) -> tuple[int, int, int] | None:
         """The decoded shape every image has (known size and channels), else None."""

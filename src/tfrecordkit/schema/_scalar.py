@@ -37,6 +37,7 @@ from tfrecordkit.schema._base import (
     _scalar,
     _str_column,
     _utf8,
+    hf_value,
     number_of,
 )
 from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
@@ -86,6 +87,9 @@ class Scalar(Feature):
         if self.dtype == "string":
             return "bytes"
         return "float" if self.dtype.startswith("float") else "int64"
+
+    def hf_feature(self) -> dict[str, Any] | None:
+        return hf_value(self.dtype)
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, _SPEC_DTYPE[self.list_kind], ())]
@@ -242,6 +246,9 @@ class ClassLabel(Feature):
         if self.from_shard:
             out["from_shard"] = True
         return out
+
+    def hf_feature(self) -> dict[str, Any] | None:
+        return {"_type": "ClassLabel", "names": list(self.names)}
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [] if self.from_shard else [KeySpec(name, "int64", ())]

@@ -20,6 +20,8 @@ from tfrecordkit.schema._base import (
     _check_narrowing,
     _entry,
     _scalar,
+    hf_list,
+    hf_value,
 )
 from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions, axes_of
 
@@ -88,6 +90,12 @@ class Tensor(Feature):
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
         return FeatureLayout(name, "numbers", np.dtype(self.dtype), self.shape,
                              axes_of(self.shape))
+
+    def hf_feature(self) -> dict[str, Any] | None:
+        entry = hf_value(self.dtype)
+        for size in reversed(self.shape):
+            entry = hf_list(entry, size)
+        return entry
 
     def key_specs(self, name: str) -> list[KeySpec]:
         if self.encoding == "list":

@@ -28,6 +28,7 @@ from tfrecordkit.schema._base import (
     _row_splits,
     _scalar,
     _str_column,
+    hf_value,
 )
 from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 from tfrecordkit.schema._vocab import Vocabulary
@@ -71,6 +72,9 @@ class Text(Feature):
         if self.has_ids:
             return FeatureLayout(name, "tokens", np.dtype(np.int64), (None,), ())
         return FeatureLayout(name, "text", None, ())
+
+    def hf_feature(self) -> dict[str, Any] | None:
+        return None if self.token_ids else hf_value("string")
 
     def key_specs(self, name: str) -> list[KeySpec]:
         specs = [KeySpec(name, "string", ())]

@@ -86,6 +86,21 @@ def resolve_split(split: SplitArg, counts: Mapping[str, int]) -> tuple[SplitPart
     return tuple(parts)
 
 
+def _bound(text: str, value: str | None, default: int, percent: bool, records: int) -> int:
+    """One boundary of a slice as a record position (negative: from the end)."""
+    if value is None:
+        return default
+    try:
+        number = float(value) if percent else int(value)
+    except ValueError:
+        raise DatasetError(f"split {text!r}: {value!r} is not a "
+                           f"{'number' if percent else 'record position'}") from None
+    if percent and not -100 <= number <= 100:
+        raise DatasetError(f"split {text!r}: {value}% is not a percent of the split "
+                           "(-100% to 100%)")
+    return round(number * records / 100.0) if percent else int(number)
+
+
 def _listed(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{name} ({n} records)" for name, n in counts.items())
 
@@ -100,23 +115,8 @@ def _sliced(text: str, name: str, selector: str | None, records: int) -> SplitPa
         raise DatasetError(f"split {text!r}: [{selector}] is not a slice (write [from:to], "
                            "each a record position or a percent, either left out)")
     percent = any(m is not None and m["percent"] for m in matched)
-    ends = []
-    for m, default in zip(matched, (0, records), strict=True):
-        assert m is not None
-        value = m["value"]
-        if value is None:
-            ends.append(default)
-            continue
-        try:
-            number = float(value) if percent else int(value)
-        except ValueError:
-            raise DatasetError(f"split {text!r}: {value!r} is not a "
-                               f"{'number' if percent else 'record position'}") from None
-        if percent and not -100 <= number <= 100:
-            raise DatasetError(f"split {text!r}: {value}% is not a percent of the split "
-                               "(-100% to 100%)")
-        ends.append(round(number * records / 100.0) if percent else int(number))
-    start, stop = ends
+    start, stop = (_bound(text, m["value"] if m is not None else None, default, percent,
+                          records) for m, default in zip(matched, (0, records), strict=True))
     if abs(start) > records or abs(stop) > records:
         raise DatasetError(f"split {text!r}: [{selector}] reaches past {name!r}, which holds "
                            f"{records} records")
