@@ -420,3 +420,25 @@ def test_single_examples_resume_alike_and_need_one_rank(dataset):
             load(dataset, partition=tk.Partition(0, 2))
     with pytest.raises(tk.StateError, match="batch_size"):
         tk.load_numpy_dataset(dataset, batch_size=8, seed=2, state=state)
+
+
+@pytest.mark.integration  # the tf.data loader imports TensorFlow
+def test_large_records_in_order_read_as_every_reader_reads_them(tmp_path):
+    """In order on one rank, records of 20 KB come through TensorFlow's own sequential reader
+    (no Python call per step): the same batches, ids and ``__valid`` as the NumPy loader,
+    with and without ``drop_last``, epoch after epoch."""
+    pytest.importorskip("tensorflow")
+    schema = tk.Schema({"blob": tk.Tensor((20_000,), "uint8"), "n": tk.Scalar("int64")})
+    rng = np.random.default_rng(0)
+    tk.write_dataset(({"blob": rng.integers(0, 255, 20_000, dtype=np.uint8), "n": i}
+                      for i in range(45)), tmp_path / "ds", schema,
+                     shards=tk.ShardOptions(num_shards=3), progress=False)
+    for sampling in (tk.InOrder(), tk.InOrder(drop_last=True)):
+        want = [{k: np.asarray(v).tolist() for k, v in b.items()}
+                for b in tk.load_numpy_dataset(tmp_path / "ds", batch_size=16,
+                                               sampling=sampling)]
+        ds = tk.load_tf_dataset(tmp_path / "ds", batch_size=16, sampling=sampling)
+        for _ in range(2):  # each iteration an epoch
+            got = [{k: v.numpy().tolist() for k, v in b.items()} for b in ds]
+            assert got == want, sampling
+        assert len(ds) == len(want)

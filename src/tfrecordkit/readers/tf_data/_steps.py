@@ -41,6 +41,9 @@ from tfrecordkit.readers.tf_data._sampling import _step_number, checkpointable, 
 
 __all__ = ["ordered_dataset"]
 
+#: Records at least this large (bytes, on average) are read in order by TensorFlow's reader.
+_SEQUENTIAL_BYTES = 16 << 10
+
 _TAKES = ("DecodeOptions(augment=)",
           "DecodeOptions(as_supervised=True)", "ReadOptions(max_open_files=)", "state=")
 
@@ -116,9 +119,20 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
             element[VALID] = valid
         return element
 
-    counter = None if repeat else EpochCounter()
-    ds = global_steps(first, steps, counter)
-    ds = ds.map(graph_only(read_step), num_parallel_calls=AUTOTUNE, deterministic=True)
+    # In order on one rank from the start, large records of whole local files: the files read
+    # one after another by TensorFlow's own reader give the same records in the same steps,
+    # without a Python call per step (a step of 32 raw 224x224x3 images cost 1.9x the CPU
+    # through one).
+    sequential = (isinstance(sampling, InOrder) and partition.world_size == 1 and first == 0
+                  and not skip and not tagged and label is None and read.whole_files
+                  and read.storage.local and read.bytes_per_record >= _SEQUENTIAL_BYTES)
+    counter = None if repeat or sequential else EpochCounter()
+    if sequential:
+        ds = _sequential(read.files, read.compression, step_size, drop_last=drop_last,
+                         marked=marked, repeat=repeat)
+    else:
+        ds = global_steps(first, steps, counter)
+        ds = ds.map(graph_only(read_step), num_parallel_calls=AUTOTUNE, deterministic=True)
     strict = read.inferred_from > 0 and len(names) == len(schema)
     if strict:
         from tfrecordkit.readers.tf_data._pipeline import _undescribed_keys_fail
@@ -150,6 +164,20 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
 
     ds.state_at = state_at
     return name_errors(ds, records.files, _finder(loader), epoch=counter)
+
+
+def _sequential(files: Sequence[str], compression: str | None, step_size: int, *,
+                drop_last: bool, marked: bool, repeat: bool) -> Any:
+    """The records of ``files`` in order, in steps of ``step_size`` with their ids (and
+    ``__valid``, all real on one rank), as the step path gives them."""
+    ds = tf.data.TFRecordDataset(list(files), buffer_size=1 << 20,
+                                 compression_type={"gzip": "GZIP", "zlib": "ZLIB",
+                                                   None: ""}[compression])
+    parts = {"records": ds, RECORD_ID: tf.data.Dataset.range(2**62)}
+    if marked:
+        parts[VALID] = tf.data.Dataset.from_tensors(True).repeat()
+    ds = tf.data.Dataset.zip(parts).batch(step_size, drop_remainder=drop_last)
+    return ds.repeat() if repeat else ds
 
 
 def _finder(loader: Any) -> Any:
