@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar  # at module level: a dataclass reads `kind: ClassVar[...]` here
 
 import tfrecordkit.schema as schema_package
 from tfrecordkit.schema import Feature
@@ -115,3 +117,26 @@ def test_no_isinstance_on_feature_kinds_outside_schema():
                       for line, kind in kind_checks(path.read_text())]
     assert offenders == [], ("ask the kind (a Feature method), Schema.of_kind / feature_as, "
                              "or the tf.data op table instead:\n" + "\n".join(offenders))
+
+
+def test_a_new_kind_registers_itself_and_survives_the_manifest(tmp_path):
+    """A kind is one class: defining it (here a Scalar of its own kind) registers it, so a
+    manifest naming it rebuilds it and the readers read it (no table to edit)."""
+    import numpy as np
+
+    import tfrecordkit as tk
+
+    @dataclass(frozen=True)
+    class Stars(tk.Scalar):
+        kind: ClassVar[str] = "test_stars"
+
+    assert Feature.registry["test_stars"] is Stars
+    assert tk.Scalar.kind == "scalar" and Feature.registry["scalar"] is tk.Scalar
+    schema = tk.Schema({"stars": Stars("int64"), "n": tk.Scalar("int64")})
+    assert tk.Schema.from_json(schema.to_json()) == schema
+    tk.write_dataset(({"stars": i % 5, "n": i} for i in range(12)), tmp_path / "ds", schema,
+                     progress=False)
+    assert tk.load_manifest(tmp_path / "ds").schema["stars"] == Stars("int64")
+    batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=12,
+                                            sampling=tk.InOrder())))
+    assert np.array_equal(batch["stars"], batch["n"] % 5)

@@ -287,6 +287,14 @@ class Feature:
     #: Whether values are positions in an image of the record (boxes): they move with the
     #: image when a reader crops, resizes or flips it.
     in_image: ClassVar[bool] = False
+    #: Every kind by its ``kind`` name, filled as kinds are defined: a subclass naming a kind
+    #: of its own registers itself (what :func:`feature_from_json` rebuilds from).
+    registry: ClassVar[dict[str, type[Feature]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("kind"):  # its own kind, not one inherited
+            Feature.registry[cls.kind] = cls
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready description, inverse of :func:`feature_from_json`."""

@@ -40,16 +40,11 @@ __all__ = [
 ]
 
 
-_KINDS: dict[str, type[Feature]] = {
-    cls.kind: cls for cls in (Scalar, ClassLabel, Text, Tensor, Image, Audio, Sequence,
-                                  FeatureList, Boxes)
-}
-
-
 def feature_from_json(data: Mapping[str, Any]) -> Feature:
-    """Rebuild a feature from :meth:`Feature.to_json` output."""
+    """Rebuild a feature from :meth:`Feature.to_json` output (any registered kind, see
+    :attr:`Feature.registry`)."""
     try:
-        cls = _KINDS[data["kind"]]
+        cls = Feature.registry[data["kind"]]
     except KeyError:
         raise SchemaError("<schema>", f"unknown feature kind {data.get('kind')!r}") from None
     return cls.from_json({k: v for k, v in data.items() if k != "kind"}, feature_from_json)
