@@ -93,46 +93,18 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     first, skip = _first_step(state, loader, examples)
     drop_last = sampling.drop_last and not unbatched
     marked = not drop_last and not unbatched  # one rank's single examples are all real
+    steps_reader = _StepReader(loader, entries, tagged=tagged, marked=marked)
 
-    @exit_safe
-    def fetch(g: np.int64) -> tuple[Any, ...]:
-        epoch, step = divmod(int(g), steps)
-        ids, valid = loader.step_ids(epoch, step)
-        buffer, offsets, lengths = _joined(records.get_slices(ids))
-        classes = records.shard_classes(ids) if label is not None else np.zeros(0, np.int64)
-        return buffer, offsets, lengths, ids.astype(np.int64), valid, classes.astype(np.int64)
-
-    def read_step(g: Any) -> dict[str, Any]:
-        buffer, offsets, lengths, ids, valid, classes = tf.numpy_function(
-            fetch, [g], (tf.string, tf.int64, tf.int64, tf.int64, tf.bool, tf.int64),
-            stateful=False)
-        buffer = tf.ensure_shape(buffer, [])
-        offsets, lengths, ids, valid, classes = (
-            tf.ensure_shape(t, [None]) for t in (offsets, lengths, ids, valid, classes))
-        serialized = tf.strings.substr(buffer, offsets, lengths)
-        if entries is not None:  # the label of the record's shard, appended as its entry
-            serialized = tf.strings.join([serialized, tf.gather(entries, classes)])
-        if tagged:  # random crops and flips: keyed by (seed, epoch, record id)
-            serialized = tag_records(serialized, g // steps, ids)
-        element = {"records": serialized, RECORD_ID: ids}
-        if marked:
-            element[VALID] = valid
-        return element
-
-    # In order on one rank from the start, large records of whole local files: the files read
-    # one after another by TensorFlow's own reader give the same records in the same steps,
-    # without a Python call per step (a step of 32 raw 224x224x3 images cost 1.9x the CPU
-    # through one).
-    sequential = (isinstance(sampling, InOrder) and partition.world_size == 1 and first == 0
-                  and not skip and not tagged and label is None and read.whole_files
-                  and read.storage.local and read.bytes_per_record >= _SEQUENTIAL_BYTES)
+    sequential = (isinstance(sampling, InOrder) and first == 0 and not skip and not tagged
+                  and label is None and _in_sequence(read, partition))
     counter = None if repeat or sequential else EpochCounter()
     if sequential:
         ds = _sequential(read.files, read.compression, step_size, drop_last=drop_last,
                          marked=marked, repeat=repeat)
     else:
         ds = global_steps(first, steps, counter)
-        ds = ds.map(graph_only(read_step), num_parallel_calls=AUTOTUNE, deterministic=True)
+        ds = ds.map(graph_only(steps_reader.read), num_parallel_calls=AUTOTUNE,
+                    deterministic=True)
     strict = read.inferred_from > 0 and len(names) == len(schema)
     if strict:
         from tfrecordkit.readers.tf_data._pipeline import _undescribed_keys_fail
@@ -146,13 +118,74 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
                        seed=seed, strict=strict)
     ds = parse_and_decode(ds, plan, None if unbatched else partition.per_rank(step_size),
                           drop_last)
+    ds = _finished(ds, loader, examples, skip=skip, first=first, repeat=repeat,
+                   counter=counter, options=options, deterministic=deterministic)
+    return name_errors(ds, records.files, _finder(loader), epoch=counter)
+
+
+def _in_sequence(read: Any, partition: Partition) -> bool:
+    """Whether TensorFlow's own reader, reading the files one after another, gives the steps
+    in order on this rank: one rank, large records of whole local files (smaller ones read
+    faster through the step reader; a step of 32 raw 224x224x3 images cost 1.9x the CPU
+    through one Python call)."""
+    return (partition.world_size == 1 and read.whole_files and read.storage.local
+            and read.bytes_per_record >= _SEQUENTIAL_BYTES)
+
+
+class _StepReader:
+    """Global step ``g`` -> this rank's records of it, read by offset in one Python call,
+    with their ids (and ``__valid``), each record's shard label entry and crop tag added."""
+
+    def __init__(self, loader: Any, entries: Any, *, tagged: bool, marked: bool) -> None:
+        self.loader, self.entries = loader, entries
+        self.tagged, self.marked = tagged, marked
+        self.steps = len(loader)
+
+    @exit_safe
+    def fetch(self, g: np.int64) -> tuple[Any, ...]:
+        """The step's records as one buffer, their offsets and lengths, ids, whether each
+        is real, and their shards' classes."""
+        loader, records = self.loader, self.loader.records
+        epoch, step = divmod(int(g), self.steps)
+        ids, valid = loader.step_ids(epoch, step)
+        buffer, offsets, lengths = _joined(records.get_slices(ids))
+        classes = (records.shard_classes(ids) if self.entries is not None
+                   else np.zeros(0, np.int64))
+        return buffer, offsets, lengths, ids.astype(np.int64), valid, classes.astype(np.int64)
+
+    def read(self, g: Any) -> dict[str, Any]:
+        """In-graph: ``{"records", "__id"[, "__valid"]}`` of global step ``g``."""
+        buffer, offsets, lengths, ids, valid, classes = tf.numpy_function(
+            self.fetch, [g], (tf.string, tf.int64, tf.int64, tf.int64, tf.bool, tf.int64),
+            stateful=False)
+        buffer = tf.ensure_shape(buffer, [])
+        offsets, lengths, ids, valid, classes = (
+            tf.ensure_shape(t, [None]) for t in (offsets, lengths, ids, valid, classes))
+        serialized = tf.strings.substr(buffer, offsets, lengths)
+        if self.entries is not None:  # the label of the record's shard, as its entry
+            serialized = tf.strings.join([serialized, tf.gather(self.entries, classes)])
+        if self.tagged:  # random crops and flips: keyed by (seed, epoch, record id)
+            serialized = tag_records(serialized, g // self.steps, ids)
+        element = {"records": serialized, RECORD_ID: ids}
+        if self.marked:
+            element[VALID] = valid
+        return element
+
+
+def _finished(ds: Any, loader: Any, examples: Examples | None, *, skip: int, first: int,
+              repeat: bool, counter: EpochCounter | None, options: DecodeOptions,
+              deterministic: bool) -> Any:
+    """Decoded batches made a dataset as every tf.data entry point gives it: the examples
+    a state skips, ``as_supervised``, a known cardinality, ``steps_per_epoch``,
+    ``state_at``."""
+    read, steps = loader.plan, len(loader)
     if skip:
         ds = ds.skip(skip)
     if options.as_supervised:
-        ds = _supervised(ds, read.manifest, schema, deterministic)
+        ds = _supervised(ds, read.manifest, read.schema, deterministic)
     if not repeat and first % steps == 0 and not skip:
         ds = ds.apply(tf.data.experimental.assert_cardinality(len(examples or loader)))
-    ds = _finish(checkpointable(ds, counter), read.manifest, schema, deterministic)
+    ds = _finish(checkpointable(ds, counter), read.manifest, read.schema, deterministic)
     ds.steps_per_epoch, ds.start = steps, first
 
     def state_at(step: int) -> dict[str, Any]:
@@ -163,7 +196,7 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
         return state
 
     ds.state_at = state_at
-    return name_errors(ds, records.files, _finder(loader), epoch=counter)
+    return ds
 
 
 def _sequential(files: Sequence[str], compression: str | None, step_size: int, *,
