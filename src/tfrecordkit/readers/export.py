@@ -88,20 +88,27 @@ def export(path: str | os.PathLike[str], out: str | os.PathLike[str], *, to: Tar
         records = SplitRecords(path, name)
         with tqdm(total=len(records), desc=f"export {name}", unit="rec", unit_scale=True,
                   file=sys.stderr, mininterval=0.5, disable=not progress) as bar:
-            def chunks(records: SplitRecords = records, bar: Any = bar) -> Iterator[Chunk]:
+            def spans(records: SplitRecords = records, bar: Any = bar) -> Iterator[range]:
                 for start in range(0, len(records), _CHUNK):
                     ids = range(start, min(start + _CHUNK, len(records)))
-                    yield rows.rows(records, ids)
+                    yield ids
                     bar.update(len(ids))
 
             label = _file_label(name)
             if to == "webdataset":
-                result.files += _write_webdataset(target, label, chunks(), rows, rows_per_file)
-            elif to == "parquet":
-                result.files += _write_parquet(target, label, chunks(), rows,
-                                               per_file=rows_per_file, total=len(records))
+                result.files += _write_webdataset(
+                    target, label, (rows.rows(records, ids) for ids in spans()), rows,
+                    rows_per_file)
             else:
-                result.files.append(_save_hf(target, label, chunks(), rows))
+                schema_pa = _known_features(rows, [_hf_row(r, rows) for r in rows.rows(
+                    records, range(min(1, len(records))))]).arrow_schema
+                tables = (rows.table(records, ids, schema_pa) for ids in spans())
+                if to == "parquet":
+                    result.files += _write_parquet(target, label, tables, schema_pa,
+                                                   per_file=rows_per_file,
+                                                   total=len(records))
+                else:
+                    result.files.append(_save_hf(target, label, tables, schema_pa))
         result.records[name] = len(records)
     if to == "hf":
         _hf_dataset_dict(target, [_file_label(s) for s in splits])
@@ -157,6 +164,38 @@ class _Rows:
         return [{name: media[name][i] if name in media else plain[name][i]
                  for name in (*self.names, *([SOURCE_FEATURE] if self.source else []))}
                 for i in range(len(ids))]
+
+    def table(self, records: SplitRecords, ids: range, schema: Any) -> Any:
+        """Records ``ids`` as an Arrow table of ``schema`` (Hugging Face's layout): encoded
+        media straight from the parsed column's buffers, numbers from their arrays."""
+        import pyarrow as pa
+
+        found = records.get_slices(np.arange(ids.start, ids.stop))
+
+        def where(i: int) -> str:
+            return records.where(ids.start + i)
+
+        values = (self.schema.decode_batch(found, features=self.decoded, where=where)
+                  if self.decoded else {})
+        media = parse_examples(found, self._media_specs, where=where)
+        n, arrays = len(ids), []
+        for entry in schema:
+            column = media.get(entry.name)
+            if column is not None and column.offsets is not None:
+                data = pa.Array.from_buffers(pa.binary(), n, [
+                    None, pa.py_buffer(column.offsets.astype(np.int32)),
+                    pa.py_buffer(column.values)])
+                arrays.append(pa.StructArray.from_arrays(
+                    [data, pa.nulls(n, pa.string())], fields=list(entry.type)))
+                continue
+            value = values[entry.name]
+            if entry.name in self.raw_images:
+                value = [{"bytes": Image("png").encode_array(entry.name, np.asarray(
+                    v, np.uint8)), "path": None} for v in value]
+            elif not (isinstance(value, np.ndarray) and value.ndim == 1):
+                value = [_plain(v) for v in value]
+            arrays.append(pa.array(value, type=entry.type))
+        return pa.Table.from_arrays(arrays, schema=schema)
 
     def extension(self, name: str, value: bytes) -> str:
         """The file extension of an image's or audio's bytes (raw pixels: encoded as PNG)."""
@@ -277,23 +316,18 @@ def _known_features(rows: _Rows, first: list[dict[str, Any]]) -> Any:
     return datasets.Features.from_dict(spec)
 
 
-def _write_parquet(target: str, label: str, chunks: Iterator[Chunk], rows: _Rows, *,
+def _write_parquet(target: str, label: str, tables: Iterator[Any], schema: Any, *,
                    per_file: int, total: int) -> list[str]:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     count = max(1, -(-total // per_file))
     files: list[str] = []
     writer: Any = None
-    schema: Any = None
     written = 0
     try:
-        for chunk in chunks:
-            converted = [_hf_row(r, rows) for r in chunk]
-            if schema is None:
-                schema = _known_features(rows, converted).arrow_schema
-            encoded = converted  # already as Arrow stores them (images as {bytes, path})
-            while encoded:
+        for whole in tables:
+            table = whole
+            while table.num_rows:
                 if writer is None or written % per_file == 0:
                     if writer is not None:
                         writer.close()
@@ -301,40 +335,31 @@ def _write_parquet(target: str, label: str, chunks: Iterator[Chunk], rows: _Rows
                         target, f"{label}-{len(files):05d}-of-{count:05d}.parquet"))
                     writer = pq.ParquetWriter(files[-1], schema)
                 room = per_file - written % per_file
-                part, encoded = encoded[:room], encoded[room:]
-                writer.write_table(pa.Table.from_pylist(part, schema=schema))
-                written += len(part)
+                part, table = table.slice(0, room), table.slice(room)
+                writer.write_table(part)
+                written += part.num_rows
     finally:
         if writer is not None:
             writer.close()
     return files
 
 
-def _save_hf(target: str, label: str, chunks: Iterator[Chunk], rows: _Rows) -> str:
+def _save_hf(target: str, label: str, tables: Iterator[Any], schema: Any) -> str:
     """One split written through Hugging Face's own Arrow writer, chunk by chunk, then saved
     with ``save_to_disk`` (memory-mapped, never held)."""
-    import pyarrow as pa
     from datasets.arrow_writer import ArrowWriter
 
     import datasets
 
     scratch = os.path.join(target, ".cache", f"{label}.arrow")
     os.makedirs(os.path.dirname(scratch), exist_ok=True)
-    writer: Any = None
+    writer = ArrowWriter(features=datasets.Features.from_arrow_schema(schema), path=scratch)
     try:
-        for chunk in chunks:
-            converted = [_hf_row(r, rows) for r in chunk]
-            if writer is None:
-                features = _known_features(rows, converted)
-                writer = ArrowWriter(features=features, path=scratch)
-            writer.write_table(pa.Table.from_pylist(converted, schema=features.arrow_schema))
-        if writer is None:  # an empty split: its columns still typed
-            features = _known_features(rows, [])
-            writer = ArrowWriter(features=features, path=scratch)
+        for table in tables:
+            writer.write_table(table)
         writer.finalize()
     finally:
-        if writer is not None:
-            writer.close()
+        writer.close()
     where = os.path.join(target, label)
     datasets.Dataset.from_file(scratch).save_to_disk(where)
     return where
