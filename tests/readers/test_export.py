@@ -161,7 +161,9 @@ def test_one_split_or_expression_and_bad_requests(dataset, tmp_path):
     with pytest.raises(OptionError, match="exists and is not empty"):
         tk.export(dataset, tmp_path / "one", to="webdataset", progress=False)
     tk.export(dataset, tmp_path / "one", to="webdataset", overwrite=True, progress=False)
-    assert not list((tmp_path / "one").glob("train_5__test-*"))  # replaced
+    # Replaced: the expression's shards are gone, every split's are there.
+    assert {p.name.rsplit("-", 1)[0] for p in (tmp_path / "one").iterdir()} == {"train",
+                                                                               "test"}
     with pytest.raises(OptionError, match="export to= must be one of webdataset, parquet, hf"):
         tk.export(dataset, tmp_path / "x", to="tfds", progress=False)  # type: ignore[arg-type]
     with pytest.raises(DatasetError, match="no split 'val'"):
@@ -223,3 +225,29 @@ def test_provenance_travels_with_each_record(tmp_path):
         metas = [json.loads(archive.extractfile(m).read()) for m in archive.getmembers()
                  if m.name.endswith(".json")]
     assert [m["__source"] for m in metas] == sources
+
+
+@pytest.mark.integration  # the adopted files are written by TensorFlow
+def test_a_label_taken_from_each_files_class_is_exported(tmp_path):
+    """Files adopted with a class pattern hold no label: the export gives each record its
+    file's class (as every reader does), in Parquet and WebDataset alike."""
+    pytest.importorskip("datasets")
+    from tests.datasets import unlabelled_files
+
+    written = unlabelled_files(tmp_path / "files")
+    tk.adopt(tmp_path / "files", class_pattern=r"class_(\d+)-")
+    tk.export(tmp_path / "files", tmp_path / "pq", to="parquet", progress=False)
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pq.read_table(sorted((tmp_path / "pq").glob("train-*.parquet")))
+    labels = tk.load_manifest(tmp_path / "files").class_names
+    got = {c: labels[k] for c, k in zip(table.column("caption").to_pylist(),
+                                        table.column("label").to_pylist(), strict=True)}
+    assert got == {c: str(k) for c, (k, _) in written.items()}
+    tk.export(tmp_path / "files", tmp_path / "w", to="webdataset", progress=False)
+    import tarfile
+
+    with tarfile.open(next((tmp_path / "w").glob("train-*.tar"))) as archive:
+        metas = [json.loads(archive.extractfile(m).read()) for m in archive.getmembers()
+                 if m.name.endswith(".json")]
+    assert {m["caption"]: m["label_name"] for m in metas} == {c: str(k) for c, (k, _) in
+                                                              written.items()}

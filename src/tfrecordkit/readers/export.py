@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 import tarfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -100,8 +100,11 @@ def export(path: str | os.PathLike[str], out: str | os.PathLike[str], *, to: Tar
                     target, label, (rows.rows(records, ids) for ids in spans()), rows,
                     rows_per_file)
             else:
-                schema_pa = _known_features(rows, [_hf_row(r, rows) for r in rows.rows(
-                    records, range(min(1, len(records))))]).arrow_schema
+                def first(records: SplitRecords = records) -> Chunk:
+                    return [_hf_row(r, rows) for r in rows.rows(records, range(min(
+                        1, len(records))))]
+
+                schema_pa = _known_features(rows, first).arrow_schema
                 tables = (rows.table(records, ids, schema_pa) for ids in spans())
                 if to == "parquet":
                     result.files += _write_parquet(target, label, tables, schema_pa,
@@ -149,17 +152,26 @@ class _Rows:
         self.decoded = [n for n in schema if n not in self.media]  # provenance too
         self._media_specs = [KeySpec(n, "string", ()) for n in self.media]
 
-    def rows(self, records: SplitRecords, ids: range) -> Chunk:
-        """Records ``ids`` as rows, parsed as a batch (the compiled columnar codec)."""
-        found = records.get_slices(np.arange(ids.start, ids.stop))
+    def _parsed(self, records: SplitRecords, ids: range) -> tuple[dict[str, Any],
+                                                                  dict[str, Any]]:
+        """Records ``ids`` parsed as a batch (the compiled columnar codec): the decoded
+        values of the other features (a label taken from the shard included: the records'
+        shard classes), and the media's stored bytes as parsed columns."""
+        positions = np.arange(ids.start, ids.stop)
+        found = records.get_slices(positions)
 
         def where(i: int) -> str:
             return records.where(ids.start + i)
 
-        values = (self.schema.decode_batch(found, features=self.decoded, where=where)
-                  if self.decoded else {})
-        media = {name: column.to_bytes() for name, column in
-                 parse_examples(found, self._media_specs, where=where).items()}
+        classes = records.shard_classes(positions) if self.schema.shard_label else None
+        values = (self.schema.decode_batch(found, features=self.decoded, where=where,
+                                           shard_classes=classes) if self.decoded else {})
+        return values, parse_examples(found, self._media_specs, where=where)
+
+    def rows(self, records: SplitRecords, ids: range) -> Chunk:
+        """Records ``ids`` as rows of plain values."""
+        values, columns = self._parsed(records, ids)
+        media = {name: column.to_bytes() for name, column in columns.items()}
         plain = {name: [_plain(v) for v in column] for name, column in values.items()}
         return [{name: media[name][i] if name in media else plain[name][i]
                  for name in (*self.names, *([SOURCE_FEATURE] if self.source else []))}
@@ -170,14 +182,7 @@ class _Rows:
         media straight from the parsed column's buffers, numbers from their arrays."""
         import pyarrow as pa
 
-        found = records.get_slices(np.arange(ids.start, ids.stop))
-
-        def where(i: int) -> str:
-            return records.where(ids.start + i)
-
-        values = (self.schema.decode_batch(found, features=self.decoded, where=where)
-                  if self.decoded else {})
-        media = parse_examples(found, self._media_specs, where=where)
+        values, media = self._parsed(records, ids)
         n, arrays = len(ids), []
         for entry in schema:
             column = media.get(entry.name)
@@ -304,15 +309,17 @@ def _hf_row(row: dict[str, Any], rows: _Rows) -> dict[str, Any]:
     return out
 
 
-def _known_features(rows: _Rows, first: list[dict[str, Any]]) -> Any:
-    """``Features`` for every column: the schema's, and for the rest what their first values
-    are."""
+def _known_features(rows: _Rows, first: Callable[[], list[dict[str, Any]]]) -> Any:
+    """``Features`` for every column: the schema's, and for the rest (kinds with no entry of
+    their own) what the split's first row holds, read only then (``first()``)."""
     import datasets
 
     spec = _hf_features(rows)
     if any(v is None for v in spec.values()):
-        guessed = datasets.Dataset.from_list(first[:1]).features.to_dict() if first else {}
-        spec = {k: (v if v is not None else guessed[k]) for k, v in spec.items()}
+        head = first()[:1]
+        guessed = datasets.Dataset.from_list(head).features.to_dict() if head else {}
+        spec = {k: (v if v is not None else guessed.get(k, {"_type": "Value", "dtype": "null"}))
+                for k, v in spec.items()}
     return datasets.Features.from_dict(spec)
 
 
