@@ -43,6 +43,33 @@ def test_a_corrupt_record_is_named_by_file_offset_and_index(dataset):
     assert isinstance(caught.value.__cause__, tf.errors.OpError)
 
 
+def test_a_corrupt_record_read_by_offset_is_the_readers_own_error(dataset, monkeypatch):
+    """Shuffled and P×K, tfrecordkit's reader reads each step's records by offset and finds
+    the bad frame itself: that error comes back as it was, without the split being read
+    again to find it (the TF-free pass that names other errors is not run)."""
+    name, offset = _damage(dataset, 1, 17)
+    from tfrecordkit.readers.numpy_data import Loader
+
+    def no_second_pass(*args, **kwargs):
+        raise AssertionError("the split was read again to name the error")
+
+    monkeypatch.setattr(Loader, "batches", no_second_pass)
+    # PxK over per-class shards: labels come from the manifest, records from the step reads.
+    schema = tk.Schema({"x": tk.Tensor((64,), "float32"), "label": tk.ClassLabel(["a", "b"])})
+    tk.write_dataset(({"x": np.full(64, i, np.float32), "label": i % 2} for i in range(300)),
+                     dataset.parent / "by_class", schema,
+                     shards=tk.ShardOptions(layout="per_class", shuffle=False), progress=False)
+    bad, bad_offset = _damage(dataset.parent / "by_class", 1, 17)
+    cases = ((dataset, name, offset, tk.Shuffled(), 32),
+             (dataset.parent / "by_class", bad, bad_offset, tk.PK(2, 150), None))
+    for where, name, offset, sampling, size in cases:
+        with pytest.raises(tk.CorruptRecordError, match=rf"{name}: record 17 at byte offset "
+                                                        rf"{offset}: length crc") as caught:
+            for _ in tk.load_tf_dataset(where, batch_size=size, sampling=sampling, seed=1):
+                pass
+        assert isinstance(caught.value.__cause__, tf.errors.OpError), sampling
+
+
 def test_a_record_tensorflow_cannot_parse_is_named_by_the_tf_free_reader(tmp_path):
     with tk.RecordWriter(tmp_path / "f.tfrecord") as writer:
         for i in range(10):

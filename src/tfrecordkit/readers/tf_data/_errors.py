@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tfrecordkit.errors import CorruptRecordError, DatasetError, TFRecordKitError
 from tfrecordkit.format import check_frame, index_path_for
+from tfrecordkit.readers.tf_data._exit import raised_error
 
 __all__ = ["name_errors"]
 
@@ -71,7 +72,11 @@ def _named_iterator(base: type, paths: tuple[str, ...], find: Callable[[], None]
                 return super().__next__()
             except tf.errors.DataLossError as err:
                 raise _corrupt(err, paths, find) from err
-            except tf.errors.InvalidArgumentError as err:
+            except (tf.errors.InvalidArgumentError, tf.errors.UnknownError) as err:
+                # Our own reader, feeding the pipeline, raised it: that error, as it was.
+                named = raised_error(getattr(err, "message", str(err)))
+                if named is not None:
+                    raise named from err
                 if _from_the_data(err):
                     _explain(err, find)
                 raise
@@ -88,9 +93,7 @@ def _named_iterator(base: type, paths: tuple[str, ...], find: Callable[[], None]
 #: layout's checks): only then is the split read again to name the record. An error in a
 #: user's augmentation is left as it is (reading a large split for it would only cost).
 _DATA_OPS = ("ParseExample", "ParseSequenceExample", "ParseSingleExample", "Decode",
-             "EnsureShape", "ParseTensor", "assertion failed: [feature",
-             # tfrecordkit's own reader, feeding the pipeline: a frame that fails its checks
-             "CorruptRecordError: ", "SchemaError: ", "DatasetError: ")
+             "EnsureShape", "ParseTensor", "assertion failed: [feature")
 
 
 def _from_the_data(err: Exception) -> bool:

@@ -2,18 +2,23 @@
 interpreter's exit: a call still running, or about to start, when Python finalizes leaves a
 TensorFlow thread that never returns, and the process hangs instead of exiting. Every such
 function is wrapped by :func:`exit_safe`; at exit, new calls fail at once and exit waits
-until none is running."""
+until none is running. The library errors such a call raised (a corrupt record, named by
+file and offset) are kept, so that the error TensorFlow wraps them in is given back as it
+was (:func:`raised_error`) rather than found again by reading the split."""
 
 from __future__ import annotations
 
 import atexit
+import collections
 import functools
 import threading
 import time
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-__all__ = ["exit_safe"]
+from tfrecordkit.errors import TFRecordKitError
+
+__all__ = ["exit_safe", "raised_error"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -30,6 +35,7 @@ class _Calls:
         self.running = 0
         self.last_start = 0.0
         self.closing = False
+        self.errors: collections.deque[TFRecordKitError] = collections.deque(maxlen=8)
 
     def enter(self) -> None:
         with self.lock:
@@ -67,7 +73,19 @@ def exit_safe(function: Callable[P, R]) -> Callable[P, R]:
         _CALLS.enter()
         try:
             return function(*args, **kwargs)
+        except TFRecordKitError as err:
+            with _CALLS.lock:
+                _CALLS.errors.append(err)
+            raise
         finally:
             _CALLS.leave()
 
     return call
+
+
+def raised_error(message: str) -> TFRecordKitError | None:
+    """The library error a wrapped call raised that TensorFlow's ``message`` quotes (the
+    latest such), if any."""
+    with _CALLS.lock:
+        found = [err for err in _CALLS.errors if str(err) and str(err) in message]
+    return found[-1] if found else None
