@@ -205,3 +205,16 @@ def test_show_report_and_the_cli_take_an_expression(dataset, tmp_path, capsys):
                  str(tmp_path / "h.png")]) == 1  # the dataset cannot be read as asked
     assert "split 'val[-40:]': [-40:] reaches past 'val', which holds 29 records" in (
         capsys.readouterr().err)
+
+
+def test_a_split_taken_twice_is_located_once(dataset, monkeypatch):
+    """Two slices of one split, or a split named twice: its shards and indexes are read once."""
+    import tfrecordkit.store._split as split_module
+
+    calls = []
+    real = split_module.shard_paths
+    monkeypatch.setattr(split_module, "shard_paths",
+                        lambda path, manifest, split, **kw: calls.append(split) or real(
+                            path, manifest, split, **kw))
+    records = tk.open_split(dataset, "train[:5]+train[-5:]+train")
+    assert len(records) == 5 + 5 + 71 and calls == ["train"]

@@ -51,9 +51,10 @@ class ClassIndex:
         if manifest.label_feature is None:
             raise DatasetError(f"{path}: the dataset has no class-label feature")
         where = split_locations(path, manifest, split, storage=storage)
-        label = np.concatenate([_split_labels(path, manifest, part.split, storage)
-                                [part.start : part.stop]
-                                for part in split_parts(manifest, split)])
+        parts = split_parts(manifest, split)
+        labels = {name: _split_labels(path, manifest, name, storage)  # each split read once
+                  for name in dict.fromkeys(part.split for part in parts)}
+        label = np.concatenate([labels[part.split][part.start : part.stop] for part in parts])
         order = np.argsort(label, kind="stable")
         classes, starts = np.unique(label[order], return_index=True)
         return cls(

@@ -90,9 +90,12 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
     split = split_text(split)
     if is_expression(split, manifest.splits):
         parts = split_parts(manifest, split)
-        return joined_locations([(part, split_locations(path, manifest, part.split,
-                                                        storage=storage, checked=checked))
-                                 for part in parts], manifest.compression)
+        # Each split located once, however many parts take from it (train[:10%]+train[-5:]).
+        located = {name: split_locations(path, manifest, name, storage=storage,
+                                         checked=checked)
+                   for name in dict.fromkeys(part.split for part in parts)}
+        return joined_locations([(part, located[part.split]) for part in parts],
+                                manifest.compression)
     compressed = manifest.compression is not None
     files, infos, shard_ids, offsets, lengths = [], [], [], [], []
     points: list[np.ndarray] = []
