@@ -218,3 +218,21 @@ def test_a_split_taken_twice_is_located_once(dataset, monkeypatch):
                             path, manifest, split, **kw))
     records = tk.open_split(dataset, "train[:5]+train[-5:]+train")
     assert len(records) == 5 + 5 + 71 and calls == ["train"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="trainval[]:%+-_.0123456789 e", max_size=30) | st.text(max_size=20))
+def test_any_text_is_parts_or_one_clear_error(text):
+    """Untrusted expressions (a CLI argument, a config value): parts within the splits, or a
+    DatasetError naming the expression; never another exception."""
+    try:
+        parts = resolve_split(text, COUNTS)
+    except DatasetError as err:
+        problem = str(err)
+    else:
+        problem = ""
+    if problem:
+        assert "split" in problem and "\n" not in problem
+        return
+    for part in parts:
+        assert 0 <= part.start <= part.stop <= COUNTS[part.split]

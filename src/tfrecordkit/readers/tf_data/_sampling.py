@@ -113,7 +113,7 @@ def _step_number(state: Any) -> int:
                               f"got {type(state).__name__} {state!r:.40}")
 
 
-def _global_steps(state: int | Mapping[str, Any], steps: int, repeat: bool,
+def _first_and_count(state: int | Mapping[str, Any], steps: int, repeat: bool,
                   sampler: Any) -> tuple[int, int | None]:
     """The first global step and how many follow in its epoch (None: endlessly) for
     ``state``."""
@@ -223,7 +223,7 @@ def pk_dataset(path: str | os.PathLike[str], split: str, *, sampling: PK, seed: 
     fetcher = RecordFetcher(index, reading.max_open_files, storage=storage)
     size = sampling.size
     steps = sampler.steps_per_epoch
-    first, count = _global_steps(state, steps, repeat, sampler)
+    first, count = _first_and_count(state, steps, repeat, sampler)
 
     description = feature_description(schema, names)
     entries = _class_entries(schema, names, description, manifest.class_names)
@@ -282,7 +282,7 @@ def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int
                              world_size=partition.world_size)
     fetcher = RecordFetcher(index, reading.max_open_files, storage=storage)
     anchors = sampler.anchors_per_epoch
-    first, count = _global_steps(state, anchors, repeat, sampler)
+    first, count = _first_and_count(state, anchors, repeat, sampler)
     cache: dict[int, np.ndarray] = {}
     description = feature_description(schema, names)
     entries = _class_entries(schema, names, description, manifest.class_names)
