@@ -454,3 +454,27 @@ def test_single_examples_read_alike(kinds, padding):
                 for k, (a, e) in enumerate(zip(want, examples, strict=True)):
                     assert_same(a, {n: plain(e[n], n in STEPS) for n in kinds},
                                 f"{reader} {sampling} example {k}")
+
+
+@pytest.mark.parametrize("padding", ["pad", "ragged"])
+def test_undecoded_single_examples_read_alike(padding):
+    """``batch_size=None`` with ``decode=False``: each record's stored keys, parsed not
+    decoded, alike in tf.data, NumPy and PyTorch (grain's ``source[i]`` the oracle)."""
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    options = tk.DecodeOptions(decode=False, padding=padding)
+    with tempfile.TemporaryDirectory() as root:
+        path = _write(Path(root), ALL, 5, 7)
+        source = tk.load_grain_source(path, options=options)
+        want = [{k: plain(v) for k, v in source[i].items()} for i in range(5)]
+        got = {
+            "tf.data": list(tk.load_tf_dataset(path, sampling=tk.InOrder(), options=options)),
+            "numpy": list(tk.load_numpy_dataset(path, sampling=tk.InOrder(), options=options)),
+            "torch": list(load_torch_dataset(path, sampling=tk.InOrder(), options=options)),
+        }
+        for reader, examples in got.items():
+            assert [int(e["__id"]) for e in examples] == list(range(5)), reader
+            for k, (a, e) in enumerate(zip(want, examples, strict=True)):
+                assert_same({n: v for n, v in a.items() if n != "__id"},
+                            {n: plain(v) for n, v in e.items() if n != "__id"},
+                            f"{reader} example {k}")
