@@ -15,7 +15,7 @@ from tfrecordkit.format import Inflater, Restarts, Storage, check_frame
 from tfrecordkit.readers import (
     RECORD_ID,
     DecodeOptions,
-    PathArg,
+    FilesArg,
     ReadOptions,
     RecordDecoder,
     decode_options,
@@ -57,7 +57,7 @@ class _Range:
 class TFRecordKitDatasource(Datasource):
     """A split of a dataset (or TFRecord files) for ``ray.data.read_datasource``."""
 
-    def __init__(self, path: PathArg, split: SplitArg = "train", *,
+    def __init__(self, path: FilesArg, split: SplitArg = "train", *,
                  options: DecodeOptions | None = None,
                  read: ReadOptions | None = None) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
@@ -196,7 +196,7 @@ def _steps_column(values: list[list[Any]]) -> np.ndarray:
 
 
 @refuse_moved("tfrecordkit.ray.read_dataset")
-def read_dataset(path: PathArg, split: SplitArg = "train", *,
+def read_dataset(path: FilesArg, split: SplitArg = "train", *,
                  image_size: int | tuple[int, int] | None = None,
                  options: DecodeOptions | None = None, read: ReadOptions | None = None,
                  override_num_blocks: int | None = None,

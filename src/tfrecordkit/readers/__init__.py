@@ -14,6 +14,7 @@ from tfrecordkit.readers._decoding import (
 )
 from tfrecordkit.readers._keys import CLASS_ID, CLASS_POSITION, RECORD_ID, SOURCE, VALID
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, Kind
+from tfrecordkit.readers._mix import Mix, MixPlan
 from tfrecordkit.readers._modes import (
     PK,
     InOrder,
@@ -25,7 +26,7 @@ from tfrecordkit.readers._modes import (
     refuse_untaken,
 )
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._plan import PathArg, plan_read
+from tfrecordkit.readers._plan import FilesArg, PathArg, plan_read
 
 __all__ = [
     "CLASS_ID",
@@ -37,8 +38,11 @@ __all__ = [
     "BatchLayout",
     "DecodeOptions",
     "FeatureLayout",
+    "FilesArg",
     "InOrder",
     "Kind",
+    "Mix",
+    "MixPlan",
     "Partition",
     "PathArg",
     "ReadOptions",

@@ -51,7 +51,7 @@ class Examples:
         self.features = loader.features
 
     def __len__(self) -> int:
-        return len(self.loader.records)
+        return self.loader.epoch_records
 
     def set_epoch(self, epoch: int) -> None:
         """Start ``epoch`` (from its first example) on the next iteration."""
@@ -100,13 +100,19 @@ class Examples:
 
         if not decoder.options.decode:
             listed = raw.records() if isinstance(raw, RecordSlices) else raw
-            return [decoder.raw_one(r, where(i), None if classes is None else int(classes[i]))
-                    for i, r in enumerate(listed)]
+            parsed = [decoder.raw_one(r, where(i), None if classes is None
+                                      else int(classes[i])) for i, r in enumerate(listed)]
+            return parsed if loader.mix is None else [
+                loader.mix.relabelled(row, np.int64(i)) for row, i in zip(parsed, ids,
+                                                                         strict=True)]
         rows = decoder.decode_rows(raw, where, classes, RecordKeys(loader.seed, epoch, ids))
         if loader.augment is not None:  # randomness keyed by the record, as when batched
             rows = [loader.augment(row, np.random.default_rng([loader.seed, epoch, int(i)]))
                     for row, i in zip(rows, ids, strict=True)]
         padding, layout = decoder.options.padding, decoder.layout
+        if loader.mix is not None:  # each source's class ids as the joined names' ids
+            rows = [loader.mix.relabelled(row, np.int64(i)) for row, i in zip(rows, ids,
+                                                                              strict=True)]
         return [{name: record_values(layout[name], row[name], padding)
                  for name in decoder.features} for row in rows]
 

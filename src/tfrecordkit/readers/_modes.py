@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from tfrecordkit.errors import DatasetError, OptionError, StateError
+from tfrecordkit.readers._mix import Mix
 from tfrecordkit.schema import Schema
 
 P = ParamSpec("P")
@@ -175,6 +176,10 @@ def class_dataset(path: Any, sampling: PK | Triplets) -> str | os.PathLike[str]:
     """
     if isinstance(path, str | os.PathLike):
         return path
+    if isinstance(path, Mix):
+        raise OptionError(f"{type(sampling).__name__}() samples one dataset's classes; "
+                          "tk.Mix reads in order or shuffled (sampling=tk.Shuffled() or "
+                          "tk.InOrder())")
     raise DatasetError(f"{type(sampling).__name__}() samples by class: it needs a dataset "
                        f"directory with its manifest, not a list of files (adopt them first)")
 

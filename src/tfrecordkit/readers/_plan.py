@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, SchemaError
+from tfrecordkit.errors import DatasetError, OptionError, SchemaError
 from tfrecordkit.format import (
     FRAME_OVERHEAD,
     LOCAL,
@@ -28,6 +28,7 @@ from tfrecordkit.format import (
     scan_offsets,
 )
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
+from tfrecordkit.readers._mix import Mix, MixPlan, open_mix
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.sampling import SplitLocations, SplitRecords, fingerprint, split_locations
 from tfrecordkit.schema import (
@@ -48,9 +49,11 @@ from tfrecordkit.store import (
     split_text,
 )
 
-__all__ = ["ReadPlan", "open_records", "plan_read"]
+__all__ = ["FilesArg", "PathArg", "ReadPlan", "open_records", "plan_read"]
 
-PathArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+FilesArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+PathArg = FilesArg | Mix
+"""What a loader reads: a dataset directory, TFRecord files or globs, or a :class:`Mix`."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class ReadPlan:
     storage: Storage = LOCAL
     classes: tuple[int, ...] = ()
     taken: int | None = None  # a split expression: the records its parts take of the files
+    mix: MixPlan | None = None  # several datasets joined (tk.Mix)
+    mix_locations: SplitLocations | None = None
 
     @property
     def records(self) -> int:
@@ -92,6 +97,8 @@ class ReadPlan:
     @property
     def fingerprint(self) -> str:
         """A short stable hash of what the records are (what a reading order depends on)."""
+        if self.mix is not None:
+            return self.mix.fingerprint
         if self.manifest is not None:
             return fingerprint(self.manifest.to_json(), self.split)
         data = json.dumps([[f.rsplit("/", 1)[-1], self.storage.size(f)] for f in self.files])
@@ -118,6 +125,8 @@ class ReadPlan:
             DatasetError: a dataset's shards disagree with its manifest, or the files mix
                 compressions.
         """
+        if self.mix_locations is not None:
+            return self.mix_locations
         if self.manifest is not None:  # its shards were checked when the plan was made
             return split_locations(self.path, self.manifest, self.split, storage=self.storage,
                                    checked=True)
@@ -147,7 +156,7 @@ class ReadPlan:
                               if self.compression is not None else None)
 
 
-def plan_read(path: PathArg, split: SplitArg = "train", *, schema: Schema | None = None,
+def plan_read(path: FilesArg, split: SplitArg = "train", *, schema: Schema | None = None,
               sample: int = 1000, storage_options: dict[str, Any] | None = None,
               storage: Storage | None = None) -> ReadPlan:
     """Resolve a dataset directory (its manifest, checked against the shards; ``schema``, if
@@ -160,6 +169,11 @@ def plan_read(path: PathArg, split: SplitArg = "train", *, schema: Schema | None
             the manifest (missing, resized, records lacking the schema's keys), or records
             that are not ``tf.train.Example``.
     """
+    if isinstance(path, Mix):
+        raise OptionError("tk.Mix is read by load_numpy_dataset, load_torch_dataset, "
+                          "load_tf_dataset and load_grain_source, which draw its batches; "
+                          "this takes one dataset (export, show, report and Ray's "
+                          "read_dataset read each source on its own)")
     storage = storage or Storage.of(path, storage_options)
     split = split_text(split)
     if is_dataset_dir(path, storage):
@@ -245,7 +259,10 @@ def open_records(path: PathArg, split: str, options: DecodeOptions, *,
     """A split's plan, random access to its records, and their decoder: what the TF-free
     readers stand on (dataset directories and foreign files alike; ``schema`` describes
     foreign files, else it is inferred)."""
-    read = plan_read(path, split, schema=schema, storage_options=storage_options)
+    if isinstance(path, Mix):
+        read, _ = open_mix(path, split, options, schema=schema, storage_options=storage_options)
+    else:
+        read = plan_read(path, split, schema=schema, storage_options=storage_options)
     records = SplitRecords(read.path, read.split, max_open_files=max_open_files,
                            manifest=read.manifest, locations=read.locations(),
                            storage=read.storage)

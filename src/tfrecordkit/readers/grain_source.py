@@ -52,20 +52,42 @@ class GrainSource:
         plan, self.records, self.decoder = open_records(
             path, split_text(split), self.options, schema=read.schema,
             max_open_files=read.max_open_files, storage_options=read.storage_options)
-        self.fingerprint = plan.fingerprint
+        self.fingerprint, self.mix = plan.fingerprint, plan.mix
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.records) if self.mix is None else self.mix.records
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_orders", None)  # rebuilt on first use (it holds a lock)
+        return state
+
+    def _record_id(self, position: int, epoch: int) -> int:
+        """The record at ``position`` of ``epoch``: itself, or in a mix the record drawn
+        there (the shuffled order every loader reads the mix in)."""
+        if self.mix is None:
+            return position
+        orders = self.__dict__.setdefault("_orders", {})
+        order = orders.get(epoch)
+        if order is None:
+            order = self.mix.order(self.seed, epoch, "block", self.records.read_block)
+            orders.clear()
+            orders[epoch] = order
+        return int(order.ids(np.array([position]))[0])
 
     def _values(self, record: bytes, key: int, epoch: int = 0) -> dict[str, Any]:
         label = self.decoder.shard_label
         shard_class = int(self.records.shard_classes([key])[0]) if label else None
         if not self.options.decode:  # parsed, not decoded
             values = self.decoder.raw_one(record, self.records.where(key), shard_class)
+            if self.mix is not None:
+                values = self.mix.relabelled(values, np.int64(key))
             values[RECORD_ID] = np.int64(key)
             return values
         keys = RecordKeys(self.seed, epoch, np.array([key], np.int64))
         values = self.decoder.decode_one(record, self.records.where(key), shard_class, keys)
+        if self.mix is not None:
+            values = self.mix.relabelled(values, np.int64(key))
         values[RECORD_ID] = np.int64(key)
         return values
 
@@ -73,12 +95,15 @@ class GrainSource:
         key = int(key)
         if key < 0:
             raise IndexError(f"record keys are not negative; got {key}")
-        return self._values(self.records[key % len(self)], key % len(self), key // len(self))
+        epoch, position = divmod(key, len(self))
+        found = self._record_id(position, epoch)
+        return self._values(self.records[found], found, epoch)
 
     def _getitems(self, keys: Sequence[int]) -> list[dict[str, Any]]:
         """Many records in one call (grain uses it for batched reads): read in file order."""
-        ids = [int(k) % len(self) for k in keys]
         epochs = [int(k) // len(self) for k in keys]
+        ids = [self._record_id(int(k) % len(self), e) for k, e in zip(keys, epochs,
+                                                                      strict=True)]
         return [self._values(r, k, e) for r, k, e in zip(self.records.get_many(ids), ids,
                                                          epochs, strict=True)]
 
@@ -92,6 +117,12 @@ class GrainSource:
         if not isinstance(mode, InOrder | Shuffled):
             raise OptionError(f"order() gives an epoch of every record: sampling must be "
                               f"InOrder() or Shuffled(); got {mode!r}")
+        if self.mix is not None:  # the source's keys are already the mix's positions
+            if mode != Shuffled() or seed != self.seed:
+                raise OptionError(f"a mix's source reads its positions in the loaders' "
+                                  f"Shuffled() order for its own seed ({self.seed}): call "
+                                  f"order(seed={self.seed}) (got seed={seed}, {mode!r})")
+            return epoch * len(self) + np.arange(len(self))
         return EpochOrder(len(self), seed, epoch, shuffle_mode(mode),
                           block=self.records.read_block).ids(np.arange(len(self)))
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
-from tfrecordkit.readers._plan import PathArg, ReadPlan, open_records
+from tfrecordkit.readers._plan import FilesArg, ReadPlan, open_records
 from tfrecordkit.sampling import SplitRecords
 from tfrecordkit.schema import (
     SOURCE_FEATURE,
@@ -48,7 +48,7 @@ def _pil() -> Any:
     return PILImage, ImageDraw
 
 
-def show_examples(path: PathArg, split: SplitArg = "train", n: int = 16, *,
+def show_examples(path: FilesArg, split: SplitArg = "train", n: int = 16, *,
                   image: str | None = None, seed: int | None = None,
                   storage_options: dict[str, Any] | None = None) -> Any:
     """A ``PIL.Image.Image`` grid of ``n`` records' ``image`` feature (default: the first image
@@ -144,7 +144,7 @@ def draw_boxes(picture: Any, boxes: np.ndarray | None,
     return picture
 
 
-def open_to_look(path: PathArg, split: str, storage_options: dict[str, Any] | None
+def open_to_look(path: FilesArg, split: str, storage_options: dict[str, Any] | None
                  ) -> tuple[ReadPlan, SplitRecords, RecordDecoder]:
     """A split opened to be looked at: its records as they are (ragged), each with the input
     it came from when the records carry one."""

@@ -23,6 +23,7 @@ from tfrecordkit.readers._decoding import (
 from tfrecordkit.readers._epochs import Epochs
 from tfrecordkit.readers._examples import UNBATCHED_STEP, Examples, check_unbatched
 from tfrecordkit.readers._metric import PKLoader, TripletLoader, stack_records
+from tfrecordkit.readers._mix import JoinedOrder, Mix
 from tfrecordkit.readers._modes import (
     PK,
     InOrder,
@@ -48,7 +49,7 @@ from tfrecordkit.sampling import (
 )
 from tfrecordkit.store import SplitArg, split_text
 
-__all__ = ["PK", "Augment", "DecodeOptions", "Examples", "InOrder", "Loader", "PKLoader",
+__all__ = ["PK", "Augment", "DecodeOptions", "Examples", "InOrder", "Loader", "Mix", "PKLoader",
            "Partition",
            "ReadOptions", "Sampling", "Shuffled", "TripletLoader", "Triplets",
            "load_numpy_dataset", "open_loader", "stack_records"]
@@ -122,9 +123,10 @@ class Loader(Epochs):
         self.drop_last = drop_last = sampling.drop_last
         self.num_threads = thread_count(read.num_threads)
         self.fingerprint = self.plan.fingerprint
+        self.mix = self.plan.mix
         self.epoch, self.step = 0, 0
-        self._order: EpochOrder | None = None
-        n = len(self.records)
+        self._order: EpochOrder | JoinedOrder | None = None
+        n = self.epoch_records = len(self.records) if self.mix is None else self.mix.records
         self._steps = n // batch_size if drop_last else -(-n // batch_size)
         if self._steps == 0:
             raise DatasetError(f"{path}: split {split!r} has {n} records, fewer than one "
@@ -157,7 +159,7 @@ class Loader(Epochs):
         """This rank's record ids at global ``step`` of ``epoch``, and which are real
         (False: a wrapped-around filler in the last step when ``drop_last=False`` and there
         are several ranks; with one rank the last step is smaller instead)."""
-        n, per_rank = len(self.records), self.batch_size // self.world_size
+        n, per_rank = self.epoch_records, self.batch_size // self.world_size
         start = step * self.batch_size + self.rank * per_rank
         positions = np.arange(start, start + per_rank)
         if self.world_size == 1:  # one rank: the last batch is smaller, nothing repeated
@@ -165,8 +167,10 @@ class Loader(Epochs):
         valid = positions < n
         if self._order is None or self._order.epoch != epoch:
             # One per epoch: block mode lays out the epoch's block order once, not per step.
-            self._order = EpochOrder(n, self.seed, epoch, self.shuffle,
-                                     block=self.records.read_block)
+            self._order = (EpochOrder(n, self.seed, epoch, self.shuffle,
+                                      block=self.records.read_block) if self.mix is None
+                           else self.mix.order(self.seed, epoch, self.shuffle,
+                                               self.records.read_block))
         return self._order.ids(positions % n), valid
 
     def load_step(self, epoch: int, step: int, pool: Executor | None = None) -> dict[str, Any]:
@@ -223,6 +227,8 @@ class Loader(Epochs):
                 batch = decoder.assemble_columns(results, arrays)
             else:
                 batch = decoder.assemble([row for rows in results for row in rows])
+            if self.mix is not None:  # each source's class ids as the joined names' ids
+                batch = self.mix.relabelled(batch, ids)
             batch[RECORD_ID] = ids
             if not self.drop_last:
                 batch[VALID] = valid

@@ -25,7 +25,7 @@ import numpy as np
 from tfrecordkit.errors import MissingDependencyError, OptionError, TFRecordKitError
 from tfrecordkit.format import Storage
 from tfrecordkit.readers._decoding import RecordDecoder
-from tfrecordkit.readers._plan import PathArg, ReadPlan
+from tfrecordkit.readers._plan import FilesArg, ReadPlan
 from tfrecordkit.readers.grid import (
     _label_of,
     _media_feature,
@@ -69,7 +69,7 @@ figcaption { font-size: 12px; } .tiles figcaption { max-width: 128px; overflow-w
 """
 
 
-def dataset_report(path: PathArg, split: SplitArg | None = None, *, sample: int = 256,
+def dataset_report(path: FilesArg, split: SplitArg | None = None, *, sample: int = 256,
                    classes: int = 12, per_class: int = 6, seed: int = 0, verify: bool = False,
                    storage_options: dict[str, Any] | None = None) -> str:
     """One self-contained HTML page describing the dataset at ``path`` (a dataset directory,
@@ -581,7 +581,7 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
             f"<p>{shown}</p>" + "".join(blocks) + "</section>")
 
 
-def _duplicates_section(path: PathArg, manifest: Manifest | None,
+def _duplicates_section(path: FilesArg, manifest: Manifest | None,
                         storage_options: dict[str, Any] | None, verify: bool) -> str:
     """Records stored more than once, within a split or across splits: from the shards'
     digests (a small read), or with ``verify`` from the records of shards without them."""
@@ -610,7 +610,7 @@ def _duplicates_section(path: PathArg, manifest: Manifest | None,
             f"{_table(('where', 'records (file#index)'), rows)}</section>")
 
 
-def _verify_section(path: PathArg, storage_options: dict[str, Any] | None) -> str:
+def _verify_section(path: FilesArg, storage_options: dict[str, Any] | None) -> str:
     where = path if isinstance(path, str) else str(path)
     result = verify_paths([where], storage_options)
     records = sum(f["records"] for f in result.files)

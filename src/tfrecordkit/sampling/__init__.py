@@ -18,6 +18,7 @@ from tfrecordkit.sampling._crop import (
     random_crop_boxes,
     random_flips,
 )
+from tfrecordkit.sampling._mix import MixOrder, mix_weights
 from tfrecordkit.sampling._order import EpochOrder, ShuffleMode, fingerprint
 from tfrecordkit.sampling._plan import EpochUnit, PKSampler, TripletSampler
 from tfrecordkit.sampling._state import MAX_EPOCH, check_state, state_int
@@ -41,6 +42,7 @@ __all__ = [
     "ClassIndex",
     "EpochOrder",
     "EpochUnit",
+    "MixOrder",
     "PKSampler",
     "RecordFetcher",
     "RecordLocations",
@@ -53,6 +55,7 @@ __all__ = [
     "check_state",
     "crop_draws",
     "fingerprint",
+    "mix_weights",
     "open_split",
     "portable_exp",
     "random_crop_box",

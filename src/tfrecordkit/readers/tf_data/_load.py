@@ -9,6 +9,7 @@ from typing import Any
 
 from tfrecordkit.errors import OptionError
 from tfrecordkit.readers._decoding import DecodeOptions, decode_options
+from tfrecordkit.readers._mix import Mix
 from tfrecordkit.readers._modes import (
     PK,
     ReadOptions,
@@ -32,7 +33,7 @@ __all__ = ["load_tf_dataset"]
 
 @refuse_moved("load_tf_dataset")
 def load_tf_dataset(
-    path: str | os.PathLike[str] | Sequence[str],
+    path: str | os.PathLike[str] | Sequence[str] | Mix,
     split: SplitArg = "train",
     *,
     batch_size: int | None = None,
@@ -122,6 +123,10 @@ def load_tf_dataset(
                                options=options, partition=partition, state=start,
                                repeat=repeat, reading=reading)
     if isinstance(sampling, Shuffled) and sampling.buffer is not None:
+        if isinstance(path, Mix):
+            raise OptionError("tk.Mix draws each position from a source by weight in the "
+                              "library's order: Shuffled(buffer=n) would shuffle whole files "
+                              "instead (leave buffer= out)")
         return records_dataset(path, split_text(split), batch_size=batch_size, sampling=sampling,
                                seed=None if seed is None else seed_of(seed),
                                options=options, partition=partition, repeat=repeat,

@@ -20,6 +20,7 @@ from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._examples import UNBATCHED_STEP, Examples, check_unbatched
 from tfrecordkit.readers._keys import RECORD_ID, VALID
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
+from tfrecordkit.readers._mix import Mix, MixPlan
 from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, refuse_untaken
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers.tf_data._batching import (
@@ -45,7 +46,7 @@ _TAKES = ("DecodeOptions(augment=)",
           "DecodeOptions(as_supervised=True)", "ReadOptions(max_open_files=)", "state=")
 
 
-def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
+def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: str, *,
                     batch_size: int | None, sampling: InOrder | Shuffled, seed: int,
                     options: DecodeOptions, partition: Partition, repeat: bool,
                     reading: ReadOptions, state: int | Mapping[str, Any] | None = None,
@@ -114,6 +115,9 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
                        seed=seed, strict=strict)
     ds = parse_and_decode(ds, plan, None if unbatched else partition.per_rank(step_size),
                           drop_last)
+    if loader.mix is not None and loader.mix.relabel is not None:
+        ds = ds.map(graph_only(_relabel(loader.mix)), num_parallel_calls=AUTOTUNE,
+                    deterministic=deterministic)
     ds = _finished(ds, loader, examples, skip=skip, first=first, repeat=repeat,
                    counter=counter, options=options, deterministic=deterministic)
     return name_errors(ds, records.files, _finder(loader), epoch=counter)
@@ -217,6 +221,24 @@ def _sequential(read: Any, step_size: int, *, drop_last: bool, marked: bool,
 
     ds = ds.map(graph_only(element), num_parallel_calls=AUTOTUNE, deterministic=True)
     return ds.repeat() if repeat else ds
+
+
+def _relabel(mix: MixPlan) -> Any:
+    """In-graph :meth:`MixPlan.relabelled`: each record's class id as the joined names' id,
+    by the source its ``__id`` falls in."""
+    table, starts = tf.constant(mix.relabel), tf.constant(mix.offsets[1:])
+    label = mix.label
+
+    def relabel(element: dict[str, Any]) -> dict[str, Any]:
+        if label not in element:
+            return element
+        values = element[label]
+        source = tf.searchsorted(starts, tf.reshape(element[RECORD_ID], [-1]), side="right")
+        joined = tf.gather_nd(table, tf.stack(
+            [tf.cast(source, tf.int64), tf.reshape(tf.cast(values, tf.int64), [-1])], axis=1))
+        return {**element, label: tf.reshape(tf.cast(joined, values.dtype), tf.shape(values))}
+
+    return relabel
 
 
 def _finder(loader: Any) -> Any:
