@@ -29,7 +29,7 @@ ELSEWHERE = {
 }
 #: Blocks this module runs.
 HERE = {("docs/ray.md", 0), ("docs/ray.md", 1), ("docs/remote.md", 0), ("docs/loaders.md", 0),
-        ("docs/export.md", 0)}
+        ("docs/loaders.md", 1), ("docs/export.md", 0)}
 
 
 def blocks() -> dict[tuple[str, int], tuple[str, str | None]]:
@@ -56,11 +56,25 @@ def test_every_python_block_is_run_or_says_why():
     assert not set(ELSEWHERE) - set(found) and not HERE - set(found)
 
 
+def test_the_loaders_pages_mix_runs_as_written(tmp_path, monkeypatch):
+    """Its first block mixes two datasets whose class names differ."""
+    monkeypatch.chdir(tmp_path)
+    code = blocks()[("docs/loaders.md", 0)][0]
+    names: dict = {}
+    exec(compile(code, "docs/loaders.md block 0", "exec"), names)
+    loader, sources = names["loader"], names["sources"]
+    assert loader.decoder.schema.class_names("label") == ["cat", "dog", "fox"]
+    assert sum(names["counts"].values()) == 1100 and set(sources.tolist()) == {0, 1}
+    curated = names["batch"]["label"][sources == 1]
+    x = names["batch"]["x"][sources == 1]
+    assert (x[:, 0] <= 0).all() and set(curated.tolist()) <= {1, 2}  # dog, fox
+
+
 def test_the_loaders_page_runs_as_written(tmp_path, monkeypatch):
     """Its block writes SequenceExamples (the page's names: numpy as np, tfrecordkit as tk)."""
     monkeypatch.chdir(tmp_path)
-    code = blocks()[("docs/loaders.md", 0)][0]
-    exec(compile(code, "docs/loaders.md block 0", "exec"), {"np": np, "tk": tk})
+    code = blocks()[("docs/loaders.md", 1)][0]
+    exec(compile(code, "docs/loaders.md block 1", "exec"), {"np": np, "tk": tk})
     batch = next(iter(tk.load_numpy_dataset("clips_ds", batch_size=1)))
     assert batch["frames"]["values"].shape == (1, 30, 128)
 

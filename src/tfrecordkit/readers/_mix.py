@@ -23,7 +23,7 @@ from tfrecordkit.sampling import MixOrder, ShuffleMode, mix_weights
 from tfrecordkit.schema import Schema
 from tfrecordkit.store import SplitArg, SplitPart, joined_locations, split_text
 
-__all__ = ["Mix", "MixPlan", "MixSource", "open_mix"]
+__all__ = ["Mix", "MixPlan", "MixSource", "open_mix", "refuse_mix"]
 
 MixSource = str | os.PathLike[str] | tuple[str | os.PathLike[str], SplitArg]
 """One source of a :class:`Mix`: a dataset directory (or TFRecord files' glob), read at the
@@ -88,6 +88,19 @@ class Mix:
         """Each source's path and split (the loader's ``split`` for those without one)."""
         return [(s[0], split_text(s[1])) if isinstance(s, tuple) else (s, split)
                 for s in self.sources]
+
+
+def refuse_mix(path: Any) -> None:
+    """Refuse a :class:`Mix` given where one dataset goes.
+
+    Raises:
+        OptionError: ``path`` is a mix.
+    """
+    if isinstance(path, Mix):
+        raise OptionError("tk.Mix is read by load_numpy_dataset, load_torch_dataset, "
+                          "load_tf_dataset and load_grain_source, which draw its batches; "
+                          "this takes one dataset (export, show, report and Ray's "
+                          "read_dataset read each source on its own)")
 
 
 @dataclass(frozen=True)

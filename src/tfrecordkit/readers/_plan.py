@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError, OptionError, SchemaError
+from tfrecordkit.errors import DatasetError, SchemaError
 from tfrecordkit.format import (
     FRAME_OVERHEAD,
     LOCAL,
@@ -28,7 +28,7 @@ from tfrecordkit.format import (
     scan_offsets,
 )
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
-from tfrecordkit.readers._mix import Mix, MixPlan, open_mix
+from tfrecordkit.readers._mix import Mix, MixPlan, open_mix, refuse_mix
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.sampling import SplitLocations, SplitRecords, fingerprint, split_locations
 from tfrecordkit.schema import (
@@ -169,11 +169,7 @@ def plan_read(path: FilesArg, split: SplitArg = "train", *, schema: Schema | Non
             the manifest (missing, resized, records lacking the schema's keys), or records
             that are not ``tf.train.Example``.
     """
-    if isinstance(path, Mix):
-        raise OptionError("tk.Mix is read by load_numpy_dataset, load_torch_dataset, "
-                          "load_tf_dataset and load_grain_source, which draw its batches; "
-                          "this takes one dataset (export, show, report and Ray's "
-                          "read_dataset read each source on its own)")
+    refuse_mix(path)
     storage = storage or Storage.of(path, storage_options)
     split = split_text(split)
     if is_dataset_dir(path, storage):

@@ -20,6 +20,7 @@ import numpy as np
 
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import KeySpec, parse_examples
+from tfrecordkit.readers._mix import refuse_mix
 from tfrecordkit.schema import SOURCE_FEATURE, Boxes, Image, Schema
 from tfrecordkit.store import (
     SplitArg,
@@ -75,6 +76,7 @@ def export(path: str | os.PathLike[str], out: str | os.PathLike[str], *, to: Tar
         raise OptionError(f"export to= must be one of {', '.join(TARGETS)}; got {to!r}")
     if isinstance(rows_per_file, bool) or not isinstance(rows_per_file, int) or rows_per_file < 1:
         raise OptionError(f"rows_per_file must be a positive number; got {rows_per_file!r}")
+    refuse_mix(path)
     manifest = load_manifest(path)
     target = os.fspath(out)
     _prepare(target, overwrite)

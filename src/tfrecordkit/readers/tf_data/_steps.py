@@ -95,9 +95,9 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
 
     sequential = (isinstance(sampling, InOrder) and first == 0 and not skip and not tagged
                   and label is None and _in_sequence(read, partition))
-    counter = None if repeat or sequential else EpochCounter()
+    counter = None if sequential else EpochCounter()
     if sequential:
-        ds = _sequential(read, step_size, drop_last=drop_last, marked=marked, repeat=repeat)
+        ds = _sequential(read, step_size, drop_last=drop_last, marked=marked)
     else:
         ds = global_steps(first, steps, counter)
         ds = ds.map(graph_only(steps_reader.read), num_parallel_calls=AUTOTUNE,
@@ -118,6 +118,8 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
     if loader.mix is not None and loader.mix.relabel is not None:
         ds = ds.map(graph_only(_relabel(loader.mix)), num_parallel_calls=AUTOTUNE,
                     deterministic=deterministic)
+    if repeat:  # epoch after epoch, each a new iteration: no batch spans two of them
+        ds = ds.repeat()
     ds = _finished(ds, loader, examples, skip=skip, first=first, repeat=repeat,
                    counter=counter, options=options, deterministic=deterministic)
     return name_errors(ds, records.files, _finder(loader), epoch=counter)
@@ -198,8 +200,7 @@ def _finished(ds: Any, loader: Any, examples: Examples | None, *, skip: int, fir
     return ds
 
 
-def _sequential(read: Any, step_size: int, *, drop_last: bool, marked: bool,
-                repeat: bool) -> Any:
+def _sequential(read: Any, step_size: int, *, drop_last: bool, marked: bool) -> Any:
     """The records of the plan's files in order, in steps of ``step_size`` with their ids (and
     ``__valid``, all real on one rank), as the step reader gives them: read by TensorFlow's
     reader (in runs of records for small ones, see ``_pipeline._interleaved``)."""
@@ -220,7 +221,7 @@ def _sequential(read: Any, step_size: int, *, drop_last: bool, marked: bool,
         return out
 
     ds = ds.map(graph_only(element), num_parallel_calls=AUTOTUNE, deterministic=True)
-    return ds.repeat() if repeat else ds
+    return ds
 
 
 def _relabel(mix: MixPlan) -> Any:

@@ -1,0 +1,249 @@
+"""``tk.Mix``: several datasets read as one, each position of an epoch drawn from a source by
+weight. Checked against each source read alone (every value, class names joined by name),
+across readers (NumPy, PyTorch with and without workers, tf.data, grain), across resumes and
+worker counts, and on the draw's statistics; every bad input refused in one line."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tfrecordkit as tk
+from tests.datasets import MIXED_SCHEMA, mixed_row
+from tfrecordkit.errors import DatasetError, OptionError, StateError
+from tfrecordkit.sampling import MixOrder
+from tfrecordkit.sampling._mix import MIX_CHUNK
+
+NAMES_B = ["c", "d", "a"]  # the second source's classes: "c" and "a" shared, in another order
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mix")
+    rng = np.random.default_rng(0)
+    a, b = root / "a", root / "b"
+    tk.write_dataset((mixed_row(i, rng) for i in range(37)), a, MIXED_SCHEMA, progress=False)
+    schema_b = tk.Schema({**MIXED_SCHEMA, "label": tk.ClassLabel(NAMES_B)})
+    tk.write_dataset((mixed_row(i, rng) for i in range(90)), b, schema_b,
+                     split={"train": 0.8, "val": 0.2}, progress=False)
+    return a, b
+
+
+def _mix(sources, **kw):
+    a, b = sources
+    return tk.Mix([a, (b, "train+val")], **kw)
+
+
+def _equal(x, y, where=""):
+    if isinstance(x, dict):
+        assert set(x) == set(y), where
+        for key in x:
+            _equal(x[key], y[key], f"{where}/{key}")
+    elif isinstance(x, list | tuple):
+        assert len(x) == len(y), where
+        for i, (u, v) in enumerate(zip(x, y, strict=True)):
+            _equal(u, v, f"{where}[{i}]")
+    else:
+        u = np.asarray(x.numpy() if hasattr(x, "numpy") else x)
+        v = np.asarray(y.numpy() if hasattr(y, "numpy") else y)
+        assert u.dtype == v.dtype and u.shape == v.shape, (where, u.dtype, v.dtype)
+        assert np.array_equal(u, v), where
+
+
+def test_every_record_is_its_sources_record_under_the_joined_class_names(sources):
+    a, b = sources
+    mix = _mix(sources, weights=[1, 3])
+    examples = tk.load_numpy_dataset(mix, batch_size=None, seed=3)
+    joined = ["a", "b", "c", "d"]
+    assert examples.loader.decoder.schema.class_names("label") == joined
+    alone = [tk.load_grain_source(a), tk.load_grain_source(b, "train+val")]
+    names = [["a", "b", "c"], NAMES_B]
+    seen = set()
+    for example in examples:
+        record = int(example["__id"])
+        source = 0 if record < len(alone[0]) else 1
+        expected = dict(alone[source][record - (0 if source == 0 else len(alone[0]))])
+        assert joined[example["label"]] == names[source][expected.pop("label")]
+        _equal({k: v for k, v in example.items() if k not in ("label", "__id")},
+               {k: v for k, v in expected.items() if k != "__id"})
+        seen.add(record)
+    assert len(seen) > 60  # both sources read, records repeat only by draw
+    batches = list(tk.load_numpy_dataset(mix, batch_size=16, seed=3))  # the same epoch
+    ids = np.concatenate([b["__id"] for b in batches])
+    labels = np.concatenate([b["label"] for b in batches])
+    examples.set_epoch(0)
+    assert ids.tolist() == [int(e["__id"]) for e in examples]
+    examples.set_epoch(0)
+    assert labels.tolist() == [int(e["label"]) for e in examples]
+
+
+def _order(mix_sizes, weights, seed=0, epoch=0, records=None, mode="block"):
+    sizes = tuple(mix_sizes)
+    total = sum(w for w in weights)
+    return MixOrder(sizes, tuple(w / total for w in weights), seed, epoch,
+                    records or sum(sizes), mode)
+
+
+def test_proportions_hold_in_every_window_of_100_batches():
+    weights, batch = (0.7, 0.2, 0.1), 32
+    order = _order((5_000, 300, 40), weights, seed=11, records=200 * 100 * batch)
+    sources, _ = order.ids(np.arange(order.records))
+    window = 100 * batch
+    for start in range(0, order.records, window):
+        counts = np.bincount(sources[start : start + window], minlength=3)
+        for j, p in enumerate(weights):
+            sigma = math.sqrt(window * p * (1 - p))
+            assert abs(counts[j] - window * p) < 4.5 * sigma, (start, j, counts)
+    assert np.array_equal(order.counts(), np.bincount(sources, minlength=3))
+
+
+def test_a_source_that_runs_out_starts_again_reshuffled_and_weight_zero_is_never_read():
+    order = _order((50, 1000, 70), (3, 1, 0), seed=5, records=1600)
+    sources, ids = order.ids(np.arange(order.records))
+    assert not (sources == 2).any()
+    small = ids[sources == 0]
+    rounds = [small[k : k + 50] for k in range(0, len(small) - 49, 50)]
+    assert len(rounds) >= 15
+    for taken in rounds:  # every pass reads each record once
+        assert sorted(taken.tolist()) == list(range(50))
+    assert len({tuple(r.tolist()) for r in rounds}) == len(rounds)  # each pass its own order
+
+
+def test_any_position_is_found_alone_across_chunks():
+    order = _order((3_000, 90_000), (1, 1), seed=2, records=3 * MIX_CHUNK + 17)
+    everything = order.ids(np.arange(order.records))
+    picked = np.random.default_rng(0).choice(order.records, 500, replace=False)
+    fresh = _order((3_000, 90_000), (1, 1), seed=2, records=3 * MIX_CHUNK + 17)
+    found = fresh.ids(picked[::-1])
+    assert np.array_equal(found[0], everything[0][picked[::-1]])
+    assert np.array_equal(found[1], everything[1][picked[::-1]])
+    other = _order((3_000, 90_000), (1, 1), seed=2, epoch=1, records=3 * MIX_CHUNK + 17)
+    assert not np.array_equal(other.ids(np.arange(1000))[1], everything[1][:1000])
+
+
+def test_an_epoch_is_epoch_records_positions_and_resumes_exactly(sources):
+    mix = _mix(sources, weights=[2, 1], epoch_records=100)
+    loader = tk.load_numpy_dataset(mix, batch_size=16, seed=7)
+    assert len(loader) == 7  # ceil(100 / 16); the last batch holds 4
+    whole = list(loader.batches(10))
+    assert len(whole[6]["__id"]) == 4
+    again = tk.load_numpy_dataset(mix, batch_size=16, seed=7)
+    list(again.batches(4))
+    state = again.state_dict()
+    resumed = tk.load_numpy_dataset(mix, batch_size=16, seed=7, state=state)
+    for x, y in zip(whole[4:], resumed.batches(6), strict=True):
+        _equal(x, y)
+    with pytest.raises(StateError, match="fingerprint"):  # another mix's state
+        tk.load_numpy_dataset(_mix(sources, weights=[1, 1], epoch_records=100), batch_size=16,
+                              seed=7, state=state)
+    counts = loader.mix.counts(7, 0)
+    assert sum(counts.values()) == 100 and list(counts) == [str(sources[0]) + "[train]",
+                                                           str(sources[1]) + "[train+val]"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sampling", [tk.Shuffled(), tk.InOrder(), tk.Shuffled(exact=True)])
+def test_mixed_batches_are_the_same_in_every_reader(sources, sampling):
+    pytest.importorskip("tensorflow")
+    torch = pytest.importorskip("torch")
+    from tests.readers.test_readers_agree import assert_same, plain
+
+    def same(x, y):
+        assert_same(plain(x), plain(y), "batch")
+
+    mix = _mix(sources, weights=[1, 2])
+    options = tk.DecodeOptions(features=["raw", "label", "text", "t", "png", "f"])
+    for partition in (None, tk.Partition(1, 2)):
+        kw = dict(batch_size=16, seed=4, sampling=sampling, options=options,
+                  partition=partition)
+        expected = list(tk.load_numpy_dataset(mix, **kw).batches(20))
+        tf_batches = list(tk.load_tf_dataset(mix, repeat=True, **kw).take(20))
+        for x, y in zip(expected, tf_batches, strict=True):
+            same(x, y)
+        ds = tk.load_torch_dataset(mix, **kw)
+        workers = 0 if partition is None else 2
+        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
+        got = list(loader)
+        assert len(got) == len(tk.load_numpy_dataset(mix, **kw))
+        for x, y in zip(expected, got, strict=False):
+            same(x, y)
+    if isinstance(sampling, tk.Shuffled) and not sampling.exact:  # grain reads the default
+        source = tk.load_grain_source(mix, seed=4, options=options)
+        single = tk.load_numpy_dataset(mix, batch_size=None, seed=4, options=options)
+        single.set_epoch(1)
+        for key, example in zip(source.order(seed=4, epoch=1), single, strict=True):
+            same(example, source[int(key)])
+
+
+@pytest.mark.integration
+def test_a_state_resumes_with_another_worker_count(sources):
+    torch = pytest.importorskip("torch")
+    mix = _mix(sources, weights=[1, 1])
+    expected = list(tk.load_numpy_dataset(mix, batch_size=8, seed=9).batches(16))
+    numpy_loader = tk.load_numpy_dataset(mix, batch_size=8, seed=9)
+    list(numpy_loader.batches(5))
+    ds = tk.load_torch_dataset(mix, batch_size=8, seed=9, state=numpy_loader.state_dict())
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
+    from tests.readers.test_readers_agree import assert_same, plain
+
+    got = list(loader)
+    for x, y in zip(expected[5:], got, strict=False):
+        assert_same(plain(x), plain(y), "batch")
+    assert len(got) == len(numpy_loader) - 5
+
+
+def test_bad_mixes_are_refused_in_one_line(sources, tmp_path):
+    a, b = sources
+    cases = [
+        (lambda: tk.Mix([a, b], weights=[1, -1]), OptionError, "must be a finite number"),
+        (lambda: tk.Mix([a, b], weights=[0, 0]), OptionError, "sum to 0"),
+        (lambda: tk.Mix([a, b], weights=[1]), OptionError, "1 weights for 2 sources"),
+        (lambda: tk.Mix([a, b], weights=[1, float("nan")]), OptionError, "finite"),
+        (lambda: tk.Mix(a), OptionError, "list of datasets"),
+        (lambda: tk.Mix([]), OptionError, "at least one source"),
+        (lambda: tk.Mix([a, 3]), OptionError, "a dataset path or"),
+        (lambda: tk.Mix([a], epoch_records=0), OptionError, "epoch_records"),
+        (lambda: tk.load_numpy_dataset(tk.Mix([a, (b, "test")]), batch_size=4),
+         DatasetError, "no split 'test'"),
+        (lambda: tk.load_numpy_dataset(tk.Mix([a, b]), sampling=tk.PK(2, 2)), OptionError,
+         "samples one dataset's classes"),
+        (lambda: tk.export(tk.Mix([a, b]), tmp_path / "out", to="parquet"), OptionError,
+         "read by load_numpy_dataset"),
+    ]
+    for make, error, text in cases:
+        with pytest.raises(error, match=text) as caught:
+            make()
+        assert "\n" not in str(caught.value)
+
+
+def test_sources_must_hold_the_features_read_alike(sources, tmp_path):
+    a, _ = sources
+    other = tmp_path / "other"
+    schema = tk.Schema({**MIXED_SCHEMA, "f": tk.Scalar("float64", float32_storage=True)})
+    rng = np.random.default_rng(1)
+    tk.write_dataset((mixed_row(i, rng) for i in range(5)), other, schema, progress=False)
+    with pytest.raises(DatasetError, match="feature 'f' differs"):
+        tk.load_numpy_dataset(tk.Mix([a, other]), batch_size=4)
+    # Reading only the features both hold alike is fine.
+    loader = tk.load_numpy_dataset(tk.Mix([a, other]), batch_size=4,
+                                   options=tk.DecodeOptions(features=["raw", "label"]))
+    assert len(next(iter(loader))["label"]) == 4
+    fewer = tmp_path / "fewer"
+    tk.write_dataset(({"raw": np.zeros((2, 2, 3), np.uint8)} for _ in range(3)), fewer,
+                     tk.Schema({"raw": tk.Image("raw", channels=3)}), progress=False)
+    with pytest.raises(DatasetError, match="has feature"):
+        tk.load_numpy_dataset(tk.Mix([a, fewer]), batch_size=4)
+    compressed = tmp_path / "gz"
+    tk.write_dataset((mixed_row(i, rng) for i in range(5)), compressed, MIXED_SCHEMA,
+                     shards=tk.ShardOptions(compression="gzip"), progress=False)
+    with pytest.raises(DatasetError, match="compressed"):
+        tk.load_numpy_dataset(tk.Mix([a, compressed]), batch_size=4)
+
+
+@pytest.mark.integration
+def test_tf_data_refuses_a_buffer_shuffle_of_a_mix(sources):
+    pytest.importorskip("tensorflow")
+    with pytest.raises(OptionError, match="leave buffer= out"):
+        tk.load_tf_dataset(_mix(sources), batch_size=4, sampling=tk.Shuffled(buffer=100))
