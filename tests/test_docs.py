@@ -86,6 +86,11 @@ def test_the_readme_tour_runs_as_copied(tmp_path, monkeypatch):
     manifest = tk.load_manifest(tmp_path / "photos_ds")
     tenth = round(manifest.num_records("train") / 10)
     assert len(namespace["small"].records) == tenth + manifest.num_records("val")
+    mixed = namespace["mixed"]
+    counts = mixed.mix.counts(0, 0)
+    assert sum(counts.values()) == manifest.num_records("train") + manifest.num_records("val")
+    assert counts["photos_ds[train]"] > 5 * counts["photos_ds[val]"]
+    assert len(next(iter(mixed))["__id"]) == 64
     assert sorted(p.name for p in (tmp_path / "photos_wds").iterdir()) == [
         "train-000000.tar", "val-000000.tar"]
     assert "<html" in (tmp_path / "report.html").read_text()[:200].lower()

@@ -48,7 +48,7 @@ class Examples:
         check_unbatched(loader.partition)
         self.loader = loader
         self.epoch, self.step = 0, 0
-        self.features = loader.features
+        self.features, self.mix = loader.features, loader.mix
 
     def __len__(self) -> int:
         return self.loader.epoch_records

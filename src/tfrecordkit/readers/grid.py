@@ -15,6 +15,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
+from tfrecordkit.readers._mix import refuse_mix
 from tfrecordkit.readers._plan import FilesArg, ReadPlan, open_records
 from tfrecordkit.sampling import SplitRecords
 from tfrecordkit.schema import (
@@ -65,6 +66,7 @@ def show_examples(path: FilesArg, split: SplitArg = "train", n: int = 16, *,
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise OptionError(f"n must be a positive number of records; got {n!r}")
+    refuse_mix(path)
     read, records, decoder = open_to_look(path, split_text(split), storage_options)
     origin = SOURCE_FEATURE in decoder.features
     total = len(records)

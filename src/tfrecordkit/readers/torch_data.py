@@ -24,6 +24,7 @@ from tfrecordkit.errors import (
     StateError,
 )
 from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers._mix import MixPlan
 from tfrecordkit.readers._modes import ReadOptions, Sampling, refuse_moved, seed_of
 from tfrecordkit.readers._options import threads_per_worker
 from tfrecordkit.readers._partition import Partition
@@ -354,6 +355,12 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
     def __len__(self) -> int:
         return len(self.loader)
 
+    @property
+    def mix(self) -> MixPlan | None:
+        """A :class:`~tfrecordkit.Mix`'s plan (its sources, per-source counts), if one is
+        read."""
+        return getattr(self.loader, "mix", None)
+
     def set_epoch(self, epoch: int) -> None:
         """Start ``epoch`` from its first step (call before each epoch when the DataLoader
         has worker processes, as with ``DistributedSampler``; persistent workers follow it
@@ -531,6 +538,11 @@ class TorchExamples(IterableDataset[dict[str, Any]]):
 
     def __len__(self) -> int:
         return len(self.examples)
+
+    @property
+    def mix(self) -> MixPlan | None:
+        """A :class:`~tfrecordkit.Mix`'s plan, if one is read."""
+        return self.examples.mix
 
     def set_epoch(self, epoch: int) -> None:
         """Start ``epoch`` from its first example on the next iteration."""

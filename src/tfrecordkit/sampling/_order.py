@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -187,10 +188,15 @@ class EpochOrder:
         if found is None:
             ids = self._windows[1](w)
             found = ids[feistel_permute(np.arange(len(ids)), len(ids), self._key(2, w))]
-            if len(kept) >= 4:
-                kept.pop(next(iter(kept)))
-            kept[w] = found
+            with self._lock:  # tf.data asks for steps from several threads at once
+                if len(kept) >= 4:
+                    kept.pop(next(iter(kept)))
+                kept[w] = found
         return found
+
+    @cached_property
+    def _lock(self) -> threading.Lock:
+        return threading.Lock()
 
     @cached_property
     def _kept(self) -> dict[int, np.ndarray]:

@@ -115,11 +115,7 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
                        seed=seed, strict=strict)
     ds = parse_and_decode(ds, plan, None if unbatched else partition.per_rank(step_size),
                           drop_last)
-    if loader.mix is not None and loader.mix.relabel is not None:
-        ds = ds.map(graph_only(_relabel(loader.mix)), num_parallel_calls=AUTOTUNE,
-                    deterministic=deterministic)
-    if repeat:  # epoch after epoch, each a new iteration: no batch spans two of them
-        ds = ds.repeat()
+    ds = _relabelled_epochs(ds, loader.mix, repeat=repeat, deterministic=deterministic)
     ds = _finished(ds, loader, examples, skip=skip, first=first, repeat=repeat,
                    counter=counter, options=options, deterministic=deterministic)
     return name_errors(ds, records.files, _finder(loader), epoch=counter)
@@ -187,7 +183,7 @@ def _finished(ds: Any, loader: Any, examples: Examples | None, *, skip: int, fir
     if not repeat and first % steps == 0 and not skip:
         ds = ds.apply(tf.data.experimental.assert_cardinality(len(examples or loader)))
     ds = _finish(checkpointable(ds, counter), read.manifest, read.schema, deterministic)
-    ds.steps_per_epoch, ds.start = steps, first
+    ds.steps_per_epoch, ds.start, ds.mix = steps, first, loader.mix
 
     def state_at(step: int) -> dict[str, Any]:
         """The JSON state to resume at global step ``step`` (e.g. ``optimizer.iterations``;
@@ -222,6 +218,16 @@ def _sequential(read: Any, step_size: int, *, drop_last: bool, marked: bool) -> 
 
     ds = ds.map(graph_only(element), num_parallel_calls=AUTOTUNE, deterministic=True)
     return ds
+
+
+def _relabelled_epochs(ds: Any, mix: MixPlan | None, *, repeat: bool,
+                       deterministic: bool) -> Any:
+    """Decoded batches with a mix's class ids joined by name, epoch after epoch when
+    ``repeat`` (each a new iteration of the one-epoch dataset: no batch spans two)."""
+    if mix is not None and mix.relabel is not None:
+        ds = ds.map(graph_only(_relabel(mix)), num_parallel_calls=AUTOTUNE,
+                    deterministic=deterministic)
+    return ds.repeat() if repeat else ds
 
 
 def _relabel(mix: MixPlan) -> Any:
