@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import tfrecordkit as tk
 from tests.datasets import MIXED_SCHEMA, mixed_row
@@ -88,7 +90,7 @@ def _order(mix_sizes, weights, seed=0, epoch=0, records=None, mode="block"):
 
 def test_proportions_hold_in_every_window_of_100_batches():
     weights, batch = (0.7, 0.2, 0.1), 32
-    order = _order((5_000, 300, 40), weights, seed=11, records=200 * 100 * batch)
+    order = _order((5_000, 300, 40), weights, seed=11, records=60 * 100 * batch)
     sources, _ = order.ids(np.arange(order.records))
     window = 100 * batch
     for start in range(0, order.records, window):
@@ -247,3 +249,27 @@ def test_tf_data_refuses_a_buffer_shuffle_of_a_mix(sources):
     pytest.importorskip("tensorflow")
     with pytest.raises(OptionError, match="leave buffer= out"):
         tk.load_tf_dataset(_mix(sources), batch_size=4, sampling=tk.Shuffled(buffer=100))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 5)), min_size=1, max_size=4),
+       st.integers(0, 2**63 - 1), st.integers(0, 1000), st.integers(1, 400),
+       st.sampled_from(["block", "global", False]), st.data())
+def test_any_mix_reads_whole_passes_of_each_source(parts, seed, epoch, records, mode, data):
+    sizes = [n for n, _ in parts]
+    weights = [w if n else 0 for n, w in parts]
+    assume(sum(weights) > 0)
+    order = _order(sizes, weights, seed=seed, epoch=epoch, records=records, mode=mode)
+    sources, ids = order.ids(np.arange(records))
+    assert np.array_equal(np.bincount(sources, minlength=len(sizes)), order.counts())
+    for j, n in enumerate(sizes):
+        mine = ids[sources == j]
+        assert weights[j] or not len(mine)
+        for k in range(0, len(mine), max(n, 1)):  # each pass a permutation (the last: part)
+            taken = mine[k : k + n].tolist()
+            assert len(set(taken)) == len(taken) and all(0 <= i < n for i in taken)
+    picked = data.draw(st.lists(st.integers(0, records - 1), max_size=20))
+    again = _order(sizes, weights, seed=seed, epoch=epoch, records=records, mode=mode)
+    found = again.ids(np.array(picked, np.int64))
+    assert found[0].tolist() == sources[picked].tolist()
+    assert found[1].tolist() == ids[picked].tolist()
