@@ -1,6 +1,6 @@
 """Each feature kind owns its reading: outside ``tfrecordkit/schema/`` no code asks
-``isinstance(x, <a Feature subclass>)`` (it asks the kind, ``Schema.of_kind``, or the tf.data
-back-end's op table keyed by kind). Names are resolved through each module's imports, so
+``isinstance(x, <a Feature subclass>)`` (it asks the kind or ``Schema.of_kind``; tf.data
+imports the op the kind names). Names are resolved through each module's imports, so
 ``torch.Tensor`` or ``collections.abc.Sequence`` are not mistaken for the schema's kinds."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar  # at module level: a dataclass reads `kind: ClassVar[...]` here
+
+import pytest
 
 import tfrecordkit.schema as schema_package
 from tfrecordkit.schema import Feature
@@ -140,3 +142,35 @@ def test_a_new_kind_registers_itself_and_survives_the_manifest(tmp_path):
     batch = next(iter(tk.load_numpy_dataset(tmp_path / "ds", batch_size=12,
                                             sampling=tk.InOrder())))
     assert np.array_equal(batch["stars"], batch["n"] % 5)
+
+
+def doubled(feature, parsed, name, how):
+    """The in-graph decoding of the test kind below: its stored values doubled."""
+    return parsed[name] * 2
+
+
+@pytest.mark.integration
+def test_a_new_kind_decodes_in_tf_data_from_its_own_module(tmp_path):
+    """A kind names its tf.data op itself (``tf_decoder``): the NumPy and tf.data readers
+    decode it alike with no table of the library edited."""
+    pytest.importorskip("tensorflow")
+    import numpy as np
+
+    import tfrecordkit as tk
+
+    @dataclass(frozen=True)
+    class Doubled(tk.Scalar):
+        kind: ClassVar[str] = "test_doubled"
+        tf_decoder: ClassVar[str | None] = "tests.test_feature_kinds:doubled"
+
+        def decode_column(self, name, columns, n, where, context):
+            return super().decode_column(name, columns, n, where, context) * 2
+
+    schema = tk.Schema({"d": Doubled("int64"), "n": tk.Scalar("int64")})
+    tk.write_dataset(({"d": i, "n": i} for i in range(10)), tmp_path / "ds", schema,
+                     progress=False)
+    kw = dict(batch_size=10, sampling=tk.InOrder())
+    ours = next(iter(tk.load_numpy_dataset(tmp_path / "ds", **kw)))
+    theirs = next(iter(tk.load_tf_dataset(tmp_path / "ds", **kw)))
+    assert np.array_equal(ours["d"], 2 * ours["n"])
+    assert np.array_equal(theirs["d"].numpy(), ours["d"])

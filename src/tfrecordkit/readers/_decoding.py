@@ -23,7 +23,7 @@ from tfrecordkit.readers._batch_memory import BatchMemory, owner_of, pad_into, r
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, stored_layout, stored_specs
 from tfrecordkit.readers._options import DecodeOptions, Padding, decode_options
 from tfrecordkit.readers._transform import Finish, ImageTransform, RecordKeys
-from tfrecordkit.schema import KeySpec, Schema
+from tfrecordkit.schema import DecodeContext, KeySpec, Schema
 
 __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_feature", "decode_options",
            "record_values", "unbatch_values"]
@@ -390,9 +390,10 @@ class RecordDecoder:
             into = {name: rows for name, rows in into.items() if name not in finish}
         try:
             columns = self.schema.decode_batch(
-                records, features=self.features, where=where, image_min_size=self._min_size,
-                audio_sample_rate=self.options.sample_rate, shard_classes=classes,
-                image_out=into, image_finish=finish, strict=self.inferred_from > 0)
+                records, features=self.features, where=where, context=DecodeContext(
+                    min_size=self._min_size, sample_rate=self.options.sample_rate,
+                    shard_classes=classes, out=into or {}, finish=finish or {},
+                    strict=self.inferred_from > 0))
         except SchemaError as err:
             raise self._undescribed(err) from None
         for name, shape in self._fixed.items():

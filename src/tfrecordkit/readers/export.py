@@ -21,7 +21,7 @@ import numpy as np
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import KeySpec, parse_examples
 from tfrecordkit.readers._mix import refuse_mix
-from tfrecordkit.schema import SOURCE_FEATURE, Boxes, Image, Schema
+from tfrecordkit.schema import SOURCE_FEATURE, Boxes, DecodeContext, Image, Schema
 from tfrecordkit.store import (
     SplitArg,
     SplitRecords,
@@ -167,7 +167,8 @@ class _Rows:
 
         classes = records.shard_classes(positions) if self.schema.shard_label else None
         values = (self.schema.decode_batch(found, features=self.decoded, where=where,
-                                           shard_classes=classes) if self.decoded else {})
+                                           context=DecodeContext(shard_classes=classes))
+                  if self.decoded else {})
         return values, parse_examples(found, self._media_specs, where=where)
 
     def rows(self, records: SplitRecords, ids: range) -> Chunk:

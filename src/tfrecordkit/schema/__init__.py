@@ -1,6 +1,6 @@
 """Typed features and their mapping to ``tf.train.Example``; profiling records of unknown layout."""
 
-from tfrecordkit.schema._base import number_of
+from tfrecordkit.schema._base import DecodeContext, number_of
 from tfrecordkit.schema._features import (
     BOX_CORNERS,
     Audio,
@@ -32,6 +32,7 @@ __all__ = [
     "Audio",
     "Boxes",
     "ClassLabel",
+    "DecodeContext",
     "Feature",
     "FeatureLayout",
     "FeatureList",

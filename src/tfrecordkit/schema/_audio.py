@@ -17,6 +17,7 @@ from tfrecordkit.codecs import (
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import KeySpec
 from tfrecordkit.schema._base import (
+    DecodeContext,
     Entries,
     EntryEncoder,
     Feature,
@@ -38,6 +39,10 @@ class Audio(Feature):
     encoding: str = "wav"
     sample_rate: int | None = None
     kind: ClassVar[str] = "audio"
+    tf_decoder: ClassVar[str | None] = "tfrecordkit.readers.tf_data._ops:decode_audio"
+
+    def decodes_per_example(self) -> bool:
+        return True
 
     _ENCODINGS: ClassVar[tuple[str, ...]] = ("wav", "flac", "pcm")
 
@@ -110,6 +115,10 @@ class Audio(Feature):
             return [*main, *(enc(v) for enc, v in zip(dims, (rate, num, channels), strict=True))]
 
         return encode
+
+    def decode_in(self, name: str, features: Mapping[str, Any], context: DecodeContext,
+                  row: int) -> dict[str, Any]:
+        return self.decode(name, features, sample_rate=context.sample_rate)
 
     def decode(self, name: str, features: Mapping[str, Any],
                sample_rate: int | None = None) -> dict[str, Any]:

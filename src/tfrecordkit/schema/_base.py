@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -23,8 +23,8 @@ from tfrecordkit.format import (
 )
 from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 
-__all__ = ["ColumnEncoder", "Entries", "EntryEncoder", "Feature", "hf_list", "hf_value",
-           "number_of"]
+__all__ = ["ColumnEncoder", "DecodeContext", "Entries", "EntryEncoder", "Feature", "hf_list",
+           "hf_value", "number_of"]
 
 Entries = list[bytes]  # wire parts of a feature's map entries, joined as they are
 _SPEC_DTYPE: dict[str, SpecDtype] = {"bytes": "string", "float": "float32", "int64": "int64"}
@@ -280,6 +280,23 @@ def _str_column(values: list[Any], *, accept_bytes: bool) -> list[bytes] | None:
 
 
 @dataclass(frozen=True)
+class DecodeContext:
+    """What a batch's decoding asks of the kinds, each reading its own part: images their
+    reduced-scale floor (``min_size``), the arrays to decode into (``out``) or a function
+    finishing each record's pixels on the decoding thread (``finish``), by feature name;
+    audio the rate to resample to (``sample_rate``); a label taken from the shard the
+    records' shard classes (``shard_classes``); ``strict``: records read by a schema inferred
+    from a sample (every image's header checked against the channels decoded to)."""
+
+    min_size: tuple[int, int] | None = None
+    sample_rate: int | None = None
+    shard_classes: Any = None
+    out: Mapping[str, np.ndarray] = field(default_factory=dict)
+    finish: Mapping[str, Callable[[int, np.ndarray], Any]] = field(default_factory=dict)
+    strict: bool = False
+
+
+@dataclass(frozen=True)
 class Feature:
     """Base of all features; subclasses are frozen dataclasses that validate on construction."""
 
@@ -369,17 +386,33 @@ class Feature:
         """The value back from decoded Example features, without TensorFlow."""
         raise NotImplementedError
 
+    #: tf.data's in-graph decoding of this kind, ``"module:function"``, imported when a
+    #: pipeline first needs it (schema/ imports no TensorFlow); None: the values as
+    #: TensorFlow parses them (a kind with nothing to decode needs nothing there).
+    tf_decoder: ClassVar[str | None] = None
+
+    def decodes_per_example(self) -> bool:
+        """Whether records' values differ in shape, so that tf.data decodes them one example
+        at a time rather than a batch at once."""
+        return False
+
+    def decode_in(self, name: str, features: Mapping[str, Any], context: DecodeContext,
+                  row: int) -> Any:
+        """Record ``row``'s value in a batch decoded with ``context`` (:meth:`decode`, unless
+        the kind takes part of the context)."""
+        return self.decode(name, features)
+
     def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
-                      where: Callable[[int], Any], **options: Any) -> Any:
+                      where: Callable[[int], Any], context: DecodeContext) -> Any:
         """Every record's value from the batch's columns (a sequence of ``n`` values); this
-        default decodes record by record (``options`` go to :meth:`decode`), kinds with a
-        vectorised form override it."""
+        default decodes record by record (:meth:`decode_in`), kinds with a vectorised form
+        override it."""
         keys = [spec.key for spec in self.key_specs(name)]
         out = []
         for i in range(n):
             record = {k: columns[k].row(i) for k in keys if not columns[k].missing[i]}
             try:
-                out.append(self.decode(name, record, **options))
+                out.append(self.decode_in(name, record, context, i))
             except SchemaError as err:
                 raise SchemaError(err.feature, err.reason, record=where(i)) from None
             except (OSError, ValueError, RuntimeError, KeyError, IndexError) as err:

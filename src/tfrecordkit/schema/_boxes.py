@@ -48,6 +48,7 @@ class Boxes(Feature):
 
     names: collections.abc.Sequence[str] = ()
     kind: ClassVar[str] = "boxes"
+    tf_decoder: ClassVar[str | None] = "tfrecordkit.readers.tf_data._ops:decode_boxes"
     in_image: ClassVar[bool] = True
 
     def __post_init__(self) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import Column, KeySpec, feature_wire
 from tfrecordkit.schema._base import (
+    DecodeContext,
     Entries,
     EntryEncoder,
     Feature,
@@ -145,5 +146,5 @@ class FeatureList(Feature):
         return features.get(name, [])
 
     def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
-                      where: Callable[[int], Any], **options: Any) -> Any:
+                      where: Callable[[int], Any], context: DecodeContext) -> Any:
         return columns[name]  # parsed per record by parse_feature_lists

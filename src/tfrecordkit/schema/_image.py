@@ -29,6 +29,7 @@ from tfrecordkit.format import (
 )
 from tfrecordkit.schema._base import (
     ColumnEncoder,
+    DecodeContext,
     Entries,
     EntryEncoder,
     Feature,
@@ -59,6 +60,10 @@ class Image(Feature):
     dims: bool = True
     size: tuple[int, int] | None = None
     kind: ClassVar[str] = "image"
+    tf_decoder: ClassVar[str | None] = "tfrecordkit.readers.tf_data._ops:decode_image"
+
+    def decodes_per_example(self) -> bool:
+        return True
 
     _ENCODINGS: ClassVar[tuple[str, ...]] = ("auto", "jpeg", "png", "raw")
 
@@ -241,22 +246,27 @@ class Image(Feature):
             return convert_channels(np.frombuffer(data, np.uint8).reshape(shape), self.channels)
         return decode_image_bytes(data, self.channels, min_size=min_size)
 
+    def decode_in(self, name: str, features: Mapping[str, Any], context: DecodeContext,
+                  row: int) -> np.ndarray:
+        return self.decode(name, features, min_size=context.min_size)
+
     def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
-                      where: Callable[[int], Any], **options: Any) -> Any:
-        """Every record's pixels (a list of ``[h, w, c]`` arrays; ``min_size`` as
-        :meth:`decode` takes it), or ``out=`` (``[n, h, w, c]`` uint8) with the pixels
-        written into its rows when every image has a row's shape. ``finish(i, pixels)``, if
-        given, turns record ``i``'s pixels into its value right after they are decoded, on the
-        same thread (a resize into the batch, say); the pixels may then lie in a buffer the
-        thread reuses, and ``out`` is not used."""
-        min_size, out = options.get("min_size"), options.get("out")
-        finish: Callable[[int, np.ndarray], Any] | None = options.get("finish")
+                      where: Callable[[int], Any], context: DecodeContext) -> Any:
+        """Every record's pixels (a list of ``[h, w, c]`` arrays; ``context.min_size`` as
+        :meth:`decode` takes it), or ``context.out[name]`` (``[n, h, w, c]`` uint8) with the
+        pixels written into its rows when every image has a row's shape.
+        ``context.finish[name](i, pixels)``, if given, turns record ``i``'s pixels into its
+        value right after they are decoded, on the same thread (a resize into the batch,
+        say); the pixels may then lie in a buffer the thread reuses, and ``out`` is not
+        used."""
+        min_size, out = context.min_size, context.out.get(name)
+        finish = context.finish.get(name)
         column = columns[name]
         # Strict (a schema inferred from a sample): each image's header is checked as it is
         # decoded, against the channels the schema decodes to.
-        strict = bool(options.get("strict")) and self.channels is not None
+        strict = context.strict and self.channels is not None
         if self.encoding == "raw" or bool(column.missing.any()):
-            images = super().decode_column(name, columns, n, where, min_size=min_size)
+            images = super().decode_column(name, columns, n, where, context)
             return images if finish is None else [
                 _finished(name, finish, i, image, where) for i, image in enumerate(images)]
         if finish is not None:

@@ -23,6 +23,7 @@ from tfrecordkit.schema._base import (
     _SCALAR_DTYPES,
     _SPEC_DTYPE,
     ColumnEncoder,
+    DecodeContext,
     Entries,
     EntryEncoder,
     Feature,
@@ -54,6 +55,7 @@ class Scalar(Feature):
     #: refused hold), rounding them; without it ``float64`` is refused (it would not round-trip).
     float32_storage: bool = field(default=False, repr=False)
     kind: ClassVar[str] = "scalar"
+    tf_decoder: ClassVar[str | None] = "tfrecordkit.readers.tf_data._ops:decode_scalar"
 
     def __post_init__(self) -> None:
         if self.dtype not in _SCALAR_DTYPES:
@@ -177,7 +179,7 @@ class Scalar(Feature):
         return np.asarray(value).astype(self.dtype).item()
 
     def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
-                      where: Callable[[int], Any], **options: Any) -> Any:
+                      where: Callable[[int], Any], context: DecodeContext) -> Any:
         column = columns[name]
         if self.dtype == "string":
             return column.to_bytes()
@@ -315,8 +317,19 @@ class ClassLabel(Feature):
                                     f"0..{len(self.names) - 1}")
         return values
 
+    def decode_in(self, name: str, features: Mapping[str, Any], context: DecodeContext,
+                  row: int) -> int:
+        if self.from_shard:
+            classes = context.shard_classes
+            return int(self.shard_values(name, None if classes is None
+                                         else np.asarray(classes).reshape(-1)[row : row + 1],
+                                         1)[0])
+        return self.decode(name, features)
+
     def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
-                      where: Callable[[int], Any], **options: Any) -> Any:
+                      where: Callable[[int], Any], context: DecodeContext) -> Any:
+        if self.from_shard:
+            return self.shard_values(name, context.shard_classes, n)
         values = columns[name].values.reshape(n)
         bad = np.flatnonzero((values < 0) | (values >= len(self.names)))
         if bad.size:

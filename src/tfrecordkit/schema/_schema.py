@@ -21,12 +21,10 @@ from tfrecordkit.format import (
     raw_column,
     varint,
 )
-from tfrecordkit.schema._base import ColumnEncoder, EntryEncoder, Feature
+from tfrecordkit.schema._base import ColumnEncoder, DecodeContext, EntryEncoder, Feature
 from tfrecordkit.schema._features import (
-    Audio,
     ClassLabel,
     FeatureList,
-    Image,
     KeySpec,
     Text,
     check_key,
@@ -241,6 +239,8 @@ class Schema(Mapping[str, Feature]):
             raise SchemaError("<record>", str(err), record=source) from None
         out: dict[str, Any] = {}
         chosen = self._features if features is None else {n: self[n] for n in features}
+        context = DecodeContext(min_size=image_min_size, shard_classes=None
+                                if shard_class is None else [shard_class])
         list_specs = [s for n in chosen for s in self._specs[n] if s.sequence]
         if list_specs:
             keys = {**keys, **{k: v[0] for k, v in parse_feature_lists(
@@ -251,12 +251,7 @@ class Schema(Mapping[str, Feature]):
                 if problem:
                     raise SchemaError(name, problem, record=source)
             try:
-                if isinstance(feature, ClassLabel) and feature.from_shard:
-                    out[name] = int(feature.shard_values(name, shard_class, 1)[0])
-                elif image_min_size is not None and isinstance(feature, Image):
-                    out[name] = feature.decode(name, keys, min_size=image_min_size)
-                else:
-                    out[name] = feature.decode(name, keys)
+                out[name] = feature.decode_in(name, keys, context, 0)
             except SchemaError as err:
                 if err.record is None and source is not None:
                     raise SchemaError(err.feature, err.reason, record=source) from None
@@ -268,28 +263,25 @@ class Schema(Mapping[str, Feature]):
     def decode_batch(self, records: Sequence[bytes] | RecordSlices, *,
                      features: Sequence[str] | None = None,
                      where: Callable[[int], Any] | None = None,
-                     image_min_size: tuple[int, int] | None = None,
-                     audio_sample_rate: int | None = None,
-                     shard_classes: Any = None,
-                     image_out: Mapping[str, np.ndarray] | None = None,
-                     image_finish: Mapping[str, Callable[[int, np.ndarray], Any]] | None = None,
-                     strict: bool = False) -> dict[str, Any]:
+                     context: DecodeContext | None = None) -> dict[str, Any]:
         """Decode a batch at once: ``{feature name: n values}`` (an array for numbers and
         class labels, a list otherwise), checked as :meth:`decode` checks each record, through
         the compiled columnar codec (see :func:`tfrecordkit.format.parse_examples`).
-        ``image_min_size`` lets JPEGs decode at a reduced scale (see :meth:`decode`);
-        ``audio_sample_rate`` resamples audio to that rate; ``shard_classes`` are the
-        records' shard classes (see :meth:`decode`). ``image_out`` maps image features to
-        ``[n, h, w, c]`` uint8 arrays their pixels are decoded into: such a feature's value
-        is that array when every image has a row's shape (else the list of images).
-        ``strict``: a record holding a key the schema does not describe is refused (records
-        someone else wrote, read by a schema inferred from a sample).
+        ``context`` (:class:`DecodeContext`) holds what kinds take from the batch: the
+        images' reduced-scale floor (see :meth:`decode`) and arrays to decode into (such a
+        feature's value is that array when every image has a row's shape, else the list of
+        images), the audio rate to resample to, the records' shard classes (see
+        :meth:`decode`); with ``context.strict`` a record holding a key the schema does not
+        describe is refused (records someone else wrote, read by a schema inferred from a
+        sample).
 
         Raises:
             SchemaError: as :meth:`decode`; names the feature and the record (``where(i)``,
                 default its index in the batch).
         """
         chosen = self._features if features is None else {n: self[n] for n in features}
+        context = context or DecodeContext()
+        strict = context.strict
         name_of = where if where is not None else (lambda i: i)
         specs = [spec for name in chosen for spec in self._specs[name]]
         # Strict: every key the schema describes is looked for, so that only others stand out.
@@ -302,22 +294,8 @@ class Schema(Mapping[str, Feature]):
             listed = records.records() if isinstance(records, RecordSlices) else records
             columns.update(parse_feature_lists(listed, list_specs, name_of))
         n = len(records)
-        out = {}
-        for name, feature in chosen.items():
-            if isinstance(feature, ClassLabel) and feature.from_shard:
-                out[name] = feature.shard_values(name, shard_classes, n)
-            elif isinstance(feature, Image):
-                out[name] = feature.decode_column(
-                    name, columns, n, name_of, min_size=image_min_size,
-                    out=None if image_out is None else image_out.get(name),
-                    finish=None if image_finish is None else image_finish.get(name),
-                    strict=strict)
-            elif audio_sample_rate is not None and isinstance(feature, Audio):
-                out[name] = feature.decode_column(name, columns, n, name_of,
-                                                  sample_rate=audio_sample_rate)
-            else:
-                out[name] = feature.decode_column(name, columns, n, name_of)
-        return out
+        return {name: feature.decode_column(name, columns, n, name_of, context)
+                for name, feature in chosen.items()}
 
     # -- reading --------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import numpy as np
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import Column, KeySpec, decode_tensor_proto, encode_tensor_proto
 from tfrecordkit.schema._base import (
+    DecodeContext,
     Entries,
     EntryEncoder,
     Feature,
@@ -41,6 +42,10 @@ class Tensor(Feature):
     dtype: str = "float32"
     encoding: str = "raw"
     kind: ClassVar[str] = "tensor"
+    tf_decoder: ClassVar[str | None] = "tfrecordkit.readers.tf_data._ops:decode_tensor"
+
+    def decodes_per_example(self) -> bool:
+        return self.variable or self.encoding == "proto"
 
     _ENCODINGS: ClassVar[tuple[str, ...]] = ("raw", "proto", "list")
 
@@ -163,7 +168,7 @@ class Tensor(Feature):
             self.dtype).reshape(shape)
 
     def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
-                      where: Callable[[int], Any], **options: Any) -> Any:
+                      where: Callable[[int], Any], context: DecodeContext) -> Any:
         if self.encoding == "raw" and not self.variable and n:
             # Fixed-shape raw arrays, every one the right size: the batch is the parsed
             # bytes seen as ``(n, *shape)``, no per-record copies.
@@ -177,7 +182,7 @@ class Tensor(Feature):
                 little = np.dtype(self.dtype).newbyteorder("<")
                 return column.values[: n * size].view(little).reshape((n, *shape)).astype(
                     self.dtype, copy=False)
-        return super().decode_column(name, columns, n, where, **options)
+        return super().decode_column(name, columns, n, where, context)
 
     def _decode_proto(self, name: str, data: bytes) -> np.ndarray:
         try:

@@ -19,6 +19,7 @@ from tfrecordkit.format import (
 )
 from tfrecordkit.schema._base import (
     ColumnEncoder,
+    DecodeContext,
     Entries,
     EntryEncoder,
     Feature,
@@ -46,6 +47,7 @@ class Text(Feature):
     token_ids: bool = False
     vocabulary: Vocabulary | None = None
     kind: ClassVar[str] = "text"
+    tf_decoder: ClassVar[str | None] = "tfrecordkit.readers.tf_data._ops:decode_text"
 
     def missing(self, name: str) -> Any:
         return ""
@@ -131,9 +133,9 @@ class Text(Feature):
         return encode
 
     def decode_column(self, name: str, columns: Mapping[str, Column], n: int,
-                      where: Callable[[int], Any], **options: Any) -> Any:
+                      where: Callable[[int], Any], context: DecodeContext) -> Any:
         if self.has_ids:
-            return super().decode_column(name, columns, n, where, **options)
+            return super().decode_column(name, columns, n, where, context)
         column = columns[name]
         joined = column.values.tobytes()
         if column.offsets is not None and joined.isascii():  # byte offsets are characters

@@ -3,6 +3,8 @@ as TensorFlow ops, pixel for pixel as the NumPy readers decode."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Names
 from typing import Any, NamedTuple
@@ -19,19 +21,18 @@ from tfrecordkit.schema import (
     BOX_CORNERS,
     Audio,
     Boxes,
-    ClassLabel,
     Feature,
-    FeatureList,
     Image,
     KeySpec,
     Scalar,
     Schema,
-    Sequence,
     Tensor,
     Text,
 )
 
-__all__ = ["AUTOTUNE", "Example", "decode_image_tensor", "feature_description", "finish_image"]
+__all__ = ["AUTOTUNE", "Example", "decode_audio", "decode_boxes", "decode_image",
+           "decode_image_tensor", "decode_scalar", "decode_tensor", "decode_text",
+           "feature_description", "finish_image"]
 
 AUTOTUNE = tf.data.AUTOTUNE
 Example = dict[str, Any]
@@ -299,7 +300,7 @@ def _token_ids(ids: Any, text_length: int | None, batched: bool) -> dict[str, An
     return {"ids": ids, "mask": mask}
 
 
-# -- each kind's in-graph decoding, keyed by kind ---------------------------------------------
+# -- each kind's in-graph decoding (named by the kind's tf_decoder) ---------------------------
 
 
 class _How(NamedTuple):
@@ -317,15 +318,15 @@ class _How(NamedTuple):
     strict: bool = False
 
 
-def _text(feature: Text, parsed: Example, name: str, how: _How) -> Any:
+def decode_text(feature: Text, parsed: Example, name: str, how: _How) -> Any:
     if feature.has_ids:
         return {"text": parsed[name],
                 **_token_ids(parsed[f"{name}/ids"], how.options.text_length, how.batched)}
     return parsed[name]
 
 
-def _tensor(feature: Tensor, parsed: Example, name: str, how: _How) -> Any:
-    if feature.encoding == "proto":  # one example at a time (see _PER_EXAMPLE)
+def decode_tensor(feature: Tensor, parsed: Example, name: str, how: _How) -> Any:
+    if feature.encoding == "proto":  # one example at a time (Tensor.decodes_per_example)
         return tf.ensure_shape(tf.io.parse_tensor(parsed[name], tf.as_dtype(feature.dtype)),
                                feature.shape)
     if feature.encoding == "list":
@@ -341,23 +342,23 @@ def _tensor(feature: Tensor, parsed: Example, name: str, how: _How) -> Any:
     return _decode_tensor(feature, parsed[name], shape, how.batched)
 
 
-def _scalar(feature: Scalar, parsed: Example, name: str, how: _How) -> Any:
+def decode_scalar(feature: Scalar, parsed: Example, name: str, how: _How) -> Any:
     value = parsed[name]
     if feature.dtype in ("string", "int64", "float32"):
         return value
     return tf.cast(value, tf.as_dtype(feature.dtype))
 
 
-def _image(feature: Image, parsed: Example, name: str, how: _How) -> Any:
+def decode_image(feature: Image, parsed: Example, name: str, how: _How) -> Any:
     return _decode_image(feature, parsed, name, how.options, how.seed, placed=how.placed,
                          strict=how.strict)
 
 
-def _audio(feature: Audio, parsed: Example, name: str, how: _How) -> Any:
+def decode_audio(feature: Audio, parsed: Example, name: str, how: _How) -> Any:
     return _decode_audio(feature, parsed, name, how.options.sample_rate)
 
 
-def _boxes(feature: Boxes, parsed: Example, name: str, how: _How) -> Any:
+def decode_boxes(feature: Boxes, parsed: Example, name: str, how: _How) -> Any:
     """``{"boxes": [n, 4], "labels": [n]}`` from the Object Detection API's keys (a batch's:
     ragged over the objects), checked as the NumPy decoding checks them."""
     corners = [parsed[f"{name}/bbox/{c}"] for c in BOX_CORNERS]
@@ -393,37 +394,16 @@ def _as_parsed(feature: Feature, parsed: Example, name: str, how: _How) -> Any:
     return parsed[name]  # int64 class ids, ragged sequences, feature lists' steps
 
 
-def _always(feature: Feature) -> bool:
-    return True
-
-
-TF_OPS: dict[type[Feature], Callable[[Any, Example, str, _How], Any]] = {
-    Text: _text, Tensor: _tensor, Scalar: _scalar, Image: _image, Audio: _audio,
-    Boxes: _boxes, ClassLabel: _as_parsed, Sequence: _as_parsed, FeatureList: _as_parsed,
-}
-"""Each kind's in-graph decoding of its parsed keys (the NumPy decoding's twin). A new kind
-with values TensorFlow parses as they are maps to ``_as_parsed``; one with its own decoding
-adds its op here (and to ``_PER_EXAMPLE`` when it can't decode a whole batch at once)."""
-
-_PER_EXAMPLE: dict[type[Feature], Callable[[Any], bool]] = {
-    Image: _always, Audio: _always,
-    Tensor: lambda t: t.variable or t.encoding == "proto",
-}
-"""Kinds decoded one example at a time (images and audio of their own sizes, tensors of
-their own shapes), and for which of their features."""
-
-
-def _lookup(table: dict[type[Feature], Any], feature: Feature) -> Any:
-    for kind in type(feature).__mro__:
-        if kind in table:
-            return table[kind]
-    return None
+@functools.cache
+def _resolved(path: str) -> Callable[[Any, Example, str, _How], Any]:
+    """The function a kind's ``tf_decoder`` names (``"module:function"``), imported once."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)  # type: ignore[no-any-return]
 
 
 def per_example_decode(feature: Feature) -> bool:
     """Whether ``feature`` is decoded one example at a time rather than per batch."""
-    rule = _lookup(_PER_EXAMPLE, feature)
-    return rule is not None and bool(rule(feature))
+    return feature.decodes_per_example()
 
 
 def decode_feature(feature: Feature, parsed: Example, name: str, options: DecodeOptions, *,
@@ -434,11 +414,10 @@ def decode_feature(feature: Feature, parsed: Example, name: str, options: Decode
 
 
 def _op(feature: Feature) -> Callable[[Any, Example, str, _How], Any]:
-    op = _lookup(TF_OPS, feature)
-    if op is None:
-        raise TypeError(f"no tf.data decoding for {type(feature).__name__}: add it to "
-                        "tfrecordkit.readers.tf_data._ops.TF_OPS")
-    return op  # type: ignore[no-any-return]
+    """The in-graph decoding a kind declares (:attr:`~tfrecordkit.schema.Feature.tf_decoder`;
+    none: its values as parsed)."""
+    path = type(feature).tf_decoder
+    return _as_parsed if path is None else _resolved(path)
 
 
 def decode_parsed_example(features: Mapping[str, Feature], parsed: Example,
