@@ -90,8 +90,8 @@ class MixOrder:
         return _Kept(starts=[np.zeros(len(self.sizes), np.int64)])
 
     def _chunk(self, c: int) -> tuple[np.ndarray, np.ndarray]:
-        """Chunk ``c``'s sources and each position's count among its source's positions
-        since the epoch began."""
+        """Chunk ``c``'s sources and each position's record in its source (drawn for the
+        whole chunk at once: a step then only gathers)."""
         with self._kept.lock:  # tf.data asks for steps from several threads
             return self._chunk_locked(c)
 
@@ -113,22 +113,28 @@ class MixOrder:
             count[mine] = starts[c][j] + np.arange(int(mine.sum()))
         if len(chunks) >= 2:
             chunks.pop(next(iter(chunks)))
-        chunks[c] = (source, count)
-        return source, count
+        chunks[c] = (source, self._records_of(source, count))
+        return chunks[c]
 
     def ids(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each of ``positions`` (each in ``[0, records)``): its source and the record id
         in that source."""
         positions = np.asarray(positions, dtype=np.int64)
+        if not len(positions):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        first, last = int(positions.min()) // MIX_CHUNK, int(positions.max()) // MIX_CHUNK
+        if first == last:  # a step: within one chunk, a gather
+            drawn, records = self._chunk(first)
+            return drawn[positions - first * MIX_CHUNK], records[positions - first * MIX_CHUNK]
         source = np.empty(len(positions), np.int64)
-        count = np.empty(len(positions), np.int64)
+        record = np.empty(len(positions), np.int64)
         chunk_of = positions // MIX_CHUNK
         for c in np.unique(chunk_of).tolist():
             mask = chunk_of == c
-            drawn, counted = self._chunk(c)
+            drawn, records = self._chunk(c)
             source[mask] = drawn[positions[mask] - c * MIX_CHUNK]
-            count[mask] = counted[positions[mask] - c * MIX_CHUNK]
-        return source, self._records_of(source, count)
+            record[mask] = records[positions[mask] - c * MIX_CHUNK]
+        return source, record
 
     def _records_of(self, source: np.ndarray, count: np.ndarray) -> np.ndarray:
         """Each source's record at its ``count``-th read of the epoch."""
@@ -168,9 +174,10 @@ class MixOrder:
 @dataclass
 class _Kept:
     """What a :class:`MixOrder` keeps between calls: each chunk's starting counts (a few
-    bytes per source per chunk), the latest chunks drawn and sources' orders."""
+    bytes per source per chunk), the latest two chunks' sources and records (16 bytes a
+    position) and sources' orders."""
 
     starts: list[np.ndarray]
     chunks: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     orders: dict[tuple[int, int], EpochOrder] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.RLock = field(default_factory=threading.RLock)
