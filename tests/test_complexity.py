@@ -26,18 +26,6 @@ STILL_ABOVE = {
     ("codecs/_image.py", "_decode_jpeg_turbo"): "decode with its fallbacks in one place",
     ("schema/_audio.py", "encode"): "the per-record audio encoder (a closure), inlined",
     ("schema/_feature_list.py", "step_values"): "the per-step encoder (a closure), inlined",
-    # Kind dispatch in the schema and the batch layout: what issue 45's "a kind's reading in
-    # one place" replaces (each kind answering for itself), not to be split twice.
-    ("schema/_schema.py", "Schema.decode_batch"): "kind dispatch (to move into the kinds)",
-    ("schema/_schema.py", "Schema.decode"): "kind dispatch (to move into the kinds)",
-    ("schema/_schema.py", "Schema.__init__"): "checks per kind (to move into the kinds)",
-    ("readers/_layout.py", "BatchLayout.of"): "kind dispatch (to move into the kinds)",
-    ("readers/_decoding.py", "RecordDecoder.assemble_columns"): "kind dispatch",
-    ("readers/_decoding.py", "RecordDecoder.decode_columns"): "kind dispatch",
-    ("readers/_decoding.py", "_batch_arrays"): "kind dispatch",
-    # Position arithmetic of random access, tested exhaustively as one piece.
-    ("store/_split.py", "SplitRecords._positions"): "position arithmetic",
-    ("store/_split.py", "split_locations"): "position arithmetic",
 }
 
 

@@ -73,7 +73,7 @@ def _torchvision_rule(height, width, draws, scale=(0.08, 1.0), ratio=(3 / 4, 4 /
 @given(st.lists(st.tuples(st.integers(1, 900), st.integers(1, 900)), min_size=1, max_size=30),
        st.integers(0, 2**31), st.floats(0.01, 0.9), st.floats(1.0, 3.0))
 def test_random_windows_follow_torchvisions_rule(sizes, seed, low_scale, high_ratio):
-    from tfrecordkit.sampling._crop import _uniforms
+    from tfrecordkit.codecs._crop import _uniforms
 
     heights, widths = (np.array(v) for v in zip(*sizes, strict=True))
     ids = np.arange(len(sizes))
@@ -350,7 +350,7 @@ def test_the_centre_crop_against_torchvisions_resize_then_crop_is_as_documented(
     from PIL import Image
     from skimage import data
 
-    from tfrecordkit.readers._transform import ImageTransform
+    from tfrecordkit.codecs import ImageTransform
 
     transform = ImageTransform(tk.DecodeOptions(image_size=224, crop="center"))
     means = []

@@ -160,7 +160,8 @@ def _raise(err: ValueError, specs: Sequence[KeySpec], where: Any, first: int = 0
 
 
 def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeySpec], *,
-                   where: Any = None, strict: bool = False) -> dict[str, Column]:
+                   where: Any = None, strict: bool = False,
+                   threads: int | None = None) -> dict[str, Column]:
     """Decode a batch of serialized Examples into one :class:`Column` per spec.
 
     ``records`` is a sequence of ``bytes`` or :class:`RecordSlices` of one buffer. Each key is
@@ -168,6 +169,8 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
     type, for a fixed shape the right number of values; when a key appears twice the last one
     counts. ``where(i)`` may name record ``i`` in errors (default: its index). ``strict``:
     a key no spec names is an error too (a record the specs do not fully describe).
+    ``threads``: at most this many threads parse a large batch (a loader's plan; default:
+    up to 8 of the machine's cores).
 
     Raises:
         SchemaError: a record is not an Example, or a key is missing, of the wrong type or
@@ -177,7 +180,7 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
     if _CODEC is None:
         return _parse_python(records, specs, where, strict)
     args = _spec_args(specs)
-    parts = _split(records, n)
+    parts = _split(records, n, threads)
     try:
         # Each part's scan keeps what it found for its fill (no second look for the keys),
         # unless that would take more than _KEEP_MAX entries of 24 bytes.
@@ -236,11 +239,13 @@ class _PartError(Exception):
         self.error, self.first = error, first
 
 
-def _split(records: Sequence[bytes] | RecordSlices, n: int) -> list[tuple[int, int, Any]]:
-    """``(first record, size, codec source)`` parts: one per thread for large batches."""
+def _split(records: Sequence[bytes] | RecordSlices, n: int, most: int | None
+           ) -> list[tuple[int, int, Any]]:
+    """``(first record, size, codec source)`` parts: one per thread (at most ``most``, else
+    up to 8 of the cores) for large batches."""
     # Below two parts' worth, one part without asking os.cpu_count() (10 µs a call).
     threads = (1 if n < 2 * _PARALLEL_MIN
-               else min(os.cpu_count() or 1, 8, n // _PARALLEL_MIN))
+               else min(most or min(os.cpu_count() or 1, 8), n // _PARALLEL_MIN))
     bounds = [0, n] if threads == 1 else np.linspace(0, n, threads + 1).astype(int).tolist()
     parts = []
     for first, stop in itertools.pairwise(bounds):

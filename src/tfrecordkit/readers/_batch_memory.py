@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.readers._transform import Finish
+from tfrecordkit.codecs import Finish
 
 __all__ = ["BatchMemory", "owner_of", "pad_into", "rows_of"]
 

@@ -11,7 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from tfrecordkit.codecs import MAX_IMAGE_PIXELS, Placement, scale_pixels
+from tfrecordkit.codecs import (
+    MAX_IMAGE_PIXELS,
+    Finish,
+    ImageTransform,
+    Placement,
+    RecordKeys,
+    scale_pixels,
+)
 from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import (
     Column,
@@ -22,7 +29,6 @@ from tfrecordkit.format import (
 from tfrecordkit.readers._batch_memory import BatchMemory, owner_of, pad_into, rows_of
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, stored_layout, stored_specs
 from tfrecordkit.readers._options import DecodeOptions, Padding, decode_options
-from tfrecordkit.readers._transform import Finish, ImageTransform, RecordKeys
 from tfrecordkit.schema import DecodeContext, KeySpec, Schema
 
 __all__ = ["DecodeOptions", "Padding", "RecordDecoder", "batch_feature", "decode_options",
@@ -128,6 +134,40 @@ def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) ->
     if padding == "ragged" and layout.ragged:
         return arrays
     shapes = np.array([a.shape for a in arrays], dtype=np.int64).reshape(len(arrays), ndim)
+    _check_open_axes(layout, shapes)
+    if not layout.varies:
+        if len({a.shape for a in arrays}) > 1:
+            raise ValueError(f"values of one batch have different shapes "
+                             f"{sorted({a.shape for a in arrays})}")
+        return np.stack(arrays)
+    target = _padded_target(layout, shapes)
+    shape, dtype = (len(arrays), *target), arrays[0].dtype
+    # Zeros come from calloc: padding pages are never written, only mapped when read.
+    out = (np.zeros(shape, dtype) if layout.fill == 0 and dtype.kind != "O"
+           else np.full(shape, layout.fill, dtype=dtype))
+    for i, a in enumerate(arrays):
+        region: tuple[int | slice, ...] = (i, *[slice(0, d) for d in a.shape])
+        out[region] = a
+    return {"values": out, "lengths": shapes[:, list(layout.length_axes)]}
+
+
+def _padded_in_place(whole: np.ndarray, values: list[Any], layout: FeatureLayout
+                     ) -> dict[str, np.ndarray] | None:
+    """Images decoded into the rows of a zero-padded ``whole`` as the batch's value with
+    their lengths, or None unless every image lies in it and the largest fill it (stored
+    sizes larger than the images would pad more than the other readers pad)."""
+    owner = owner_of(whole)
+    sizes = np.array([v.shape[:2] for v in values], np.int64).reshape(-1, 2)
+    if not (all(isinstance(v, np.ndarray) and owner_of(v) is owner for v in values)
+            and tuple(sizes.max(axis=0)) == whole.shape[1:3]):
+        return None
+    lengths = np.array([[v.shape[a] for a in layout.length_axes] for v in values], np.int64)
+    return {"values": whole, "lengths": lengths.reshape(len(values), -1)}
+
+
+def _check_open_axes(layout: FeatureLayout, shapes: np.ndarray) -> None:
+    """Refuse a batch whose values differ along a dimension the schema leaves open but that
+    cannot vary within a batch (an image's channels)."""
     for axis in layout.open_axes:
         if len(np.unique(shapes[:, axis])) > 1:
             what = "images" if layout.kind == "image" else "values"
@@ -136,12 +176,12 @@ def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) ->
                              "not fix it: give the reader schema=... with Image(channels=3) (files "
                              "without a manifest; a dataset's manifest: adopt or convert "
                              "again), or DecodeOptions(padding='ragged')")
-    if not layout.varies:
-        if len({a.shape for a in arrays}) > 1:
-            raise ValueError(f"values of one batch have different shapes "
-                             f"{sorted({a.shape for a in arrays})}")
-        return np.stack(arrays)
-    target = shapes.max(axis=0).tolist() if arrays else [0] * ndim
+
+
+def _padded_target(layout: FeatureLayout, shapes: np.ndarray) -> list[int]:
+    """The shape a batch of values of ``shapes`` is padded to: the largest along each
+    dimension, or the layout's padded shape where it fixes one (larger values refused)."""
+    target: list[int] = shapes.max(axis=0).tolist() if len(shapes) else [0] * shapes.shape[1]
     if layout.padded_shape is not None:
         for axis, size in enumerate(layout.padded_shape):
             if size is None:
@@ -152,14 +192,7 @@ def _batch_arrays(layout: FeatureLayout, values: list[Any], padding: Padding) ->
                                  f"{tuple(shapes[too_big[0]].tolist())}, larger than the "
                                  f"padded shape {layout.padded_shape}")
             target[axis] = size
-    shape, dtype = (len(arrays), *target), arrays[0].dtype
-    # Zeros come from calloc: padding pages are never written, only mapped when read.
-    out = (np.zeros(shape, dtype) if layout.fill == 0 and dtype.kind != "O"
-           else np.full(shape, layout.fill, dtype=dtype))
-    for i, a in enumerate(arrays):
-        region: tuple[int | slice, ...] = (i, *[slice(0, d) for d in a.shape])
-        out[region] = a
-    return {"values": out, "lengths": shapes[:, list(layout.length_axes)]}
+    return target
 
 
 def _batch_steps(layout: FeatureLayout, values: list[Any], padding: Padding) -> Any:
@@ -231,6 +264,8 @@ class RecordDecoder:
         self.layout = BatchLayout.of(schema, options)
         self.schema, self.options, self.features = schema, options, self.layout.names
         self.inferred_from = inferred_from
+        #: Threads that may parse one large batch: the loader's plan (None: the codec's own).
+        self.threads: int | None = None
         # decode=False: the Example keys the features are stored under, parsed, not decoded.
         self._raw_specs = stored_specs(schema, self.features)
         self.stored = stored_layout(self._raw_specs, options.padding)
@@ -270,7 +305,8 @@ class RecordDecoder:
         try:
             columns, lists = _parse_keys(records, self._raw_specs, where,
                                          strict=self.inferred_from > 0
-                                         and len(self.features) == len(self.schema))
+                                         and len(self.features) == len(self.schema),
+                                         threads=self.threads)
         except SchemaError as err:
             raise self._undescribed(err) from None
         padding = padding or self.options.padding
@@ -335,7 +371,7 @@ class RecordDecoder:
         specs = [KeySpec(f"{n}/{d}", "int64", ()) for n in names for d in ("height", "width")]
         if not names or not len(records):
             return {}
-        columns = parse_examples(records, specs, where=where)
+        columns = parse_examples(records, specs, where=where, threads=self.threads)
         out = {}
         for name in names:
             height = int(columns[f"{name}/height"].values.max())
@@ -377,23 +413,15 @@ class RecordDecoder:
         set: a label taken from the shard); ``into``: rows of :meth:`batch_arrays`, one per
         record, the images are decoded into (that feature's value is then those rows);
         ``keys``: what the records' random crops and flips are keyed by."""
-        finish: dict[str, Finish] | None = None
         placed: dict[str, dict[int, Placement]] = {image: {} for image in
                                                     self.layout.follows.values()}
-        if self._transform is not None:
-            finish = {name: self._transform.finisher(None if into is None else into.get(name),
-                                                     keys, placed.get(name))
-                      for name in self._images}
-        elif into is not None and any(name in into for name in self.padded_images):
-            finish = {name: pad_into(into[name]) for name in self.padded_images
-                      if name in into}
-            into = {name: rows for name, rows in into.items() if name not in finish}
+        finish, into = self._finishers(into, keys, placed)
         try:
             columns = self.schema.decode_batch(
                 records, features=self.features, where=where, context=DecodeContext(
                     min_size=self._min_size, sample_rate=self.options.sample_rate,
                     shard_classes=classes, out=into or {}, finish=finish or {},
-                    strict=self.inferred_from > 0))
+                    strict=self.inferred_from > 0, threads=self.threads))
         except SchemaError as err:
             raise self._undescribed(err) from None
         for name, shape in self._fixed.items():
@@ -408,6 +436,20 @@ class RecordDecoder:
                 columns[name] = [scale_pixels(image, self.options.image_dtype, self.options.mean,
                                               self.options.std) for image in columns[name]]
         return columns
+
+    def _finishers(self, into: Mapping[str, np.ndarray] | None, keys: RecordKeys | None,
+                   placed: dict[str, dict[int, Placement]]
+                   ) -> tuple[dict[str, Finish] | None, Mapping[str, np.ndarray] | None]:
+        """What each image goes through right after its decode (the transform, or a copy
+        into its padded row), and the rows left to decode straight into."""
+        if self._transform is not None:
+            return {name: self._transform.finisher(None if into is None else into.get(name),
+                                                   keys, placed.get(name))
+                    for name in self._images}, into
+        if into is not None and any(name in into for name in self.padded_images):
+            finish = {name: pad_into(into[name]) for name in self.padded_images if name in into}
+            return finish, {name: rows for name, rows in into.items() if name not in finish}
+        return None, into
 
     def _undescribed(self, err: SchemaError) -> SchemaError:
         """``err``, with the way out when the schema came from a sample of the records."""
@@ -453,18 +495,8 @@ class RecordDecoder:
             whole = None if arrays is None else arrays.get(name)
             if whole is not None and layout.varies:  # padded in place, if every image fit
                 values = [v for x in pieces for v in x]
-                owner = owner_of(whole)
-                sizes = np.array([v.shape[:2] for v in values], np.int64).reshape(-1, 2)
-                # In place when every image fit and the largest fill the array (stored sizes
-                # larger than the images would pad more than the other readers pad).
-                if (all(isinstance(v, np.ndarray) and owner_of(v) is owner for v in values)
-                        and tuple(sizes.max(axis=0)) == whole.shape[1:3]):
-                    lengths = np.array([[v.shape[a] for a in layout.length_axes]
-                                        for v in values], np.int64)
-                    batch[name] = {"values": whole,
-                                   "lengths": lengths.reshape(len(values), -1)}
-                else:
-                    batch[name] = self._batch(name, values)
+                batch[name] = (_padded_in_place(whole, values, layout)
+                               or self._batch(name, values))
             elif whole is not None and rows_of(whole, pieces):
                 batch[name] = whole
             elif layout.kind == "numbers" and not layout.varies and all(
@@ -548,7 +580,8 @@ def _fixed(column: Column, n: int) -> Any:
 
 
 def _parse_keys(records: Names[bytes] | RecordSlices, specs: Names[KeySpec],
-                where: Callable[[int], Any], *, strict: bool = False
+                where: Callable[[int], Any], *, strict: bool = False,
+                threads: int | None = None
                 ) -> tuple[dict[str, Column], dict[str, list[Any]]]:
     """The records' keys by their specs: Example keys (and a SequenceExample's context) as
     columns of the columnar parse, SequenceExample feature lists per record."""
@@ -556,5 +589,5 @@ def _parse_keys(records: Names[bytes] | RecordSlices, specs: Names[KeySpec],
     lists = [spec for spec in specs if spec.sequence]
     listed: Names[bytes] = (records.records() if isinstance(records, RecordSlices)
                             else records) if lists else ()
-    return (parse_examples(records, plain, where=where, strict=strict),
+    return (parse_examples(records, plain, where=where, strict=strict, threads=threads),
             parse_feature_lists(listed, lists, where) if lists else {})

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tfrecordkit.codecs import RecordKeys
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import RecordSlices
 from tfrecordkit.readers._decoding import record_values
 from tfrecordkit.readers._keys import RECORD_ID
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import check_state
 
 if TYPE_CHECKING:

@@ -71,18 +71,7 @@ class BatchLayout:
                 and getattr(options, "image_size", None) is None):
             raise OptionError("crop and flip work on resized images: give image_size (the "
                               "loader's keyword, or DecodeOptions(image_size=))")
-        known = list(schema)
-        names = (list(options.features) if options.features is not None
-                 else schema.user_features)
-        if getattr(options, "provenance", False):
-            if SOURCE_FEATURE not in schema:
-                raise DatasetError(f"provenance=True, but these records carry no "
-                                   f"{SOURCE_FEATURE!r}: only conversions of folders and "
-                                   "tables store each record's input (unless turned off)")
-            names = [*names, SOURCE_FEATURE] if SOURCE_FEATURE not in names else names
-        unknown = [f for f in names if f not in known]
-        if unknown:
-            raise DatasetError(f"unknown features {unknown}; the schema has {known}")
+        names = _names_read(schema, options)
         padded = dict(options.padded_shapes or {})
         fills = dict(options.padding_values or {})
         unknown = [n for n in (*padded, *fills) if n not in names]
@@ -104,6 +93,26 @@ class BatchLayout:
             or getattr(options, "keep_aspect", False))
         follows = _images_followed(schema, layouts) if moves else {}
         return cls(layouts, options.padding, label if label in names else None, follows)
+
+
+def _names_read(schema: Schema, options: Any) -> list[str]:
+    """The features ``options`` read (with provenance when asked), checked to be there.
+
+    Raises:
+        DatasetError: an unknown feature, or provenance asked of records without it.
+    """
+    known = list(schema)
+    names = list(options.features) if options.features is not None else schema.user_features
+    if getattr(options, "provenance", False):
+        if SOURCE_FEATURE not in schema:
+            raise DatasetError(f"provenance=True, but these records carry no "
+                               f"{SOURCE_FEATURE!r}: only conversions of folders and "
+                               "tables store each record's input (unless turned off)")
+        names = [*names, SOURCE_FEATURE] if SOURCE_FEATURE not in names else names
+    unknown = [f for f in names if f not in known]
+    if unknown:
+        raise DatasetError(f"unknown features {unknown}; the schema has {known}")
+    return names
 
 
 def _images_followed(schema: Schema, layouts: Mapping[str, FeatureLayout]) -> dict[str, str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.codecs import RecordKeys
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import RecordSlices, Storage
 from tfrecordkit.readers import CLASS_ID, CLASS_POSITION, RECORD_ID
@@ -21,7 +22,6 @@ from tfrecordkit.readers._modes import PK, ReadOptions, refuse_untaken
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import plan_read
-from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import (
     ClassIndex,
     PKSampler,

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.codecs import RecordKeys
 from tfrecordkit.errors import OptionError
 from tfrecordkit.readers import RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions
@@ -24,7 +25,6 @@ from tfrecordkit.readers._modes import (
     shuffle_mode,
 )
 from tfrecordkit.readers._plan import PathArg, open_records
-from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import EpochOrder
 from tfrecordkit.store import SplitArg, split_text
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.codecs import RecordKeys
 from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.format import RecordSlices
 from tfrecordkit.readers import RECORD_ID, VALID
@@ -42,7 +43,6 @@ from tfrecordkit.readers._modes import (
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._plan import PathArg, open_records
-from tfrecordkit.readers._transform import RecordKeys
 from tfrecordkit.sampling import (
     EpochOrder,
     check_state,
@@ -121,7 +121,7 @@ class Loader(Epochs):
         self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.drop_last = drop_last = sampling.drop_last
-        self.num_threads = thread_count(read.num_threads)
+        self.num_threads = thread_count(read.num_threads)  # its decoder's parse too
         self.fingerprint = self.plan.fingerprint
         self.mix = self.plan.mix
         self.epoch, self.step = 0, 0
@@ -137,6 +137,16 @@ class Loader(Epochs):
         state = dict(self.__dict__)
         state["_order"] = None  # rebuilt on first use (it caches closures)
         return state
+
+    @property
+    def num_threads(self) -> int:
+        """Threads that read and decode a step (the loader's plan: its pool, its chunks and
+        the codec's parse of a large batch all follow it)."""
+        return self._threads
+
+    @num_threads.setter
+    def num_threads(self, threads: int) -> None:
+        self._threads = self.decoder.threads = threads
 
     @property
     def rank(self) -> int:

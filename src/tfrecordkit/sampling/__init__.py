@@ -2,8 +2,7 @@
 functions of seed, epoch and step). Random access to a split lives in :mod:`tfrecordkit.store`
 (re-exported here)."""
 
-from tfrecordkit.sampling._class_index import ClassIndex
-from tfrecordkit.sampling._crop import (
+from tfrecordkit.codecs import (  # the crop arithmetic is a media step: it lives in codecs
     CROP_DRAWS,
     CROP_SALT,
     CROP_TRIES,
@@ -18,6 +17,7 @@ from tfrecordkit.sampling._crop import (
     random_crop_boxes,
     random_flips,
 )
+from tfrecordkit.sampling._class_index import ClassIndex
 from tfrecordkit.sampling._mix import MixOrder, mix_weights
 from tfrecordkit.sampling._order import EpochOrder, ShuffleMode, fingerprint
 from tfrecordkit.sampling._plan import EpochUnit, PKSampler, TripletSampler

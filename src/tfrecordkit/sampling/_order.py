@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tfrecordkit.codecs import mix_keys
+from tfrecordkit.codecs import splitmix as _splitmix
 from tfrecordkit.format import compiled_codec
 from tfrecordkit.store import resolve_split
 
@@ -75,23 +77,6 @@ def feistel_permute(positions: np.ndarray, n: int, key: int, rounds: int = 4) ->
             out[outside] = once(out[outside])
             outside = out >= np.uint64(n)
     return out.astype(np.int64)
-
-
-def _splitmix(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser on uint64 arrays: a cheap, well-mixing bijection."""
-    x = x + np.uint64(0x9E3779B97F4A7C15)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))  # type: ignore[no-any-return]
-
-
-def mix_keys(*parts: np.ndarray | int) -> np.ndarray:
-    """uint64 keys from integer arrays (or ints), element by element."""
-    with np.errstate(over="ignore"):
-        key = np.zeros(1, dtype=np.uint64)
-        for part in parts:
-            key = _splitmix(key ^ np.asarray(part).astype(np.uint64))
-    return key
 
 
 def feistel_permute_each(positions: np.ndarray, sizes: np.ndarray, keys: np.ndarray,

@@ -286,7 +286,8 @@ class DecodeContext:
     finishing each record's pixels on the decoding thread (``finish``), by feature name;
     audio the rate to resample to (``sample_rate``); a label taken from the shard the
     records' shard classes (``shard_classes``); ``strict``: records read by a schema inferred
-    from a sample (every image's header checked against the channels decoded to)."""
+    from a sample (every image's header checked against the channels decoded to);
+    ``threads``: at most this many threads parse a large batch (the reader's plan)."""
 
     min_size: tuple[int, int] | None = None
     sample_rate: int | None = None
@@ -294,6 +295,7 @@ class DecodeContext:
     out: Mapping[str, np.ndarray] = field(default_factory=dict)
     finish: Mapping[str, Callable[[int, np.ndarray], Any]] = field(default_factory=dict)
     strict: bool = False
+    threads: int | None = None
 
 
 @dataclass(frozen=True)

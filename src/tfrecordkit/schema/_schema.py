@@ -52,30 +52,7 @@ class Schema(Mapping[str, Feature]):
 
     def __init__(self, features: Mapping[str, Feature]) -> None:
         self._features = dict(features)
-        keys: dict[str, str] = {}
-        for name, feature in self._features.items():
-            if not isinstance(name, str) or not name:
-                raise SchemaError(str(name), "feature names must be non-empty strings")
-            if name == SOURCE_FEATURE and isinstance(feature, Text) and not feature.has_ids:
-                pass  # provenance: see with_source
-            elif name.startswith(RESERVED_PREFIX):
-                raise SchemaError(name, f"names starting with {RESERVED_PREFIX!r} are kept for "
-                                        "what readers add beside the features (__id, __valid)")
-            if not isinstance(feature, Feature):
-                raise SchemaError(name, f"expected a Feature, got {type(feature).__name__}")
-            for spec in feature.key_specs(name):
-                if spec.key in keys:
-                    raise SchemaError(name, f"Example key {spec.key!r} is also written by "
-                                            f"{keys[spec.key]!r}")
-                keys[spec.key] = name
-        from_shard = [n for n, f in self._features.items()
-                      if isinstance(f, ClassLabel) and f.from_shard]
-        if from_shard and from_shard[0] == "record":
-            raise SchemaError("record", "a label from the shard cannot be named 'record': "
-                                        "readers put undecoded records under that key")
-        if len(from_shard) > 1:
-            raise SchemaError(from_shard[1], f"only one class label can come from the shard "
-                                             f"({from_shard[0]!r} does)")
+        _check_features(self._features)
         self._encoders: dict[str, EntryEncoder] = {
             name: feature.entry_encoder(name) for name, feature in self._features.items()
         }
@@ -288,7 +265,8 @@ class Schema(Mapping[str, Feature]):
         parsed = ([spec for name in self._features for spec in self._specs[name]] if strict
                   else specs)
         columns: dict[str, Any] = parse_examples(
-            records, [s for s in parsed if not s.sequence], where=name_of, strict=strict)
+            records, [s for s in parsed if not s.sequence], where=name_of, strict=strict,
+            threads=context.threads)
         list_specs = [s for s in specs if s.sequence]
         if list_specs:  # SequenceExample feature lists, record by record
             listed = records.records() if isinstance(records, RecordSlices) else records
@@ -355,3 +333,36 @@ class Schema(Mapping[str, Feature]):
     def from_json(cls, data: Mapping[str, Any]) -> Schema:
         """Rebuild a schema from :meth:`to_json` output."""
         return cls({name: feature_from_json(f) for name, f in data["features"].items()})
+
+
+def _check_features(features: Mapping[str, Feature]) -> None:
+    """Refuse names that are empty or reserved, values that are not features, two features
+    writing one Example key, and more than one label taken from the shard (or one named
+    ``record``).
+
+    Raises:
+        SchemaError: naming the feature at fault.
+    """
+    keys: dict[str, str] = {}
+    for name, feature in features.items():
+        if not isinstance(name, str) or not name:
+            raise SchemaError(str(name), "feature names must be non-empty strings")
+        provenance = (name == SOURCE_FEATURE and isinstance(feature, Text)
+                      and not feature.has_ids)  # see Schema.with_source
+        if name.startswith(RESERVED_PREFIX) and not provenance:
+            raise SchemaError(name, f"names starting with {RESERVED_PREFIX!r} are kept for "
+                                    "what readers add beside the features (__id, __valid)")
+        if not isinstance(feature, Feature):
+            raise SchemaError(name, f"expected a Feature, got {type(feature).__name__}")
+        for spec in feature.key_specs(name):
+            if spec.key in keys:
+                raise SchemaError(name, f"Example key {spec.key!r} is also written by "
+                                        f"{keys[spec.key]!r}")
+            keys[spec.key] = name
+    from_shard = [n for n, f in features.items() if isinstance(f, ClassLabel) and f.from_shard]
+    if from_shard and from_shard[0] == "record":
+        raise SchemaError("record", "a label from the shard cannot be named 'record': "
+                                    "readers put undecoded records under that key")
+    if len(from_shard) > 1:
+        raise SchemaError(from_shard[1], f"only one class label can come from the shard "
+                                         f"({from_shard[0]!r} does)")

@@ -103,8 +103,7 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
               if checked else shard_paths(path, manifest, split, storage=storage))
     sidecars: dict[str, bytes | None] = {}
     for number, (file, info) in enumerate(shards):
-        index_file = index_path_for(file)
-        if index_file not in sidecars:
+        if index_path_for(file) not in sidecars:
             # The next indexes (and restart points) in one go (concurrent requests on object
             # stores).
             group = 1 if storage.local else _INDEXES_AT_ONCE
@@ -112,20 +111,9 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
                 name for f, i in shards[number : number + group]
                 for name in (index_path_for(f), *([restarts_path_for(f)] if i.restarts
                                                   else []))])
-        text = sidecars[index_file] if info.index or not compressed else None
-        has_index = text is not None
-        # A compressed shard's index holds decompressed offsets: no file size to check.
-        table = (parse_index(text, index_file, record_path=file,
-                             record_size=None if compressed else info.bytes, stream=compressed)
-                 if text is not None else scan_offsets(file, storage=storage))
+        table = _shard_table(file, info, sidecars, storage, compressed)
         if compressed:
             points.append(_restart_points(file, info, sidecars))
-        elif text is not None and storage.local:  # remotely, reads check each frame anyway
-            check_index_frames(table, index_file, file, storage)
-        if len(table) != info.records:
-            raise DatasetError(f"{file}: {len(table)} records on disk (by "
-                               f"{'its index' if has_index else 'a scan'}), {MANIFEST_NAME} "
-                               f"says {info.records}")
         files.append(file)
         infos.append(info)
         shard_ids.append(np.full(len(table), number, dtype=np.int32))
@@ -137,6 +125,29 @@ def split_locations(path: str | os.PathLike[str], manifest: Manifest,
                           np.concatenate(lengths), tuple(infos),
                           Restarts(manifest.compression, tuple(points))
                           if manifest.compression is not None else None)
+
+
+def _shard_table(file: str, info: ShardInfo, sidecars: dict[str, bytes | None],
+                 storage: Storage, compressed: bool) -> np.ndarray:
+    """A shard's ``(offset, length)`` per record, from its index among ``sidecars`` (or one
+    scan), checked against the file and the manifest's count.
+
+    Raises:
+        DatasetError: the shard holds another number of records than the manifest says.
+    """
+    index_file = index_path_for(file)
+    text = sidecars[index_file] if info.index or not compressed else None
+    # A compressed shard's index holds decompressed offsets: no file size to check.
+    table = (parse_index(text, index_file, record_path=file,
+                         record_size=None if compressed else info.bytes, stream=compressed)
+             if text is not None else scan_offsets(file, storage=storage))
+    if not compressed and text is not None and storage.local:  # remotely, reads check frames
+        check_index_frames(table, index_file, file, storage)
+    if len(table) != info.records:
+        raise DatasetError(f"{file}: {len(table)} records on disk (by "
+                           f"{'its index' if text is not None else 'a scan'}), "
+                           f"{MANIFEST_NAME} says {info.records}")
+    return table
 
 
 def split_parts(manifest: Manifest, split: SplitArg) -> tuple[SplitPart, ...]:
@@ -257,26 +268,31 @@ class SplitRecords(Sequence[bytes]):
         """
         given = ids if isinstance(ids, np.ndarray) else np.asarray(
             ids if isinstance(ids, list | tuple | range) else list(ids))
-        if given.dtype.kind not in "iu" and given.size:
+        n = len(self)
+        if given.dtype.kind not in "i" and given.size:
+            self._check_unusual(given, n)
+        positions = given.astype(np.int64).reshape(-1)
+        if positions.size and (positions.min() < -n or positions.max() >= n):
+            bad = positions[(positions < -n) | (positions >= n)][0]
+            raise OutOfRangeError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
+        return positions % n if n else positions
+
+    def _check_unusual(self, given: np.ndarray, n: int) -> None:
+        """Refuse ids that are not integers, and unsigned or Python ints beyond int64 or
+        outside ``-n .. n - 1`` (before a cast to int64 would wrap them)."""
+        if given.dtype.kind != "u":
             values = given.reshape(-1).tolist()
             bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int)]
             if bad or given.dtype.kind != "O":
                 shown = bad[0] if bad else values[0]
                 raise TypeError(f"record positions are ints; got {shown!r} "
                                 f"({type(shown).__name__})")
-        n = len(self)
-        if given.dtype.kind in {"u", "O"} and given.size:  # beyond int64, or wrapping to it
-            too_big = ([int(given.max())] if given.dtype.kind == "u" and given.max() >= n
-                       else [] if given.dtype.kind == "u"
-                       else [v for v in given.reshape(-1).tolist() if not -n <= v < n])
-            if too_big:
-                raise OutOfRangeError(f"{self.path} [{self.split}]: record {too_big[0]} out "
-                                      f"of range ({n})")
-        positions = given.astype(np.int64).reshape(-1)
-        if positions.size and (positions.min() < -n or positions.max() >= n):
-            bad = positions[(positions < -n) | (positions >= n)][0]
-            raise OutOfRangeError(f"{self.path} [{self.split}]: record {bad} out of range ({n})")
-        return positions % n if n else positions
+        too_big = ([int(given.max())] if given.dtype.kind == "u" and given.max() >= n
+                   else [] if given.dtype.kind == "u"
+                   else [v for v in given.reshape(-1).tolist() if not -n <= v < n])
+        if too_big:
+            raise OutOfRangeError(f"{self.path} [{self.split}]: record {too_big[0]} out "
+                                  f"of range ({n})")
 
     @property
     def read_block(self) -> int:

@@ -8,11 +8,40 @@ import math
 
 import numpy as np
 
-from tfrecordkit.sampling._order import _splitmix, mix_keys
+__all__ = [
+    "CROP_DRAWS",
+    "CROP_SALT",
+    "CROP_TRIES",
+    "EXP_TERMS",
+    "LN2_HI",
+    "LN2_LO",
+    "center_crop_box",
+    "center_crop_boxes",
+    "crop_draws",
+    "mix_keys",
+    "portable_exp",
+    "random_crop_box",
+    "random_crop_boxes",
+    "random_flips",
+    "splitmix",
+]
 
-__all__ = ["CROP_DRAWS", "CROP_SALT", "CROP_TRIES", "EXP_TERMS", "LN2_HI", "LN2_LO",
-           "center_crop_box", "center_crop_boxes", "crop_draws", "portable_exp",
-           "random_crop_box", "random_crop_boxes", "random_flips"]
+def splitmix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 arrays: a cheap, well-mixing bijection."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))  # type: ignore[no-any-return]
+
+
+def mix_keys(*parts: np.ndarray | int) -> np.ndarray:
+    """uint64 keys from integer arrays (or ints), element by element."""
+    with np.errstate(over="ignore"):
+        key = np.zeros(1, dtype=np.uint64)
+        for part in parts:
+            key = splitmix(key ^ np.asarray(part).astype(np.uint64))
+    return key
+
 
 #: Tries at a random window before the fallback to a centred one (torchvision's rule).
 CROP_TRIES = 10
@@ -47,9 +76,9 @@ def _uniforms(seed: int, epoch: int, ids: np.ndarray) -> np.ndarray:
     ids = np.asarray(ids, dtype=np.int64).astype(np.uint64)
     with np.errstate(over="ignore"):
         key = mix_keys(int(seed), int(epoch), CROP_SALT)
-        per_record = _splitmix(key ^ _splitmix(ids))
+        per_record = splitmix(key ^ splitmix(ids))
         counters = np.arange(_DRAWS, dtype=np.uint64)
-        bits = _splitmix(per_record[:, None] ^ _splitmix(counters + np.uint64(1))[None, :])
+        bits = splitmix(per_record[:, None] ^ splitmix(counters + np.uint64(1))[None, :])
     return (bits >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
 
 

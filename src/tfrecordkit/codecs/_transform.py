@@ -1,22 +1,22 @@
 """The image step of the TF-free readers, run on the decoding thread right after each decode:
-crop, resize (or fit and pad), flip and scale, written straight into the batch's row."""
+crop, resize (or fit and pad), flip and scale, written straight into the batch's row. Below the
+schema, so decoding an image calls down into it, never back up into a reader."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-from tfrecordkit.codecs import Placement, pad_window, place_boxes, resize_into, scale_pixels
+from tfrecordkit.codecs._crop import center_crop_box, crop_draws, random_crop_box
+from tfrecordkit.codecs._image import scale_pixels
+from tfrecordkit.codecs._placement import Placement, place_boxes
+from tfrecordkit.codecs._resize import pad_window, resize_into
 from tfrecordkit.errors import OptionError
-from tfrecordkit.sampling import center_crop_box, crop_draws, random_crop_box
 
-if TYPE_CHECKING:
-    from tfrecordkit.readers._options import DecodeOptions
-
-__all__ = ["Finish", "ImageTransform", "RecordKeys"]
+__all__ = ["Finish", "ImageOptions", "ImageTransform", "RecordKeys"]
 
 Finish = Callable[[int, np.ndarray], np.ndarray]
 
@@ -35,12 +35,52 @@ class RecordKeys:
         return RecordKeys(self.seed, self.epoch, self.ids[start:stop])
 
 
+class ImageOptions(Protocol):
+    """What an :class:`ImageTransform` reads of the readers' ``DecodeOptions``."""
+
+    @property
+    def image_size(self) -> tuple[int, int] | None: ...
+
+    @property
+    def keep_aspect(self) -> bool: ...
+
+    @property
+    def image_dtype(self) -> str: ...
+
+    @property
+    def mean(self) -> Any: ...
+
+    @property
+    def std(self) -> Any: ...
+
+    @property
+    def crop(self) -> str | None: ...
+
+    @property
+    def flip(self) -> bool: ...
+
+    @property
+    def crop_scale(self) -> tuple[float, float]: ...
+
+    @property
+    def crop_ratio(self) -> tuple[float, float]: ...
+
+    @property
+    def crop_fraction(self) -> float: ...
+
+    @property
+    def box_min_size(self) -> float: ...
+
+    @property
+    def box_min_area(self) -> float: ...
+
+
 class ImageTransform:
     """Decoded pixels to a batch's image values, as ``options`` ask (``image_size``,
     ``keep_aspect``, ``image_dtype``, ``mean``, ``std``), with the arithmetic tf.data's twin
     uses."""
 
-    def __init__(self, options: DecodeOptions) -> None:
+    def __init__(self, options: ImageOptions) -> None:
         if options.image_size is None:
             raise ValueError("an image transform needs image_size")
         self.size: tuple[int, int] = options.image_size
