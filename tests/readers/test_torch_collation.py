@@ -32,8 +32,10 @@ def _datasets(path):
     }
 
 
-@pytest.mark.parametrize("workers", [0, 2])
-@pytest.mark.parametrize("kind", ["plain", "pk", "triplets"])
+# Every kind yields the same batch class, refused by one collate hook: one case in a worker
+# (a DataLoader whose worker raised waits 5 s a worker at shutdown, torch's status interval).
+@pytest.mark.parametrize(("kind", "workers"), [("plain", 0), ("pk", 0), ("triplets", 0),
+                                               ("plain", 1)])
 def test_a_dataloader_batch_size_is_refused_naming_the_fix(dataset, kind, workers):
     ds = _datasets(dataset)[kind]
     loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=workers)
