@@ -208,7 +208,7 @@ def test_bad_mixes_are_refused_in_one_line(sources, tmp_path):
         (lambda: tk.Mix([a, 3]), OptionError, "a dataset path or"),
         (lambda: tk.Mix([a], epoch_records=0), OptionError, "epoch_records"),
         (lambda: tk.load_numpy_dataset(tk.Mix([a, (b, "test")]), batch_size=4),
-         DatasetError, "no split 'test'"),
+         DatasetError, r"Mix source .*b: split 'test': no split 'test'"),
         (lambda: tk.load_numpy_dataset(tk.Mix([a, b]), sampling=tk.PK(2, 2)), OptionError,
          "samples one dataset's classes"),
         (lambda: tk.export(tk.Mix([a, b]), tmp_path / "out", to="parquet"), OptionError,
@@ -273,3 +273,17 @@ def test_any_mix_reads_whole_passes_of_each_source(parts, seed, epoch, records, 
     found = again.ids(np.array(picked, np.int64))
     assert found[0].tolist() == sources[picked].tolist()
     assert found[1].tolist() == ids[picked].tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.none(), st.lists(st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 10**20), st.booleans(),
+    st.text(max_size=3), st.none()), max_size=4), st.text(max_size=5)),
+    st.one_of(st.none(), st.integers(-3, 10**6), st.floats(), st.booleans()))
+def test_any_weights_and_epoch_make_a_mix_or_one_line_refusing_it(weights, epoch_records):
+    try:
+        mix = tk.Mix(["a", ("b", "train[:5]")], weights=weights, epoch_records=epoch_records)
+    except OptionError as err:
+        assert "\n" not in str(err) and str(err).startswith("Mix")
+    else:
+        assert mix.weights is None or (len(mix.weights) == 2 and sum(mix.weights) > 0)

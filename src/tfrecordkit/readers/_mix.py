@@ -176,9 +176,9 @@ def open_mix(mix: Mix, split: str, options: Any, *, schema: Schema | None,
             in storage or in compression.
         OptionError: bad weights (negative, summing to 0, on an empty source).
     """
-    from tfrecordkit.readers._plan import ReadPlan, plan_read
+    from tfrecordkit.readers._plan import ReadPlan
 
-    plans = [plan_read(path, part, schema=schema, storage_options=storage_options)
+    plans = [_source_plan(path, part, schema, storage_options)
              for path, part in mix.located(split)]
     names = tuple(f"{os.fspath(path)}[{part}]" for path, part in mix.located(split))
     read = _features_agreed(plans, names, options)
@@ -205,6 +205,23 @@ def open_mix(mix: Mix, split: str, options: Any, *, schema: Schema | None,
                     classes=tuple(c for p in plans
                                   for c in (p.classes or (-1,) * len(p.files))),
                     taken=sum(sizes), mix=plan, mix_locations=located), plan
+
+
+def _source_plan(path: str | os.PathLike[str], split: str, schema: Schema | None,
+                 storage_options: dict[str, Any] | None) -> Any:
+    """One source's read plan; its errors name the source.
+
+    Raises:
+        DatasetError: as :func:`~tfrecordkit.readers.plan_read`, naming the source.
+    """
+    from tfrecordkit.readers._plan import plan_read
+
+    try:
+        return plan_read(path, split, schema=schema, storage_options=storage_options)
+    except DatasetError as err:
+        if os.fspath(path) in str(err):
+            raise
+        raise DatasetError(f"Mix source {os.fspath(path)}: {err}") from None
 
 
 def _features_agreed(plans: Sequence[Any], names: Sequence[str], options: Any) -> list[str]:
