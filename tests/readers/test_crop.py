@@ -15,14 +15,15 @@ from hypothesis import strategies as st
 
 import tfrecordkit as tk
 from tfrecordkit import OptionError
-from tfrecordkit.codecs import decode_image_bytes, resize_image
-from tfrecordkit.sampling import (
+from tfrecordkit.codecs import (
     center_crop_box,
     center_crop_boxes,
     crop_draws,
+    decode_image_bytes,
     random_crop_box,
     random_crop_boxes,
     random_flips,
+    resize_image,
 )
 
 SIZE = (24, 28)

@@ -11,9 +11,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrecordkit.readers._decoding import DecodeOptions
-from tfrecordkit.readers.tf_data._graph import graph_only
-from tfrecordkit.sampling import (
+from tfrecordkit.codecs import (
     CROP_DRAWS,
     CROP_SALT,
     CROP_TRIES,
@@ -21,6 +19,8 @@ from tfrecordkit.sampling import (
     LN2_HI,
     LN2_LO,
 )
+from tfrecordkit.readers._decoding import DecodeOptions
+from tfrecordkit.readers.tf_data._graph import graph_only
 
 __all__ = ["CROP_KEY", "EpochCounter", "crop_window", "keyed", "tag_records"]
 
