@@ -290,3 +290,18 @@ def test_any_weights_and_epoch_make_a_mix_or_one_line_refusing_it(weights, epoch
         assert "\n" not in str(refused) and str(refused).startswith("Mix")
     else:
         assert mix.weights is None or (len(mix.weights) == 2 and sum(mix.weights) > 0)
+
+
+def test_a_source_naming_a_split_twice_reads_it_twice(sources):
+    a, b = sources
+    loader = tk.load_numpy_dataset(tk.Mix([a, (b, "val+val")], weights=[1, 1]),
+                                   batch_size=None, seed=2)
+    plan = loader.loader.plan
+    val = tk.load_grain_source(b, "val")
+    assert sum(plan.counts) == len(loader.loader.records) == 37 + 2 * len(val)
+    assert len(plan.classes) == len(plan.files) == len(plan.counts)
+    for example in loader:
+        record = int(example["__id"])
+        if record >= 37:
+            expected = val[(record - 37) % len(val)]
+            assert np.array_equal(example["fixed"], expected["fixed"])

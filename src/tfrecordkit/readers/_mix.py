@@ -198,13 +198,13 @@ def open_mix(mix: Mix, split: str, options: Any, *, schema: Schema | None,
     described = json.dumps([[p.fingerprint for p in plans], weights, records])
     plan = MixPlan(names, sizes, weights, records,
                    hashlib.sha256(described.encode()).hexdigest()[:16], label, relabel)
-    return ReadPlan(" + ".join(names), split, located.files,
-                    tuple(n for p in plans for n in p.counts), first.compression, None,
-                    chosen, max(p.inferred_from for p in plans),
+    # Per file of the joined locations (a split a source names twice lists its files twice).
+    counts = np.bincount(located.shard, minlength=len(located.files)).tolist()
+    return ReadPlan(" + ".join(names), split, located.files, tuple(counts), first.compression,
+                    None, chosen, max(p.inferred_from for p in plans),
                     bytes_per_record=first.bytes_per_record, storage=first.storage,
-                    classes=tuple(c for p in plans
-                                  for c in (p.classes or (-1,) * len(p.files))),
-                    taken=sum(sizes), mix=plan, mix_locations=located), plan
+                    classes=tuple(located.shard_class.tolist()), taken=sum(sizes), mix=plan,
+                    mix_locations=located), plan
 
 
 def _source_plan(path: str | os.PathLike[str], split: str, schema: Schema | None,
