@@ -153,7 +153,9 @@ def load_grain_source(path: PathArg, split: SplitArg = "train", *, seed: int = 0
     ``seed`` keys random crops and flips (see :class:`GrainSource`); ``image_size`` and
     ``options`` say how records become values, ``read`` how files are read (schema, storage
     options, open files), as in every loader. ``state=`` is refused, naming why: grain's
-    checkpoints save its iterator."""
+    checkpoints save its iterator. Given a :class:`~tfrecordkit.Mix`, key ``k`` reads position
+    ``k % len`` of epoch ``k // len`` of the mix in its default shuffled order for ``seed``
+    (what every loader reads; :meth:`GrainSource.order` lists an epoch's keys)."""
     from tfrecordkit.readers._decoding import decode_options
 
     refuse_untaken("grain's source", (), state=state)

@@ -331,7 +331,7 @@ def load_numpy_dataset(path: PathArg, split: SplitArg = "train", *,
     Args:
         path: a dataset directory, or TFRecord files / globs written by anyone (their schema
             inferred from a sample unless ``read`` gives one); URLs (``s3://``, ``gs://``,
-            ...) too.
+            ...) too; or a :class:`Mix` of several, read as one by weight.
         split: which split, or a split expression read as one: ``"train+val"`` (or
             ``["train", "val"]``), ``"train[:10%]"``, ``"train[-1000:]"`` (TFDS's meaning:
             see :func:`~tfrecordkit.store.resolve_split`).

@@ -51,7 +51,8 @@ def load_tf_dataset(
     Args:
         path: a dataset directory (with ``dataset.json``), or TFRecord files / globs that
             tfrecordkit did not write (their schema is inferred from a sample, or
-            ``read.schema``); URLs (``s3://``, ``gs://``, ``http(s)://``, ...) too. Records
+            ``read.schema``); URLs (``s3://``, ``gs://``, ``http(s)://``, ...) too; or a
+            :class:`~tfrecordkit.Mix` of several, read as one by weight. Records
             are read by offset with tfrecordkit's CRC-checked reader, feeding tf.data (with
             ``Shuffled(buffer=n)``, local and ``gs://`` files by TensorFlow's own reader).
         split: which split, or a split expression read as one: ``"train+val"`` (or
