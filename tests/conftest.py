@@ -16,11 +16,27 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+#: Examples each property test draws in the quick run (``-m "... not slow"``); the full run
+#: (CI) draws each test's own count.
+QUICK_EXAMPLES = 60
+
 GOLDEN = Path(__file__).parent / "golden"
 #: What pytest.importorskip says when a framework the agreement tests need is missing.
 _MISSING_FRAMEWORK = re.compile(
     r"could not import '(tensorflow|torch|torchdata|grain|ray|tfrecordkit\.ray"
     r"|tfrecordkit\.readers\.(tf_data|torch_data|grain_source))\b")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The quick run draws at most :data:`QUICK_EXAMPLES` examples per property test."""
+    if "not slow" not in (config.option.markexpr or ""):
+        return
+    for item in items:
+        test = getattr(item, "obj", None)
+        current = getattr(test, "_hypothesis_internal_use_settings", None)
+        if current is not None and current.max_examples > QUICK_EXAMPLES:
+            test._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
+                current, max_examples=QUICK_EXAMPLES)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
