@@ -73,11 +73,9 @@ class Mix:
                 raise OptionError(f"Mix(weights=...) must be a list of numbers; got "
                                   f"{self.weights!r:.80}")
             object.__setattr__(self, "weights", tuple(self.weights))
-            mix_weights(self.weights, [1] * len(self.weights), [
-                str(i) for i in range(len(self.weights))])
-            if len(self.weights) != len(self.sources):
-                raise OptionError(f"Mix: {len(self.weights)} weights for "
-                                  f"{len(self.sources)} sources")
+            # Checked as the mix will use them (sizes are known once the sources are open).
+            mix_weights(self.weights, [1] * len(self.sources),
+                        [str(s) for s in self.sources])
         size = self.epoch_records
         if size is not None and (isinstance(size, bool) or not isinstance(size, int)
                                  or size < 1):
@@ -131,9 +129,10 @@ class MixPlan:
         """The source (its position in the mix) of each joined record id."""
         return np.searchsorted(self.offsets, np.asarray(ids, np.int64), side="right") - 1
 
-    def counts(self, seed: int, epoch: int, mode: ShuffleMode = "block") -> dict[str, int]:
-        """How many records of each source epoch ``epoch`` reads, by source name."""
-        taken = MixOrder(self.sizes, self.weights, seed, epoch, self.records, mode).counts()
+    def counts(self, seed: int, epoch: int) -> dict[str, int]:
+        """How many records of each source epoch ``epoch`` reads, by source name (the draw
+        of sources does not depend on the shuffle)."""
+        taken = MixOrder(self.sizes, self.weights, seed, epoch, self.records).counts()
         return dict(zip(self.names, (int(n) for n in taken), strict=True))
 
     def relabelled(self, values: Mapping[str, Any], ids: np.ndarray | np.integer

@@ -82,8 +82,13 @@ class MixOrder:
         draws = mix_keys(self.seed, self.epoch, _MIX_SALT,
                          np.asarray(positions, dtype=np.int64))
         found = np.searchsorted(self._bounds, draws, side="right").astype(np.int64)
-        # A source of weight 0 is never taken (its bound equals the one before it).
-        return found
+        # A source of weight 0 inside the list has the bound of the one before it; past the
+        # last weighted source, float rounding of the sum could leave a sliver: clamped.
+        return np.minimum(found, self._last_weighted)
+
+    @cached_property
+    def _last_weighted(self) -> int:
+        return max(j for j, w in enumerate(self.weights) if w > 0)
 
     @cached_property
     def _kept(self) -> _Kept:
