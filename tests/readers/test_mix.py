@@ -305,3 +305,37 @@ def test_a_source_naming_a_split_twice_reads_it_twice(sources):
         if record >= 37:
             expected = val[(record - 37) % len(val)]
             assert np.array_equal(example["fixed"], expected["fixed"])
+
+
+@pytest.mark.parametrize("written", ["gzip", "files_by_glob"])
+def test_compressed_sources_and_files_someone_else_wrote_mix_alike(tmp_path, written):
+    """Sources that are gzip datasets, or bare TFRecord files read by glob (schema inferred,
+    no manifest): each mixed example is its source's record read alone."""
+    rng = np.random.default_rng(3)
+    schema = tk.Schema({"n": tk.Scalar("int64"), "v": tk.Tensor((3,), "float32")})
+    paths = []
+    for name, count in (("x", 23), ("y", 41)):
+        rows = [{"n": int(rng.integers(1 << 40)), "v": rng.normal(size=3).astype(np.float32)}
+                for _ in range(count)]
+        out = tmp_path / name
+        if written == "gzip":
+            tk.write_dataset(rows, out, schema, shards=tk.ShardOptions(compression="gzip"),
+                             progress=False)
+            paths.append(out)
+        else:
+            out.mkdir()
+            with tk.RecordWriter(out / "part-0.tfrecord") as writer:
+                for row in rows:
+                    writer.write(schema.encode(row))
+            paths.append(str(out / "*.tfrecord"))
+    mix = tk.Mix(paths, weights=[1, 1])
+    alone = [tk.load_grain_source(p) for p in paths]
+    examples = tk.load_numpy_dataset(mix, batch_size=None, seed=5)
+    seen = 0
+    for example in examples:
+        record = int(example["__id"])
+        source, local = (0, record) if record < 23 else (1, record - 23)
+        expected = alone[source][local]
+        assert example["n"] == expected["n"] and np.array_equal(example["v"], expected["v"])
+        seen += 1
+    assert seen == 64
