@@ -16,7 +16,14 @@ import numpy as np
 import pytest
 
 from tests.datasets import digits_folder
-from tfrecordkit import DatasetError, RecordReader, ShardOptions, SourceError, decode_example
+from tfrecordkit import (
+    DatasetError,
+    OptionError,
+    RecordReader,
+    ShardOptions,
+    SourceError,
+    decode_example,
+)
 from tfrecordkit.convert import convert, open_source, write_dataset
 from tfrecordkit.schema import ClassLabel, Scalar, Schema, Tensor, Text
 from tfrecordkit.sources import ImageFolder
@@ -241,9 +248,12 @@ def test_numpy_source(tmp_path):
 
 
 def die_after_spill(monkeypatch):
-    """Make the next conversion die while writing shards, leaving its staging folder as a
-    SIGKILL would (no cleanup runs)."""
+    """Make the next conversion spill to disk (no records held in memory) and die while
+    writing shards, leaving its staging folder as a SIGKILL would (no cleanup runs)."""
     from tfrecordkit.store import ShardedWriter
+    from tfrecordkit.store._writer import HOLD_ENV
+
+    monkeypatch.setenv(HOLD_ENV, "0")
 
     def die(self, split, progress):
         raise KeyboardInterrupt
@@ -293,6 +303,7 @@ def test_in_memory_records_never_resume_someone_elses_spill(tmp_path, monkeypatc
 
 
 KILL_SCRIPT = """
+import os
 import sys
 import numpy as np
 from tfrecordkit.convert import write_dataset
@@ -301,6 +312,8 @@ from tfrecordkit.store import ShardOptions
 schema = Schema({"x": Tensor((256,), "float32"), "n": Scalar("int64")})
 rng = np.random.default_rng(0)
 records = ({"x": rng.normal(size=256).astype(np.float32), "n": i} for i in range(20000))
+if sys.argv[2] == "spill":
+    os.environ["TFRECORDKIT_SHUFFLE_MEMORY"] = "0"  # spilled to disk, not held in memory
 layout = {"spill": {"num_shards": 8},  # shuffled through the spill
           "stream": {"shuffle": False, "shard_size": 1 << 20}}[sys.argv[2]]  # one pass
 write_dataset(records, sys.argv[1], schema, overwrite=True, shards=ShardOptions(**layout))
@@ -441,6 +454,7 @@ def test_buckets_read_from_disk_or_memory_give_the_same_shards(tmp_path, monkeyp
     gathered in runs of a few MiB; tiny runs must give the same bytes."""
     from tfrecordkit.store import _writer
 
+    monkeypatch.setenv(_writer.HOLD_ENV, "0")
     options = {"shards": ShardOptions(layout=layout, shard_size=3000), "workers": 1}
     write_dataset(records(1500), tmp_path / "a", SCHEMA, **options)
     monkeypatch.setattr(_writer, "_BUCKET_IN_MEMORY", 0)
@@ -448,6 +462,42 @@ def test_buckets_read_from_disk_or_memory_give_the_same_shards(tmp_path, monkeyp
     write_dataset(records(1500), tmp_path / "b", SCHEMA, **options)
     assert shard_bytes(tmp_path / "a") == shard_bytes(tmp_path / "b")
     assert len(shard_bytes(tmp_path / "a")) > 10
+
+
+@pytest.mark.parametrize("options", [
+    ShardOptions(shard_size=3000), ShardOptions(layout="per_class", shard_size=3000),
+    ShardOptions(num_shards=3, shuffle=False), ShardOptions(min_shards=4, seed=5)],
+    ids=["shuffled", "per_class", "fixed_count", "min_shards"])
+def test_records_held_in_memory_spilled_midway_or_spilled_give_the_same_shards(
+        tmp_path, monkeypatch, options):
+    """Records are held in memory up to TFRECORDKIT_SHUFFLE_MEMORY bytes, then spilled:
+    held all along, spilled from the first record or spilled once the budget is passed
+    midway (with several splits), the shards are byte for byte the same."""
+    from tfrecordkit.store import _writer
+
+    def write(name, budget):
+        monkeypatch.setenv(_writer.HOLD_ENV, str(budget))
+        write_dataset(records(1200), tmp_path / name, SCHEMA, shards=options,
+                      split={"train": 0.7, "val": 0.3}, workers=1)
+        return shard_bytes(tmp_path / name)
+
+    spilled = write("spilled", 0)
+    assert len(spilled) > 4
+    assert write("held", 1 << 30) == spilled
+    assert write("midway", 20_000) == spilled
+    assert not (tmp_path / "held" / ".tfrecordkit-staging").exists()
+
+
+def test_the_memory_budget_is_a_number_of_bytes(monkeypatch):
+    from tfrecordkit.store._writer import HOLD_ENV, hold_budget
+
+    monkeypatch.setenv(HOLD_ENV, "12345")
+    assert hold_budget() == 12345
+    monkeypatch.setenv(HOLD_ENV, "lots")
+    with pytest.raises(OptionError, match="TFRECORDKIT_SHUFFLE_MEMORY='lots'"):
+        hold_budget()
+    monkeypatch.delenv(HOLD_ENV)
+    assert 0 < hold_budget() <= 256 << 20
 
 
 @pytest.mark.parametrize("layout", ["mixed", "per_class"])

@@ -4,15 +4,17 @@ The protocol (shared by every engine):
 
 1. *Plan* — each record's stable key is hashed with the seed into a uniform 64-bit ``h``.
    ``h`` orders the records (the write-time shuffle) and so decides their shard.
-2. *Spill* — records are appended to a bounded number of bucket files in a staging folder
-   (by ``h`` for the mixed layout, by class for per-class), each with a small binary index.
+2. *Spill* — records are held in memory up to a budget (:func:`hold_budget`); past it, they
+   are appended to a bounded number of bucket files in a staging folder (by ``h`` for the
+   mixed layout, by class for per-class), each with a small binary index.
 3. *Write shards* — once totals are known, the shard count follows from the target size;
    buckets are read in ``h`` order and each shard is written by :func:`write_shard` under a
-   temporary name, then renamed. Memory holds one bucket's index, never the records.
+   temporary name, then renamed. Past the budget, memory holds one bucket's index, never the
+   records.
 4. *Finalize* — ``dataset.json`` is written last, atomically.
 
 A killed run leaves no manifest, so nothing reads a partial dataset as complete; running again
-reuses a completed spill (step 2) or starts cleanly.
+reuses a completed spill on disk (step 2) or starts cleanly.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from tfrecordkit.errors import DatasetError
+from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.format import (
     LOCAL,
     EncodedFrames,
@@ -77,6 +79,59 @@ _ENTRY = np.dtype([("h", "<u8"), ("label", "<i8"), ("length", "<u8"), ("key", "<
 _MAX_SKIPPED_LISTED = 1000
 _BUCKET_IN_MEMORY = 256 << 20  # larger buckets are read record by record
 _GATHER = 4 << 20  # bytes of frames gathered per write when writing shards
+HOLD_ENV = "TFRECORDKIT_SHUFFLE_MEMORY"
+_HOLD_DEFAULT = 256 << 20
+
+
+def hold_budget() -> int:
+    """Bytes of records a conversion that must see every record before writing (a
+    write-time shuffle of records given in order, fixed shard counts, per-class shards)
+    holds in memory before spilling them to disk: ``TFRECORDKIT_SHUFFLE_MEMORY``, else
+    256 MiB or an eighth of the machine's memory, the smaller."""
+    value = os.environ.get(HOLD_ENV)
+    if value is not None:
+        try:
+            return max(0, int(value))
+        except ValueError:
+            raise OptionError(f"{HOLD_ENV}={value!r}: give a number of bytes") from None
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return _HOLD_DEFAULT
+    return min(_HOLD_DEFAULT, memory // 8)
+
+
+class _Held:
+    """Records held in memory: frames back to back in one buffer of the budget's size
+    (touched as it fills; copied in without the GIL, so staging overlaps encoding), with
+    each split's spill entries and frame offsets, in input order."""
+
+    def __init__(self, budget: int) -> None:
+        self.buffer = np.empty(budget, dtype=np.uint8)
+        self.used = 0
+        self.splits: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+
+    def fits(self, nbytes: int) -> bool:
+        return self.used + nbytes <= len(self.buffer)
+
+    def add(self, split: str, frames: bytes | memoryview, entries: np.ndarray) -> None:
+        n = len(frames)
+        self.buffer[self.used : self.used + n] = np.frombuffer(frames, dtype=np.uint8)
+        offsets = np.empty(len(entries), dtype=np.int64)
+        offsets[0:1] = self.used
+        np.cumsum(entries["length"][:-1], out=offsets[1:])
+        offsets[1:] += self.used
+        self.used += n
+        held = self.splits.setdefault(split, ([], []))
+        held[0].append(entries)
+        held[1].append(offsets)
+
+    def split(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """A split's spill entries and their frames' offsets in :attr:`buffer`."""
+        held = self.splits.get(name)
+        if held is None:
+            return None
+        return np.concatenate(held[0]), np.concatenate(held[1])
 
 
 class ShardedWriter:
@@ -164,6 +219,11 @@ class ShardedWriter:
         # Without a shuffle left to do (none, or records already come in shuffled order:
         # ``presorted``) or a fixed shard count, records go straight into their shards.
         self.streaming = not self.resumed and self.options.streams(self.presorted)
+        # Records of a conversion that must see them all first are held in memory up to the
+        # budget (no spill written and read back), then spilled.
+        self._budget = hold_budget()
+        self._held: _Held | None = (_Held(self._budget) if not self.resumed
+                                    and not self.streaming and self._budget > 0 else None)
         self._totals: dict[str, SplitTotals] = defaultdict(SplitTotals)
         self._skipped: list[dict[str, str]] = []
         self._skipped_count = 0
@@ -223,7 +283,39 @@ class ShardedWriter:
         entries = np.empty(n, dtype=_ENTRY)
         entries["h"], entries["label"], entries["length"] = h, label_ids, lengths
         entries["key"], entries["content"] = ids["key"], ids["content"]
-        self._spill(view, frames.offsets, entries, groups)
+        offsets = frames.offsets
+        if self._held is not None and self._held.fits(int(lengths.sum())):
+            self._hold(view, offsets, entries, groups)
+        else:
+            self._spill_held()
+            self._spill(view, offsets, entries, groups)
+        for split, members in groups.items():
+            rows = np.array(members, dtype=np.int64)
+            self._count(split, lengths[rows].astype(np.int64), label_ids[rows])
+
+    def _hold(self, view: memoryview, offsets: np.ndarray, entries: np.ndarray,
+              groups: dict[str, list[int]]) -> None:
+        """Keep records in memory, split by split, in input order."""
+        assert self._held is not None
+        lengths = entries["length"]
+        for split, members in groups.items():
+            if len(members) == len(entries):
+                self._held.add(split, view[: int(lengths.sum())], entries)
+            else:
+                rows = np.array(members, dtype=np.int64)
+                self._held.add(split, b"".join([view[o : o + size] for o, size in zip(
+                    offsets[rows].tolist(), lengths[rows].tolist(), strict=True)]),
+                               entries[rows])
+
+    def _spill_held(self) -> None:
+        """Write the records held in memory to the spill (the budget is reached)."""
+        if self._held is None:
+            return
+        held, self._held = self._held, None
+        view = held.buffer.data
+        for split in held.splits:
+            entries, offsets = held.split(split)  # type: ignore[misc]
+            self._spill(view, offsets, entries, {split: list(range(len(entries)))})
 
     def _check_splits(self, splits: str | Sequence[str]) -> None:
         for split in {splits} if isinstance(splits, str) else set(splits):
@@ -272,7 +364,6 @@ class ShardedWriter:
                 data_file.write(b"".join([view[o : o + size] for o, size in zip(
                     offsets[run].tolist(), lengths[run].tolist(), strict=True)]))
                 index_file.write(entries[run].tobytes())
-            self._count(split, lengths[rows].astype(np.int64), label_ids[rows])
 
     def _stream_frames(self, view: memoryview, lengths: np.ndarray, label_ids: np.ndarray,  # noqa: PLR0917
                        groups: dict[str, list[int]], offsets: np.ndarray,
@@ -361,7 +452,13 @@ class ShardedWriter:
     # -- phase 2: shards --------------------------------------------------------------------
 
     def _sorted_buckets(self, split: str) -> Iterator[tuple[int, np.ndarray, memoryview | int]]:
-        """Yield ``(bucket, entries sorted by h (with offsets), data fd)`` in bucket order."""
+        """Yield ``(bucket, entries sorted by h (with offsets), data fd)`` in bucket order
+        (records held in memory: one bucket of them all)."""
+        if self._held is not None:
+            held = self._held.split(split)
+            if held is not None:
+                yield 0, _sorted_table(*held), self._held.buffer.data
+            return
         folder = self._spill_dir / split
         for bucket in range(_BUCKETS):
             index_path = folder / f"{bucket:03d}.idx"
@@ -370,16 +467,7 @@ class ShardedWriter:
             entries = np.fromfile(index_path, dtype=_ENTRY)
             offsets = np.zeros(len(entries), dtype=np.int64)
             np.cumsum(entries["length"][:-1], out=offsets[1:])
-            # Stable sort: ties in h (equal keys) keep their input order.
-            order = np.argsort(entries["h"], kind="stable")
-            table = np.empty(len(entries), dtype=[("label", "<i8"), ("offset", "<i8"),
-                                                  ("length", "<i8"), ("key", "<u8"),
-                                                  ("content", "V16")])
-            table["label"] = entries["label"][order]
-            table["key"] = entries["key"][order]
-            table["content"] = entries["content"][order]
-            table["offset"] = offsets[order]
-            table["length"] = entries["length"][order]
+            table = _sorted_table(entries, offsets)
             data_path = folder / f"{bucket:03d}.data"
             if data_path.stat().st_size <= _BUCKET_IN_MEMORY:
                 yield bucket, table, memoryview(data_path.read_bytes())
@@ -494,7 +582,7 @@ class ShardedWriter:
     def finish(self, progress: Callable[[int], None] | None = None) -> Manifest:
         """Write every shard, then the manifest; return the manifest."""
         tick = progress or (lambda n: None)
-        if not self.resumed and not self.streaming:
+        if not self.resumed and not self.streaming and self._held is None:
             self._close_spill()
             self._write_spill_summary()
         written: dict[str, list[ShardInfo]] = {}
@@ -552,6 +640,21 @@ class ShardedWriter:
         if not self.storage.local:
             remove_shards(self.target, self.storage, keep=listed, sidecars=self.base is None)
 
+
+
+def _sorted_table(entries: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Spill entries in input order and their frames' offsets, as a table sorted by h; ties
+    in h (equal keys) keep their input order."""
+    order = np.argsort(entries["h"], kind="stable")
+    table = np.empty(len(entries), dtype=[("label", "<i8"), ("offset", "<i8"),
+                                          ("length", "<i8"), ("key", "<u8"),
+                                          ("content", "V16")])
+    table["label"] = entries["label"][order]
+    table["key"] = entries["key"][order]
+    table["content"] = entries["content"][order]
+    table["offset"] = offsets[order]
+    table["length"] = entries["length"][order]
+    return table
 
 
 def _members(splits: str | Sequence[str], n: int) -> dict[str, list[int]]:
