@@ -63,9 +63,10 @@ def medians_and_spread(runs: dict[str, list[dict[str, float]]]
     return median, spread
 
 
-def run_fresh(module: str, call: str) -> Any:
+def run_fresh(module: str, call: str, python: str | None = None) -> Any:
     """``<module>.<call>`` (a Python expression) in a fresh process with this directory on the
-    path, its JSON-printed result back.
+    path, its JSON-printed result back (``python``: another interpreter, e.g. a peer's own
+    environment).
 
     Raises:
         RuntimeError: the process failed (its last lines of stderr).
@@ -75,7 +76,7 @@ def run_fresh(module: str, call: str) -> Any:
     here = str(Path(__file__).resolve().parent)
     code = (f"import sys, json; sys.path.insert(0, {here!r}); import {module}; "
             f"print(json.dumps({module}.{call}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    out = subprocess.run([python or sys.executable, "-c", code], capture_output=True, text=True,
                          check=False, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     if out.returncode != 0:
         raise RuntimeError(f"{call} failed:\n{out.stderr[-3000:]}")

@@ -17,11 +17,17 @@ compression (zstd). Each case runs in a fresh process; cases alternate; medians 
                  fresh dataset's first fetches inflate every file once through)
   tk gzip warm[i]  the same, after one untimed pass over the same indices: every point
                  confirmed, inflated parts kept up to 128 MiB
+  tk parsed[i]   a record's values, parsed (not decoded): grain's source with
+                 DecodeOptions(decode=False), source[i] -> image bytes, label, dims, id
+  mds[i]         MosaicML Streaming's StreamingDataset(local=...)[i] over the same values
+                 written with MDSWriter (image as bytes, label and dims as ints; 64 MiB
+                 shards): --mds-python names an interpreter that has mosaicml-streaming
+                 (its unpinned torch may not sit beside ours)
 
 Every case also reports the growth of anonymous memory (RssAnon) over its fetches.
 
 Run: python bench/random_access.py [--records 20000] [--fetches 10000] [--runs 5]
-     [--json bench_output/random_access.json]
+     [--mds-python PATH] [--json bench_output/random_access.json]
 """
 
 from __future__ import annotations
@@ -92,9 +98,56 @@ def make(root: Path, records: int, restart_kib: int) -> dict[str, Path]:
     return {"plain": plain, "gzip": gz, "array_record": ar}
 
 
-def run_case(case: str, paths: dict[str, str], fetches: int) -> dict[str, float]:
-    import numpy as np
+def make_mds(root: Path, plain: Path, python: str) -> Path:
+    """The photos' values (image bytes, label, dims) as an MDS dataset, written by
+    ``python`` (an interpreter with mosaicml-streaming) from a dump of them."""
+    out = root / f"{plain.name}_mds"
+    if (out / "index.json").exists():
+        return out
+    import pickle
 
+    import tfrecordkit as tk
+
+    source = tk.load_grain_source(plain, options=tk.DecodeOptions(decode=False))
+    rows = []
+    for i in range(len(source)):
+        row = source[i]
+        rows.append((row["image"], int(row["label"]), int(row["image/height"]),
+                     int(row["image/width"])))
+    dump = root / f"{plain.name}_values.pickle"
+    dump.write_bytes(pickle.dumps(rows))
+    run_fresh("random_access", f"write_mds({str(dump)!r}, {str(out)!r})", python)
+    dump.unlink()
+    return out
+
+
+def write_mds(dump: str, out: str) -> int:
+    """(Run by the MDS interpreter.) Write the dumped values with MDSWriter."""
+    import pickle
+
+    from streaming import MDSWriter
+
+    rows = pickle.loads(Path(dump).read_bytes())
+    columns = {"image": "bytes", "label": "int", "height": "int", "width": "int"}
+    with MDSWriter(out=out, columns=columns, size_limit=1 << 26) as writer:
+        for image, label, height, width in rows:
+            writer.write({"image": image, "label": label, "height": height, "width": width})
+    return len(rows)
+
+
+def run_case(case: str, paths: dict[str, str], fetches: int) -> dict[str, float]:
+
+    if case == "mds[i]":
+        from streaming import StreamingDataset
+
+        source: Any = StreamingDataset(local=paths["mds"], shuffle=False, batch_size=1)
+        return _fetch_loop(case, source, None, fetches, lambda value: len(value["image"]))
+    if case == "tk parsed[i]":
+        import tfrecordkit as tk
+
+        source = tk.load_grain_source(paths["plain"],
+                                      options=tk.DecodeOptions(decode=False))
+        return _fetch_loop(case, source, None, fetches, lambda value: len(value["image"]))
     if case.startswith("ar"):
         from grain.python import ArrayRecordDataSource
 
@@ -106,6 +159,13 @@ def run_case(case: str, paths: dict[str, str], fetches: int) -> dict[str, float]
 
         source = tk.open_split(paths["gzip" if "gzip" in case else "plain"])
         many = source.get_many
+    return _fetch_loop(case, source, many, fetches, len)
+
+
+def _fetch_loop(case: str, source: Any, many: Any, fetches: int, size_of: Any
+                ) -> dict[str, float]:
+    import numpy as np
+
     n = len(source)
     rng = np.random.default_rng(0)
     ids = rng.integers(0, n, fetches).tolist()
@@ -117,7 +177,7 @@ def run_case(case: str, paths: dict[str, str], fetches: int) -> dict[str, float]
     size = 0
     if case.endswith("[i]"):
         for i in ids:
-            size += len(source[i])
+            size += size_of(source[i])
     else:
         for k in range(0, fetches, GROUP):
             size += sum(len(r) for r in many(ids[k : k + GROUP]))
@@ -126,12 +186,15 @@ def run_case(case: str, paths: dict[str, str], fetches: int) -> dict[str, float]
             "rss_anon_growth_mb": (_rss_anon() - before) / 2**20, "bytes": size}
 
 
-def _in_process(case: str, paths: dict[str, Path], fetches: int) -> dict[str, float]:
+def _in_process(case: str, paths: dict[str, Path], fetches: int, python: str | None = None
+                ) -> dict[str, float]:
     given = {k: str(v) for k, v in paths.items()}
-    return run_fresh("random_access", f"run_case({case!r}, {given!r}, {fetches})")
+    return run_fresh("random_access", f"run_case({case!r}, {given!r}, {fetches})",
+                     python if case == "mds[i]" else None)
 
 
-CASES = ("tk[i]", "ar[i]", "tk get_many", "ar getitems", "tk gzip[i]", "tk gzip warm[i]")
+CASES = ("tk[i]", "ar[i]", "tk get_many", "ar getitems", "tk gzip[i]", "tk gzip warm[i]",
+         "tk parsed[i]", "mds[i]")
 
 
 def main() -> None:
@@ -143,6 +206,8 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--dir", default="bench_output/photos")
     parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--mds-python", default=sys.executable,
+                        help="an interpreter with mosaicml-streaming (for mds[i])")
     args = parser.parse_args()
     cases = [c for c in args.cases.split(",") if c]
     skipped: dict[str, str] = {}
@@ -154,6 +219,12 @@ def main() -> None:
             if case.startswith("ar"):
                 skipped[case] = f"not installed: {err.name} (the bench dependency group)"
     paths = make(Path(args.dir), args.records, args.restart)
+    if "mds[i]" in cases:
+        try:
+            paths["mds"] = make_mds(Path(args.dir), paths["plain"], args.mds_python)
+        except RuntimeError as err:
+            skipped["mds[i]"] = ("mosaicml-streaming not importable by --mds-python: "
+                                 + str(err).splitlines()[-1])
     if "array_record" in skipped.get("ar[i]", ""):
         paths.pop("array_record", None)
     runs: dict[str, list[dict[str, float]]] = {c: [] for c in cases}
@@ -162,7 +233,7 @@ def main() -> None:
             if case in skipped:
                 continue
             try:
-                runs[case].append(_in_process(case, paths, args.fetches))
+                runs[case].append(_in_process(case, paths, args.fetches, args.mds_python))
             except RuntimeError as err:
                 skipped[case] = str(err).splitlines()[-1]
     median, spread = medians_and_spread(runs)
@@ -180,7 +251,8 @@ def main() -> None:
         print(f"{case:<14}skipped: {why}")
     ratios = {}
     rate = {c: m["fetches_per_s"] for c, m in median.items()}
-    for ours, base in (("tk[i]", "ar[i]"), ("tk get_many", "ar getitems")):
+    for ours, base in (("tk[i]", "ar[i]"), ("tk get_many", "ar getitems"),
+                       ("tk parsed[i]", "mds[i]")):
         if ours in rate and base in rate:
             ratios[f"{ours} / {base}"] = rate[ours] / rate[base]
     print()

@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 
 from tests import wire
 from tfrecordkit import SchemaError, encode_example
+from tfrecordkit.format import _columns
 from tfrecordkit.format._columns import (
     RecordSlices,
     _parse_python,
     codec_name,
+    parse_example,
     parse_examples,
 )
 from tfrecordkit.format._spec import KeySpec
@@ -370,3 +372,92 @@ def test_what_a_scan_found_is_used_only_for_its_own_records_and_keys(monkeypatch
     _same_columns(parse_examples(RecordSlices(b"".join(records),
                                               np.cumsum([0] + [len(r) for r in records[:-1]]),
                                               [len(r) for r in records]), specs), want)
+
+
+# -- one record: parse_example -----------------------------------------------------------------
+
+def _same_value(a, b, key):
+    assert type(a) is type(b), (key, a, b)
+    if isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape, key
+        if a.dtype.kind == "f":
+            assert np.array_equal(a, b, equal_nan=True), key
+            assert np.array_equal(np.signbit(a), np.signbit(b)), key
+        else:
+            assert np.array_equal(a, b), key
+    elif isinstance(a, np.floating):
+        assert np.array_equal(a, b, equal_nan=True) and np.signbit(a) == np.signbit(b), key
+    else:
+        assert a == b, key
+
+
+def _one_outcome(parse, record, specs):
+    try:
+        return "ok", parse(record, specs)
+    except SchemaError as err:
+        return "error", (err.feature, err.record)
+
+
+def _one_agrees(record, specs, monkeypatch):
+    """parse_example (compiled) against record 0 of parse_examples, and against the
+    protobuf path: the same values and types, or the same error."""
+    specs = tuple(specs)
+    one = _one_outcome(lambda r, s: parse_example(r, s, where="r7"), record, specs)
+    batch = _outcome(parse_examples, [record], specs)
+    assert one[0] == batch[0], (one, batch)
+    with monkeypatch.context() as m:
+        m.setattr(_columns, "_CODEC", None)
+        python = _one_outcome(lambda r, s: parse_example(r, s, where="r7"), record, specs)
+    assert one[0] == python[0], (one, python)
+    if one[0] == "error":
+        assert one[1] == python[1] and one[1][1] == "r7"
+        assert one[1][0] == batch[1][0]
+        return
+    for spec in specs:
+        _same_value(one[1][spec.key], python[1][spec.key], spec.key)
+        column = batch[1][spec.key]
+        if spec.shape is None:
+            expected = column.row(0)
+            if spec.dtype == "string":
+                assert one[1][spec.key] == list(expected), spec.key
+            else:
+                _same_value(one[1][spec.key], np.asarray(expected), spec.key)
+
+
+@needs_compiled
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow,
+                                                    HealthCheck.function_scoped_fixture])
+@given(batches())
+def test_one_record_parses_as_its_row_of_a_batch_on_arbitrary_encodings(monkeypatch, batch):
+    records, specs = batch
+    for record in records:
+        _one_agrees(record, specs, monkeypatch)
+
+
+@needs_compiled
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow,
+                                                    HealthCheck.function_scoped_fixture])
+@given(wire.examples(), st.data())
+def test_one_mutated_record_is_accepted_or_rejected_as_a_batch_of_it(monkeypatch, case, data):
+    record = bytearray(case[0])
+    for _ in range(data.draw(st.integers(1, 3))):
+        if not record:
+            break
+        at = data.draw(st.integers(0, len(record) - 1))
+        record[at] ^= data.draw(st.integers(1, 255))
+    _one_agrees(bytes(record), [KeySpec(k, d, None) for k, d in (
+        ("x", "int64"), ("label", "float32"), ("", "string"))], monkeypatch)
+
+
+def test_one_record_values_are_writable_and_defaults_fill_absent_keys():
+    record = encode_example({"a": np.array([1, 2], np.int64), "s": [b"x"]})
+    got = parse_example(record, (KeySpec("a", "int64", (2,)), KeySpec("s", "string", ()),
+                                 KeySpec("m", "float32", (2,), default=0.5),
+                                 KeySpec("t", "string", (), default="none"),
+                                 KeySpec("v", "int64", None)))
+    assert got["a"].tolist() == [1, 2] and got["s"] == b"x" and got["t"] == b"none"
+    assert got["m"].tolist() == [0.5, 0.5] and got["v"].dtype == np.int64 and got["v"].size == 0
+    got["a"][0] = 9  # a fresh array, not a view of the record
+    got["m"][0] = 9
+    with pytest.raises(SchemaError, match="record rec 3: feature 'a': key 'a' holds 2"):
+        parse_example(record, (KeySpec("a", "int64", (3,)),), where="rec 3")

@@ -8,6 +8,7 @@ from tfrecordkit.format._columns import (
     RecordSlices,
     codec_name,
     compiled_codec,
+    parse_example,
     parse_examples,
 )
 from tfrecordkit.format._compression import normalize_compression
@@ -132,6 +133,7 @@ __all__ = [
     "masked_crc32c",
     "messages",
     "normalize_compression",
+    "parse_example",
     "parse_examples",
     "parse_feature_lists",
     "parse_index",

@@ -986,6 +986,114 @@ static PyObject *codec_fill(PyObject *self, PyObject *args) {
 }
 
 
+/* One record's values for every spec, as Python objects: per spec None (the key is absent;
+ * the caller puts its default), a list of bytes (string), or a bytearray of the values'
+ * little-endian float32 / int64s. Checks exactly what scan and fill check. */
+static PyObject *one_value(const Run *run, Spec *spec, Error *err) {
+    int64_t n = spec->total_values, b = spec->total_bytes, filled_n = 0, filled_b = 0;
+    int64_t row_count = 0;
+    uint8_t missing = 0;
+    spec->row_counts = &row_count;
+    spec->missing = &missing;
+    spec->value_pos = 0;
+    spec->byte_pos = 0;
+    if (spec->kind != KIND_BYTES) {
+        int64_t width = spec->kind == KIND_FLOAT ? 4 : 8;
+        PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(width * n));
+        if (out == NULL) return NULL;
+        spec->values = PyByteArray_AS_STRING(out);
+        spec->values_cap = width * n;
+        if (!walk_values(run, spec, MODE_FILL, &filled_n, &filled_b, err)) {
+            Py_DECREF(out);
+            return raise_parse_error(err);
+        }
+        return out;
+    }
+    char *values = PyMem_Malloc((size_t)(b ? b : 1));
+    int64_t *lens = PyMem_Malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    PyObject *out = NULL;
+    if (values == NULL || lens == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    spec->values = values;
+    spec->values_cap = b;
+    spec->value_lens = lens;
+    spec->lens_cap = n;
+    if (!walk_values(run, spec, MODE_FILL, &filled_n, &filled_b, err)) {
+        raise_parse_error(err);
+        goto done;
+    }
+    out = PyList_New((Py_ssize_t)n);
+    int64_t at = 0;
+    for (int64_t i = 0; out != NULL && i < n; i++) {
+        PyObject *item = PyBytes_FromStringAndSize(values + at, (Py_ssize_t)lens[i]);
+        if (item == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, item);
+        at += lens[i];
+    }
+done:
+    PyMem_Free(values);
+    PyMem_Free(lens);
+    return out;
+}
+
+static PyObject *codec_parse_one(PyObject *self, PyObject *args) {
+    Py_buffer record;
+    PyObject *specs_arg;
+    int strict = 0;
+    if (!PyArg_ParseTuple(args, "y*O|p", &record, &specs_arg, &strict)) return NULL;
+    int nspecs = 0;
+    Spec *specs = specs_get(specs_arg, &nspecs);
+    if (specs == NULL) {
+        PyBuffer_Release(&record);
+        return NULL;
+    }
+    size_t slots = (size_t)(nspecs ? nspecs : 1);
+    Located *where = PyMem_Malloc(sizeof(Located) * slots);
+    Run *runs = PyMem_Malloc(sizeof(Run) * slots);
+    int64_t *sizes = PyMem_Malloc(2 * sizeof(int64_t) * slots);
+    Table table = {NULL, NULL, 0, strict};
+    PyObject *result = NULL;
+    Error err = {0, -1, {0}};
+    if (where == NULL || runs == NULL || sizes == NULL || !table_init(&table, specs, nspecs)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Span span = {(const uint8_t *)record.buf, (const uint8_t *)record.buf + record.len};
+    if (!parse_record(span, 0, specs, nspecs, &table, MODE_SCAN, where, runs, sizes, 0, &err)) {
+        raise_parse_error(&err);
+        goto done;
+    }
+    result = PyList_New(nspecs);
+    for (int k = 0; result != NULL && k < nspecs; k++) {
+        PyObject *value;
+        err.spec = k;
+        if (!where[k].found || runs[k].kind == KIND_NONE) {
+            value = Py_NewRef(Py_None);
+        } else {
+            value = one_value(&runs[k], &specs[k], &err);
+        }
+        if (value == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, k, value);
+    }
+done:
+    PyMem_RawFree(table.slot);
+    PyMem_Free(where);
+    PyMem_Free(runs);
+    PyMem_Free(sizes);
+    PyMem_Free(specs);
+    PyBuffer_Release(&record);
+    return result;
+}
+
+
 /* ---------------------------------------------------------------- encoding */
 /* Framed, CRC'd Example records for a batch, built from columns (see `encode_frames`). */
 
@@ -1673,6 +1781,8 @@ static PyMethodDef methods[] = {
     {"scan", codec_scan, METH_VARARGS,
      "scan(records, specs, keep=False) -> [(values, bytes)] per spec (keep: and what fill "
      "can reuse); ValueError((record, spec, why))."},
+    {"parse_one", codec_parse_one, METH_VARARGS,
+     "parse_one(record, specs, strict=False): one record's values per spec"},
     {"fill", codec_fill, METH_VARARGS,
      "fill(records, specs, outs, saved=None): write every spec's values into its output "
      "buffers (saved: from scan(..., keep=True) of these records)."},

@@ -23,7 +23,8 @@ from tfrecordkit.format._compiled import CODEC
 from tfrecordkit.format._example import decode_example, decode_example_keys
 from tfrecordkit.format._spec import KeySpec, check_key
 
-__all__ = ["Column", "RecordSlices", "codec_name", "compiled_codec", "parse_examples"]
+__all__ = ["Column", "RecordSlices", "codec_name", "compiled_codec", "parse_example",
+           "parse_examples"]
 
 _KIND = {"string": 1, "float32": 2, "int64": 3}
 _DTYPE: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
@@ -113,6 +114,9 @@ class Column:
 
 
 def _spec_args(specs: Sequence[KeySpec]) -> list[tuple[bytes, int, int, bool]]:
+    last = _LAST_ARGS[0]
+    if last is not None and last[0] is specs:  # the same tuple as the last call: no hashing
+        return last[1]
     key = tuple(specs)
     try:
         found = _SPEC_ARGS.get(key)
@@ -122,10 +126,13 @@ def _spec_args(specs: Sequence[KeySpec]) -> list[tuple[bytes, int, int, bool]]:
         found = _SPEC_ARGS[key] = _make_spec_args(key)
         if len(_SPEC_ARGS) > 256:  # bounded: a long-lived process may see many schemas
             del _SPEC_ARGS[next(iter(_SPEC_ARGS))]
+    if isinstance(specs, tuple):  # immutable: its identity names its args
+        _LAST_ARGS[0] = (specs, found)
     return found
 
 
 _SPEC_ARGS: dict[tuple[KeySpec, ...], list[tuple[bytes, int, int, bool]]] = {}
+_LAST_ARGS: list[tuple[tuple[KeySpec, ...], list[tuple[bytes, int, int, bool]]] | None] = [None]
 
 
 def _make_spec_args(specs: Sequence[KeySpec]) -> list[tuple[bytes, int, int, bool]]:
@@ -224,6 +231,69 @@ def parse_examples(records: Sequence[bytes] | RecordSlices, specs: Sequence[KeyS
         _raise(err.error, specs, where, err.first)
     return {spec.key: _finish(spec, values, row_counts, lens, missing)
             for spec, (values, row_counts, lens, missing) in zip(specs, outs, strict=True)}
+
+
+def parse_example(record: bytes, specs: Sequence[KeySpec], *, where: Any = None,
+                  strict: bool = False) -> dict[str, Any]:
+    """One serialized Example's keys by ``specs``, as a row of :func:`parse_examples`' batch:
+    a fixed shape's numbers as an array of that shape (a NumPy scalar for ``()``), its
+    strings as ``bytes`` (an object array for a shape with axes); a variable length's
+    numbers as a 1-D array, its strings as a list of ``bytes``; defaults put in place.
+    Checked as :func:`parse_examples` checks a batch; ``where`` names the record in errors
+    (a callable: called for the name, only on an error).
+
+    Raises:
+        SchemaError: the record is not an Example, or a key is missing, of the wrong type or
+            count (names the key and the record).
+    """
+    def name(_: int) -> Any:
+        return where() if callable(where) else where
+
+    if _CODEC is None:
+        columns = parse_examples([record], specs, where=name, strict=strict)
+        return {spec.key: _row(spec, columns[spec.key]) for spec in specs}
+    try:
+        values = _CODEC.parse_one(record, _spec_args(specs), strict)
+    except ValueError as err:
+        _raise(err, specs, name)
+    return {spec.key: _one_value(spec, value) for spec, value in zip(specs, values, strict=True)}
+
+
+def _one_value(spec: KeySpec, value: Any) -> Any:
+    """A spec's value from the codec's ``parse_one`` (None: absent), as :func:`_row` gives it."""
+    if value is None:
+        value = _default_values(spec) if spec.default is not None else []
+        if spec.dtype != "string":
+            value = bytearray(np.asarray(value, _DTYPE[spec.dtype]).tobytes())
+    if spec.dtype == "string":
+        if spec.shape is None:
+            return value
+        if spec.shape == ():
+            return value[0]
+        out = np.empty(len(value), dtype=object)
+        out[:] = value
+        return out.reshape(spec.shape)
+    numbers = np.frombuffer(value, _DTYPE[spec.dtype]) if value else np.empty(
+        0, _DTYPE[spec.dtype])
+    if spec.shape is None:
+        return numbers
+    return numbers[0] if spec.shape == () else numbers.reshape(spec.shape)
+
+
+def _row(spec: KeySpec, column: Column) -> Any:
+    """Record 0 of a one-record column, as :func:`parse_example` gives it."""
+    if spec.dtype == "string":
+        rows = column.to_bytes()
+        if spec.shape is None:
+            return rows
+        if spec.shape == ():
+            return rows[0]
+        out = np.empty(len(rows), dtype=object)
+        out[:] = rows
+        return out.reshape(spec.shape)
+    if spec.shape is None:
+        return column.values[column.row_splits[0] : column.row_splits[1]]
+    return column.values[0]
 
 
 _PARALLEL_MIN = 512  # records per thread below which splitting costs more than it saves

@@ -23,6 +23,7 @@ from tfrecordkit.errors import SchemaError
 from tfrecordkit.format import (
     Column,
     RecordSlices,
+    parse_example,
     parse_examples,
     parse_feature_lists,
 )
@@ -267,8 +268,12 @@ class RecordDecoder:
         #: Threads that may parse one large batch: the loader's plan (None: the codec's own).
         self.threads: int | None = None
         # decode=False: the Example keys the features are stored under, parsed, not decoded.
-        self._raw_specs = stored_specs(schema, self.features)
+        self._raw_specs = tuple(stored_specs(schema, self.features))
         self.stored = stored_layout(self._raw_specs, options.padding)
+        # Records read whole by a schema inferred from a sample: a key it lacks is an error.
+        self._strict_keys = self.inferred_from > 0 and len(self.features) == len(self.schema)
+        self._fixed_keys = all(not spec.sequence and not self.stored[spec.key].varies
+                               for spec in self._raw_specs)
         self._images = set(self.layout.images)
         self.shard_label = self.layout.shard_label
         size = options.image_size
@@ -304,9 +309,7 @@ class RecordDecoder:
         record's own values)."""
         try:
             columns, lists = _parse_keys(records, self._raw_specs, where,
-                                         strict=self.inferred_from > 0
-                                         and len(self.features) == len(self.schema),
-                                         threads=self.threads)
+                                         strict=self._strict_keys, threads=self.threads)
         except SchemaError as err:
             raise self._undescribed(err) from None
         padding = padding or self.options.padding
@@ -321,12 +324,22 @@ class RecordDecoder:
             out[self.shard_label] = np.asarray(classes, np.int64)
         return out
 
-    def raw_one(self, record: bytes, source: str | int | None = None,
+    def raw_one(self, record: bytes, source: str | int | Callable[[], str] | None = None,
                 shard_class: int | None = None) -> dict[str, Any]:
-        """One record's :meth:`raw_columns`, without the batch dimension."""
+        """One record's :meth:`raw_columns`, without the batch dimension (``source`` names the
+        record in errors; a callable gives the name, called only on an error)."""
+        if self._fixed_keys:  # every key one fixed shape: one compiled parse of the record
+            try:
+                out = parse_example(record, self._raw_specs, where=source,
+                                    strict=self._strict_keys)
+            except SchemaError as err:
+                raise self._undescribed(err) from None
+            if self.shard_label is not None and shard_class is not None:
+                out[self.shard_label] = np.int64(shard_class)
+            return out
         classes = None if shard_class is None else np.array([shard_class])
-        return {key: _first(value) for key, value in
-                self.raw_columns([record], lambda _: source, classes).items()}
+        return {key: _first(value) for key, value in self.raw_columns(
+            [record], lambda _: source() if callable(source) else source, classes).items()}
 
     def collate_raw(self, rows: Names[dict[str, Any]]) -> dict[str, Any]:
         """Rows of :meth:`raw_one` as one :meth:`raw_columns` batch (other keys stacked)."""

@@ -6,6 +6,7 @@ grain needs nothing from us beyond that protocol, so this module imports no fram
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,7 +80,8 @@ class GrainSource:
         label = self.decoder.shard_label
         shard_class = int(self.records.shard_classes([key])[0]) if label else None
         if not self.options.decode:  # parsed, not decoded
-            values = self.decoder.raw_one(record, self.records.where(key), shard_class)
+            values = self.decoder.raw_one(record, functools.partial(self.records.where, key),
+                                          shard_class)
             if self.mix is not None:
                 values = self.mix.relabelled(values, np.int64(key))
             values[RECORD_ID] = np.int64(key)
