@@ -126,3 +126,60 @@ def test_grain_reads_the_numpy_loaders_shuffled_order(dataset, shuffle):
             assert a["__id"].tolist() == b["__id"].tolist()
             assert a["v"].tolist() == b["v"].tolist()
             assert np.array_equal(a["seq"]["values"], b["seq"]["values"])
+
+
+def test_one_compiled_parse_per_record_gives_the_batch_parse_rows(tmp_path):
+    """Every key of a fixed shape: ``source[i]`` parses the record in one compiled call; its
+    values and their types equal the batch parse's row (NumPy loader, decode=False), and an
+    undescribed record is refused naming its file and offset."""
+    from tfrecordkit.format import _columns
+
+    schema = tk.Schema({
+        "image": tk.Image("png", channels=1),
+        "label": tk.ClassLabel(["a", "b", "c"]),
+        "score": tk.Scalar("float32"),
+        "name": tk.Text(),
+        "grid": tk.Tensor((2, 3), "int64", encoding="list"),
+        "raw": tk.Tensor((4,), "float32"),
+    })
+    rng = np.random.default_rng(3)
+    rows = [{"image": rng.integers(0, 255, (5, 4, 1), dtype=np.uint8), "label": i % 3,
+             "score": float(i) / 3, "name": f"n{i}", "grid": np.arange(6).reshape(2, 3) + i,
+             "raw": rng.normal(size=4).astype(np.float32)} for i in range(9)]
+    tk.write_dataset(rows, tmp_path / "ds", schema)
+    options = tk.DecodeOptions(decode=False)
+    source = load_grain_source(tmp_path / "ds", options=options)
+    assert source.decoder._fixed_keys
+    batch = next(iter(load_numpy_dataset(tmp_path / "ds", batch_size=9, sampling=tk.InOrder(),
+                                         options=options)))
+    calls = []
+    parse_one = _columns._CODEC.parse_one if _columns._CODEC is not None else None
+    for i in range(9):
+        row = source[i]
+        assert row.keys() == batch.keys() - {"__valid"}
+        for key, value in row.items():
+            want = batch[key][i]
+            assert type(value) is type(want), (key, type(value), type(want))
+            assert np.array_equal(np.asarray(value), np.asarray(want)), key
+    if parse_one is not None:
+        original = _columns._CODEC
+
+        class Counting:
+            def __getattr__(self, name):
+                return getattr(original, name)
+
+            def parse_one(self, *args):
+                calls.append(1)
+                return original.parse_one(*args)
+
+        _columns._CODEC = Counting()
+        try:
+            source[4]
+        finally:
+            _columns._CODEC = original
+        assert calls == [1]
+    bad = tk.Schema({"image": tk.Image("png", channels=1), "label": tk.Scalar("float32")})
+    wrong = load_grain_source(tmp_path / "ds", options=tk.DecodeOptions(
+        decode=False), read=tk.ReadOptions(schema=bad))
+    with pytest.raises(tk.SchemaError, match=r"record 2 \[train\] \(byte \d+ of .*tfrecord"):
+        wrong[2]
