@@ -342,6 +342,38 @@ def test_tf_datas_in_graph_windows_equal_the_pure_functions(sizes, seed, epoch, 
         assert (*window.numpy().tolist(), int(flipped.numpy())) == tuple(want)
 
 
+@pytest.mark.integration
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 2000), st.integers(1, 2000)), min_size=1,
+                max_size=40),
+       st.integers(0, 2**62), st.integers(-1, 10**6), st.sampled_from(
+           [(0.08, 1.0), (0.5, 0.5), (0.01, 0.2), (1.0, 1.0)]),
+       st.sampled_from([(3 / 4, 4 / 3), (1.0, 1.0), (0.2, 5.0), (2.0, 3.0)]), st.booleans())
+def test_a_batchs_windows_computed_at_once_in_a_tf_data_map_equal_the_pure_functions(
+        sizes, seed, epoch, scale, ratio, flip):
+    """tf.data computes a batch's random windows at once (``random_windows``), inside a
+    dataset map where TensorFlow's graph optimizer runs: bit for bit the TF-free readers'."""
+    tf = pytest.importorskip("tensorflow")
+    from tfrecordkit.readers.tf_data._crop import random_windows
+
+    seed %= 2**62
+    options = tk.DecodeOptions(image_size=(24, 28), crop="random", flip=flip,
+                               crop_scale=scale, crop_ratio=ratio)
+    ids = np.arange(len(sizes), dtype=np.int64) * 1_000_003 + 17
+    heights = np.array([h for h, _ in sizes], np.int64)
+    widths = np.array([w for _, w in sizes], np.int64)
+    keys = [f"{epoch},{i}".encode() for i in ids.tolist()]
+    ds = tf.data.Dataset.from_tensors((heights, widths, keys)).map(
+        lambda h, w, k: random_windows(h, w, k, seed, options))
+    windows, flips = next(iter(ds))
+    draws = crop_draws(seed, epoch, ids)
+    want = [random_crop_box(h, w, u, scale=scale, ratio=ratio, flip=flip)
+            for (h, w), u in zip(sizes, draws, strict=True)]
+    got = [(*box, int(f)) for box, f in zip(windows.numpy().tolist(),
+                                            flips.numpy().tolist(), strict=True)]
+    assert got == want
+
+
 def test_the_centre_crop_against_torchvisions_resize_then_crop_is_as_documented():
     """docs/loaders.md states how far crop="center" is from torchvision's evaluation
     transform, Resize(256) + CenterCrop(224) on PIL images (rewritten here: PIL's
