@@ -461,3 +461,16 @@ def test_one_record_values_are_writable_and_defaults_fill_absent_keys():
     got["m"][0] = 9
     with pytest.raises(SchemaError, match="record rec 3: feature 'a': key 'a' holds 2"):
         parse_example(record, (KeySpec("a", "int64", (3,)),), where="rec 3")
+
+
+@needs_compiled
+def test_bytes_columns_split_into_python_bytes_in_one_call():
+    records = [encode_example({"s": [b"ab", b"", b"cde"]}), encode_example({"s": [b"\x00" * 5]})]
+    column = parse_examples(records, [KeySpec("s", "string", None)])["s"]
+    assert column.to_bytes() == [b"ab", b"", b"cde", b"\x00" * 5]
+    split = _columns._CODEC.split_bytes
+    with pytest.raises(ValueError, match="offsets"):
+        split(np.zeros(4, np.uint8), np.array([0, 5], np.int64))  # past the values
+    with pytest.raises(ValueError, match="offsets"):
+        split(np.zeros(4, np.uint8), np.array([2, 1], np.int64))  # out of order
+    assert split(np.frombuffer(b"xyz", np.uint8), np.array([0], np.int64)) == []

@@ -1094,6 +1094,41 @@ done:
 }
 
 
+/* split_bytes(values, offsets): the bytes values of a column as a list of Python bytes:
+ * value i is values[offsets[i]:offsets[i + 1]] (offsets: int64, ascending, within values). */
+static PyObject *codec_split_bytes(PyObject *self, PyObject *args) {
+    Py_buffer values, offsets;
+    if (!PyArg_ParseTuple(args, "y*y*", &values, &offsets)) return NULL;
+    PyObject *out = NULL;
+    if (offsets.len % 8 != 0 || offsets.len < 8) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be at least one int64");
+        goto done;
+    }
+    Py_ssize_t n = offsets.len / 8 - 1;
+    const int64_t *at = (const int64_t *)offsets.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (at[i] < 0 || at[i + 1] < at[i] || at[i + 1] > values.len) {
+            PyErr_SetString(PyExc_ValueError, "offsets out of order or past the values");
+            goto done;
+        }
+    }
+    out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *item = PyBytes_FromStringAndSize((const char *)values.buf + at[i],
+                                                   (Py_ssize_t)(at[i + 1] - at[i]));
+        if (item == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+done:
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&offsets);
+    return out;
+}
+
+
 /* ---------------------------------------------------------------- encoding */
 /* Framed, CRC'd Example records for a batch, built from columns (see `encode_frames`). */
 
@@ -1781,6 +1816,8 @@ static PyMethodDef methods[] = {
     {"scan", codec_scan, METH_VARARGS,
      "scan(records, specs, keep=False) -> [(values, bytes)] per spec (keep: and what fill "
      "can reuse); ValueError((record, spec, why))."},
+    {"split_bytes", codec_split_bytes, METH_VARARGS,
+     "split_bytes(values, offsets): a bytes column's values as a list of bytes"},
     {"parse_one", codec_parse_one, METH_VARARGS,
      "parse_one(record, specs, strict=False): one record's values per spec"},
     {"fill", codec_fill, METH_VARARGS,
