@@ -270,13 +270,7 @@ def _one_value(spec: KeySpec, value: Any) -> Any:
         if spec.dtype != "string":
             value = bytearray(np.asarray(value, _DTYPE[spec.dtype]).tobytes())
     if spec.dtype == "string":
-        if spec.shape is None:
-            return value
-        if spec.shape == ():
-            return value[0]
-        out = np.empty(len(value), dtype=object)
-        out[:] = value
-        return out.reshape(spec.shape)
+        return _strings(spec, value)
     numbers = np.frombuffer(value, _DTYPE[spec.dtype]) if value else np.empty(
         0, _DTYPE[spec.dtype])
     if spec.shape is None:
@@ -284,17 +278,21 @@ def _one_value(spec: KeySpec, value: Any) -> Any:
     return numbers[0] if spec.shape == () else numbers.reshape(spec.shape)
 
 
+def _strings(spec: KeySpec, values: list[bytes]) -> Any:
+    """One record's string values as :func:`parse_example` gives them."""
+    if spec.shape is None:
+        return values
+    if spec.shape == ():
+        return values[0]
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out.reshape(spec.shape)
+
+
 def _row(spec: KeySpec, column: Column) -> Any:
     """Record 0 of a one-record column, as :func:`parse_example` gives it."""
     if spec.dtype == "string":
-        rows = column.to_bytes()
-        if spec.shape is None:
-            return rows
-        if spec.shape == ():
-            return rows[0]
-        out = np.empty(len(rows), dtype=object)
-        out[:] = rows
-        return out.reshape(spec.shape)
+        return _strings(spec, column.to_bytes())
     if spec.shape is None:
         return column.values[column.row_splits[0] : column.row_splits[1]]
     return column.values[0]

@@ -103,13 +103,14 @@ def _as_u64(value: Any) -> Any:
 
 
 def _draws(seed: int, epoch: Any, record: Any) -> Any:
-    """:func:`~tfrecordkit.sampling.crop_draws` of one record: ``[41]`` float64 in [0, 1)."""
+    """:func:`~tfrecordkit.sampling.crop_draws` of one record (``[41]`` float64 in [0, 1)),
+    or of ``[n]`` records (``[n, 41]``)."""
     key = _splitmix(_as_u64(tf.constant(seed, tf.int64)))  # mix_keys(seed, epoch, salt)
     key = _splitmix(tf.bitwise.bitwise_xor(key, _as_u64(epoch)))
     key = _splitmix(tf.bitwise.bitwise_xor(key, tf.constant(CROP_SALT, tf.uint64)))
     per_record = _splitmix(tf.bitwise.bitwise_xor(key, _splitmix(_as_u64(record))))
     counters = _splitmix(tf.constant(np.arange(1, CROP_DRAWS + 1, dtype=np.uint64)))
-    bits = _splitmix(tf.bitwise.bitwise_xor(per_record, counters))
+    bits = _splitmix(tf.bitwise.bitwise_xor(per_record[..., None], counters))
     return tf.cast(tf.bitwise.right_shift(bits, tf.constant(11, tf.uint64)),
                    tf.float64) * (1.0 / (1 << 53))
 
@@ -212,14 +213,7 @@ def random_windows(heights: Any, widths: Any, keys: Any, seed: int, options: Dec
     keys = tf.where(tf.strings.length(keys) > 0, keys, b"0,0")
     numbers = tf.strings.to_number(tf.strings.split(keys, ",").to_tensor(
         default_value="0", shape=[None, 2]), tf.int64)
-    key = _splitmix(_as_u64(tf.constant(seed, tf.int64)))  # _draws, per record
-    key = _splitmix(tf.bitwise.bitwise_xor(key, _as_u64(numbers[:, 0])))
-    key = _splitmix(tf.bitwise.bitwise_xor(key, tf.constant(CROP_SALT, tf.uint64)))
-    per_record = _splitmix(tf.bitwise.bitwise_xor(key, _splitmix(_as_u64(numbers[:, 1]))))
-    counters = _splitmix(tf.constant(np.arange(1, CROP_DRAWS + 1, dtype=np.uint64)))
-    bits = _splitmix(tf.bitwise.bitwise_xor(per_record[:, None], counters[None, :]))
-    u = tf.cast(tf.bitwise.right_shift(bits, tf.constant(11, tf.uint64)),
-                tf.float64) * (1.0 / (1 << 53))
+    u = _draws(seed, numbers[:, 0], numbers[:, 1])
     windows = _random_windows(tf.cast(heights, tf.int64), tf.cast(widths, tf.int64), u,
                               options)
     flips = tf.logical_and(tf.constant(options.flip), u[:, CROP_DRAWS - 1] < 0.5)
