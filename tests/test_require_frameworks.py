@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = '''
@@ -29,6 +31,7 @@ def _run(tmp_path, *flags):
                            *flags], capture_output=True, text=True, cwd=ROOT, check=False)
 
 
+@pytest.mark.slow  # runs pytest in a subprocess
 def test_a_missing_framework_fails_only_when_required(tmp_path):
     relaxed = _run(tmp_path)
     assert relaxed.returncode == 0 and "2 skipped" in relaxed.stdout
@@ -70,6 +73,7 @@ def _run_probe(tmp_path, text, *flags):
                            *flags], capture_output=True, text=True, cwd=ROOT, check=False)
 
 
+@pytest.mark.slow  # runs pytest in a subprocess
 def test_a_module_skipped_at_collection_fails_when_required(tmp_path):
     """A module-level importorskip skipped the whole file at collection and the run exited
     0 even with --require-frameworks (35 test files did that)."""
@@ -81,6 +85,7 @@ def test_a_module_skipped_at_collection_fails_when_required(tmp_path):
         strict.stdout)
 
 
+@pytest.mark.slow  # runs pytest in a subprocess
 def test_the_librarys_framework_modules_count_too(tmp_path):
     relaxed = _run_probe(tmp_path, LIBRARY_PROBE)
     assert relaxed.returncode == 0 and "1 skipped" in relaxed.stdout, relaxed.stdout

@@ -43,7 +43,7 @@ def _loader(ds, workers, cls=DataLoader):
     return cls(ds, batch_size=None, num_workers=workers, **kwargs)
 
 
-@pytest.mark.parametrize("workers", [0, 1, 3])
+@pytest.mark.parametrize("workers", [0, 1, pytest.param(3, marks=pytest.mark.slow)])
 def test_dataloader_yields_the_numpy_loaders_steps_in_order(dataset, workers):
     expected = _ids(load_numpy_dataset(dataset, batch_size=B, seed=5))
     ds = load_torch_dataset(dataset, batch_size=B, seed=5)
@@ -66,6 +66,7 @@ def test_batches_are_tensors_with_the_numpy_loaders_values(dataset):
         assert a["text"] == b["text"] and isinstance(b["text"][0], str)
 
 
+@pytest.mark.slow  # starts DataLoader worker processes
 def test_epochs_differ_and_set_epoch_repeats_one(dataset):
     ds = load_torch_dataset(dataset, batch_size=B, seed=1)
     epoch0, epoch1 = _ids(_loader(ds, 0)), _ids(_loader(ds, 0))  # in-process: advances itself
@@ -91,7 +92,7 @@ def test_resume_with_another_number_of_workers_is_exact(dataset, before, after, 
     assert seen + rest == full
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.slow)])
 def test_stateful_dataloader_resumes_itself_with_the_same_workers(dataset, workers):
     from torchdata.stateful_dataloader import StatefulDataLoader
 
@@ -123,6 +124,7 @@ def test_a_state_from_another_configuration_is_refused(dataset):
         load_torch_dataset(dataset, batch_size=B, seed=4).load_state_dict(state)
 
 
+@pytest.mark.slow  # worker processes for every rank
 @pytest.mark.parametrize("world", [2, 4])
 def test_explicit_ranks_split_steps_and_workers_keep_order(dataset, world):
     single = _ids(load_numpy_dataset(dataset, batch_size=B, sampling=tk.Shuffled(drop_last=True),
@@ -221,7 +223,7 @@ def class_dataset(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.slow)])
 def test_pk_batches_in_torch_equal_the_numpy_ones_and_resume(class_dataset, workers):
 
     expected = [b["x"].tolist() for b in tk.load_numpy_dataset(class_dataset, sampling=tk.PK(3, 2),
@@ -249,6 +251,7 @@ def noisy(values, rng):
     return {**values, "x": values["x"] + np.float32(rng.integers(0, 1000))}
 
 
+@pytest.mark.slow  # starts DataLoader worker processes
 def test_augmentation_is_keyed_by_record_so_workers_and_resume_repeat_it(dataset):
     plain = {i: x for b in load_numpy_dataset(dataset, batch_size=B, seed=2)
              for i, x in zip(b["__id"].tolist(), b["x"].tolist(), strict=True)}
@@ -273,6 +276,7 @@ def test_augmentation_is_keyed_by_record_so_workers_and_resume_repeat_it(dataset
     assert [again.get(i) for i in first_ids] != numpy_run[0]["x"].tolist()  # epochs differ
 
 
+@pytest.mark.slow  # starts DataLoader worker processes
 def test_triplets_in_torch_equal_the_numpy_ones(class_dataset):
 
     expected = [b["anchor"]["__id"].tolist() for b in tk.load_numpy_dataset(class_dataset,
@@ -313,6 +317,7 @@ def test_batches_from_workers_hold_the_same_values_packed(tmp_path):
                     assert batch[key] == value
 
 
+@pytest.mark.slow  # starts DataLoader worker processes
 def test_batches_view_the_workers_buffers_kept_ones_stay_and_dropped_ones_free_at_once(
         tmp_path):
     """A worker's batch arrives viewing the worker's shared buffer (no copy). A tensor kept
@@ -352,6 +357,7 @@ def _numpy_epoch(dataset, epoch):
     return _ids(loader)
 
 
+@pytest.mark.slow  # starts DataLoader worker processes
 def test_persistent_workers_follow_set_epoch(dataset):
     """Persistent workers keep the dataset copy they started with: set_epoch reaches them
     anyway (it was ignored: epoch 7 asked, epoch 1 run, other order and other crops)."""
@@ -366,6 +372,7 @@ def test_persistent_workers_follow_set_epoch(dataset):
     assert _ids(loader) == _numpy_epoch(dataset, 4)
 
 
+@pytest.mark.slow  # starts DataLoader worker processes
 def test_workers_starting_the_same_epoch_again_warn_once(dataset, capfd):
     """Plain workers are new copies of the main process's dataset every epoch: without
     set_epoch each epoch repeats the first (and ds.state_dict() stays at step 0). Said once,

@@ -150,6 +150,7 @@ def pristine_values(pristine) -> dict[str, object]:
     return _values(pristine)
 
 
+@pytest.mark.slow  # every reader over a gzip dataset, damaged five ways (~30 s)
 @pytest.mark.parametrize("damage", sorted(RESTART_DAMAGE))
 def test_a_moved_restart_point_is_refused_when_used_and_by_verify(pristine, pristine_values,
                                                                    tmp_path, damage):
