@@ -425,7 +425,7 @@ def _one_agrees(record, specs, monkeypatch):
 
 
 @needs_compiled
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow,
                                                     HealthCheck.function_scoped_fixture])
 @given(batches())
 def test_one_record_parses_as_its_row_of_a_batch_on_arbitrary_encodings(monkeypatch, batch):

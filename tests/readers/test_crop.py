@@ -343,7 +343,7 @@ def test_tf_datas_in_graph_windows_equal_the_pure_functions(sizes, seed, epoch, 
 
 
 @pytest.mark.integration
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 2000), st.integers(1, 2000)), min_size=1,
                 max_size=40),
        st.integers(0, 2**62), st.integers(-1, 10**6), st.sampled_from(
