@@ -129,32 +129,10 @@ def _exp(x: Any) -> Any:
 
 
 def _random_window(height: Any, width: Any, u: Any, options: DecodeOptions) -> Any:
-    """:func:`~tfrecordkit.sampling.random_crop_box`: ``[5]`` int64."""
-    scale, ratio = options.crop_scale, options.crop_ratio
-    h64, w64 = tf.cast(height, tf.float64), tf.cast(width, tf.float64)
-    tries = tf.reshape(u[: 4 * CROP_TRIES], [CROP_TRIES, 4])
-    area = tf.cast(height * width, tf.float64)
-    low, high = math.log(ratio[0]), math.log(ratio[1])
-    target = area * (scale[0] + (scale[1] - scale[0]) * tries[:, 0])
-    aspect = _exp(low + (high - low) * tries[:, 1])
-    w = tf.round(tf.sqrt(target * aspect))
-    h = tf.round(tf.sqrt(target / aspect))
-    fits = (w > 0) & (w <= w64) & (h > 0) & (h <= h64)
-    first = tf.argmax(tf.cast(fits, tf.int32), output_type=tf.int32)
-    top = tf.floor(tries[first, 2] * (h64 - h[first] + 1.0))
-    left = tf.floor(tries[first, 3] * (w64 - w[first] + 1.0))
-    tried = tf.cast(tf.stack([top, left, h[first], w[first]]), tf.int64)
-    # The fallback: the whole image cut to the nearest aspect inside ratio, centred.
-    in_ratio = w64 / tf.maximum(h64, 1.0)
-    narrow, wide = in_ratio < min(ratio), in_ratio > max(ratio)
-    fw = tf.where(narrow, w64, tf.where(wide, tf.round(h64 * max(ratio)), w64))
-    fh = tf.where(narrow, tf.round(w64 / min(ratio)), h64)
-    fh = tf.minimum(tf.maximum(fh, 1.0), h64)
-    fw = tf.minimum(tf.maximum(fw, 1.0), w64)
-    fh_i, fw_i = tf.cast(fh, tf.int64), tf.cast(fw, tf.int64)
-    fallback = tf.stack([(tf.cast(height, tf.int64) - fh_i) // 2,
-                         (tf.cast(width, tf.int64) - fw_i) // 2, fh_i, fw_i])
-    return tf.where(tf.reduce_any(fits), tried, fallback)
+    """:func:`~tfrecordkit.sampling.random_crop_box`: ``[5]`` int64 (one image of
+    :func:`_random_windows`)."""
+    return _random_windows(tf.reshape(height, [1]), tf.reshape(width, [1]), u[None],
+                           options)[0]
 
 
 def _center_window(height: Any, width: Any, options: DecodeOptions) -> Any:
