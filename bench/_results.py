@@ -7,6 +7,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ def write_results(path: str | os.PathLike[str], bench: str, **figures: Any) -> N
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "bench": bench, "date": datetime.datetime.now(datetime.UTC).isoformat(),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(),
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]), "machine": machine(),
         **figures}, indent=2))
 
 

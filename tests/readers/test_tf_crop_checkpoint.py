@@ -54,6 +54,20 @@ def digits(tmp_path_factory):
     return root / "ds"
 
 
+@pytest.fixture(scope="module")
+def jpeg_digits(tmp_path_factory):
+    """The digits as JPEGs: their windows are computed a batch at a time, from the headers."""
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("jpeg_digits")
+    for path, pixels in digits_folder(root / "png", limit_per_class=30).items():
+        target = root / "src" / Path(path).parent.name / (Path(path).stem + ".jpg")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.kron(pixels, np.ones((4, 4), np.uint8))).save(target, quality=90)
+    tk.convert(root / "src", root / "ds")
+    return root / "ds"
+
+
 def _run(digits: Path, tmp_path: Path, mode: str) -> subprocess.Popen:
     script = tmp_path / "run.py"
     script.write_text(SCRIPT.format(options=OPTIONS))
@@ -90,11 +104,13 @@ def test_a_restore_in_another_process_keeps_the_crop_epoch(digits, tmp_path):
 
 
 @pytest.mark.slow
-def test_processes_stopped_mid_epoch_all_exit(digits, tmp_path):
+@pytest.mark.parametrize("encoding", ["png", "jpeg"])
+def test_processes_stopped_mid_epoch_all_exit(encoding, request, tmp_path):
+    path = request.getfixturevalue("digits" if encoding == "png" else "jpeg_digits")
     processes = []
-    for k in range(8):
+    for k in range(6):
         (tmp_path / str(k)).mkdir()
-        processes.append(_run(digits, tmp_path / str(k), "stop"))
+        processes.append(_run(path, tmp_path / str(k), "stop"))
     hung = 0
     for process in processes:
         try:

@@ -23,6 +23,7 @@ from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     Example,
     _scale_image,
+    batch_windows,
     decode_feature,
     decode_parsed_example,
     per_example_decode,
@@ -131,7 +132,13 @@ def _per_example(ds: Any, plan: _DecodePlan, batch_size: int | None, drop_remain
     """Parsed in big batches (fast), then each example decoded in a parallel map (images,
     audio, tensors of their own shapes, augmentation), then batched (padded or ragged)."""
     ordered, layout, options = plan.ordered, plan.layout, plan.options
-    ds = ds.map(graph_only(_parsing(parse_batch)), num_parallel_calls=AUTOTUNE,
+    parse = _parsing(parse_batch)
+    if plan.decode and plan.selected and options.crop == "random":
+        def parse(element: Any, parse: Any = parse) -> Example:  # windows for a whole batch
+            parsed = parse(element)
+            return {**parsed, **batch_windows(plan.selected, parsed, options, plan.seed,
+                                              plan.strict)}
+    ds = ds.map(graph_only(parse), num_parallel_calls=AUTOTUNE,
                 deterministic=ordered).unbatch()
     # Dimensions the schema leaves open but that can't vary (channels) must agree
     # within a padded batch: padding would otherwise fill them with zeros.

@@ -18,6 +18,7 @@ from tfrecordkit.codecs import (
     EXP_TERMS,
     LN2_HI,
     LN2_LO,
+    splitmix,
 )
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers.tf_data._graph import graph_only
@@ -105,11 +106,14 @@ def _as_u64(value: Any) -> Any:
 def _draws(seed: int, epoch: Any, record: Any) -> Any:
     """:func:`~tfrecordkit.sampling.crop_draws` of one record (``[41]`` float64 in [0, 1)),
     or of ``[n]`` records (``[n, 41]``)."""
-    key = _splitmix(_as_u64(tf.constant(seed, tf.int64)))  # mix_keys(seed, epoch, salt)
-    key = _splitmix(tf.bitwise.bitwise_xor(key, _as_u64(epoch)))
+    # mix_keys(seed, epoch, salt); the parts that are constants are computed here, once,
+    # by the NumPy functions (fewer ops to trace and optimize).
+    with np.errstate(over="ignore"):
+        seeded = splitmix(np.asarray([seed], dtype=np.int64).astype(np.uint64))
+        counters = tf.constant(splitmix(np.arange(1, CROP_DRAWS + 1, dtype=np.uint64)))
+    key = _splitmix(tf.bitwise.bitwise_xor(tf.constant(seeded[0], tf.uint64), _as_u64(epoch)))
     key = _splitmix(tf.bitwise.bitwise_xor(key, tf.constant(CROP_SALT, tf.uint64)))
     per_record = _splitmix(tf.bitwise.bitwise_xor(key, _splitmix(_as_u64(record))))
-    counters = _splitmix(tf.constant(np.arange(1, CROP_DRAWS + 1, dtype=np.uint64)))
     bits = _splitmix(tf.bitwise.bitwise_xor(per_record[..., None], counters))
     return tf.cast(tf.bitwise.right_shift(bits, tf.constant(11, tf.uint64)),
                    tf.float64) * (1.0 / (1 << 53))

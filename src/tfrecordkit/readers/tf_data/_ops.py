@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from tfrecordkit.codecs import load_soundfile, resample_audio
 from tfrecordkit.readers._decoding import DecodeOptions
-from tfrecordkit.readers.tf_data._crop import CROP_KEY, crop_window, window_of
+from tfrecordkit.readers.tf_data._crop import CROP_KEY, crop_window, random_windows, window_of
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._placement import TFPlacement, pad_window_tf, place_boxes_tf
 from tfrecordkit.schema import (
@@ -149,6 +149,48 @@ def _decode_image(feature: Image, parsed: Example, name: str, options: DecodeOpt
     return finish_image(image, parsed, options, seed, placed=placed, name=name)
 
 
+#: Parsed keys a batch's random crop windows travel under to each example (see
+#: :func:`batch_windows`): ``[4]`` window, flip and the JPEG's ``[2]`` size.
+_WINDOW, _FLIP, _SIZE = "__window/", "__flip/", "__size/"
+
+
+def _windowed(feature: Feature, options: DecodeOptions, strict: bool) -> bool:
+    """Whether an image is decoded by its crop window (see :func:`_decode_window`)."""
+    return (feature.kind == "image" and options.crop is not None and not strict
+            and getattr(feature, "encoding", None) in ("auto", "jpeg")
+            and options.image_size is not None)
+
+
+def batch_windows(features: Mapping[str, Feature], parsed: Example, options: DecodeOptions,
+                  seed: int, strict: bool = False) -> Example:
+    """A parsed batch's random crop windows and flips, one vectorized computation per image
+    feature (the JPEGs' sizes read from their headers), for :func:`_decode_window` to use:
+    the same windows as per example, without ~150 small ops an image. Non-JPEG rows of an
+    ``"auto"`` image get none that is used (they are decoded whole and cut per example)."""
+    if options.crop != "random":
+        return {}
+    out: Example = {}
+    for name, feature in features.items():
+        if not _windowed(feature, options, strict) or name not in parsed:
+            continue
+        data = parsed[name]
+        if getattr(feature, "encoding", None) == "jpeg":
+            size = tf.map_fn(lambda d: tf.io.extract_jpeg_shape(d, output_type=tf.int64)[:2],
+                             data, fn_output_signature=tf.TensorSpec([2], tf.int64))
+        else:
+            size = tf.map_fn(lambda d: tf.cond(
+                tf.io.is_jpeg(d),
+                lambda: tf.io.extract_jpeg_shape(d, output_type=tf.int64)[:2],
+                lambda: tf.ones([2], tf.int64)), data,
+                fn_output_signature=tf.TensorSpec([2], tf.int64))
+        keys = parsed.get(CROP_KEY)
+        if keys is None:
+            keys = tf.fill(tf.shape(data), b"")
+        windows, flips = random_windows(size[:, 0], size[:, 1], keys, seed, options)
+        out.update({_WINDOW + name: windows, _FLIP + name: flips, _SIZE + name: size})
+    return out
+
+
 def _decode_window(feature: Image, data: Any, parsed: Example, name: str,
                    options: DecodeOptions, *, seed: int,
                    placed: dict[str, TFPlacement] | None) -> Any:
@@ -161,8 +203,12 @@ def _decode_window(feature: Image, data: Any, parsed: Example, name: str,
     key = parsed.get(CROP_KEY, tf.constant(b""))
 
     def jpeg() -> tuple[Any, Any, Any, Any]:
-        shape = tf.io.extract_jpeg_shape(data, output_type=tf.int64)
-        box, flip = window_of(shape[0], shape[1], key, seed, options)
+        if _WINDOW + name in parsed:  # computed for the whole batch (batch_windows)
+            shape = parsed[_SIZE + name]
+            box, flip = parsed[_WINDOW + name], parsed[_FLIP + name]
+        else:
+            shape = tf.io.extract_jpeg_shape(data, output_type=tf.int64)
+            box, flip = window_of(shape[0], shape[1], key, seed, options)
         top, left = tf.maximum(box[0] - 1, 0), tf.maximum(box[1] - 1, 0)
         bottom = tf.minimum(box[0] + box[2] + 1, shape[0])
         right = tf.minimum(box[1] + box[3] + 1, shape[1])
