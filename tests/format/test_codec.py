@@ -474,3 +474,37 @@ def test_bytes_columns_split_into_python_bytes_in_one_call():
     with pytest.raises(ValueError, match="offsets"):
         split(np.zeros(4, np.uint8), np.array([2, 1], np.int64))  # out of order
     assert split(np.frombuffer(b"xyz", np.uint8), np.array([0], np.int64)) == []
+
+
+@st.composite
+def _spans(draw):
+    data = draw(st.binary(max_size=200))
+    pairs = draw(st.lists(st.tuples(st.integers(0, len(data)), st.integers(0, len(data))),
+                          max_size=20))
+    spans = [(min(a, b), abs(a - b)) for a, b in pairs]
+    return data, spans
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+@given(case=_spans(), room=st.integers(0, 8))
+@settings(max_examples=150)
+def test_gathered_spans_equal_the_slices_joined(compiled, case, room):
+    if compiled and not COMPILED:
+        pytest.skip(SKIP_REASON)
+    data, spans = case
+    want = b"".join(data[o : o + n] for o, n in spans)
+    out = np.full(len(want) + room, 7, np.uint8)
+    offsets = np.array([o for o, _ in spans], np.int64)
+    lengths = np.array([n for _, n in spans], np.int64)
+    codec = _columns._CODEC
+    _columns._CODEC = codec if compiled else None
+    try:
+        got = _columns.gather_spans(data, offsets, lengths, out)
+        assert bytes(got) == want and (out[len(want):] == 7).all()
+        if spans and want:  # a span past the data, or an output a byte too small: refused
+            with pytest.raises(ValueError, match="outside the data"):
+                _columns.gather_spans(data, offsets + len(data) + 1, lengths, out)
+            with pytest.raises(ValueError, match="do not fit"):
+                _columns.gather_spans(data, offsets, lengths, out[: len(want) - 1])
+    finally:
+        _columns._CODEC = codec

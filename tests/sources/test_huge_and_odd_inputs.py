@@ -33,6 +33,27 @@ def test_an_image_over_the_pixel_limit_is_refused_at_writing(tmp_path):
     assert not (tmp_path / "ds" / "dataset.json").exists()
 
 
+@pytest.mark.parametrize(("height", "width", "dim"), [
+    (30_000, 30_000, int), (30_000, 30_000, np.int64), (3, 2**40, int)])
+def test_a_source_dict_claiming_too_many_pixels_among_many_is_refused(tmp_path, height, width,
+                                                                      dim):
+    """Dicts as sources give them ({"bytes", "height", "width", "channels"}): the batch's
+    check finds the one over the limit wherever it is, whatever int type its sizes have."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 10, 10)).save(buffer, format="JPEG")
+    rows = [{"image": {"bytes": buffer.getvalue(), "height": dim(8), "width": dim(8),
+                       "channels": 3}} for _ in range(300)]
+    rows[137]["image"] = {**rows[137]["image"], "height": dim(height), "width": dim(width)}
+    schema = tk.Schema({"image": tk.Image("jpeg", channels=3)})
+    with pytest.raises(tk.TFRecordKitError, match=rf"'image'.*{width}x{height} pixels is over"):
+        tk.write_dataset(rows, tmp_path / "ds", schema, progress=False)
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+
+
 def test_readers_refuse_it_with_the_librarys_error(tmp_path):
     with tk.RecordWriter(tmp_path / "f.tfrecord") as writer:
         writer.write(tk.encode_example({"image": [_huge_png(20_000, 20_000)]}))
@@ -73,3 +94,13 @@ def test_a_symlink_loop_in_a_class_folder_is_passed_over_and_listed(tmp_path):
         result = tk.convert(tk.open_source(tmp_path / "src"), tmp_path / on_error,
                             on_error=on_error)  # type: ignore[arg-type]
         assert result.records == 2
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_an_output_that_is_a_file_is_refused_in_one_line(tmp_path, inside):
+    (tmp_path / "taken").write_text("not a folder")
+    out = tmp_path / "taken" / "ds" if inside else tmp_path / "taken"
+    schema = tk.Schema({"x": tk.Scalar("int64")})
+    with pytest.raises(tk.DatasetError, match="the output must be a folder"):
+        tk.write_dataset([{"x": 1}], out, schema, progress=False)
+    assert (tmp_path / "taken").read_text() == "not a folder"

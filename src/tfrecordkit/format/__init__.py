@@ -8,6 +8,7 @@ from tfrecordkit.format._columns import (
     RecordSlices,
     codec_name,
     compiled_codec,
+    gather_spans,
     parse_example,
     parse_examples,
 )
@@ -124,6 +125,7 @@ __all__ = [
     "frame_entry",
     "frame_record",
     "frame_slices",
+    "gather_spans",
     "head_crc32c",
     "index_path_for",
     "int64_column",

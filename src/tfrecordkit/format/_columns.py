@@ -23,8 +23,8 @@ from tfrecordkit.format._compiled import CODEC
 from tfrecordkit.format._example import decode_example, decode_example_keys
 from tfrecordkit.format._spec import KeySpec, check_key
 
-__all__ = ["Column", "RecordSlices", "codec_name", "compiled_codec", "parse_example",
-           "parse_examples"]
+__all__ = ["Column", "RecordSlices", "codec_name", "compiled_codec", "gather_spans",
+           "parse_example", "parse_examples"]
 
 _KIND = {"string": 1, "float32": 2, "int64": 3}
 _DTYPE: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
@@ -36,6 +36,36 @@ _CODEC = CODEC  # a module global: tests swap it
 def compiled_codec() -> Any:
     """The compiled codec module, or None (not built, or ``TFRECORDKIT_PURE_PYTHON`` set)."""
     return _CODEC
+
+
+def gather_spans(data: bytes | memoryview, offsets: np.ndarray, lengths: np.ndarray,
+                 out: np.ndarray) -> memoryview:
+    """The spans ``data[offsets[i] : offsets[i] + lengths[i]]`` copied back to back into
+    ``out`` (a contiguous uint8 array): the part of ``out`` they fill.
+
+    Raises:
+        ValueError: a span lies outside ``data``, or the spans do not fit ``out``.
+    """
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    lengths = np.ascontiguousarray(lengths, np.int64)
+    if out.dtype != np.uint8 or out.ndim != 1 or not out.flags.c_contiguous:
+        raise ValueError("out must be a contiguous uint8 array")
+    target = out.data
+    if _CODEC is not None and hasattr(_CODEC, "gather"):  # one call, without the GIL
+        return target[: _CODEC.gather(data, offsets, lengths, target)]
+    view = memoryview(data).cast("B")
+    if len(offsets) != len(lengths):
+        raise ValueError("offsets and lengths must be 8-byte arrays of one length")
+    if len(offsets) and (int(offsets.min()) < 0 or int(lengths.min()) < 0
+                         or int((offsets + lengths).max()) > len(view)):
+        raise ValueError("a span lies outside the data")
+    if int(lengths.sum()) > len(target):
+        raise ValueError("the spans do not fit the output buffer")
+    at = 0
+    for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True):
+        target[at : at + n] = view[o : o + n]
+        at += n
+    return target[:at]
 
 
 def codec_name() -> str:

@@ -322,16 +322,24 @@ def encode_items(job: EncodeJob, chunk: list[SourceItem]) -> EncodedChunk:
             job, chunk, frames, ids, records, kept, failures)
     labels: list[int | None] = [None] * len(records)
     if job.label_feature is not None:
-        feature = job.schema.feature_as(job.label_feature, ClassLabel)
-        labels = [feature.index_of(job.label_feature, r[job.label_feature]) for r in records]
+        labels = _class_ids(job.schema.feature_as(job.label_feature, ClassLabel),
+                            job.label_feature, [r[job.label_feature] for r in records])
     hashes = (None if job.seed is None
               else [record_hash(chunk[p].key, job.seed) for p in kept])
     observations = ImageObservations()
-    if job.images:  # distinct observations first: a chunk's images mostly agree
-        observations.add({seen for record in records
-                          for seen in _observe_images(job.images, record)})
+    if job.images:
+        observations.add(_observed(job.images, records))
     return EncodedChunk(frames, kept, labels, hashes, failures, observations.as_set(), ids,
                         present)
+
+
+def _class_ids(feature: ClassLabel, name: str, values: list[Any]) -> list[int | None]:
+    """Each value's class id (:meth:`ClassLabel.index_of`), checked at once when all are
+    ints."""
+    if values and all(type(v) is int for v in values) and (
+            min(values) >= 0 and max(values) < feature.num_classes):
+        return list(values)
+    return [feature.index_of(name, v) for v in values]
 
 
 def _loaded(job: EncodeJob, chunk: list[SourceItem]
@@ -433,23 +441,31 @@ def _with_image_dims(names: tuple[str, ...], record: Mapping[str, Any]
     return {**record, **dims} if dims else record
 
 
-def _observe_images(names: tuple[str, ...], record: Mapping[str, Any]
-                    ) -> tuple[Observed, ...]:
-    """What each image of a record is, read from its value (a source's dict, encoded bytes'
-    header, or an array) without decoding."""
-    seen: list[Observed] = []
+def _observed(names: tuple[str, ...], records: list[Mapping[str, Any]]) -> set[Observed]:
+    """What the records' images are (the distinct observations), read from their values (a
+    source's dict, encoded bytes' header, or an array) without decoding."""
+    seen: set[Observed] = set()
+    kinds: dict[bytes, str] = {}  # a header's first bytes -> what they are
     for name in names:
-        value = record[name]
-        if isinstance(value, Mapping):
-            seen.append((name, sniff_bytes(value["bytes"][:16]), int(value["channels"]),
-                         f"{int(value['height'])}x{int(value['width'])}"))
-        elif isinstance(value, bytes):
-            seen.append(observe_image(name, value))
-        elif isinstance(value, np.ndarray) and value.ndim in (2, 3):
-            # Arrays are encoded as PNG when the encoding is left open.
-            seen.append((name, "png", value.shape[2] if value.ndim == 3 else 1,
-                         f"{value.shape[0]}x{value.shape[1]}"))
-    return tuple(seen)
+        dicts: set[tuple[str, int, int, int]] = set()
+        for record in records:
+            value = record[name]
+            if type(value) is dict or isinstance(value, Mapping):
+                head = value["bytes"][:16]
+                kind = kinds.get(head)
+                if kind is None:
+                    kind = kinds[head] = sniff_bytes(head)
+                dicts.add((kind, int(value["channels"]), int(value["height"]),
+                           int(value["width"])))
+            elif isinstance(value, bytes):
+                seen.add(observe_image(name, value))
+            elif isinstance(value, np.ndarray) and value.ndim in (2, 3):
+                # Arrays are encoded as PNG when the encoding is left open.
+                seen.add((name, "png", value.shape[2] if value.ndim == 3 else 1,
+                          f"{value.shape[0]}x{value.shape[1]}"))
+        seen.update((name, kind, channels, f"{height}x{width}")
+                    for kind, channels, height, width in dicts)
+    return seen
 
 
 def _text_of(value: Any) -> str:

@@ -189,13 +189,11 @@ class Image(Feature):
             data = [v["bytes"] for v in values]
             if not all(type(d) is bytes for d in data):
                 return None
-            for v in values:
-                try:
-                    check_image_pixels(int(v["height"]), int(v["width"]))
-                except ValueError as err:
-                    raise SchemaError(name, str(err)) from None
-            for item in data:
-                self._check_encoding(name, item)
+            _check_pixels(name, values)
+            if not (self.encoding in ("jpeg", "auto")
+                    and all(d.startswith(_JPEG_MAGIC) for d in data)):
+                for item in data:
+                    self._check_encoding(name, item)
             columns = [bytes_column(name, data)]
             for dim in dims:
                 column = _int_column([v[dim] for v in values], -(2**63), 2**63 - 1)
@@ -305,3 +303,24 @@ def _finished(name: str, finish: Callable[[int, np.ndarray], Any], i: int, pixel
         return finish(i, pixels)
     except ValueError as err:
         raise SchemaError(name, str(err), record=where(i)) from None
+
+
+_JPEG_MAGIC = b"\xff\xd8\xff"  # what sniff_bytes calls a JPEG
+
+
+def _check_pixels(name: str, values: list[Any]) -> None:
+    """Each source dict's ``height x width`` within the pixel limit (the largest checked when
+    all are ints below 2**31, whose products int64 holds exactly; else one by one)."""
+    heights = _int_column([v["height"] for v in values], 0, 2**31 - 1)
+    widths = _int_column([v["width"] for v in values], 0, 2**31 - 1) if (
+        heights is not None) else None
+    if heights is not None and widths is not None and len(values):
+        largest = int(np.argmax(heights[:, 0] * widths[:, 0]))
+        checked = [values[largest]]
+    else:
+        checked = values
+    for v in checked:
+        try:
+            check_image_pixels(int(v["height"]), int(v["width"]))
+        except ValueError as err:
+            raise SchemaError(name, str(err)) from None

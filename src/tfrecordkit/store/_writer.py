@@ -39,6 +39,7 @@ from tfrecordkit.format import (
     EncodedFrames,
     Storage,
     frame_record,
+    gather_spans,
 )
 from tfrecordkit.schema import SOURCE_FEATURE, Schema
 from tfrecordkit.store._digests import RECORD_IDS, frame_ids
@@ -193,7 +194,7 @@ class ShardedWriter:
         self.created_by = dict(created_by or {})
         if self.options.layout == "per_class" and label_feature is None:
             raise DatasetError("the per-class layout needs a class-label feature")
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        _make_folder(self.out_dir)
         self._lock = OutputLock(self.out_dir)
         self._lock.acquire()  # before anything in the directory is touched
         try:
@@ -486,18 +487,22 @@ class ShardedWriter:
         lengths = rows["length"]
         ends = np.cumsum(lengths)
         start = 0
+        buffer = np.empty(0, dtype=np.uint8)  # reused: its pages are touched once
         while start < len(rows):
             base = int(ends[start - 1]) if start else 0
             stop = max(start + 1, int(np.searchsorted(ends, base + _GATHER, side="right")))
             run = rows[start:stop]
-            pairs = zip(run["offset"].tolist(), run["length"].tolist(), strict=True)
             if isinstance(data, memoryview):
-                joined = b"".join([data[o : o + n] for o, n in pairs])
+                size = int(ends[stop - 1]) - base
+                if len(buffer) < size:
+                    buffer = np.empty(max(size, _GATHER), dtype=np.uint8)
+                joined = gather_spans(data, run["offset"], run["length"], buffer)
             else:
-                joined = b"".join([os.pread(data, n, o) for o, n in pairs])
+                pairs = zip(run["offset"].tolist(), run["length"].tolist(), strict=True)
+                joined = memoryview(b"".join([os.pread(data, n, o) for o, n in pairs]))
             ids = np.empty(len(run), dtype=RECORD_IDS)
             ids["key"], ids["content"] = run["key"], run["content"]
-            yield memoryview(joined), run["length"], run["label"], ids
+            yield joined, run["length"], run["label"], ids
             start = stop
 
     def _write_rows(self, rows: np.ndarray, data: memoryview | int, shard: _ShardFile) -> None:
@@ -674,6 +679,19 @@ def _local_stand_in(url: str) -> Path:
     return Path(root) / f"tfrecordkit-{digest}"
 
 
+def _make_folder(path: Path) -> None:
+    """``path`` made a folder (with its parents), or a one-line error saying why not.
+
+    Raises:
+        DatasetError: it, or a parent, is a file.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise DatasetError(f"{path}: the output must be a folder, and it or a folder above it "
+                           "is a file") from None
+
+
 def prepare_output(target: str, storage: Storage, *, overwrite: bool) -> None:
     """Make ``target`` ready for a new dataset, for every engine: writable (checked now, not
     at the first upload); a dataset there refused, or with ``overwrite`` its manifest removed
@@ -681,7 +699,7 @@ def prepare_output(target: str, storage: Storage, *, overwrite: bool) -> None:
     if not storage.local:
         storage.check_writable_root(target)
     else:
-        os.makedirs(target, exist_ok=True)
+        _make_folder(Path(target))
     if storage.exists(storage.join(target, MANIFEST_NAME)):
         if not overwrite:
             raise DatasetError(f"{target} already holds a dataset; pass overwrite=True "
