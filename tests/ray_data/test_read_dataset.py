@@ -27,14 +27,6 @@ def rows(n: int = 3000) -> list[dict]:
              "label": i % 3} for i in range(n)]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"TF_CPP_MIN_LOG_LEVEL": "3"}})
-    yield
-    ray.shutdown()
-
-
 def test_rows_equal_the_source_and_counts_are_exact(cluster, tmp_path):
     tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, shards=tk.ShardOptions(num_shards=3),
                      split={"train": 0.8, "val": 0.2})

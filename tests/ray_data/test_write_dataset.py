@@ -24,18 +24,6 @@ def rows(n: int = 2000) -> list[dict]:
              "label": ["a", "b", "c"][i % 3], "path": f"in/{i:05d}"} for i in range(n)]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    context = ray.data.DataContext.get_current()
-    saved = (context.enable_progress_bars, context.execution_options.preserve_order)
-    context.enable_progress_bars = False
-    yield context
-    context.enable_progress_bars, context.execution_options.preserve_order = saved
-    ray.shutdown()
-
-
 @pytest.fixture
 def ordered(cluster):
     """Ray keeps the rows' order (so positions identify rows); restored afterwards."""
