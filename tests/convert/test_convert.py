@@ -568,3 +568,30 @@ def test_write_dataset_options_are_converts_keywords():
     keywords = [name for name, p in inspect.signature(convert).parameters.items()
                 if p.kind is p.KEYWORD_ONLY and name != "schema"]
     assert list(typing.get_type_hints(ConvertOptions)) == keywords
+
+
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_image_dicts_holding_any_bytes_like_write_what_bytes_write(tmp_path, kind):
+    import io
+
+    from PIL import Image as PILImage
+
+    from tfrecordkit.schema import Image
+
+    data = []
+    for shade in range(5):
+        buffer = io.BytesIO()
+        PILImage.new("RGB", (8 + shade, 8), (shade * 40, 0, 0)).save(buffer, format="JPEG")
+        data.append(buffer.getvalue())
+    schema = Schema({"image": Image("jpeg", channels=3)})
+
+    def rows(wrap):
+        return [{"image": {"bytes": wrap(d), "height": 8, "width": 8 + i, "channels": 3}}
+                for i, d in enumerate(data)]
+
+    write_dataset(rows(bytes), tmp_path / "bytes", schema, progress=False)
+    write_dataset(rows(kind), tmp_path / "other", schema, progress=False)
+    shards = sorted(p.name for p in (tmp_path / "bytes").glob("*.tfrecord"))
+    assert shards and all((tmp_path / "bytes" / s).read_bytes()
+                          == (tmp_path / "other" / s).read_bytes() for s in shards)
+    assert load_manifest(tmp_path / "other").schema == load_manifest(tmp_path / "bytes").schema

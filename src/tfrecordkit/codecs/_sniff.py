@@ -49,8 +49,10 @@ def _is_text(data: bytes) -> bool:
     return not any(ord(c) in _CONTROL for c in text)
 
 
-def sniff_bytes(data: bytes) -> ContentType:
+def sniff_bytes(data: bytes | bytearray | memoryview) -> ContentType:
     """Return what ``data`` looks like, from its magic bytes or its text-ness."""
+    if not isinstance(data, bytes):  # a bytearray or memoryview a source gave
+        data = bytes(data)
     if not data:
         return "empty"
     for magic, kind in _MAGIC:

@@ -451,7 +451,7 @@ def _observed(names: tuple[str, ...], records: list[Mapping[str, Any]]) -> set[O
         for record in records:
             value = record[name]
             if type(value) is dict or isinstance(value, Mapping):
-                head = value["bytes"][:16]
+                head = bytes(value["bytes"][:16])  # bytearray, memoryview: hashable
                 kind = kinds.get(head)
                 if kind is None:
                     kind = kinds[head] = sniff_bytes(head)
