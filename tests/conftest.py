@@ -18,7 +18,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 #: Examples each property test draws in the quick run (``-m "... not slow"``); the full run
 #: (CI) draws each test's own count.
-QUICK_EXAMPLES = 60
+QUICK_EXAMPLES = 40
 
 GOLDEN = Path(__file__).parent / "golden"
 #: What pytest.importorskip says when a framework the agreement tests need is missing.

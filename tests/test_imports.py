@@ -26,6 +26,7 @@ def test_import_tfrecordkit_imports_no_framework():
     assert result.stdout.strip() == "[]"
 
 
+@pytest.mark.slow  # ~11 s: imports every framework extra
 def test_every_public_name_resolves_and_dir_lists_it():
     """``__all__`` (readers included) resolves, ``dir()`` shows it, and only using a reader
     imports its framework."""

@@ -45,6 +45,7 @@ def test_a_dataloader_batch_size_is_refused_naming_the_fix(dataset, kind, worker
         assert isinstance(caught.value, tk.OptionError)
 
 
+@pytest.mark.slow  # ~5 s: DataLoader workers start
 def test_batch_size_none_and_copies_still_work(dataset):
     ds = _datasets(dataset)["plain"]
     batches = list(torch.utils.data.DataLoader(ds, batch_size=None))

@@ -81,6 +81,7 @@ for epoch in range(3):
 """
 
 
+@pytest.mark.slow  # ~5 s: DataLoader workers start
 def test_several_epochs_with_workers_leave_the_resource_tracker_quiet(dataset):
     """From the second epoch on, the workers share the resource tracker the main process
     started: every buffer is registered and unregistered once (the tracker printed a
