@@ -328,7 +328,7 @@ def main() -> None:
     for case, m in median.items():
         low, high = spread[case]["rate"]
         print(f"{case:<20}{m['rate']:>10,.0f}  ({low:,.0f}-{high:,.0f}){'':<3}"
-              f"{m['cpu_per_1k']:>9.2f}{m.get('steady_cpu_per_1k', 0):>8.2f}"
+              f"{m['cpu_per_1k']:>9.2f}{m['steady_cpu_per_1k']:>8.2f}"
               f"{m['first_s']:>10.2f}")
     for case, why in skipped.items():
         print(f"{case:<14}skipped: {why}")

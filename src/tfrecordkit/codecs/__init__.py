@@ -40,7 +40,13 @@ from tfrecordkit.codecs._resize import (
     resize_into,
     resize_kernel_name,
 )
-from tfrecordkit.codecs._sniff import ContentType, image_header, png_bit_depth, sniff_bytes
+from tfrecordkit.codecs._sniff import (
+    JPEG_MAGIC,
+    ContentType,
+    image_header,
+    png_bit_depth,
+    sniff_bytes,
+)
 from tfrecordkit.codecs._structure import image_structure_problem
 from tfrecordkit.codecs._transform import Finish, ImageOptions, ImageTransform, RecordKeys
 
@@ -51,6 +57,7 @@ __all__ = [
     "CROP_SALT",
     "CROP_TRIES",
     "EXP_TERMS",
+    "JPEG_MAGIC",
     "LN2_HI",
     "LN2_LO",
     "MAX_IMAGE_PIXELS",

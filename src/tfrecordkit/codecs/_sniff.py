@@ -5,15 +5,17 @@ from __future__ import annotations
 import struct
 from typing import Literal
 
-__all__ = ["ContentType", "image_header", "jpeg_header", "png_bit_depth", "png_header",
-           "sniff_bytes"]
+__all__ = ["JPEG_MAGIC", "ContentType", "image_header", "jpeg_header", "png_bit_depth",
+           "png_header", "sniff_bytes"]
 
 ContentType = Literal[
     "jpeg", "png", "gif", "webp", "bmp", "wav", "flac", "npy", "tensor", "text", "empty", "other"
 ]
 
+#: The first bytes of every JPEG (start of image, then a marker).
+JPEG_MAGIC = b"\xff\xd8\xff"
 _MAGIC: tuple[tuple[bytes, ContentType], ...] = (
-    (b"\xff\xd8\xff", "jpeg"),
+    (JPEG_MAGIC, "jpeg"),
     (b"\x89PNG\r\n\x1a\n", "png"),
     (b"GIF87a", "gif"),
     (b"GIF89a", "gif"),
@@ -116,7 +118,7 @@ def jpeg_header(data: bytes) -> tuple[int, int, int] | None:
 def image_header(data: bytes) -> tuple[int, int, int] | None:
     """(height, width, channels) read from a JPEG's or PNG's header without decoding, or None
     for anything else or anything unusual (then ask Pillow)."""
-    if data.startswith(b"\xff\xd8\xff"):
+    if data.startswith(JPEG_MAGIC):
         return jpeg_header(data)
     if data.startswith(b"\x89PNG\r\n\x1a\n"):
         return png_header(data)

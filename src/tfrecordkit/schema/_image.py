@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tfrecordkit.codecs import (
+    JPEG_MAGIC,
     PIL_MODE_CHANNELS,
     check_image_pixels,
     convert_channels,
@@ -191,7 +192,7 @@ class Image(Feature):
                 return None
             _check_pixels(name, values)
             if not (self.encoding in ("jpeg", "auto")
-                    and all(d.startswith(_JPEG_MAGIC) for d in data)):
+                    and all(d.startswith(JPEG_MAGIC) for d in data)):
                 for item in data:
                     self._check_encoding(name, item)
             columns = [bytes_column(name, data)]
@@ -303,9 +304,6 @@ def _finished(name: str, finish: Callable[[int, np.ndarray], Any], i: int, pixel
         return finish(i, pixels)
     except ValueError as err:
         raise SchemaError(name, str(err), record=where(i)) from None
-
-
-_JPEG_MAGIC = b"\xff\xd8\xff"  # what sniff_bytes calls a JPEG
 
 
 def _check_pixels(name: str, values: list[Any]) -> None:

@@ -483,7 +483,9 @@ class ShardedWriter:
     def _gathered(rows: np.ndarray, data: memoryview | int
                   ) -> Iterator[tuple[memoryview, np.ndarray, np.ndarray, np.ndarray]]:
         """The frames of ``rows`` (table rows) in order, gathered into runs of a few MiB:
-        ``(frames back to back, their lengths, their class ids, their RECORD_IDS)``."""
+        ``(frames back to back, their lengths, their class ids, their RECORD_IDS)``. The
+        frames lie in one buffer reused for every run: a run is valid until the next is
+        asked for (the shard writer writes each at once)."""
         lengths = rows["length"]
         ends = np.cumsum(lengths)
         start = 0

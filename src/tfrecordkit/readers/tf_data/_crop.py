@@ -18,6 +18,7 @@ from tfrecordkit.codecs import (
     EXP_TERMS,
     LN2_HI,
     LN2_LO,
+    mix_keys,
     splitmix,
 )
 from tfrecordkit.readers._decoding import DecodeOptions
@@ -108,10 +109,10 @@ def _draws(seed: int, epoch: Any, record: Any) -> Any:
     or of ``[n]`` records (``[n, 41]``)."""
     # mix_keys(seed, epoch, salt); the parts that are constants are computed here, once,
     # by the NumPy functions (fewer ops to trace and optimize).
+    seeded = tf.constant(mix_keys(seed)[0], tf.uint64)
     with np.errstate(over="ignore"):
-        seeded = splitmix(np.asarray([seed], dtype=np.int64).astype(np.uint64))
         counters = tf.constant(splitmix(np.arange(1, CROP_DRAWS + 1, dtype=np.uint64)))
-    key = _splitmix(tf.bitwise.bitwise_xor(tf.constant(seeded[0], tf.uint64), _as_u64(epoch)))
+    key = _splitmix(tf.bitwise.bitwise_xor(seeded, _as_u64(epoch)))
     key = _splitmix(tf.bitwise.bitwise_xor(key, tf.constant(CROP_SALT, tf.uint64)))
     per_record = _splitmix(tf.bitwise.bitwise_xor(key, _splitmix(_as_u64(record))))
     bits = _splitmix(tf.bitwise.bitwise_xor(per_record[..., None], counters))
