@@ -289,6 +289,34 @@ def test_a_killed_run_resumes_from_its_completed_spill(tmp_path, monkeypatch):
     assert not (tmp_path / "ds" / ".tfrecordkit-staging").exists()
 
 
+@pytest.mark.parametrize("from_file", [False, True], ids=["bucket in memory", "bucket read"])
+def test_a_resumed_spill_cut_short_is_refused_naming_its_file(tmp_path, monkeypatch,
+                                                              from_file):
+    """The spill's index is a claim: a data file shorter than it lists (a full disk, a
+    copy cut short) stops the resumed run with the file's name, before any shard is
+    written, whether the bucket is read whole or run by run."""
+    from tfrecordkit.sources import TextLines
+    from tfrecordkit.store import _writer
+
+    lines = tmp_path / "lines.txt"
+    lines.write_text("\n".join(f"line {i}" for i in range(60)))
+    die_after_spill(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        convert(TextLines(lines), tmp_path / "ds", shards=ShardOptions(num_shards=2))
+    monkeypatch.undo()
+    data = sorted((tmp_path / "ds" / ".tfrecordkit-staging" / "spill").rglob("*.data"))
+    assert data
+    with open(data[-1], "r+b") as f:
+        f.truncate(max(0, data[-1].stat().st_size - 3))
+    if from_file:
+        monkeypatch.setattr(_writer, "_BUCKET_IN_MEMORY", 0)
+    with pytest.raises(DatasetError, match=rf"{data[-1].name}: the spill holds \d+ bytes "
+                                           r"where its index lists \d+"):
+        convert(TextLines(lines), tmp_path / "ds", shards=ShardOptions(num_shards=2))
+    assert not (tmp_path / "ds" / "dataset.json").exists()
+    assert not list((tmp_path / "ds").glob("*.tfrecord"))
+
+
 def test_in_memory_records_never_resume_someone_elses_spill(tmp_path, monkeypatch):
     die_after_spill(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
@@ -448,15 +476,20 @@ def test_a_failing_streamed_conversion_leaves_no_manifest_and_no_shards(tmp_path
     assert result.manifest.num_records("train") == 2000
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
 @pytest.mark.parametrize("layout", ["mixed", "per_class"])
-def test_buckets_read_from_disk_or_memory_give_the_same_shards(tmp_path, monkeypatch, layout):
-    """Large spill buckets are read record by record (pread); small ones whole. Frames are
-    gathered in runs of a few MiB; tiny runs must give the same bytes."""
+def test_buckets_read_from_disk_or_memory_give_the_same_shards(tmp_path, monkeypatch, layout,
+                                                               compiled):
+    """Large spill buckets are read run by run from the file (one compiled call a run, or a
+    pread a record without the codec); small ones whole. Frames are gathered in runs of a
+    few MiB; tiny runs must give the same bytes."""
     from tfrecordkit.store import _writer
 
     monkeypatch.setenv(_writer.HOLD_ENV, "0")
     options = {"shards": ShardOptions(layout=layout, shard_size=3000), "workers": 1}
     write_dataset(records(1500), tmp_path / "a", SCHEMA, **options)
+    if not compiled:
+        monkeypatch.setattr(_writer, "compiled_codec", lambda: None)
     monkeypatch.setattr(_writer, "_BUCKET_IN_MEMORY", 0)
     monkeypatch.setattr(_writer, "_GATHER", 100)
     write_dataset(records(1500), tmp_path / "b", SCHEMA, **options)

@@ -38,6 +38,7 @@ from tfrecordkit.format import (
     LOCAL,
     EncodedFrames,
     Storage,
+    compiled_codec,
     frame_record,
     gather_spans,
 )
@@ -438,6 +439,24 @@ class ShardedWriter:
         tmp.write_text(json.dumps(summary))
         os.replace(tmp, self._done_marker)
 
+    def _check_spill(self) -> None:
+        """Every spill bucket's data file holds the bytes its index lists (the index is a
+        claim: a file cut short, by a full disk or a copy, is refused before any shard is
+        written).
+
+        Raises:
+            DatasetError: naming the file.
+        """
+        for split in self._totals:
+            for index_path in sorted((self._spill_dir / split).glob("*.idx")):
+                data_path = index_path.with_suffix(".data")
+                need = int(np.fromfile(index_path, dtype=_ENTRY)["length"].sum())
+                size = data_path.stat().st_size if data_path.exists() else 0
+                if size < need:
+                    raise DatasetError(f"{data_path}: the spill holds {size} bytes where its "
+                                       f"index lists {need}; remove {self._staging} and "
+                                       "convert again")
+
     def _load_spill_summary(self) -> None:
         summary = json.loads(self._done_marker.read_text())
         self.schema = Schema.from_json(summary["schema"])
@@ -494,14 +513,13 @@ class ShardedWriter:
             base = int(ends[start - 1]) if start else 0
             stop = max(start + 1, int(np.searchsorted(ends, base + _GATHER, side="right")))
             run = rows[start:stop]
+            size = int(ends[stop - 1]) - base
+            if len(buffer) < size:
+                buffer = np.empty(max(size, _GATHER), dtype=np.uint8)
             if isinstance(data, memoryview):
-                size = int(ends[stop - 1]) - base
-                if len(buffer) < size:
-                    buffer = np.empty(max(size, _GATHER), dtype=np.uint8)
                 joined = gather_spans(data, run["offset"], run["length"], buffer)
             else:
-                pairs = zip(run["offset"].tolist(), run["length"].tolist(), strict=True)
-                joined = memoryview(b"".join([os.pread(data, n, o) for o, n in pairs]))
+                joined = _read_spans(data, run["offset"], run["length"], buffer)
             ids = np.empty(len(run), dtype=RECORD_IDS)
             ids["key"], ids["content"] = run["key"], run["content"]
             yield joined, run["length"], run["label"], ids
@@ -592,6 +610,8 @@ class ShardedWriter:
         if not self.resumed and not self.streaming and self._held is None:
             self._close_spill()
             self._write_spill_summary()
+        if not self.streaming and self._held is None:
+            self._check_spill()
         written: dict[str, list[ShardInfo]] = {}
         for split in sorted(self._totals):
             if self.streaming:
@@ -679,6 +699,39 @@ def _local_stand_in(url: str) -> Path:
     root = os.environ.get("TFRECORDKIT_STAGING") or tempfile.gettempdir()
     digest = hashlib.sha256(url.encode()).hexdigest()[:16]
     return Path(root) / f"tfrecordkit-{digest}"
+
+
+def _read_spans(fd: int, offsets: np.ndarray, lengths: np.ndarray, out: np.ndarray
+                ) -> memoryview:
+    """The spans ``[offsets[i], offsets[i] + lengths[i])`` of the file ``fd`` read back to
+    back into ``out`` (in one compiled call without the GIL, else a ``pread`` each): the part
+    of ``out`` they fill.
+
+    Raises:
+        DatasetError: the file ends before a span does.
+    """
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    lengths = np.ascontiguousarray(lengths, np.int64)
+    total = int(lengths.sum())
+    read = getattr(compiled_codec(), "read_spans", None)
+    if read is not None:
+        bases = np.zeros(len(lengths), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=bases[1:])
+        short = read(np.full(len(lengths), fd, np.int64), offsets, lengths, bases, out)
+    else:
+        view, at, short = out.data, 0, -1
+        for i, (o, n) in enumerate(zip(offsets.tolist(), lengths.tolist(), strict=True)):
+            part = os.pread(fd, n, o)
+            if len(part) < n:
+                short = i
+                break
+            view[at : at + n] = part
+            at += n
+    if short >= 0:
+        raise DatasetError(f"a spill file ended inside record {short} of a run (byte "
+                           f"{int(offsets[short])}); remove the staging folder and convert "
+                           "again")
+    return out.data[:total]
 
 
 def _make_folder(path: Path) -> None:
