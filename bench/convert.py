@@ -2,13 +2,16 @@
 tf.io.TFRecordWriter), on the same inputs, in one run.
 
 Cases: ~6 KB pre-encoded JPEG records with 4 features; small tabular records with 16 features
-(10 float, 5 int64, 1 string); each with our default write-time shuffle (records pass through
-a spill, so they are written twice) and without it (one pass, input order, as the tutorial);
+(10 float, 5 int64, 1 string); each with our default write-time shuffle (records held in
+memory up to TFRECORDKIT_SHUFFLE_MEMORY, 256 MiB by default, past it spilled to disk and read
+back: --hold-memory 0 measures the spill every dataset larger than that takes) and without it
+(one pass, input order, as the tutorial);
 an image folder of 50,000 JPEG files (ImageFolder: read, test-decoded at 1/8 scale, kept)
 against the ceiling of reading and test-decoding the same files on every core, start-up apart;
 peak RSS converting a dataset and one 10x larger (fresh processes).
 
 Run: python bench/convert.py [--records 40000] [--files 50000] [--runs 3] [--dir bench_output]
+                             [--hold-memory BYTES]
      python bench/convert.py --only-folder   (the image-folder case alone)
 """
 
@@ -237,8 +240,12 @@ def main() -> None:
     parser.add_argument("--only-folder", action="store_true",
                         help="run only the image-folder case")
     parser.add_argument("--skip-folder", action="store_true")
+    parser.add_argument("--hold-memory", type=int, metavar="BYTES",
+                        help="TFRECORDKIT_SHUFFLE_MEMORY for our cases (0: every record spilled)")
     add_json_option(parser)
     args = parser.parse_args()
+    if args.hold_memory is not None:
+        os.environ["TFRECORDKIT_SHUFFLE_MEMORY"] = str(args.hold_memory)
     if args.only_folder:
         image_folder(Path(args.dir) / "convert", jpeg_pool(), args.files, args.runs)
         return
