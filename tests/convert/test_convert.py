@@ -255,7 +255,7 @@ def die_after_spill(monkeypatch):
 
     monkeypatch.setenv(HOLD_ENV, "0")
 
-    def die(self, split, progress):
+    def die(self, *args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ShardedWriter, "_write_mixed_split", die)

@@ -1,6 +1,7 @@
-"""The local engine: encoding in worker processes on this machine (a bounded number of chunks in
-flight, results in input order) feeding the :class:`~tfrecordkit.store.ShardedWriter`, which
-plans, writes and finalizes the shards the way every engine does."""
+"""The local engine: encoding in worker processes (or threads) on this machine, a bounded number
+of chunks in flight, results in input order, staged in a :class:`~tfrecordkit.store.ShardedWriter`
+(held in memory, spilled, or streamed into shards), run by the driver every engine shares
+(:func:`~tfrecordkit.engines._driver.drive`: plan, write, manifest last)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,18 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain, islice
+from types import TracebackType
 from typing import Any
 
+from tfrecordkit.engines._driver import Plans, drive
 from tfrecordkit.job import (
     ConversionJob,
     EncodedChunk,
     EncodeJob,
     encode_items,
 )
-from tfrecordkit.schema import ImageObservations
 from tfrecordkit.sources import SourceItem, SourceTraits
-from tfrecordkit.store import Manifest, ShardedWriter
+from tfrecordkit.store import Manifest, ShardedWriter, ShardInfo, Tally
 
 __all__ = ["run_local"]
 
@@ -158,38 +160,71 @@ class _Staging:
             self.pool.shutdown(wait=True)
 
 
+class _LocalEngine:
+    """Encodes in worker processes (or threads) of this machine and stages the records in a
+    :class:`~tfrecordkit.store.ShardedWriter` (in memory up to a budget, else a spill on
+    disk, or straight into shards cut by size), which writes the planned shards."""
+
+    def __init__(self, job: ConversionJob, *, workers: int, plan_id: str) -> None:
+        self.workers = workers
+        self.writer = ShardedWriter(
+            job.out_dir, job.schema, job.options, label_feature=job.label_feature,
+            overwrite=job.overwrite, plan_id=plan_id, created_by=job.created_by,
+            storage_options=job.storage_options, presorted=job.presorted,
+            append_to=job.append.base if job.append else None,
+            part=job.append.part if job.append else 0)
+        self.storage = self.writer.storage
+
+    @property
+    def streams(self) -> bool:
+        return self.writer.streaming
+
+    @property
+    def resumed(self) -> bool:
+        return self.writer.resumed
+
+    def stage(self, job: ConversionJob, report: Callable[..., None]) -> Tally:
+        writer = self.writer
+        if writer.resumed:  # the spill's tally (and its records) as the killed run left them
+            logger.info("%s: resuming from a completed spill", job.out_dir)
+            return writer.tally
+        assign_split = job.split_assigner()
+        source = job.source
+        # Staging (grouping, spill writes) runs on a thread while the next chunk encodes.
+        with _Staging(writer) as staging:
+            for chunk, encoded in _parallel_chunks(job.encode_job(), self.workers, job.items()):
+                for position, reason in encoded.failures:
+                    skipped = job.skipped(source.describe(chunk[position]), reason)
+                    staging.skip(skipped["input"], skipped["reason"])
+                kept = [chunk[p] for p in encoded.kept]
+                splits = [assign_split(item, label)
+                          for item, label in zip(kept, encoded.labels, strict=True)]
+                staging.add(encoded, splits)
+                writer.tally.observed.add(encoded.observed)
+                report(len(kept), len(encoded.frames.buffer))
+                if encoded.present:
+                    report(0, 0, present=len(encoded.present))
+        return writer.tally
+
+    def write(self, plans: Plans, report: Callable[..., None]) -> dict[str, list[ShardInfo]]:
+        return self.writer.write_shards(plans)
+
+    def __enter__(self) -> _LocalEngine:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if exc_type is None:
+            self.writer.close()
+        else:  # what was staged dropped, the lock let go
+            self.writer.__exit__(exc_type, exc, traceback)
+
+
 def run_local(job: ConversionJob, *, workers: int, plan_id: str,
               report: Callable[..., None]) -> tuple[Manifest, bool]:
     """Run ``job`` with ``workers`` encoding processes (0 or 1: in this process); returns the
     manifest (written last) and whether a completed spill was resumed. ``plan_id`` identifies
     the work for resuming ("" never resumes); ``report(records, bytes)`` sees progress
     (``report(0, 0, present=n)``: inputs an append found in the dataset already)."""
-    writer = ShardedWriter(job.out_dir, job.schema, job.options,
-                           label_feature=job.label_feature, overwrite=job.overwrite,
-                           plan_id=plan_id, created_by=job.created_by,
-                           storage_options=job.storage_options, presorted=job.presorted,
-                           append_to=job.append.base if job.append else None,
-                           part=job.append.part if job.append else 0)
-    assign_split = job.split_assigner()
-    source = job.source
-    with writer:
-        if writer.resumed:
-            logger.info("%s: resuming from a completed spill", job.out_dir)
-        else:
-            observations = ImageObservations()
-            # Staging (grouping, spill writes) runs on a thread while the next chunk encodes.
-            with _Staging(writer) as staging:
-                for chunk, encoded in _parallel_chunks(job.encode_job(), workers, job.items()):
-                    for position, reason in encoded.failures:
-                        skipped = job.skipped(source.describe(chunk[position]), reason)
-                        staging.skip(skipped["input"], skipped["reason"])
-                    kept = [chunk[p] for p in encoded.kept]
-                    splits = [assign_split(item, label)
-                              for item, label in zip(kept, encoded.labels, strict=True)]
-                    staging.add(encoded, splits)
-                    observations.add(encoded.observed)
-                    report(len(kept), len(encoded.frames.buffer))
-                    if encoded.present:
-                        report(0, 0, present=len(encoded.present))
-            writer.schema = job.described(observations)
-        return writer.finish(), writer.resumed
+    engine = _LocalEngine(job, workers=workers, plan_id=plan_id)
+    return drive(job, engine, report), engine.resumed

@@ -1,9 +1,9 @@
-"""The Ray engine: the same write plan as the local engine on a Ray cluster. Items are encoded in
-``map_batches``, ordered by Ray's distributed sort on the seeded hash, cut into shards from the
-split totals by :func:`~tfrecordkit.store.plan_split`, each shard written whole by one task with
-:func:`~tfrecordkit.store.write_shard` (retried if its worker dies), and ``dataset.json`` written
-last by :func:`~tfrecordkit.store.finalize_manifest`. The shards are byte-identical to the local
-engine's; the driver holds object references and per-class totals, never the records."""
+"""The Ray engine, run by the driver every engine shares (``engines._driver.drive``): items are
+encoded in ``map_batches``, ordered by Ray's distributed sort on the seeded hash, and each shard
+the driver plans (:func:`~tfrecordkit.store.plan_split`) is written whole by one task with
+:func:`~tfrecordkit.store.write_shard` (retried if its worker dies); the driver writes
+``dataset.json`` last. The shards are byte-identical to the local engine's; the driver holds
+object references and the tally, never the records."""
 
 from __future__ import annotations
 
@@ -13,14 +13,15 @@ import logging
 import pickle
 import tempfile
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tfrecordkit.engines._driver import Plans, drive
 from tfrecordkit.errors import SourceError
 from tfrecordkit.format import Storage
 from tfrecordkit.job import (
@@ -29,18 +30,16 @@ from tfrecordkit.job import (
     SplitAssigner,
     encode_items,
 )
-from tfrecordkit.schema import ImageObservations
 from tfrecordkit.sources import Records, SourceItem
 from tfrecordkit.store import (
+    SKIPPED_LISTED,
     Manifest,
     ShardInfo,
     ShardOptions,
     ShardSpec,
-    SplitTotals,
     StreamCut,
-    finalize_manifest,
+    Tally,
     listed_files,
-    plan_split,
     prepare_output,
     remove_shards,
     shard_name,
@@ -62,7 +61,6 @@ logger = logging.getLogger(__name__)
 
 _BATCH = 4096  # rows per encoding batch and per input block: Ray's per-block costs dominate
 _SEQ = "__tfrecordkit_seq"  # the input position a Ray Dataset's rows are numbered with
-_SKIPPED_LISTED = 1000  # skipped inputs named in the manifest (all are counted)
 
 _DEFERRED = "*stratified*"  # a split the driver assigns (stratified, in input order)
 
@@ -214,7 +212,7 @@ def _summarize(table: Any) -> Any:
     bad = table.filter(pc.and_(pc.invert(ok), pc.invert(present)))
     totals = good.group_by(["split", "label"]).aggregate(
         [("length", "count"), ("length", "sum")])
-    first_bad = bad.sort_by("seq").slice(0, _SKIPPED_LISTED)
+    first_bad = bad.sort_by("seq").slice(0, SKIPPED_LISTED)
     seen = pc.unique(table.column("observed")).to_pylist()
     kinds = (["total"] * totals.num_rows + ["failed"] * first_bad.num_rows
              + ["observed"] * len(seen) + ["failures", "present"])
@@ -243,22 +241,15 @@ class _Summary:
     """What the driver needs of the encoded rows, merged block by block as they stream by
     (its size grows with splits x classes and the failures listed, not with the rows)."""
 
-    acc: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
+    tally: Tally = dataclasses.field(default_factory=Tally)
     failed: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)
     failures: int = 0
     present: int = 0  # inputs an append found in the dataset already
-    observed: ImageObservations = dataclasses.field(default_factory=ImageObservations)
 
     def add(self, table: Any) -> None:
         for row in table.to_pylist():
             if row["kind"] == "total":
-                split, label = row["split"], row["label"]
-                records, nbytes, by_class, class_bytes = self.acc.setdefault(
-                    split, [0, 0, {}, {}])
-                self.acc[split][:2] = records + row["records"], nbytes + row["bytes"]
-                if label >= 0:
-                    by_class[label] = by_class.get(label, 0) + row["records"]
-                    class_bytes[label] = class_bytes.get(label, 0) + row["bytes"]
+                self.tally.add(row["split"], row["label"], row["records"], row["bytes"])
             elif row["kind"] == "failed":
                 self.failed.append((row["seq"], row["key"], row["reason"]))
             elif row["kind"] == "failures":
@@ -266,12 +257,15 @@ class _Summary:
             elif row["kind"] == "present":
                 self.present += row["records"]
             else:
-                self.observed.add(json.loads(row["observed"]))
-        self.failed = sorted(self.failed)[:_SKIPPED_LISTED]
+                self.tally.observed.add(json.loads(row["observed"]))
+        self.failed = sorted(self.failed)[:SKIPPED_LISTED]
 
-    def totals(self) -> dict[str, SplitTotals]:
-        return {split: SplitTotals(records, nbytes, Counter(by_class), Counter(class_bytes))
-                for split, (records, nbytes, by_class, class_bytes) in self.acc.items()}
+    def named(self, job: ConversionJob, describe: Callable[[str], str]) -> Tally:
+        """The tally, its first failures named as the job names inputs (in input order)."""
+        self.tally.skipped = [job.skipped(describe(key), reason)
+                              for _, key, reason in self.failed]
+        self.tally.skipped_count = self.failures
+        return self.tally
 
 
 def _split_and_length(block: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -384,74 +378,86 @@ class _Stages:
         self.last = now
 
 
-def _write_encoded(encoded: Any, job: ConversionJob, storage: Storage,
-                   describe: Callable[[str], str], report: Callable[..., None]) -> Manifest:
-    """Sort the encoded rows, write the planned shards (one task each), finalize."""
-    clock = _Stages()
-    encoded = encoded.materialize()
-    clock("encode")
-    if job.stratify and not isinstance(job.split, str):
-        encoded = _assign_stratified(encoded, job)
-        clock("stratified splits")
-    summary = _Summary()
-    for part in encoded.map_batches(_summarize, batch_format="pyarrow",
-                                    batch_size=None).iter_batches(batch_format="pyarrow",
-                                                                  batch_size=None):
-        summary.add(part)
-    skipped: list[dict[str, str]] = []
-    for _, key, reason in summary.failed:
-        skipped.append(job.skipped(describe(key), reason))
-    totals = summary.totals()
-    if summary.present:
-        report(0, 0, present=summary.present)
-    part = job.append.part if job.append is not None else 0
-    clock("totals, failures and image formats")
-    good = encoded.map_batches(_only_ok, batch_format="pyarrow")
-    keys = ["split", "label", "h", "seq"] if job.options.layout == "per_class" else [
-        "split", "h", "seq"]
-    ordered = good.sort(keys).materialize()
-    clock("sort")
-    blocks = [(ref, meta.num_rows) for bundle in ordered.iter_internal_ref_bundles()
-              for ref, meta in zip(bundle.block_refs, bundle.metadata, strict=True)]
-    starts = np.cumsum([0] + [rows for _, rows in blocks])
+class _RayEngine:
+    """Encodes in Ray tasks (``map_batches``), orders the rows with Ray's distributed sort on
+    the seeded hash, and writes each planned shard whole in a task of its own (retried if its
+    worker dies); the driver holds object references and the tally, never the records."""
 
-    def slices(begin: int, end: int) -> list[tuple[Any, int, int]]:
+    def __init__(self, job: ConversionJob, encoded: Any, storage: Storage,
+                 describe: Callable[[str], str]) -> None:
+        self.encoded, self.storage, self.describe = encoded, storage, describe
+        self.out_dir, self.options = job.out_dir, job.options
+        self.part = job.append.part if job.append is not None else 0
+        self.streams = job.options.streams(job.presorted)
+        self.blocks: list[tuple[Any, int]] = []  # the sorted rows: (block, rows) in order
+        self.clock = _Stages()
+
+    def stage(self, job: ConversionJob, report: Callable[..., None]) -> Tally:
+        clock = self.clock
+        encoded = self.encoded.materialize()
+        clock("encode")
+        if job.stratify and not isinstance(job.split, str):
+            encoded = _assign_stratified(encoded, job)
+            clock("stratified splits")
+        summary = _Summary()
+        for part in encoded.map_batches(_summarize, batch_format="pyarrow",
+                                        batch_size=None).iter_batches(batch_format="pyarrow",
+                                                                      batch_size=None):
+            summary.add(part)
+        if summary.present:
+            report(0, 0, present=summary.present)
+        clock("totals, failures and image formats")
+        good = encoded.map_batches(_only_ok, batch_format="pyarrow")
+        keys = ["split", "label", "h", "seq"] if job.options.layout == "per_class" else [
+            "split", "h", "seq"]
+        ordered = good.sort(keys).materialize()
+        clock("sort")
+        self.blocks = [(ref, meta.num_rows) for bundle in ordered.iter_internal_ref_bundles()
+                       for ref, meta in zip(bundle.block_refs, bundle.metadata, strict=True)]
+        return summary.named(job, self.describe)
+
+    def _slices(self, begin: int, end: int) -> list[tuple[Any, int, int]]:
+        """Rows ``begin .. end - 1`` of the sorted rows, as (block, first, stop) pieces."""
         out = []
-        for (ref, _rows), first, last in zip(blocks, starts[:-1], starts[1:], strict=True):
-            lo, hi = max(begin, int(first)), min(end, int(last))
+        first = 0
+        for ref, rows in self.blocks:
+            lo, hi = max(begin, first), min(end, first + rows)
             if lo < hi:
-                out.append((ref, lo - int(first), hi - int(first)))
+                out.append((ref, lo - first, hi - first))
+            first += rows
         return out
 
-    # A task whose worker dies is run again (max_retries); it rewrites the same bytes.
-    write = ray.remote(_write_one).options(max_retries=3, retry_exceptions=False)
-    pending: dict[Any, str] = {}
-    offset = 0
-    streamed = (_streamed_specs(blocks, job.options, part)
-                if job.options.streams(job.presorted) else {})
-    for name in sorted(totals):  # the sort's split order
-        for spec in streamed.get(name) or plan_split(name, totals[name], job.options, part):
-            pending[write.remote(slices(offset + spec.start, offset + spec.stop), spec,
-                                 job.out_dir, storage, job.options)] = name
-        offset += totals[name].records
-    done: dict[Any, ShardInfo] = {}
-    waiting = list(pending)
-    while waiting:
-        ready, waiting = ray.wait(waiting, num_returns=1)
-        for ref in ready:
-            done[ref] = ray.get(ref)
-            report(done[ref].records, done[ref].bytes)
-    clock("write shards")
-    written: dict[str, list[ShardInfo]] = {}
-    for ref, name in pending.items():  # in plan order
-        written.setdefault(name, []).append(done[ref])
-    shards: dict[str, Sequence[ShardInfo]] = dict(written)
-    return finalize_manifest(
-        job.out_dir, shards, schema=job.described(summary.observed),
-        options=job.options,
-        label_feature=job.label_feature, skipped=skipped, skipped_count=summary.failures,
-        created_by=job.created_by, expected={k: t.records for k, t in totals.items()},
-        storage=storage, base=job.append.base if job.append is not None else None)
+    def write(self, plans: Plans, report: Callable[..., None]) -> dict[str, list[ShardInfo]]:
+        # A task whose worker dies is run again (max_retries); it rewrites the same bytes.
+        write = ray.remote(_write_one).options(max_retries=3, retry_exceptions=False)
+        streamed = (_streamed_specs(self.blocks, self.options, self.part)
+                    if any(specs is None for specs in plans.values()) else {})
+        pending: dict[Any, str] = {}
+        offset = 0
+        for name, planned in plans.items():  # in the sort's split order
+            specs = streamed[name] if planned is None else planned
+            for spec in specs:
+                pending[write.remote(self._slices(offset + spec.start, offset + spec.stop),
+                                     spec, self.out_dir, self.storage, self.options)] = name
+            offset += max((spec.stop for spec in specs), default=0)
+        done: dict[Any, ShardInfo] = {}
+        waiting = list(pending)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            for ref in ready:
+                done[ref] = ray.get(ref)
+                report(done[ref].records, done[ref].bytes)
+        self.clock("write shards")
+        written: dict[str, list[ShardInfo]] = {}
+        for ref, name in pending.items():  # in plan order
+            written.setdefault(name, []).append(done[ref])
+        return written
+
+    def __enter__(self) -> _RayEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Nothing to drop: shards a failed run left are removed by the next (``_prepare``)."""
 
 
 def _encoded(inputs: Any, job: ConversionJob, items_of: ItemsOf) -> Any:
@@ -490,8 +496,9 @@ def run_on_ray(job: ConversionJob, *, report: Callable[..., None]) -> Manifest:
     inputs = _source_blocks(job.items())
     if inputs is None:
         raise SourceError(job.source.description, "no inputs")
-    return _write_encoded(_encoded(inputs, job, _source_items), job, storage,
-                          lambda key: job.source.describe(SourceItem(key, None)), report)
+    engine = _RayEngine(job, _encoded(inputs, job, _source_items), storage,
+                        lambda key: job.source.describe(SourceItem(key, None)))
+    return drive(job, engine, report)
 
 
 def write_ray_dataset(ds: Any, job: ConversionJob, *, key: str | None,
@@ -508,5 +515,6 @@ def write_ray_dataset(ds: Any, job: ConversionJob, *, key: str | None,
     if numbered is None:
         raise SourceError(job.source.description, "no rows")
     job = dataclasses.replace(job, source=Records([], job.schema, job.source.description))
-    return _write_encoded(_encoded(numbered, job, _RowItems(columns, key)), job, storage,
-                          lambda k: f"row {k}" if key is None else f"row {key}={k}", report)
+    engine = _RayEngine(job, _encoded(numbered, job, _RowItems(columns, key)), storage,
+                        lambda k: f"row {k}" if key is None else f"row {key}={k}")
+    return drive(job, engine, report)

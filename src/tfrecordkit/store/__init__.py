@@ -36,9 +36,11 @@ from tfrecordkit.store._manifest import (
 from tfrecordkit.store._naming import SHARD_PATTERN, is_shard_file, shard_name
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
 from tfrecordkit.store._plan import (
+    SKIPPED_LISTED,
     ShardSpec,
     SplitTotals,
     StreamCut,
+    Tally,
     finalize_manifest,
     plan_split,
 )
@@ -60,6 +62,7 @@ __all__ = [
     "MANIFEST_NAME",
     "RECORD_IDS",
     "SHARD_PATTERN",
+    "SKIPPED_LISTED",
     "Duplicates",
     "KnownRecords",
     "Manifest",
@@ -76,6 +79,7 @@ __all__ = [
     "SplitRecords",
     "SplitTotals",
     "StreamCut",
+    "Tally",
     "Verification",
     "adopt",
     "content_digest",

@@ -20,12 +20,13 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import Storage
-from tfrecordkit.schema import Schema
+from tfrecordkit.schema import ImageObservations, Schema
 from tfrecordkit.store._manifest import Manifest, ShardInfo, SplitInfo
 from tfrecordkit.store._naming import shard_name
 from tfrecordkit.store._options import ShardOptions
 
-__all__ = ["ShardSpec", "SplitTotals", "StreamCut", "finalize_manifest", "plan_split"]
+__all__ = ["SKIPPED_LISTED", "ShardSpec", "SplitTotals", "StreamCut", "Tally", "finalize_manifest",
+           "plan_split"]
 
 
 @dataclass
@@ -37,6 +38,79 @@ class SplitTotals:
     bytes: int = 0
     class_records: Counter[int] = field(default_factory=Counter)
     class_bytes: Counter[int] = field(default_factory=Counter)
+
+
+#: Skipped inputs a manifest names (all are counted).
+SKIPPED_LISTED = 1000
+
+
+@dataclass
+class Tally:
+    """What a conversion staged, counted by whichever engine staged it: each split's totals,
+    the inputs left out (the first :data:`SKIPPED_LISTED` named, all counted) and what its
+    images turned out to be. The write plan and the manifest are made from it alone."""
+
+    totals: dict[str, SplitTotals] = field(default_factory=dict)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    skipped_count: int = 0
+    observed: ImageObservations = field(default_factory=ImageObservations)
+
+    def count(self, split: str, lengths: np.ndarray, label_ids: np.ndarray) -> None:
+        """Add records of ``split``: their frame lengths and class ids (-1: none)."""
+        totals = self.totals.setdefault(split, SplitTotals())
+        totals.records += len(lengths)
+        totals.bytes += int(lengths.sum())
+        labelled = label_ids >= 0
+        if labelled.any():
+            ids, inverse = np.unique(label_ids[labelled], return_inverse=True)
+            records = np.bincount(inverse)
+            nbytes = np.bincount(inverse, weights=lengths[labelled])
+            for label, r, b in zip(ids.tolist(), records.tolist(), nbytes.tolist(), strict=True):
+                totals.class_records[label] += r
+                totals.class_bytes[label] += int(b)
+
+    def add(self, split: str, label: int, records: int, nbytes: int) -> None:
+        """Add ``records`` records of ``nbytes`` framed bytes of class ``label`` (-1: none)."""
+        totals = self.totals.setdefault(split, SplitTotals())
+        totals.records += records
+        totals.bytes += nbytes
+        if label >= 0:
+            totals.class_records[label] += records
+            totals.class_bytes[label] += nbytes
+
+    def skip(self, input_name: str, reason: str) -> None:
+        """An input left out, with why."""
+        self.skipped_count += 1
+        if len(self.skipped) < SKIPPED_LISTED:
+            self.skipped.append({"input": input_name, "reason": reason})
+
+    @property
+    def expected(self) -> dict[str, int]:
+        """Records staged per split (what the shards must hold)."""
+        return {split: t.records for split, t in self.totals.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form (what a resumable spill keeps)."""
+        return {
+            "skipped": self.skipped, "skipped_count": self.skipped_count,
+            "observed": sorted(self.observed.as_set()),
+            "totals": {split: {"records": t.records, "bytes": t.bytes,
+                               "class_records": dict(t.class_records),
+                               "class_bytes": dict(t.class_bytes)}
+                       for split, t in self.totals.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Tally:
+        """The tally :meth:`to_json` gave."""
+        tally = cls(skipped=list(data["skipped"]), skipped_count=int(data["skipped_count"]))
+        tally.observed.add(data.get("observed", ()))
+        for split, t in data["totals"].items():
+            tally.totals[split] = SplitTotals(
+                t["records"], t["bytes"],
+                Counter({int(k): v for k, v in t["class_records"].items()}),
+                Counter({int(k): v for k, v in t["class_bytes"].items()}))
+        return tally
 
 
 @dataclass(frozen=True)

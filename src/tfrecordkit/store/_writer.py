@@ -25,8 +25,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -50,7 +49,7 @@ from tfrecordkit.store._naming import is_shard_file
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
 from tfrecordkit.store._plan import (
     ShardSpec,
-    SplitTotals,
+    Tally,
     finalize_manifest,
     plan_split,
 )
@@ -78,8 +77,7 @@ _BUCKETS = 64
 _BUCKET_SHIFT = 58  # top 6 bits of h pick the bucket, so buckets are in h order
 _ENTRY = np.dtype([("h", "<u8"), ("label", "<i8"), ("length", "<u8"), ("key", "<u8"),
                    ("content", "V16")])
-_MAX_SKIPPED_LISTED = 1000
-_BUCKET_IN_MEMORY = 256 << 20  # larger buckets are read record by record
+_BUCKET_IN_MEMORY = 256 << 20  # larger buckets are read from the file a run at a time
 _GATHER = 4 << 20  # bytes of frames gathered per write when writing shards
 HOLD_ENV = "TFRECORDKIT_SHUFFLE_MEMORY"
 _HOLD_DEFAULT = 256 << 20
@@ -226,9 +224,7 @@ class ShardedWriter:
         self._budget = hold_budget()
         self._held: _Held | None = (_Held(self._budget) if not self.resumed
                                     and not self.streaming and self._budget > 0 else None)
-        self._totals: dict[str, SplitTotals] = defaultdict(SplitTotals)
-        self._skipped: list[dict[str, str]] = []
-        self._skipped_count = 0
+        self.tally = Tally()  # what is staged: totals, inputs left out
         self._sequence = 0
         if self.resumed:
             self._load_spill_summary()
@@ -293,7 +289,7 @@ class ShardedWriter:
             self._spill(view, offsets, entries, groups)
         for split, members in groups.items():
             rows = np.array(members, dtype=np.int64)
-            self._count(split, lengths[rows].astype(np.int64), label_ids[rows])
+            self.tally.count(split, lengths[rows].astype(np.int64), label_ids[rows])
 
     def _hold(self, view: memoryview, offsets: np.ndarray, entries: np.ndarray,
               groups: dict[str, list[int]]) -> None:
@@ -382,26 +378,11 @@ class ShardedWriter:
                 data = b"".join([view[o : o + size] for o, size in zip(
                     offsets[rows].tolist(), lengths[rows].tolist(), strict=True)])
                 stream.write(memoryview(data), lengths[rows], label_ids[rows], ids[rows])
-            self._count(split, lengths[rows], label_ids[rows])
-
-    def _count(self, split: str, lengths: np.ndarray, label_ids: np.ndarray) -> None:
-        totals = self._totals[split]
-        totals.records += len(lengths)
-        totals.bytes += int(lengths.sum())
-        labelled = label_ids != _UNLABELLED
-        if labelled.any():
-            ids, inverse = np.unique(label_ids[labelled], return_inverse=True)
-            records = np.bincount(inverse)
-            nbytes = np.bincount(inverse, weights=lengths[labelled])
-            for label, r, b in zip(ids.tolist(), records.tolist(), nbytes.tolist(), strict=True):
-                totals.class_records[label] += r
-                totals.class_bytes[label] += int(b)
+            self.tally.count(split, lengths[rows], label_ids[rows])
 
     def skip(self, input_name: str, reason: str) -> None:
         """Record an input that was left out, with why (listed in the manifest)."""
-        self._skipped_count += 1
-        if len(self._skipped) < _MAX_SKIPPED_LISTED:
-            self._skipped.append({"input": input_name, "reason": reason})
+        self.tally.skip(input_name, reason)
 
     def _bucket(self, split: str, bucket: int) -> tuple[BinaryIO, BinaryIO]:
         handles = self._handles.get((split, bucket))
@@ -422,19 +403,8 @@ class ShardedWriter:
         self._handles.clear()
 
     def _write_spill_summary(self) -> None:
-        summary = {
-            "plan_id": self.plan_id,
-            "schema": self.schema.to_json(),
-            "skipped": self._skipped,
-            "skipped_count": self._skipped_count,
-            "totals": {
-                split: {
-                    "records": t.records, "bytes": t.bytes,
-                    "class_records": dict(t.class_records), "class_bytes": dict(t.class_bytes),
-                }
-                for split, t in self._totals.items()
-            },
-        }
+        summary = {"plan_id": self.plan_id, "schema": self.schema.to_json(),
+                   **self.tally.to_json()}
         tmp = self._done_marker.with_suffix(".tmp")
         tmp.write_text(json.dumps(summary))
         os.replace(tmp, self._done_marker)
@@ -447,7 +417,7 @@ class ShardedWriter:
         Raises:
             DatasetError: naming the file.
         """
-        for split in self._totals:
+        for split in self.tally.totals:
             for index_path in sorted((self._spill_dir / split).glob("*.idx")):
                 data_path = index_path.with_suffix(".data")
                 need = int(np.fromfile(index_path, dtype=_ENTRY)["length"].sum())
@@ -460,14 +430,7 @@ class ShardedWriter:
     def _load_spill_summary(self) -> None:
         summary = json.loads(self._done_marker.read_text())
         self.schema = Schema.from_json(summary["schema"])
-        self._skipped = summary["skipped"]
-        self._skipped_count = summary["skipped_count"]
-        for split, t in summary["totals"].items():
-            self._totals[split] = SplitTotals(
-                t["records"], t["bytes"],
-                Counter({int(k): v for k, v in t["class_records"].items()}),
-                Counter({int(k): v for k, v in t["class_bytes"].items()}),
-            )
+        self.tally = Tally.from_json(summary)
 
     # -- phase 2: shards --------------------------------------------------------------------
 
@@ -556,10 +519,10 @@ class ShardedWriter:
                           index=self.options.index)
 
     def _plan(self, split: str) -> list[ShardSpec]:
-        return plan_split(split, self._totals[split], self.options, self.part)
+        return plan_split(split, self.tally.totals[split], self.options, self.part)
 
-    def _write_mixed_split(self, split: str, progress: Callable[[int], None]) -> list[ShardInfo]:
-        specs = self._plan(split)
+    def _write_mixed_split(self, split: str, specs: Sequence[ShardSpec],
+                           progress: Callable[[int], None]) -> list[ShardInfo]:
         shards: list[ShardInfo] = []
         shard = self._new_shard(specs[0].name)
         position = 0  # in the split's h order
@@ -581,10 +544,10 @@ class ShardedWriter:
         return shards
 
     def _write_per_class_split(
-        self, split: str, progress: Callable[[int], None]
+        self, split: str, specs: Sequence[ShardSpec], progress: Callable[[int], None]
     ) -> list[ShardInfo]:
         by_class: dict[int, list[ShardSpec]] = {}
-        for spec in self._plan(split):
+        for spec in specs:
             by_class.setdefault(spec.class_id or 0, []).append(spec)
         shards = []
         for _, table, data in self._sorted_buckets(split):
@@ -604,8 +567,17 @@ class ShardedWriter:
                     progress(spec.stop - spec.start)
         return sorted(shards, key=lambda s: (s.class_id, s.file))
 
-    def finish(self, progress: Callable[[int], None] | None = None) -> Manifest:
-        """Write every shard, then the manifest; return the manifest."""
+    def plan(self) -> dict[str, list[ShardSpec] | None]:
+        """Each split's shards as :func:`plan_split` cuts them from the tally (``None`` for a
+        split whose records went into shards cut by size as they came: :attr:`streaming`)."""
+        return {split: None if self.streaming else self._plan(split)
+                for split in sorted(self.tally.totals)}
+
+    def write_shards(self, plans: Mapping[str, Sequence[ShardSpec] | None],
+                     progress: Callable[[int], None] | None = None
+                     ) -> dict[str, list[ShardInfo]]:
+        """Write each split's shards as ``plans`` (see :meth:`plan`) lays them out, and wait
+        for their uploads; the manifest is the caller's (:meth:`finish` writes it)."""
         tick = progress or (lambda n: None)
         if not self.resumed and not self.streaming and self._held is None:
             self._close_spill()
@@ -613,26 +585,34 @@ class ShardedWriter:
         if not self.streaming and self._held is None:
             self._check_spill()
         written: dict[str, list[ShardInfo]] = {}
-        for split in sorted(self._totals):
-            if self.streaming:
+        for split, specs in sorted(plans.items()):
+            if specs is None:
                 written[split] = self._streams[split].finish(self._finish_shard)
-                tick(self._totals[split].records)
+                tick(self.tally.totals[split].records)
             elif self.options.layout == "per_class":
-                written[split] = self._write_per_class_split(split, tick)
+                written[split] = self._write_per_class_split(split, specs, tick)
             else:
-                written[split] = self._write_mixed_split(split, tick)
+                written[split] = self._write_mixed_split(split, specs, tick)
         self._check_uploads(wait=True)
         if self._uploader is not None:
             self._uploader.shutdown(wait=True)
+        return written
+
+    def finish(self, progress: Callable[[int], None] | None = None) -> Manifest:
+        """Write every shard, then the manifest; return the manifest."""
+        written = self.write_shards(self.plan(), progress)
         manifest = finalize_manifest(
             self.target, written, schema=self.schema, options=self.options,
-            label_feature=self.label_feature, skipped=self._skipped,
-            skipped_count=self._skipped_count, created_by=self.created_by,
-            expected={split: t.records for split, t in self._totals.items()},
-            storage=self.storage, base=self.base)
+            label_feature=self.label_feature, skipped=self.tally.skipped,
+            skipped_count=self.tally.skipped_count, created_by=self.created_by,
+            expected=self.tally.expected, storage=self.storage, base=self.base)
+        self.close()
+        return manifest
+
+    def close(self) -> None:
+        """Remove the staging folder and release the output (after the manifest is written)."""
         shutil.rmtree(self._staging, ignore_errors=True)
         self._lock.release()
-        return manifest
 
     def abort(self) -> None:
         """Drop staged work (no manifest is written)."""
