@@ -58,9 +58,10 @@ def test_a_split_expression_reads_its_parts(cluster, tmp_path):
     assert [r["t"] for r in got] == want and len(want) == 7 + 5
 
 
-def test_two_reads_give_the_same_order_and_match_open_split(cluster, tmp_path):
+def test_two_reads_give_the_same_order_and_match_open_split(cluster, tmp_path, monkeypatch):
     tk.write_dataset(rows(), tmp_path / "ds", SCHEMA, shards=tk.ShardOptions(num_shards=4))
-    ray.data.DataContext.get_current().execution_options.preserve_order = True
+    # Restored after the test: the cluster's context is shared by the package's tests.
+    monkeypatch.setattr(cluster.execution_options, "preserve_order", True)
     first = [r["__id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
     second = [r["__id"] for r in read_dataset(tmp_path / "ds").iter_rows()]
     assert first == second == list(range(3000))
@@ -71,7 +72,7 @@ def test_two_reads_give_the_same_order_and_match_open_split(cluster, tmp_path):
         assert row.keys() - {"__id"} == stored.keys()
 
 
-def test_undecoded_rows_hold_each_records_stored_values(cluster, tmp_path):
+def test_undecoded_rows_hold_each_records_stored_values(cluster, tmp_path, monkeypatch):
     """decode=False: each row's stored keys equal what the record holds, variable-length
     ones (a sequence, token ids) as the record's own values."""
     schema = tk.Schema({"seq": tk.Sequence(tk.Scalar("int64")), "words": tk.Sequence(
@@ -79,7 +80,7 @@ def test_undecoded_rows_hold_each_records_stored_values(cluster, tmp_path):
     tk.write_dataset([{"seq": list(range(i % 5)), "words": [b"w%d" % j for j in range(i % 3)],
                        "label": i % 2} for i in range(40)], tmp_path / "ds", schema,
                      shards=tk.ShardOptions(shuffle=False))
-    ray.data.DataContext.get_current().execution_options.preserve_order = True
+    monkeypatch.setattr(cluster.execution_options, "preserve_order", True)
     rows_ = read_dataset(tmp_path / "ds", options=tk.DecodeOptions(decode=False)).take_all()
     records = tk.open_split(tmp_path / "ds")
     assert len(rows_) == 40

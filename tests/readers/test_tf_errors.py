@@ -150,3 +150,34 @@ def test_an_image_that_letterboxes_to_nothing_is_named_as_numpy_names_it(tmp_pat
         list(tk.load_numpy_dataset(tmp_path / "thin", batch_size=1, options=options))
     with pytest.raises(tk.SchemaError, match=message):
         list(tk.load_tf_dataset(tmp_path / "thin", batch_size=1, options=options))
+
+
+@pytest.mark.parametrize("sampling", [tk.InOrder(), tk.Shuffled()], ids=["in order", "shuffled"])
+def test_a_jpeg_cut_short_is_named_with_random_crops_too(tmp_path, sampling):
+    """Random crops read each batch's JPEG sizes before decoding (``ExtractJpegShape``): a
+    JPEG whose header is intact but whose data is cut short fails there, and is named as the
+    NumPy loader names it (file, record), not left as TensorFlow's trace."""
+    import io
+
+    from PIL import Image
+
+    def jpeg(i: int) -> bytes:
+        out = io.BytesIO()
+        Image.fromarray(np.full((40, 50, 3), i * 10 % 255, np.uint8)).save(out, "JPEG")
+        return out.getvalue()
+
+    rows = [{"image": jpeg(i), "label": i % 2} for i in range(40)]
+    rows[23]["image"] = rows[23]["image"][:200] + bytes(50)  # the scan data cut short
+    schema = tk.Schema({"image": tk.Image("jpeg", channels=3),
+                        "label": tk.ClassLabel(["a", "b"])})
+    tk.write_dataset(rows, tmp_path / "ds", schema, progress=False)
+    options = tk.DecodeOptions(image_size=(24, 24), crop="random", flip=True)
+    with pytest.raises(tk.SchemaError) as numpy_error:
+        for _ in tk.load_numpy_dataset(tmp_path / "ds", batch_size=8, options=options):
+            pass
+    ds = tk.load_tf_dataset(tmp_path / "ds", batch_size=8, sampling=sampling, options=options)
+    named = r"record \d+ \[train\].*\.tfrecord.*'image'"
+    with pytest.raises(tk.SchemaError, match=named) as caught:
+        for _ in ds:
+            pass
+    assert str(caught.value).splitlines()[0] == str(numpy_error.value).splitlines()[0]
