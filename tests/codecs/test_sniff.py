@@ -6,6 +6,8 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.datasets import encode_audio, encode_image, photos, tone
 from tfrecordkit.codecs import image_header, sniff_bytes
@@ -49,3 +51,25 @@ def test_image_header_reads_jpeg_and_png_only():
     assert image_header(encode_image(photos()["camera"], "PNG")) == (
         *photos()["camera"].shape, 1)
     assert image_header(bmp_bytes()) is None
+
+
+_HEADS = [b"", b"\xff\xd8\xff\xe0", b"\x89PNG\r\n\x1a\n", b"BM", b"RIFF\x00\x00\x00\x00WAVE",
+          b"\x08\x01\x12\x00", "é".encode()]
+
+
+@settings(deadline=None, max_examples=200)
+@given(head=st.sampled_from(_HEADS), body=st.binary(max_size=64),
+       text=st.text(max_size=2100), fill=st.integers(0, 5000))
+def test_bytes_bytearray_and_memoryview_sniff_alike(head, body, text, fill):
+    """A source's bytearray or memoryview (contiguous or not) is sniffed as its bytes, also
+    past the 4 KiB the sniff reads (a BMP's size and a text's last character count the
+    whole length)."""
+    data = head + body + text.encode() + b"a" * fill
+    if data.startswith(b"BM") and len(data) >= 26:  # a BMP header with its true size
+        data = data[:2] + len(data).to_bytes(4, "little") + data[6:]
+    expected = sniff_bytes(data)
+    assert sniff_bytes(bytearray(data)) == expected
+    assert sniff_bytes(memoryview(data)) == expected
+    strided = np.frombuffer(data + data, np.uint8).reshape(-1, 2)[:, 0] if data else None
+    if strided is not None:  # every other byte of data + data: not contiguous
+        assert sniff_bytes(memoryview(strided)) == sniff_bytes(strided.tobytes())

@@ -497,6 +497,34 @@ def test_buckets_read_from_disk_or_memory_give_the_same_shards(tmp_path, monkeyp
     assert len(shard_bytes(tmp_path / "a")) > 10
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_a_spill_file_ending_inside_a_run_is_named(tmp_path, monkeypatch, compiled):
+    """A large bucket read run by run: a data file shorter than a run's spans (shrunk after
+    the check before writing) stops with the file's name and the offset, in one line."""
+    import re
+
+    from tfrecordkit.errors import DatasetError
+    from tfrecordkit.store import _writer
+
+    if not compiled:
+        monkeypatch.setattr(_writer, "compiled_codec", lambda: None)
+    path = tmp_path / "007.data"
+    path.write_bytes(bytes(range(100)))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        out = np.empty(70, np.uint8)
+        spans = (np.array([0, 60], np.int64), np.array([50, 20], np.int64))
+        assert bytes(_writer._read_spans(_writer._OpenSpill(fd, path), *spans, out)) == (
+            bytes(range(50)) + bytes(range(60, 80)))
+        with pytest.raises(DatasetError, match=re.escape(
+                f"{path}: the spill file ends inside the record at byte 90;")) as caught:
+            _writer._read_spans(_writer._OpenSpill(fd, path), np.array([0, 90], np.int64),
+                                np.array([50, 20], np.int64), out)
+        assert "\n" not in str(caught.value)
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.parametrize("options", [
     ShardOptions(shard_size=3000), ShardOptions(layout="per_class", shard_size=3000),
     ShardOptions(num_shards=3, shuffle=False), ShardOptions(min_shards=4, seed=5)],

@@ -25,12 +25,13 @@ _MAGIC: tuple[tuple[bytes, ContentType], ...] = (
 _CONTROL = frozenset(range(32)) - {9, 10, 13}
 # Highest DataType enum value of TensorFlow's types.proto we accept as a serialized tensor.
 _MAX_TF_DTYPE = 30
+_HEAD = 4096  # bytes a sniff looks at (the text check's window)
 
 
-def _is_bmp(data: bytes) -> bool:
+def _is_bmp(head: bytes, size: int) -> bool:
     # "BM" alone would match text ("BMW ..."); a BMP header also records the file's size.
-    return (len(data) >= 26 and data[:2] == b"BM"
-            and int.from_bytes(data[2:6], "little") == len(data))
+    return (size >= 26 and head[:2] == b"BM"
+            and int.from_bytes(head[2:6], "little") == size)
 
 
 def _is_serialized_tensor(data: bytes) -> bool:
@@ -39,13 +40,13 @@ def _is_serialized_tensor(data: bytes) -> bool:
     return len(data) >= 4 and data[0] == 0x08 and 1 <= data[1] <= _MAX_TF_DTYPE and data[2] == 0x12
 
 
-def _is_text(data: bytes) -> bool:
-    head = data[:4096]
+def _is_text(head: bytes, size: int) -> bool:
+    """Whether ``head`` (the first 4 KiB of ``size`` bytes) is UTF-8 text without controls."""
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError as err:
         # A multi-byte character cut by the 4 KiB window is still text.
-        if err.start < len(head) - 3 or len(data) <= len(head):
+        if err.start < len(head) - 3 or size <= len(head):
             return False
         text = head[: err.start].decode("utf-8")
     return not any(ord(c) in _CONTROL for c in text)
@@ -53,20 +54,25 @@ def _is_text(data: bytes) -> bool:
 
 def sniff_bytes(data: bytes | bytearray | memoryview) -> ContentType:
     """Return what ``data`` looks like, from its magic bytes or its text-ness."""
-    if not isinstance(data, bytes):  # a bytearray or memoryview a source gave
-        data = bytes(data)
-    if not data:
+    if isinstance(data, bytes):
+        size, head = len(data), data[:_HEAD]
+    else:  # a bytearray or memoryview a source gave: only its head is copied
+        view = memoryview(data)
+        size = view.nbytes
+        head = (bytes(view.cast("B")[:_HEAD]) if view.c_contiguous
+                else view.tobytes()[:_HEAD])
+    if not size:
         return "empty"
     for magic, kind in _MAGIC:
-        if data.startswith(magic):
+        if head.startswith(magic):
             return kind
-    if _is_bmp(data):
+    if _is_bmp(head, size):
         return "bmp"
-    if data[:4] == b"RIFF" and data[8:12] in (b"WAVE", b"WEBP"):
-        return "wav" if data[8:12] == b"WAVE" else "webp"
-    if _is_serialized_tensor(data):
+    if head[:4] == b"RIFF" and head[8:12] in (b"WAVE", b"WEBP"):
+        return "wav" if head[8:12] == b"WAVE" else "webp"
+    if _is_serialized_tensor(head):
         return "tensor"
-    if _is_text(data):
+    if _is_text(head, size):
         return "text"
     return "other"
 

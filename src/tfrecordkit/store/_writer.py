@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -434,8 +434,9 @@ class ShardedWriter:
 
     # -- phase 2: shards --------------------------------------------------------------------
 
-    def _sorted_buckets(self, split: str) -> Iterator[tuple[int, np.ndarray, memoryview | int]]:
-        """Yield ``(bucket, entries sorted by h (with offsets), data fd)`` in bucket order
+    def _sorted_buckets(self, split: str
+                        ) -> Iterator[tuple[int, np.ndarray, memoryview | _OpenSpill]]:
+        """Yield ``(bucket, entries sorted by h (with offsets), its data)`` in bucket order
         (records held in memory: one bucket of them all)."""
         if self._held is not None:
             held = self._held.split(split)
@@ -457,12 +458,12 @@ class ShardedWriter:
             else:
                 fd = os.open(data_path, os.O_RDONLY)
                 try:
-                    yield bucket, table, fd
+                    yield bucket, table, _OpenSpill(fd, data_path)
                 finally:
                     os.close(fd)
 
     @staticmethod
-    def _gathered(rows: np.ndarray, data: memoryview | int
+    def _gathered(rows: np.ndarray, data: memoryview | _OpenSpill
                   ) -> Iterator[tuple[memoryview, np.ndarray, np.ndarray, np.ndarray]]:
         """The frames of ``rows`` (table rows) in order, gathered into runs of a few MiB:
         ``(frames back to back, their lengths, their class ids, their RECORD_IDS)``. The
@@ -488,7 +489,8 @@ class ShardedWriter:
             yield joined, run["length"], run["label"], ids
             start = stop
 
-    def _write_rows(self, rows: np.ndarray, data: memoryview | int, shard: _ShardFile) -> None:
+    def _write_rows(self, rows: np.ndarray, data: memoryview | _OpenSpill,
+                    shard: _ShardFile) -> None:
         for frames, lengths, labels, ids in self._gathered(rows, data):
             shard.write_frames(frames, lengths, labels, ids)
 
@@ -681,15 +683,23 @@ def _local_stand_in(url: str) -> Path:
     return Path(root) / f"tfrecordkit-{digest}"
 
 
-def _read_spans(fd: int, offsets: np.ndarray, lengths: np.ndarray, out: np.ndarray
+class _OpenSpill(NamedTuple):
+    """A spill bucket's data file, open for reading."""
+
+    fd: int
+    path: Path
+
+
+def _read_spans(file: _OpenSpill, offsets: np.ndarray, lengths: np.ndarray, out: np.ndarray
                 ) -> memoryview:
-    """The spans ``[offsets[i], offsets[i] + lengths[i])`` of the file ``fd`` read back to
-    back into ``out`` (in one compiled call without the GIL, else a ``pread`` each): the part
-    of ``out`` they fill.
+    """The spans ``[offsets[i], offsets[i] + lengths[i])`` of ``file`` read back to back into
+    ``out`` (in one compiled call without the GIL, else a ``pread`` each): the part of ``out``
+    they fill.
 
     Raises:
-        DatasetError: the file ends before a span does.
+        DatasetError: the file ends before a span does (naming it).
     """
+    fd = file.fd
     offsets = np.ascontiguousarray(offsets, np.int64)
     lengths = np.ascontiguousarray(lengths, np.int64)
     total = int(lengths.sum())
@@ -708,8 +718,8 @@ def _read_spans(fd: int, offsets: np.ndarray, lengths: np.ndarray, out: np.ndarr
             view[at : at + n] = part
             at += n
     if short >= 0:
-        raise DatasetError(f"a spill file ended inside record {short} of a run (byte "
-                           f"{int(offsets[short])}); remove the staging folder and convert "
+        raise DatasetError(f"{file.path}: the spill file ends inside the record at byte "
+                           f"{int(offsets[short])}; remove the staging folder and convert "
                            "again")
     return out.data[:total]
 
