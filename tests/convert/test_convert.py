@@ -289,6 +289,32 @@ def test_a_killed_run_resumes_from_its_completed_spill(tmp_path, monkeypatch):
     assert not (tmp_path / "ds" / ".tfrecordkit-staging").exists()
 
 
+def test_a_resumed_image_conversion_writes_the_manifest_of_an_uninterrupted_one(
+        tmp_path, monkeypatch):
+    """The spill keeps what the images turned out to be (format, channels, size): the
+    resumed run's manifest pins the schema as the uninterrupted run's does; a spill kept
+    without them (an older one) is not resumed but converted again, to the same result."""
+    digits_folder(tmp_path / "digits", limit_per_class=6)
+    options = {"shards": ShardOptions(num_shards=2), "workers": 1}
+    fresh = convert(ImageFolder(tmp_path / "digits"), tmp_path / "fresh", **options)
+    assert fresh.manifest.schema["image"].encoding == "png"  # described by the images
+    for keep_observations in (True, False):
+        out = tmp_path / f"ds_{keep_observations}"
+        die_after_spill(monkeypatch)
+        with pytest.raises(KeyboardInterrupt):
+            convert(ImageFolder(tmp_path / "digits"), out, **options)
+        monkeypatch.undo()
+        done = out / ".tfrecordkit-staging" / "spill" / "done.json"
+        if not keep_observations:
+            summary = json.loads(done.read_text())
+            del summary["observed"]
+            done.write_text(json.dumps(summary))
+        result = convert(ImageFolder(tmp_path / "digits"), out, **options)
+        assert result.resumed is keep_observations
+        assert load_manifest(out).schema == load_manifest(tmp_path / "fresh").schema
+        assert shard_bytes(out) == shard_bytes(tmp_path / "fresh")
+
+
 @pytest.mark.parametrize("from_file", [False, True], ids=["bucket in memory", "bucket read"])
 def test_a_resumed_spill_cut_short_is_refused_naming_its_file(tmp_path, monkeypatch,
                                                               from_file):

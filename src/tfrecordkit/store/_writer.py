@@ -238,7 +238,10 @@ class ShardedWriter:
             summary = json.loads(self._done_marker.read_text())
         except (OSError, json.JSONDecodeError):
             return False
-        return bool(self.plan_id) and summary.get("plan_id") == self.plan_id
+        # A spill from before the tally kept its image observations is not resumed: its
+        # manifest would lose the schema the images described (the run starts afresh).
+        return (bool(self.plan_id) and summary.get("plan_id") == self.plan_id
+                and "observed" in summary)
 
     def add(self, key: str, data: bytes, *, split: str = "train", label: int | None = None) -> None:
         """Stage one serialized record under its stable ``key``."""
