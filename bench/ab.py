@@ -11,7 +11,8 @@ workload written against each tree's API) instead of this tree's.
 The script's own data directory is shared (written once, by the warm-up run), so both trees
 read the same files. Figures are the numbers of at least 100 on each output line (rates);
 a line is identified by its text with the numbers taken out (and, when a later table repeats
-it, by which occurrence it is).
+it, by which occurrence it is). Each run's CPU seconds (user + system, the script and its
+children) are compared too: the workload is the same in both trees, so a change in it is ours.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,11 +44,20 @@ def _figures(output: str) -> dict[tuple[str, int], float]:
     return found
 
 
+_CPU = ("CPU seconds of the whole run (the script and its children)", 0)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(tree: Path, script: Path, args: list[str]) -> dict[tuple[str, int], float]:
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    before = _children_cpu()
     result = subprocess.run([sys.executable, str(script), *args], capture_output=True,
                             text=True, env=env, check=True, timeout=3600)
-    return _figures(result.stdout)
+    return {**_figures(result.stdout), _CPU: _children_cpu() - before}
 
 
 def main() -> None:
@@ -82,7 +93,9 @@ def main() -> None:
         old = statistics.median(r[key] for r in runs["old"])
         new = statistics.median(r[key] for r in runs["new"])
         label = key[0] if len(key[0]) < 70 else key[0][:67] + "..."
-        print(f"  {label} [#{key[1]}]: old {old:,.0f}  new {new:,.0f}  new/old {new / old:.2f}x")
+        digits = 1 if key == _CPU else 0  # lower is better there
+        print(f"  {label} [#{key[1]}]: old {old:,.{digits}f}  new {new:,.{digits}f}  "
+              f"new/old {new / old:.2f}x")
         figures[f"{label} [#{key[1]}]"] = {"old": old, "new": new}
     if options.json:
         from _results import write_results

@@ -92,3 +92,14 @@ def test_the_librarys_framework_modules_count_too(tmp_path):
     strict = _run_probe(tmp_path, LIBRARY_PROBE, "--require-frameworks")
     assert strict.returncode == 1, strict.stdout
     assert "could not import 'tfrecordkit.readers.tf_data'" in strict.stdout
+
+
+@pytest.mark.slow  # runs pytest with an xdist worker in a subprocess
+def test_skips_fail_in_workers_too(tmp_path):
+    """scripts/test runs the suite in xdist workers: a framework skipped at run time or at
+    collection there fails the run as it does in one process."""
+    strict = _run(tmp_path, "--require-frameworks", "-n", "1")
+    assert strict.returncode == 1 and "1 failed, 1 skipped" in strict.stdout, strict.stdout
+    strict = _run_probe(tmp_path, MODULE_PROBE, "--require-frameworks", "-n", "1")
+    assert strict.returncode != 0, strict.stdout
+    assert "could not import 'torch'" in strict.stdout, strict.stdout

@@ -26,7 +26,8 @@ import tfrecordkit as tk
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.integration
+# One Ray cluster at a time: every test that starts one runs on the same xdist worker.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("ray")]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = tk.Schema({"x": tk.Scalar("float32"), "t": tk.Text()})

@@ -17,7 +17,8 @@ from tfrecordkit.cli import main
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.integration
+# One Ray cluster at a time: every test that starts one runs on the same xdist worker.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("ray")]
 
 SCHEMA = tk.Schema({"x": tk.Scalar("float32"), "v": tk.Tensor((None,), "int16"),
                     "t": tk.Text(), "label": tk.ClassLabel(["a", "b", "c"])})

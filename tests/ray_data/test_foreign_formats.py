@@ -12,7 +12,8 @@ from tfrecordkit.format import encode_sequence_example
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.integration
+# One Ray cluster at a time: every test that starts one runs on the same xdist worker.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("ray")]
 
 
 def _numpy_rows(path) -> dict[int, dict]:

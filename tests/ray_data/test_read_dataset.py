@@ -16,7 +16,8 @@ from tfrecordkit.sources import ImageFolder
 ray = pytest.importorskip("ray")
 from tfrecordkit.ray import read_dataset  # noqa: E402
 
-pytestmark = pytest.mark.integration
+# One Ray cluster at a time: every test that starts one runs on the same xdist worker.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("ray")]
 
 SCHEMA = tk.Schema({"x": tk.Scalar("float32"), "v": tk.Tensor((None,), "int16"),
                     "t": tk.Text(), "label": tk.ClassLabel(["a", "b", "c"])})
@@ -145,10 +146,12 @@ def test_new_feature_kinds_equal_the_numpy_loader(cluster, tmp_path):
         assert np.array_equal(np.asarray(row["text"]["ids"]), ids)
 
 
-def test_a_label_from_the_file_name_is_each_rows_files_class(cluster, tmp_path):
+def test_a_label_from_the_file_name_is_each_rows_files_class(cluster, tmp_path, monkeypatch):
     """Files whose records carry no label, adopted with class_pattern: every row (decoded or
     raw) gets its file's class, as the NumPy loader gives it."""
     from tests.datasets import class_of, unlabelled_files
+
+    monkeypatch.setattr(cluster.execution_options, "preserve_order", True)  # rows compared by place
 
     unlabelled_files(tmp_path / "raw", parts_of=lambda k: 1 + k % 2, per_file=3)
     tk.adopt(tmp_path / "raw", class_pattern=r"class_(\d+)-")

@@ -282,6 +282,7 @@ def test_torch_workers_give_the_same_batches():
         assert_same(a, b, f"torch workers step {step}")
 
 
+@pytest.mark.xdist_group("ray")  # one Ray cluster at a time
 @pytest.mark.slow
 @pytest.mark.parametrize("padding", ["pad", "ragged"])
 def test_ray_rows_batch_to_the_same_values(padding):

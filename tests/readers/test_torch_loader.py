@@ -5,6 +5,7 @@ loader, exact resume with any number of workers, equal and disjoint shares per r
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -26,6 +27,11 @@ from tfrecordkit.schema import ClassLabel, Scalar, Schema  # noqa: E402
 
 N = RECORDS
 B = 16
+#: Worker processes start as spawned ones do (the dataset reaches each pickled, nothing inherited)
+#: but from a server that imported torch and tfrecordkit once: a spawned worker imports both
+#: again, ~3 s of CPU each on this machine.
+WORKERS = multiprocessing.get_context("forkserver")
+WORKERS.set_forkserver_preload(["torch", "tfrecordkit", "tfrecordkit.readers.torch_data"])
 
 
 
@@ -38,8 +44,8 @@ def _ids(batches, steps=None):
     return out
 
 
-def _loader(ds, workers, cls=DataLoader):
-    kwargs = {"multiprocessing_context": "spawn"} if workers else {}
+def _loader(ds, workers, cls=DataLoader, context=WORKERS):
+    kwargs = {"multiprocessing_context": context} if workers else {}
     return cls(ds, batch_size=None, num_workers=workers, **kwargs)
 
 
@@ -363,7 +369,7 @@ def test_persistent_workers_follow_set_epoch(dataset):
     anyway (it was ignored: epoch 7 asked, epoch 1 run, other order and other crops)."""
     ds = load_torch_dataset(dataset, batch_size=B, seed=1)
     loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True,
-                        multiprocessing_context="spawn")
+                        multiprocessing_context=WORKERS)
     assert _ids(loader) == _numpy_epoch(dataset, 0)
     for epoch in (7, 3):
         ds.set_epoch(epoch)
@@ -377,14 +383,17 @@ def test_workers_starting_the_same_epoch_again_warn_once(dataset, capfd):
     """Plain workers are new copies of the main process's dataset every epoch: without
     set_epoch each epoch repeats the first (and ds.state_dict() stays at step 0). Said once,
     naming the two ways out."""
+    # Spawned workers write to this test's captured stderr (a forkserver's, to the server's) and
+    # start with Python's warning filters (forked ones would inherit pytest's, turned to errors).
+    spawned = multiprocessing.get_context("spawn")
     ds = load_torch_dataset(dataset, batch_size=B, seed=1)
-    first = _ids(_loader(ds, 2))
+    first = _ids(_loader(ds, 2, context=spawned))
     assert "RepeatedEpochWarning" not in capfd.readouterr().err
-    assert _ids(_loader(ds, 2)) == first
+    assert _ids(_loader(ds, 2, context=spawned)) == first
     err = capfd.readouterr().err
     assert "RepeatedEpochWarning" in err and "set_epoch" in err and "StatefulDataLoader" in err
-    _ids(_loader(ds, 2))
+    _ids(_loader(ds, 2, context=spawned))
     assert "RepeatedEpochWarning" not in capfd.readouterr().err  # once
     ds.set_epoch(1)
-    assert _ids(_loader(ds, 2)) == _numpy_epoch(dataset, 1)
+    assert _ids(_loader(ds, 2, context=spawned)) == _numpy_epoch(dataset, 1)
     assert "RepeatedEpochWarning" not in capfd.readouterr().err

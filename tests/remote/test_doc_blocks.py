@@ -90,6 +90,7 @@ def test_the_export_page_runs_as_written(tmp_path, monkeypatch):
         "train-00000-of-00001.parquet"]
 
 
+@pytest.mark.xdist_group("ray")  # one Ray cluster at a time
 @pytest.mark.integration
 @pytest.mark.slow
 def test_the_ray_and_object_storage_pages_run_as_written(s3_server, tmp_path, monkeypatch):

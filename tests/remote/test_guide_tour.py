@@ -76,6 +76,7 @@ def make_inputs(root: Path) -> list[dict]:
             for i in range(40)]
 
 
+@pytest.mark.xdist_group("ray")  # one Ray cluster at a time
 def test_the_guide_code_runs_as_written(s3_server, tmp_path, monkeypatch):
     for module in ("tensorflow", "torch", "grain", "ray"):
         pytest.importorskip(module)

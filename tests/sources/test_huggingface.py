@@ -216,6 +216,7 @@ def test_features_without_a_counterpart_are_named(tmp_path):
         tk.open_source(ragged).schema()
 
 
+@pytest.mark.xdist_group("ray")  # one Ray cluster at a time
 @pytest.mark.integration
 def test_the_ray_engine_writes_the_same_bytes(dataset, tmp_path):
     ray = pytest.importorskip("ray")
