@@ -28,12 +28,12 @@ def rows(n: int = 3000) -> list[dict]:
              "label": i % 3} for i in range(n)]
 
 
-@pytest.fixture
-def dying_cluster(tmp_path):
+@pytest.fixture(scope="module")
+def _dying_cluster(tmp_path_factory):
+    """One cluster for the module (a start costs ~10 s): its workers load the dying filesystem."""
     if ray.is_initialized():
         ray.shutdown()
-    markers = tmp_path / "deaths"
-    markers.mkdir()
+    markers = tmp_path_factory.mktemp("deaths")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={
         "env_vars": {_dying_fs.MARKERS: str(markers),
                      "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
@@ -42,6 +42,14 @@ def dying_cluster(tmp_path):
     _dying_fs.register()
     yield markers
     ray.shutdown()
+
+
+@pytest.fixture
+def dying_cluster(_dying_cluster):
+    """The module's cluster, with no deaths recorded: each test's victims die once again."""
+    for marker in _dying_cluster.iterdir():
+        marker.unlink()
+    return _dying_cluster
 
 
 @pytest.mark.slow

@@ -108,7 +108,7 @@ def test_a_restore_in_another_process_keeps_the_crop_epoch(digits, tmp_path):
 def test_processes_stopped_mid_epoch_all_exit(encoding, request, tmp_path):
     path = request.getfixturevalue("digits" if encoding == "png" else "jpeg_digits")
     processes = []
-    for k in range(6):
+    for k in range(4):  # before, one in two hung: 4 a format, 8 in all
         (tmp_path / str(k)).mkdir()
         processes.append(_run(path, tmp_path / str(k), "stop"))
     hung = 0
