@@ -1,7 +1,8 @@
 """A local Ray cluster (2 CPUs) for this package's tests: started by the first test that needs
 it and shared by every module here (a start costs ~10 s on this machine), stopped after the
 package. A test that needs a cluster of its own (test_worker_death) stops it first; the next
-test that asks starts it again."""
+test that asks starts it again. In xdist workers (scripts/test), every test that starts a Ray
+cluster, here or elsewhere, is in the xdist group "ray": one worker runs them one at a time."""
 
 from __future__ import annotations
 
