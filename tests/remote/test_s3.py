@@ -143,10 +143,15 @@ def test_sigkill_during_the_upload_leaves_no_manifest_and_a_rerun_completes(s3_s
     duration = time.perf_counter() - started
     rng = random.Random(7)
     killed_early = 0
-    for _ in range(4):
+    for attempt in range(4):
         proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, s3_url], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3, duration))
+        if attempt == 0:  # surely mid-run, whatever the load: once the old manifest is gone
+            while storage.exists(manifest) and proc.poll() is None:
+                time.sleep(0.01)
+            time.sleep(0.3)
+        else:
+            time.sleep(rng.uniform(0.3, duration))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
         if storage.exists(manifest):
