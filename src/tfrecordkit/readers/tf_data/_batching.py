@@ -109,13 +109,25 @@ def _batch_parser(plan: _DecodePlan) -> Any:
 #: What a batch of serialized records may carry beside them (``{"records": ..., "__id": ...}``),
 #: handed on as it is: each record's id in its split, and whether it is a real record.
 _CARRIED = (RECORD_ID, VALID)
+#: A step of records read in sequence carries the id of its first record instead of every id
+#: (made here, in the parse, rather than in a map of their own: one traced function and one
+#: dataset stage less); with ``FIRST_ID_MARKED`` its records are all marked real too.
+FIRST_ID, FIRST_ID_MARKED = "__first_id", "__first_id_marked"
 
 
 def _records_and_carried(element: Any) -> tuple[Any, dict[str, Any]]:
     """A batch of serialized records, and what it carries beside them (see ``_CARRIED``)."""
-    if isinstance(element, dict):
-        return element["records"], {k: element[k] for k in _CARRIED if k in element}
-    return element, {}
+    if not isinstance(element, dict):
+        return element, {}
+    records = element["records"]
+    carried = {k: element[k] for k in _CARRIED if k in element}
+    for key in (FIRST_ID, FIRST_ID_MARKED):
+        if key in element:
+            ids = element[key] + tf.range(tf.size(records, out_type=tf.int64))
+            carried[RECORD_ID] = ids
+            if key == FIRST_ID_MARKED:
+                carried[VALID] = tf.ones_like(ids, tf.bool)
+    return records, carried
 
 
 def _parsing(parse_batch: Any) -> Any:

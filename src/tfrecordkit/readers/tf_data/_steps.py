@@ -24,6 +24,8 @@ from tfrecordkit.readers._mix import Mix, MixPlan
 from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, refuse_untaken
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers.tf_data._batching import (
+    FIRST_ID,
+    FIRST_ID_MARKED,
     _DecodePlan,
     _finish,
     _shard_entries,
@@ -197,9 +199,10 @@ def _finished(ds: Any, loader: Any, examples: Examples | None, *, skip: int, fir
 
 
 def _sequential(read: Any, step_size: int, *, drop_last: bool, marked: bool) -> Any:
-    """The records of the plan's files in order, in steps of ``step_size`` with their ids (and
-    ``__valid``, all real on one rank), as the step reader gives them: read by TensorFlow's
-    reader (in runs of records for small ones, see ``_pipeline._interleaved``)."""
+    """The records of the plan's files in order, in steps of ``step_size``, each with its first
+    record's id (the parse makes the step's ids, and ``__valid``, all real on one rank, from
+    it): the step reader's steps, read by TensorFlow's reader (in runs of records for small
+    ones, see ``_pipeline._interleaved``)."""
     from tfrecordkit.readers.tf_data._pipeline import _file_reader, _interleaved
 
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
@@ -207,17 +210,9 @@ def _sequential(read: Any, step_size: int, *, drop_last: bool, marked: bool) -> 
     ds = _interleaved(files, read, _file_reader(read.storage, compression, None),
                       compression=compression, files=len(read.files), counter=None,
                       entries=False, shuffle=False, ordered=True)
-    ds = ds.batch(step_size, drop_remainder=drop_last).enumerate()
-
-    def element(step: Any, records: Any) -> dict[str, Any]:  # per step, not per record
-        ids = step * step_size + tf.range(tf.size(records, out_type=tf.int64))
-        out = {"records": records, RECORD_ID: ids}
-        if marked:
-            out[VALID] = tf.ones_like(ids, tf.bool)
-        return out
-
-    ds = ds.map(graph_only(element), num_parallel_calls=AUTOTUNE, deterministic=True)
-    return ds
+    ds = ds.batch(step_size, drop_remainder=drop_last)
+    firsts = tf.data.Dataset.range(0, np.iinfo(np.int64).max, step_size)  # each step's first id
+    return tf.data.Dataset.zip({"records": ds, FIRST_ID_MARKED if marked else FIRST_ID: firsts})
 
 
 def _relabelled_epochs(ds: Any, mix: MixPlan | None, *, repeat: bool,
