@@ -103,3 +103,14 @@ def test_skips_fail_in_workers_too(tmp_path):
     strict = _run_probe(tmp_path, MODULE_PROBE, "--require-frameworks", "-n", "1")
     assert strict.returncode != 0, strict.stdout
     assert "could not import 'torch'" in strict.stdout, strict.stdout
+
+
+@pytest.mark.slow  # runs pytest in a subprocess
+def test_the_suite_collects_without_xdist():
+    """The Ray tests' ``xdist_group`` marker is registered by the project too: without
+    pytest-xdist (``-p no:xdist``), ``--strict-markers`` refused every module that used it."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p",
+                          "no:cacheprovider", "--collect-only", "-q",
+                          "tests/ray_data/test_engine.py"],
+                         capture_output=True, text=True, cwd=ROOT, check=False)
+    assert out.returncode == 0 and "tests collected" in out.stdout, out.stdout[-2000:]
