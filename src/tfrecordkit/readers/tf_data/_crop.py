@@ -48,7 +48,7 @@ class EpochCounter:
 
     def starting(self, files: Any) -> Any:
         """``files`` (a dataset) with the count advanced before its first element."""
-        advance = tf.data.Dataset.range(1).map(graph_only(lambda _: self._count.assign_add(1)))
+        advance = tf.data.Dataset.range(1).map(graph_only(lambda _: self.advance()))
         spec = files.element_spec
         empty = advance.filter(graph_only(lambda _: False)).map(graph_only(
             lambda _: tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), spec)))
@@ -56,6 +56,10 @@ class EpochCounter:
 
     def value(self) -> Any:
         return self._count.read_value()
+
+    def advance(self) -> Any:
+        """In-graph: adds one to the count and gives it (the iterations before this one)."""
+        return self._count.assign_add(1)
 
     @property
     def variable(self) -> Any:

@@ -139,12 +139,13 @@ def global_steps(first: int, per_epoch: int, counter: EpochCounter | None) -> An
     first_epoch = first // per_epoch
 
     def epoch_steps(_: Any) -> Any:
-        done = counter.value()  # iterations before this one
+        done = counter.advance()  # iterations before this one
         start = tf.where(done == 0, tf.constant(first, tf.int64),
                          (first_epoch + done) * per_epoch)
         return tf.data.Dataset.range(start, (first_epoch + done + 1) * per_epoch)
 
-    return counter.starting(tf.data.Dataset.range(1)).flat_map(graph_only(epoch_steps))
+    # One traced function (counting in it): a dataset's creation costs ~a function's tracing.
+    return tf.data.Dataset.range(1).flat_map(graph_only(epoch_steps))
 
 
 def checkpointable(ds: Any, counter: EpochCounter | None) -> Any:
