@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -21,6 +23,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 QUICK_EXAMPLES = 40
 
 GOLDEN = Path(__file__).parent / "golden"
+_CPU_MARK = pytest.StashKey[float]()
 #: What pytest.importorskip says when a framework the agreement tests need is missing.
 _MISSING_FRAMEWORK = re.compile(
     r"could not import '(tensorflow|torch|torchdata|grain|ray|tfrecordkit\.ray"
@@ -43,13 +46,52 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--require-frameworks", action="store_true",
                      help="a test skipped because TensorFlow, PyTorch, grain or Ray is missing "
                           "fails instead (CI sets it: half an agreement test is no test)")
+    parser.addoption("--cpu-durations", type=int, default=0, metavar="N",
+                     help="list the N tests that cost the most CPU seconds (set-up, call and "
+                          "tear-down; the test process's threads and the processes it waited "
+                          "for): on a busy machine, wall times tell the load, not the test")
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process (all threads) and of its children that have ended."""
+    own, children = (resource.getrusage(who) for who in
+                     (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     report = yield
     _fail_missing_framework(report, item.config, "")
+    if item.config.getoption("--cpu-durations"):
+        # Each phase's report carries the CPU it cost (xdist sends user_properties back).
+        now = _cpu_seconds()
+        spent, item.stash[_CPU_MARK] = now - item.stash.get(_CPU_MARK, now), now
+        report.user_properties = [*report.user_properties, ("cpu_seconds", spent)]
     return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.config.getoption("--cpu-durations"):
+        item.stash[_CPU_MARK] = _cpu_seconds()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """``--cpu-durations=N``: the N tests that cost the most CPU."""
+    top = config.getoption("--cpu-durations")
+    if not top:
+        return
+    spent: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for key, value in getattr(report, "user_properties", ()):
+                if key == "cpu_seconds":
+                    spent[report.nodeid] = spent.get(report.nodeid, 0.0) + value
+    terminalreporter.write_sep("=", f"most CPU, {top} tests (of {sum(spent.values()):.0f} "
+                                    f"CPU-s in {len(spent)} tests)")
+    for nodeid, seconds in sorted(spent.items(), key=lambda kv: -kv[1])[:top]:
+        terminalreporter.write_line(f"{seconds:8.1f}s  {nodeid}")
 
 
 def _fail_missing_framework(report: pytest.TestReport | pytest.CollectReport,

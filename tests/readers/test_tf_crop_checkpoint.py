@@ -122,3 +122,37 @@ def test_processes_stopped_mid_epoch_all_exit(encoding, request, tmp_path):
         else:
             assert process.returncode == 0
     assert hung == 0
+
+
+
+def test_exit_waits_until_tf_data_stops_asking_for_calls(monkeypatch):
+    """Calls refused at exit still count as asked: tf.data's threads ask until their buffers
+    are full, and one asking after exit went on would wait for the GIL that finalization
+    holds. On a clock of its own: the pipeline asks during exit's first second."""
+    from tfrecordkit.readers.tf_data import _exit
+
+    calls = _exit._Calls()
+    refused = []
+
+    class Clock:
+        now = 100.0
+
+        @classmethod
+        def monotonic(cls) -> float:
+            return cls.now
+
+        @classmethod
+        def sleep(cls, seconds: float) -> None:
+            cls.now += seconds
+            if cls.now < 101.0:  # a pipeline thread asks for a call meanwhile
+                try:
+                    calls.enter()
+                except RuntimeError:
+                    refused.append(cls.now)
+
+    monkeypatch.setattr(_exit, "time", Clock)
+    calls.enter()  # the last call before exit
+    calls.leave()
+    calls.drain()
+    assert refused and calls.closing and calls.running == 0
+    assert Clock.now >= max(refused) + _exit._Calls.QUIET  # not at the first quiet moment

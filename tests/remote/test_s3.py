@@ -119,12 +119,13 @@ def test_pk_batches_make_at_most_one_request_per_class(s3_server, s3_url, digits
     assert 0 < len(data_gets) <= 4 * 8, data_gets  # P requests per batch at most
 
 
-KILL_SCRIPT = """
+KILL_ROWS = 8000  # 8 MB in 12 shards: an upload long enough to be killed in
+KILL_SCRIPT = f"""
 import sys
 import numpy as np
 from tfrecordkit import Scalar, Schema, ShardOptions, Tensor, write_dataset
-schema = Schema({"x": Tensor((256,), "float32"), "n": Scalar("int64")})
-rows = ({"x": np.full(256, i, np.float32), "n": i} for i in range(20000))
+schema = Schema({{"x": Tensor((256,), "float32"), "n": Scalar("int64")}})
+rows = ({{"x": np.full(256, i, np.float32), "n": i}} for i in range({KILL_ROWS}))
 write_dataset(rows, sys.argv[1], schema, shards=ShardOptions(num_shards=12), overwrite=True)
 print("done")
 """
@@ -156,14 +157,14 @@ def test_sigkill_during_the_upload_leaves_no_manifest_and_a_rerun_completes(s3_s
         proc.wait(timeout=60)
         if storage.exists(manifest):
             # Complete: every shard it lists is there, whole.
-            assert sum(1 for _ in tk.open_split(s3_url)) == 20000
+            assert sum(1 for _ in tk.open_split(s3_url)) == KILL_ROWS
         else:
             killed_early += 1
         subprocess.run([sys.executable, "-c", KILL_SCRIPT, s3_url], env=env, check=True,
                        capture_output=True, timeout=300)
         got = sorted(int(n) for b in tk.load_numpy_dataset(s3_url, batch_size=1000)
                      for n in b["n"])
-        assert got == list(range(20000))
+        assert got == list(range(KILL_ROWS))
     assert killed_early >= 1
 
 

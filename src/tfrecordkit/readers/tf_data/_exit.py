@@ -27,7 +27,10 @@ R = TypeVar("R")
 class _Calls:
     """The calls from tf.data's threads now running, and whether the interpreter exits."""
 
-    QUIET = 0.05  # seconds without a call starting before exit goes on
+    # Seconds without a call starting, or refused, before exit goes on: tf.data's threads
+    # go on asking (refused) until their buffers are full, later on a loaded machine; one
+    # asking after exit went on would wait for the GIL the finalizing thread holds.
+    QUIET = 0.25
     LONGEST = 10.0  # exit waits no longer than this for calls to finish
 
     def __init__(self) -> None:
@@ -39,10 +42,10 @@ class _Calls:
 
     def enter(self) -> None:
         with self.lock:
+            self.last_start = time.monotonic()  # refused ones too: the pipeline still asks
             if self.closing:
                 raise RuntimeError("the interpreter is exiting")
             self.running += 1
-            self.last_start = time.monotonic()
 
     def leave(self) -> None:
         with self.lock:
