@@ -124,7 +124,6 @@ def test_processes_stopped_mid_epoch_all_exit(encoding, request, tmp_path):
     assert hung == 0
 
 
-
 def test_exit_waits_until_tf_data_stops_asking_for_calls(monkeypatch):
     """Calls refused at exit still count as asked: tf.data's threads ask until their buffers
     are full, and one asking after exit went on would wait for the GIL that finalization

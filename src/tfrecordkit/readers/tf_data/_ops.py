@@ -189,15 +189,17 @@ def batch_windows(features: Mapping[str, Feature], parsed: Example, options: Dec
         if keys is None:
             keys = tf.fill(tf.shape(data), b"")
         windows, flips = random_windows(size[:, 0], size[:, 1], keys, seed, options)
+        widened, begin, extent = _widened(windows, size)
         out.update({_WINDOW + name: windows, _FLIP + name: flips, _SIZE + name: size,
-                    **_widened(windows, size, name)})
+                    _WIDENED + name: widened, _BEGIN + name: begin, _EXTENT + name: extent})
     return out
 
 
-def _widened(windows: Any, size: Any, name: str) -> Example:
+def _widened(windows: Any, size: Any) -> tuple[Any, Any, Any]:
     """``[n, 4]`` windows widened by one pixel on each side inside their images (``size``
     ``[n, 2]``), as ``decode_and_crop_jpeg`` takes them, and each window's begin and size in
-    its widened one: a batch's arithmetic at once, two ops an image left (decode, slice)."""
+    its widened one (int32 ``[n, 4]``, ``[n, 3]``, ``[n, 3]``): a batch's arithmetic at once,
+    two ops an image left (decode, slice)."""
     top, left = tf.maximum(windows[:, 0] - 1, 0), tf.maximum(windows[:, 1] - 1, 0)
     bottom = tf.minimum(windows[:, 0] + windows[:, 2] + 1, size[:, 0])
     right = tf.minimum(windows[:, 1] + windows[:, 3] + 1, size[:, 1])
@@ -205,8 +207,7 @@ def _widened(windows: Any, size: Any, name: str) -> Example:
     widened = tf.stack([top, left, bottom - top, right - left], axis=1)
     begin = tf.stack([windows[:, 0] - top, windows[:, 1] - left, zeros], axis=1)
     extent = tf.stack([windows[:, 2], windows[:, 3], zeros - 1], axis=1)
-    return {_WIDENED + name: tf.cast(widened, tf.int32), _BEGIN + name: tf.cast(begin, tf.int32),
-            _EXTENT + name: tf.cast(extent, tf.int32)}
+    return tf.cast(widened, tf.int32), tf.cast(begin, tf.int32), tf.cast(extent, tf.int32)
 
 
 def _decode_window(feature: Image, data: Any, parsed: Example, name: str,
@@ -223,16 +224,15 @@ def _decode_window(feature: Image, data: Any, parsed: Example, name: str,
     def jpeg() -> tuple[Any, Any, Any, Any]:
         if _WINDOW + name in parsed:  # computed for the whole batch (batch_windows)
             shape, box, flip = parsed[_SIZE + name], parsed[_WINDOW + name], parsed[_FLIP + name]
-            cut = {k: parsed[k + name] for k in (_WIDENED, _BEGIN, _EXTENT)}
+            crop, begin, extent = (parsed[k + name] for k in (_WIDENED, _BEGIN, _EXTENT))
         else:
             shape = tf.io.extract_jpeg_shape(data, output_type=tf.int64)
             box, flip = window_of(shape[0], shape[1], key, seed, options)
-            cut = _widened(box[None], shape[None, :2], "")
-            cut = {k: cut[k][0] for k in (_WIDENED, _BEGIN, _EXTENT)}
+            crop, begin, extent = (t[0] for t in _widened(box[None], shape[None, :2]))
         want = 1 if channels in (1, 2) else 3 if channels in (3, 4) else 0
-        widened = tf.image.decode_and_crop_jpeg(data, cut[_WIDENED], channels=want,
+        widened = tf.image.decode_and_crop_jpeg(data, crop, channels=want,
                                                 dct_method="INTEGER_ACCURATE")
-        window = tf.slice(widened, cut[_BEGIN], cut[_EXTENT])
+        window = tf.slice(widened, begin, extent)
         if channels in (2, 4):
             window = _tf_to_channels(window, channels)
         window.set_shape([None, None, channels])
