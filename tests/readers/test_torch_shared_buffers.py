@@ -36,11 +36,12 @@ def dataset(tmp_path_factory):
     return root / "ds"
 
 
-def _names() -> set[str]:
-    """Shared memory this project's loaders make: the workers' buffers (their prefix).
-    Other programs' names (semaphores, buffers) come and go on a busy machine and are not
-    ours to count."""
-    return {p.name for p in SHM.iterdir() if p.name.startswith(torch_data.SHARED_PREFIX)}
+def _names(pids: set[int]) -> set[str]:
+    """Shared memory the loader workers ``pids`` made (named after this project and their
+    process). Other programs' names, and other tests' workers' beside this one under xdist,
+    come and go on a busy machine and are not ours to count."""
+    return {p.name for p in SHM.iterdir()
+            if any(p.name.startswith(f"{torch_data.SHARED_PREFIX}{pid}-") for pid in pids)}
 
 
 def _same(a, b) -> None:
@@ -58,16 +59,19 @@ def _same(a, b) -> None:
 @pytest.mark.parametrize("prefetch", [2, 16])  # 16: more in flight than buffers
 def test_batches_through_shared_buffers_equal_one_process_and_leave_nothing(
         dataset, prefetch):
-    before = _names()
     ds = tk.load_torch_dataset(dataset, batch_size=32, sampling=tk.InOrder())
     want = {int(b["__id"][0]): b for b in ds}
     loader = DataLoader(ds, batch_size=None, num_workers=2, prefetch_factor=prefetch)
-    got = list(loader)
+    batches = iter(loader)
+    workers = {w.pid for w in batches._workers}
+    got = [next(batches)]
+    assert _names(workers)  # the batches come through the workers' buffers
+    got += list(batches)
     assert len(got) == len(want)
     for batch in got:
         _same(batch, want[int(batch["__id"][0])])
-    del loader, got
-    assert _names() - before == set()  # the workers' buffers are gone with them
+    del loader, batches, got
+    assert _names(workers) == set()  # and the buffers are gone with the workers
 
 
 EPOCHS = """
@@ -77,7 +81,9 @@ import tfrecordkit as tk
 ds = tk.load_torch_dataset(sys.argv[1], batch_size=32, sampling=tk.InOrder())
 for epoch in range(3):
     ds.set_epoch(epoch)
-    print(sum(len(b["n"]) for b in DataLoader(ds, batch_size=None, num_workers=2)))
+    batches = iter(DataLoader(ds, batch_size=None, num_workers=2))
+    print("workers", *(w.pid for w in batches._workers), file=sys.stderr)
+    print(sum(len(b["n"]) for b in batches))
 """
 
 
@@ -87,12 +93,14 @@ def test_several_epochs_with_workers_leave_the_resource_tracker_quiet(dataset):
     started: every buffer is registered and unregistered once (the tracker printed a
     KeyError traceback per buffer when the main process unregistered them too), and none
     is reported leaked or left behind."""
-    before = _names()
     run = subprocess.run([sys.executable, "-c", EPOCHS, str(dataset)], capture_output=True,
                          text=True, timeout=300, check=True)
     assert run.stdout.split() == ["600"] * 3
     assert "Traceback" not in run.stderr and "leaked" not in run.stderr, run.stderr
-    assert _names() - before == set()
+    workers = {int(pid) for line in run.stderr.splitlines() if line.startswith("workers ")
+               for pid in line.split()[1:]}
+    assert len(workers) == 6  # two a epoch
+    assert _names(workers) == set()
 
 
 def test_a_worker_reuses_its_buffers(monkeypatch):

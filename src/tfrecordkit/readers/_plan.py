@@ -49,7 +49,8 @@ from tfrecordkit.store import (
     split_text,
 )
 
-__all__ = ["FilesArg", "PathArg", "ReadPlan", "open_records", "plan_read"]
+__all__ = ["FilesArg", "PathArg", "ReadPlan", "open_plan", "open_records", "plan_read",
+           "split_records"]
 
 FilesArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 PathArg = FilesArg | Mix
@@ -255,12 +256,24 @@ def open_records(path: PathArg, split: str, options: DecodeOptions, *,
     """A split's plan, random access to its records, and their decoder: what the TF-free
     readers stand on (dataset directories and foreign files alike; ``schema`` describes
     foreign files, else it is inferred)."""
+    read, decoder = open_plan(path, split, options, storage_options=storage_options,
+                              schema=schema)
+    return read, split_records(read, max_open_files), decoder
+
+
+def open_plan(path: PathArg, split: str, options: DecodeOptions, *,
+              storage_options: dict[str, Any] | None = None, schema: Schema | None = None
+              ) -> tuple[ReadPlan, RecordDecoder]:
+    """:func:`open_records` without the records (their locations are not read)."""
     if isinstance(path, Mix):
         read, _ = open_mix(path, split, options, schema=schema, storage_options=storage_options)
     else:
         read = plan_read(path, split, schema=schema, storage_options=storage_options)
-    records = SplitRecords(read.path, read.split, max_open_files=max_open_files,
-                           manifest=read.manifest, locations=read.locations(),
-                           storage=read.storage)
-    return read, records, RecordDecoder(read.schema, options,
-                                        inferred_from=read.inferred_from)
+    return read, RecordDecoder(read.schema, options, inferred_from=read.inferred_from)
+
+
+def split_records(read: ReadPlan, max_open_files: int | None = None) -> SplitRecords:
+    """Random access to a plan's records (every file's index read, or the file scanned)."""
+    return SplitRecords(read.path, read.split, max_open_files=max_open_files,
+                        manifest=read.manifest, locations=read.locations(),
+                        storage=read.storage)

@@ -5,6 +5,7 @@ batches, or ``_metric``'s P×K and triplet loaders, all with one interface)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor, Future
@@ -42,9 +43,10 @@ from tfrecordkit.readers._modes import (
 )
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._plan import PathArg, open_records
+from tfrecordkit.readers._plan import PathArg, open_plan, split_records
 from tfrecordkit.sampling import (
     EpochOrder,
+    SplitRecords,
     check_state,
 )
 from tfrecordkit.store import SplitArg, split_text
@@ -115,9 +117,10 @@ class Loader(Epochs):
                        options=self.options, read=read)
         shuffle = shuffle_mode(sampling)
         self.augment = self.options.augment
-        self.plan, self.records, self.decoder = open_records(
-            path, split_text(split), self.options, max_open_files=read.max_open_files,
-            storage_options=read.storage_options, schema=read.schema)
+        self.plan, self.decoder = open_plan(path, split_text(split), self.options,
+                                            storage_options=read.storage_options,
+                                            schema=read.schema)
+        self._max_open_files = read.max_open_files
         self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.drop_last = drop_last = sampling.drop_last
@@ -126,12 +129,20 @@ class Loader(Epochs):
         self.mix = self.plan.mix
         self.epoch, self.step = 0, 0
         self._order: EpochOrder | JoinedOrder | None = None
-        n = self.epoch_records = len(self.records) if self.mix is None else self.mix.records
+        n = self.epoch_records = (self.mix.records if self.mix is not None
+                                  else self.plan.records if self.plan.records >= 0
+                                  else len(self.records))
         self._steps = n // batch_size if drop_last else -(-n // batch_size)
         if self._steps == 0:
             raise DatasetError(f"{path}: split {split!r} has {n} records, fewer than one "
                                f"batch of {batch_size}"
                                + (" (drop_last=True drops it)" if drop_last else ""))
+
+    @functools.cached_property
+    def records(self) -> SplitRecords:
+        """Random access to the split's records (opened on first use: tf.data reading the
+        files in order needs only the plan)."""
+        return split_records(self.plan, self._max_open_files)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

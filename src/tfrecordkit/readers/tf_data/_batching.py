@@ -121,12 +121,12 @@ def _records_and_carried(element: Any) -> tuple[Any, dict[str, Any]]:
         return element, {}
     records = element["records"]
     carried = {k: element[k] for k in _CARRIED if k in element}
-    for key in (FIRST_ID, FIRST_ID_MARKED):
-        if key in element:
-            ids = element[key] + tf.range(tf.size(records, out_type=tf.int64))
-            carried[RECORD_ID] = ids
-            if key == FIRST_ID_MARKED:
-                carried[VALID] = tf.ones_like(ids, tf.bool)
+    first = element.get(FIRST_ID, element.get(FIRST_ID_MARKED))
+    if first is not None:  # a pipeline's construction cost is per op: few here
+        ids = tf.range(first, first + tf.size(records, out_type=tf.int64))
+        carried[RECORD_ID] = ids
+        if FIRST_ID_MARKED in element:
+            carried[VALID] = ids >= 0
     return records, carried
 
 

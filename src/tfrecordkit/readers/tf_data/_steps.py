@@ -78,7 +78,7 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
                     read=ReadOptions(schema=reading.schema,
                                      storage_options=reading.storage_options,
                                      max_open_files=reading.max_open_files))
-    read, records, steps = loader.plan, loader.records, len(loader)
+    read, steps = loader.plan, len(loader)
     schema = read.schema
     layout = BatchLayout.of(schema, options)
     names = layout.names
@@ -120,7 +120,7 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
     ds = _relabelled_epochs(ds, loader.mix, repeat=repeat, deterministic=deterministic)
     ds = _finished(ds, loader, examples, skip=skip, first=first, repeat=repeat,
                    counter=counter, options=options, deterministic=deterministic)
-    return name_errors(ds, records.files, _finder(loader), epoch=counter)
+    return name_errors(ds, read.files, _finder(loader), epoch=counter)
 
 
 def _in_sequence(read: Any, partition: Partition) -> bool:
