@@ -336,7 +336,7 @@ def test_tf_datas_in_graph_windows_equal_the_pure_functions(sizes, seed, epoch, 
             box = (center_crop_box(height, width, (24, 28), 0.875) if crop == "center"
                    else (0, 0, height, width, 0))
             want = (*box[:4], int(flip and u[-1] < 0.5))
-        key = tf.constant(f"{epoch},{record}".encode())
+        key = tf.constant([epoch, record], tf.int64)  # the record's crop key
         window, flipped = window_of(tf.constant(height), tf.constant(width), key,
                                     seed % 2**62, options)
         assert (*window.numpy().tolist(), int(flipped.numpy())) == tuple(want)
@@ -362,7 +362,7 @@ def test_a_batchs_windows_computed_at_once_in_a_tf_data_map_equal_the_pure_funct
     ids = np.arange(len(sizes), dtype=np.int64) * 1_000_003 + 17
     heights = np.array([h for h, _ in sizes], np.int64)
     widths = np.array([w for _, w in sizes], np.int64)
-    keys = [f"{epoch},{i}".encode() for i in ids.tolist()]
+    keys = np.stack([np.full_like(ids, epoch), ids], axis=1)  # the records' crop keys
     ds = tf.data.Dataset.from_tensors((heights, widths, keys)).map(
         lambda h, w, k: random_windows(h, w, k, seed, options))
     windows, flips = next(iter(ds))

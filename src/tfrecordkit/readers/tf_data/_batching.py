@@ -116,11 +116,12 @@ FIRST_ID, FIRST_ID_MARKED = "__first_id", "__first_id_marked"
 
 
 def _records_and_carried(element: Any) -> tuple[Any, dict[str, Any]]:
-    """A batch of serialized records, and what it carries beside them (see ``_CARRIED``)."""
+    """A batch of serialized records, and what it carries beside them (see ``_CARRIED``; and
+    the records' crop keys)."""
     if not isinstance(element, dict):
         return element, {}
     records = element["records"]
-    carried = {k: element[k] for k in _CARRIED if k in element}
+    carried = {k: element[k] for k in (*_CARRIED, CROP_KEY) if k in element}
     first = element.get(FIRST_ID, element.get(FIRST_ID_MARKED))
     if first is not None:  # a pipeline's construction cost is per op: few here
         ids = tf.range(first, first + tf.size(records, out_type=tf.int64))
@@ -164,7 +165,7 @@ def _per_example(ds: Any, plan: _DecodePlan, batch_size: int | None, drop_remain
         else:
             out = decode_parsed_example(plan.selected, parsed, options, seed=plan.seed,
                                         follows=layout.follows, strict=plan.strict)
-        out.pop(CROP_KEY, None)  # the record's tag, read by finish_image
+        out.pop(CROP_KEY, None)  # the record's crop key, read by finish_image
         out.update({k: parsed[k] for k in plan.passthrough})
         out.update({k: parsed[k] for k in _CARRIED if k in parsed})
         if plan.decode and options.image_dtype != "uint8":
@@ -220,8 +221,8 @@ def _parse_and_decode(ds: Any, plan: _DecodePlan, batch_size: int | None,
             out = {n: decode_feature(f, parsed, n, options, batched=True)
                    for n, f in plan.selected.items()}
             out.update({k: parsed[k] for k in plan.passthrough})
-        out.pop(CROP_KEY, None)
         out.update(carried)
+        out.pop(CROP_KEY, None)  # read by the windows, not given
         if batch_size is None or options.padding != "pad":
             return out  # single examples: structured one by one after unbatching
         shaping = plan.shaping

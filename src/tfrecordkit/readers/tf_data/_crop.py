@@ -1,7 +1,8 @@
-"""The ImageNet recipe in tf.data with the TF-free readers' pixels: each record is tagged, as it
-is read, with its epoch and its id in the split; crop windows and flips come from the library's
-pure functions of (seed, epoch, record id) (``tfrecordkit.sampling``), fed to the graph as data;
-the window is cut from the full accurate-DCT decode and resized with the readers' arithmetic."""
+"""The ImageNet recipe in tf.data with the TF-free readers' pixels: each record carries, as it
+is read, its epoch and its id in the split (its crop key, beside it); crop windows and flips
+come from the library's pure functions of (seed, epoch, record id) (``tfrecordkit.sampling``),
+computed in-graph; the window is cut from the full accurate-DCT decode and resized with the
+readers' arithmetic."""
 
 from __future__ import annotations
 
@@ -24,12 +25,12 @@ from tfrecordkit.codecs import (
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers.tf_data._graph import graph_only
 
-__all__ = ["CROP_KEY", "EpochCounter", "crop_window", "keyed", "random_windows",
-           "tag_records"]
+__all__ = ["CROP_KEY", "EpochCounter", "crop_keys", "crop_window", "keyed",
+           "random_windows"]
 
-#: The reserved Example key the tag travels under: ``b"<epoch>,<record id>"``.
+#: The key each record's crop key, ``[epoch, record id]`` (int64), travels under beside the
+#: serialized records (a batch's: ``[n, 2]``) to the windows; never in the output.
 CROP_KEY = "__crop_key"
-_BYTE = tf.constant([bytes([i]) for i in range(128)])
 
 
 def keyed(options: DecodeOptions) -> bool:
@@ -67,27 +68,9 @@ class EpochCounter:
         return self._count
 
 
-def _byte(n: Any) -> Any:
-    """The one-byte varint of a length below 128."""
-    return tf.gather(_BYTE, n)
-
-
-def _wrap(field: bytes, payload: Any) -> Any:
-    """``field`` then the payload's length then the payload (every length here < 128)."""
-    return tf.strings.join([tf.fill(tf.shape(payload), field),
-                            _byte(tf.strings.length(payload)), payload])
-
-
-def tag_records(records: Any, epoch: Any, ids: Any) -> Any:
-    """Serialized Examples (a vector) with a ``CROP_KEY`` bytes feature appended, holding
-    ``"<epoch>,<id>"``: concatenated Example messages merge, so the parser reads it as a key
-    of the record."""
-    text = tf.strings.join([tf.strings.as_string(tf.fill(tf.shape(ids), epoch)),
-                            tf.strings.as_string(ids)], separator=",")
-    feature = _wrap(b"\x0a", _wrap(b"\x0a", text))  # Feature{bytes_list{value}}
-    key = tf.fill(tf.shape(ids), CROP_KEY)
-    entry = tf.strings.join([_wrap(b"\x0a", key), _wrap(b"\x12", feature)])
-    return tf.strings.join([records, _wrap(b"\x0a", _wrap(b"\x0a", entry))])
+def crop_keys(epoch: Any, ids: Any) -> Any:
+    """The crop keys (``[n, 2]`` int64) of records ``ids`` (``[n]``) read in ``epoch``."""
+    return tf.stack([tf.fill(tf.shape(ids), tf.cast(epoch, tf.int64)), ids], axis=1)
 
 
 # -- the windows, in-graph: the TF-free readers' arithmetic (tfrecordkit.sampling), op by op ----
@@ -195,12 +178,9 @@ def _random_windows(heights: Any, widths: Any, u: Any, options: DecodeOptions) -
 def random_windows(heights: Any, widths: Any, keys: Any, seed: int, options: DecodeOptions
                    ) -> tuple[Any, Any]:
     """:func:`window_of` of ``[n]`` records with a random crop, at once: windows ``[n, 4]``
-    and flips ``[n]`` from the images' sizes and the records' tags (the per-record ops cost
-    ~0.7 ms an image in a tf.data map; here a few ops serve a whole batch)."""
-    keys = tf.where(tf.strings.length(keys) > 0, keys, b"0,0")
-    numbers = tf.strings.to_number(tf.strings.split(keys, ",").to_tensor(
-        default_value="0", shape=[None, 2]), tf.int64)
-    u = _draws(seed, numbers[:, 0], numbers[:, 1])
+    and flips ``[n]`` from the images' sizes and the records' crop keys (``[n, 2]``; the
+    per-record ops cost ~0.7 ms an image in a tf.data map; here a few ops serve a batch)."""
+    u = _draws(seed, keys[:, 0], keys[:, 1])
     windows = _random_windows(tf.cast(heights, tf.int64), tf.cast(widths, tf.int64), u,
                               options)
     flips = tf.logical_and(tf.constant(options.flip), u[:, CROP_DRAWS - 1] < 0.5)
@@ -210,12 +190,10 @@ def random_windows(heights: Any, widths: Any, keys: Any, seed: int, options: Dec
 def window_of(height: Any, width: Any, key: Any, seed: int, options: DecodeOptions
               ) -> tuple[Any, Any]:
     """A record's window (``[4]`` int64: top, left, height, width) and flip, in-graph, from its
-    tag (``b"<epoch>,<record id>"``; empty: epoch 0, record 0): what the TF-free readers'
-    pure functions give, no Python call per record."""
-    parts = tf.strings.split(tf.where(tf.strings.length(key) > 0, key, b"0,0"), ",")
-    numbers = tf.strings.to_number(parts, tf.int64)
+    crop key (``[epoch, record id]``): what the TF-free readers' pure functions give, no
+    Python call per record."""
     height, width = tf.cast(height, tf.int64), tf.cast(width, tf.int64)
-    u = _draws(seed, numbers[0], numbers[1])
+    u = _draws(seed, key[0], key[1])
     if options.crop == "random":
         window = _random_window(height, width, u, options)
     elif options.crop == "center":

@@ -186,8 +186,8 @@ def batch_windows(features: Mapping[str, Feature], parsed: Example, options: Dec
                 lambda: tf.ones([2], tf.int64)), data,
                 fn_output_signature=tf.TensorSpec([2], tf.int64))
         keys = parsed.get(CROP_KEY)
-        if keys is None:
-            keys = tf.fill(tf.shape(data), b"")
+        if keys is None:  # records read without keys: epoch 0, record 0
+            keys = tf.zeros_like(size)
         windows, flips = random_windows(size[:, 0], size[:, 1], keys, seed, options)
         widened, begin, extent = _widened(windows, size)
         out.update({_WINDOW + name: windows, _FLIP + name: flips, _SIZE + name: size,
@@ -219,7 +219,7 @@ def _decode_window(feature: Image, data: Any, parsed: Example, name: str,
     differs there on ~2 of 5 windows of 4:2:0 and 4:2:2 JPEGs); other formats are decoded
     whole and cut. Then resized and flipped as :func:`finish_image` does."""
     channels = feature.channels
-    key = parsed.get(CROP_KEY, tf.constant(b""))
+    key = parsed.get(CROP_KEY, tf.zeros([2], tf.int64))
 
     def jpeg() -> tuple[Any, Any, Any, Any]:
         if _WINDOW + name in parsed:  # computed for the whole batch (batch_windows)
@@ -257,16 +257,16 @@ def _decode_window(feature: Image, data: Any, parsed: Example, name: str,
 def finish_image(image: Any, parsed: Example, options: DecodeOptions, seed: int = 0, *,
                  placed: dict[str, TFPlacement] | None = None, name: str = "") -> Any:
     """A decoded image cropped, resized and flipped as ``options`` say (the TF-free readers'
-    :class:`ImageTransform` steps, in-graph); random windows and flips read the record's tag
-    (``CROP_KEY``, see :mod:`._crop`). ``placed[name]`` receives where its pixels went (what
-    boxes tied to it follow)."""
+    :class:`ImageTransform` steps, in-graph); random windows and flips read the record's crop
+    key (``CROP_KEY``, see :mod:`._crop`). ``placed[name]`` receives where its pixels went
+    (what boxes tied to it follow)."""
     shape = tf.shape(image, out_type=tf.int64)
     if options.crop is None and not options.flip:
         if placed is not None and options.image_size is not None:
             placed[name] = _placement(shape, tf.stack([0, 0, shape[0], shape[1]]), None,
                                       options)
         return _resize(image, options.image_size, options.keep_aspect, name or "image")
-    key = parsed.get(CROP_KEY, tf.constant(b""))
+    key = parsed.get(CROP_KEY, tf.zeros([2], tf.int64))
     window, flip, box = crop_window(image, key, seed, options)
     if placed is not None:
         placed[name] = _placement(shape, box, flip, options)

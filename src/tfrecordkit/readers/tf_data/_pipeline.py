@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrecordkit.errors import OptionError, SchemaError
-from tfrecordkit.format import KeySpec, RecordReader, Storage, parse_examples
+from tfrecordkit.format import RecordReader, Storage, parse_examples
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, refuse_untaken
@@ -28,7 +28,7 @@ from tfrecordkit.readers.tf_data._batching import (
     _shard_label,
     _supervised,
 )
-from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, keyed, tag_records
+from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, crop_keys, keyed
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._graph import graph_only
@@ -102,13 +102,12 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     records = _share_of(counts, partition if by_record else Partition())
     # A seed makes the order reproducible; without one, parallel steps may reorder.
     ordered = seed is not None or by_record
-    # Random crops and flips: each record is tagged with its epoch and id as it is read.
+    # Random crops and flips: each record carries its epoch and id (its crop key) as it is
+    # read.
     tagged = keyed(options)
-    if tagged:
-        if cache:
-            raise OptionError("random crops and flips are keyed by the epoch: they cannot be "
-                              "cached (give cache=False)")
-        description[CROP_KEY] = tf.io.FixedLenFeature([], tf.string, default_value=b"")
+    if tagged and cache:
+        raise OptionError("random crops and flips are keyed by the epoch: they cannot be "
+                          "cached (give cache=False)")
     # Record-level sharding needs every worker to see one and the same record order.
     files_ds, entries = _files_dataset(
         read, file_paths, file_classes, _shard_label(schema, names, description), tagged=tagged,
@@ -122,7 +121,7 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     ds = _cached_shuffled(ds, cache=cache, shuffle=shuffle, seed=seed, repeat=repeat,
                           record_bytes=read.bytes_per_record, records=records)
     ds = _batched_decoded(ds, read, layout, options, description, ordered=ordered,
-                          seed=seed, tagged=tagged, batch_size=batch_size, drop_last=drop_last)
+                          seed=seed, batch_size=batch_size, drop_last=drop_last)
 
     if as_supervised:
         ds = _supervised(ds, manifest, schema, ordered)
@@ -132,7 +131,7 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     ds = _finish(ds, manifest, schema, ordered)
 
     if counter is not None:
-        # The epoch counter is read where records are tagged: an iterator's checkpoint saves
+        # The epoch counter is read where records are keyed: an iterator's checkpoint saves
         # and restores it itself (see name_errors), so tf.data may leave it out.
         checkpointable = tf.data.Options()
         checkpointable.experimental_external_state_policy = (
@@ -170,7 +169,7 @@ def _share_of(counts: Sequence[int], partition: Partition) -> int:
 
 def _batched_decoded(ds: Any, read: Any, layout: BatchLayout, options: DecodeOptions,
                      description: dict[str, Any], *, ordered: bool, seed: int | None,
-                     tagged: bool, batch_size: int | None, drop_last: bool) -> Any:
+                     batch_size: int | None, drop_last: bool) -> Any:
     """Serialized records batched, checked (files whose schema was inferred), parsed at once
     and decoded as the layout says."""
     schema, names = read.schema, layout.names
@@ -185,7 +184,9 @@ def _batched_decoded(ds: Any, read: Any, layout: BatchLayout, options: DecodeOpt
     ds = ds.batch(parse_size, drop_remainder=drop_last and not plan.per_example
                   and batch_size is not None)
     if strict:
-        ds = ds.map(graph_only(_undescribed_keys_fail(schema, tagged)),
+        fail = _undescribed_keys_fail(schema)
+        ds = ds.map(graph_only(lambda e: {**e, "records": fail(e["records"])}
+                               if isinstance(e, dict) else fail(e)),
                     num_parallel_calls=AUTOTUNE, deterministic=ordered)
     return _parse_and_decode(ds, plan, batch_size, drop_last)
 
@@ -216,7 +217,7 @@ def _files_dataset(read: Any, file_paths: Sequence[str], file_classes: Any,
                    seed: int | None) -> tuple[Any, bool]:
     """The dataset of files to interleave, shuffled each epoch when asked: each file's path,
     its class entry when the label comes from the shard, its first record id when records
-    are tagged for random crops; and whether entries are there."""
+    are keyed for random crops; and whether entries are there."""
     files: dict[str, Any] = {"file": list(file_paths)}
     if shard_label:
         files["entry"] = _shard_entries(read.schema, shard_label, file_classes)
@@ -228,13 +229,12 @@ def _files_dataset(read: Any, file_paths: Sequence[str], file_classes: Any,
     return files_ds, "entry" in files
 
 
-def _undescribed_keys_fail(schema: Schema, tagged: bool) -> Callable[[Any], Any]:
+def _undescribed_keys_fail(schema: Schema) -> Callable[[Any], Any]:
     """A map over batches of serialized records that fails on a record holding a key the
     schema does not describe (``tf.io.parse_example`` would drop it without a word)."""
     # A SequenceExample's context is read as an Example's features; its feature lists are
     # another field, not keys.
-    specs = [*(s for s in schema.key_specs() if not s.sequence),
-             *([KeySpec(CROP_KEY, "string", ())] if tagged else [])]
+    specs = [s for s in schema.key_specs() if not s.sequence]
 
     def check(records: np.ndarray) -> np.ndarray:
         try:
@@ -302,10 +302,10 @@ def _interleaved(files_ds: Any, read: ReadPlan, open_file: Callable[[Any], Any],
         records = run["records"]
         if "entry" in run:
             records = tf.strings.join([records, tf.fill(tf.shape(records), run["entry"])])
-        if counter is not None:
-            records = tag_records(records, counter.value(), run["first"]
-                                  + tf.range(tf.size(records, out_type=tf.int64)))
-        return records
+        if counter is None:
+            return records
+        ids = run["first"] + tf.range(tf.size(records, out_type=tf.int64))
+        return {"records": records, CROP_KEY: crop_keys(counter.value(), ids)}
 
     if (read.bytes_per_record >= _SINGLE_BYTES and not entries and counter is None
             and read.storage.local):

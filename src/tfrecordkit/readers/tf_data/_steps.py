@@ -35,7 +35,7 @@ from tfrecordkit.readers.tf_data._batching import (
 from tfrecordkit.readers.tf_data._batching import (
     _parse_and_decode as parse_and_decode,
 )
-from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, keyed, tag_records
+from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, crop_keys, keyed
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._graph import graph_only
@@ -84,8 +84,6 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
     names = layout.names
     description = feature_description(schema, names)
     tagged = keyed(options)
-    if tagged:
-        description[CROP_KEY] = tf.io.FixedLenFeature([], tf.string, default_value=b"")
     label = _shard_label(schema, names, description)
     entries = (tf.constant(_shard_entries(schema, label, range(len(schema.class_names(label)))))
                if label is not None else None)
@@ -108,7 +106,7 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
     if strict:
         from tfrecordkit.readers.tf_data._pipeline import _undescribed_keys_fail
 
-        fail = _undescribed_keys_fail(schema, tagged)
+        fail = _undescribed_keys_fail(schema)
         ds = ds.map(graph_only(lambda e: {**e, "records": fail(e["records"])}),
                     num_parallel_calls=AUTOTUNE, deterministic=deterministic)
     plan = _DecodePlan(description, {n: schema[n] for n in names}, layout, options,
@@ -163,9 +161,9 @@ class _StepReader:
         serialized = tf.strings.substr(buffer, offsets, lengths)
         if self.entries is not None:  # the label of the record's shard, as its entry
             serialized = tf.strings.join([serialized, tf.gather(self.entries, classes)])
-        if self.tagged:  # random crops and flips: keyed by (seed, epoch, record id)
-            serialized = tag_records(serialized, g // self.steps, ids)
         element = {"records": serialized, RECORD_ID: ids}
+        if self.tagged:  # random crops and flips: keyed by (seed, epoch, record id)
+            element[CROP_KEY] = crop_keys(g // self.steps, ids)
         if self.marked:
             element[VALID] = valid
         return element
