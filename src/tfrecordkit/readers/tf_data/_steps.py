@@ -199,15 +199,11 @@ def _finished(ds: Any, loader: Any, examples: Examples | None, *, skip: int, fir
 def _sequential(read: Any, step_size: int, *, drop_last: bool, marked: bool) -> Any:
     """The records of the plan's files in order, in steps of ``step_size``, each with its first
     record's id (the parse makes the step's ids, and ``__valid``, all real on one rank, from
-    it): the step reader's steps, read by TensorFlow's reader (in runs of records for small
-    ones, see ``_pipeline._interleaved``)."""
-    from tfrecordkit.readers.tf_data._pipeline import _file_reader, _interleaved
-
+    it): the step reader's steps, read by TensorFlow's reader, one file after another (no
+    interleave: nothing to take turns with, no runs to batch and take apart)."""
     compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
-    files = tf.data.Dataset.from_tensor_slices({"file": list(read.files)})
-    ds = _interleaved(files, read, _file_reader(read.storage, compression, None),
-                      compression=compression, files=len(read.files), counter=None,
-                      entries=False, shuffle=False, ordered=True)
+    ds = tf.data.TFRecordDataset(list(read.files), compression_type=compression,
+                                 buffer_size=1 << 20)
     ds = ds.batch(step_size, drop_remainder=drop_last)
     firsts = tf.data.Dataset.range(0, np.iinfo(np.int64).max, step_size)  # each step's first id
     return tf.data.Dataset.zip({"records": ds, FIRST_ID_MARKED if marked else FIRST_ID: firsts})
