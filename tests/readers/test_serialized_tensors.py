@@ -223,6 +223,19 @@ def test_arbitrary_wire_encodings_are_read_as_tensorflow_reads_them(data):
         f"read {got.dtype}{got.shape} from bytes TensorFlow refuses: {data!r}")
 
 
+@pytest.mark.parametrize(("data", "dtype"), [
+    (b"*\x04\x00\x01\x80\x7f\x08\x01", "float32"),  # packed, before the dtype: found above
+    (b"\x08\x01\x2d\x00\x01\x80\x7f", "float32"),  # one fixed32
+    (b"\x08\x02\x32\x08\x01\x00\x00\x00\x00\x00\xf0\x7f", "float64"),  # double_val
+])
+def test_a_signalling_nan_keeps_its_bits_as_tensorflow_keeps_them(data, dtype):
+    """A float read through a Python float was quieted (its bit 22 set); TensorFlow keeps
+    the stored bits."""
+    want = tf.io.parse_tensor(data, getattr(tf, dtype)).numpy()
+    got = decode_tensor_proto(data)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
 def test_a_repeated_dtype_keeps_the_last_as_tensorflow_does():
     damaged = b"\x08\x01\x08\x08"  # float32, then complex64: TensorFlow refuses it
     with pytest.raises(tk.RecordFormatError, match="not a serialized tensor"):
