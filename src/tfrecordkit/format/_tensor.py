@@ -91,7 +91,7 @@ def _typed(values: list[tuple[int, object]], dtype: str) -> list[object]:
                 raise ValueError(f"{dtype} values of the wrong width")
             # NumPy scalars of the stored bits: a Python float would quiet a signalling NaN,
             # which TensorFlow keeps as it is.
-            out.extend(np.frombuffer(value, f"<f{width}").astype(dtype))  # type: ignore[arg-type]
+            out.extend(np.frombuffer(value, f"<f{width}").astype(dtype))  # type: ignore[call-overload]
         elif wire == 0:
             out.append(value)
         elif wire == 2:
