@@ -5,7 +5,7 @@ batches, or ``_metric``'s P×K and triplet loaders, all with one interface)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor, Future
@@ -55,6 +55,9 @@ __all__ = ["PK", "Augment", "DecodeOptions", "Examples", "InOrder", "Loader", "M
            "Partition",
            "ReadOptions", "Sampling", "Shuffled", "TripletLoader", "Triplets",
            "load_numpy_dataset", "open_loader", "stack_records"]
+
+#: Held while a loader opens its records (threads of tf.data may ask at once).
+_OPENING = threading.Lock()
 
 
 # -- the general loader --------------------------------------------------------------------
@@ -121,6 +124,7 @@ class Loader(Epochs):
                                             storage_options=read.storage_options,
                                             schema=read.schema)
         self._max_open_files = read.max_open_files
+        self._records: SplitRecords | None = None
         self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.drop_last = drop_last = sampling.drop_last
@@ -138,11 +142,15 @@ class Loader(Epochs):
                                f"batch of {batch_size}"
                                + (" (drop_last=True drops it)" if drop_last else ""))
 
-    @functools.cached_property
+    @property
     def records(self) -> SplitRecords:
-        """Random access to the split's records (opened on first use: tf.data reading the
-        files in order needs only the plan)."""
-        return split_records(self.plan, self._max_open_files)
+        """Random access to the split's records (opened on first use, once, whichever thread
+        asks first: tf.data reading the files in order needs only the plan)."""
+        if self._records is None:
+            with _OPENING:
+                if self._records is None:
+                    self._records = split_records(self.plan, self._max_open_files)
+        return self._records
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
