@@ -77,9 +77,17 @@ def test_torch_loader_reads_s3(s3_server, s3_url, digits):
     torch = pytest.importorskip("torch")
     folder, _ = digits
     tk.convert(ImageFolder(folder), s3_url, workers=1)
+    s3_server.log.settle()
+    s3_server.log.clear()
     dataset = tk.load_torch_dataset(s3_url, batch_size=40, sampling=tk.InOrder())
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2)
     assert sorted(int(i) for batch in loader for i in batch["__id"]) == list(range(400))
+    # Each index file read once (when the dataset was made), not again by every worker;
+    # counted over the whole run, as the server may log a request late.
+    s3_server.log.settle()
+    indexes = [g for g in s3_server.log.gets() if g.endswith(".index")]
+    shards = tk.load_manifest(s3_url).split("train").shards
+    assert len(indexes) == len(set(indexes)) == len(shards), indexes
 
 
 def test_sequential_reads_make_no_request_per_record(s3_server, s3_url):

@@ -56,9 +56,6 @@ __all__ = ["PK", "Augment", "DecodeOptions", "Examples", "InOrder", "Loader", "M
            "ReadOptions", "Sampling", "Shuffled", "TripletLoader", "Triplets",
            "load_numpy_dataset", "open_loader", "stack_records"]
 
-#: Held while a loader opens its records (threads of tf.data may ask at once).
-_OPENING = threading.Lock()
-
 
 # -- the general loader --------------------------------------------------------------------
 
@@ -125,6 +122,7 @@ class Loader(Epochs):
                                             schema=read.schema)
         self._max_open_files = read.max_open_files
         self._records: SplitRecords | None = None
+        self._opening = threading.Lock()  # tf.data's step-reader threads may ask at once
         self.features = self.decoder.features
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.drop_last = drop_last = sampling.drop_last
@@ -147,7 +145,7 @@ class Loader(Epochs):
         """Random access to the split's records (opened on first use, once, whichever thread
         asks first: tf.data reading the files in order needs only the plan)."""
         if self._records is None:
-            with _OPENING:
+            with self._opening:
                 if self._records is None:
                     self._records = split_records(self.plan, self._max_open_files)
         return self._records
@@ -155,7 +153,15 @@ class Loader(Epochs):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_order"] = None  # rebuilt on first use (it caches closures)
+        # Opened here, once, rather than by every process the loader is sent to (each would
+        # read every index file again).
+        state["_records"] = self.records
+        del state["_opening"]
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._opening = threading.Lock()
 
     @property
     def num_threads(self) -> int:

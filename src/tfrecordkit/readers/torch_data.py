@@ -345,6 +345,8 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
     def __init__(self, loader: Loader | PKLoader | TripletLoader,
                  threads_per_worker: int | None = None
                  ) -> None:
+        if isinstance(loader, Loader):  # opened once here: forked workers inherit them
+            loader.records  # noqa: B018  (a worker opening them would read every index again)
         self.loader = loader
         self.threads_per_worker = threads_per_worker
         self._worker_state: dict[str, Any] | None = None
