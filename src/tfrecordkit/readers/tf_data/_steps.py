@@ -91,7 +91,6 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
     first, skip = _first_step(state, loader, examples)
     drop_last = sampling.drop_last and not unbatched
     marked = not drop_last and not unbatched  # one rank's single examples are all real
-    steps_reader = _StepReader(loader, entries, tagged=tagged, marked=marked)
 
     sequential = (isinstance(sampling, InOrder) and first == 0 and not skip and not tagged
                   and label is None and _in_sequence(read, partition))
@@ -99,6 +98,7 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
     if sequential:
         ds = _sequential(read, step_size, drop_last=drop_last, marked=marked)
     else:
+        steps_reader = _StepReader(loader, entries, tagged=tagged, marked=marked)
         ds = global_steps(first, steps, counter)
         ds = ds.map(graph_only(steps_reader.read), num_parallel_calls=AUTOTUNE,
                     deterministic=True)
@@ -131,18 +131,22 @@ def _in_sequence(read: Any, partition: Partition) -> bool:
 
 class _StepReader:
     """Global step ``g`` -> this rank's records of it, read by offset in one Python call,
-    with their ids (and ``__valid``), each record's shard label entry and crop tag added."""
+    with their ids (and ``__valid``), each record's shard label entry and crop key beside."""
 
     def __init__(self, loader: Any, entries: Any, *, tagged: bool, marked: bool) -> None:
         self.loader, self.entries = loader, entries
         self.tagged, self.marked = tagged, marked
         self.steps = len(loader)
+        # The records opened here, by the caller: not in tf.data's first calls of the step
+        # reader (index files read in Python calls inside tf.data, under a lock, would still
+        # be in flight when a process that read a few steps exits).
+        self.records = loader.records
 
     @exit_safe
     def fetch(self, g: np.int64) -> tuple[Any, ...]:
         """The step's records as one buffer, their offsets and lengths, ids, whether each
         is real, and their shards' classes."""
-        loader, records = self.loader, self.loader.records
+        loader, records = self.loader, self.records
         epoch, step = divmod(int(g), self.steps)
         ids, valid = loader.step_ids(epoch, step)
         buffer, offsets, lengths = _joined(records.get_slices(ids))
