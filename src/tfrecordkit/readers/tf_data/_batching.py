@@ -18,7 +18,7 @@ from tfrecordkit.readers.tf_data._augment import (
     _compose,
 )
 from tfrecordkit.readers.tf_data._crop import CROP_KEY
-from tfrecordkit.readers.tf_data._graph import graph_only
+from tfrecordkit.readers.tf_data._graph import graph_only, unbatched
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     Example,
@@ -151,8 +151,8 @@ def _per_example(ds: Any, plan: _DecodePlan, batch_size: int | None, drop_remain
             parsed = parse(element)
             return {**parsed, **batch_windows(plan.selected, parsed, options, plan.seed,
                                               plan.strict)}
-    ds = ds.map(graph_only(parse), num_parallel_calls=AUTOTUNE,
-                deterministic=ordered).unbatch()
+    ds = unbatched(ds.map(graph_only(parse), num_parallel_calls=AUTOTUNE,
+                           deterministic=ordered))
     # Dimensions the schema leaves open but that can't vary (channels) must agree
     # within a padded batch: padding would otherwise fill them with zeros.
     open_axes = {n: f.open_axes for n, f in layout.features.items()

@@ -111,7 +111,14 @@ def _first_line(err: Exception) -> str:
 def _corrupt(err: Exception, files: Sequence[str], find: Callable[[], None]) -> Exception:
     """The file failing at the offset TensorFlow names (its frame checked as every reader
     checks it), else what a TF-free read of the files meets."""
-    found = _AT.search(getattr(err, "message", str(err)))
+    message = getattr(err, "message", str(err))
+    for path in files:  # the compiled frame reader names the file and byte
+        found = re.search(re.escape(f"{os.path.abspath(path)}: record at byte ") + r"(\d+)",
+                          message)
+        problem = None if found is None else _frame_problem(path, int(found.group(1)))
+        if problem is not None:
+            return problem
+    found = _AT.search(message)
     if found is not None:
         offset = int(found.group(1))
         for path in files:

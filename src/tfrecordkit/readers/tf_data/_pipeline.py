@@ -31,7 +31,7 @@ from tfrecordkit.readers.tf_data._batching import (
 from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, crop_keys, keyed
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
-from tfrecordkit.readers.tf_data._graph import graph_only
+from tfrecordkit.readers.tf_data._graph import graph_only, unbatched
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     feature_description,
@@ -318,7 +318,7 @@ def _interleaved(files_ds: Any, read: ReadPlan, open_file: Callable[[Any], Any],
                              num_parallel_calls=AUTOTUNE, deterministic=ordered)
     if entries or counter is not None:
         ds = ds.map(graph_only(joined), num_parallel_calls=AUTOTUNE, deterministic=ordered)
-    return ds.unbatch()
+    return unbatched(ds)
 
 
 def _first_ids(read: ReadPlan, files: Sequence[str]) -> list[int]:

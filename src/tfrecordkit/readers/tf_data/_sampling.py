@@ -35,6 +35,7 @@ from tfrecordkit.readers.tf_data._batching import (
 from tfrecordkit.readers.tf_data._crop import EpochCounter, keyed
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
+from tfrecordkit.readers.tf_data._frames import read_frames_op
 from tfrecordkit.readers.tf_data._graph import graph_only
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
@@ -160,25 +161,47 @@ def checkpointable(ds: Any, counter: EpochCounter | None) -> Any:
 
 
 def _step_dataset(first: int, per_epoch: int, counter: EpochCounter | None,
-                  fetch: Callable[[int], tuple[np.ndarray, np.ndarray]], size: int) -> Any:
-    """Global steps (see :func:`global_steps`) mapped to their serialized records and the
-    records' ids (``{"records", "__id"}``): a pure function of the step, so
-    tf.train.Checkpoint can save and restore the iterator."""
+                  positions_of: Callable[[int], np.ndarray], *, index: Any, fetcher: Any,
+                  entries: list[bytes], size: int) -> Any:
+    """Global steps (see :func:`global_steps`) mapped to their serialized records, each with
+    its class's entries appended, and the records' positions in ``index``
+    (``{"records", "__id"}``): a pure function of the step, so tf.train.Checkpoint can save
+    and restore the iterator. Local uncompressed files are read by the compiled frame reader
+    (a Python call gives the locations); otherwise the Python call reads the records."""
     steps = global_steps(first, per_epoch, counter)
+    class_of = np.repeat(index.classes, index.counts)
+    frames = (read_frames_op() if fetcher.storage.local and index.restarts is None
+              else None)
+    if frames is None:
+        def fetch(g: np.int64) -> tuple[np.ndarray, np.ndarray]:
+            positions = np.asarray(positions_of(int(g)), np.int64)
+            return (_with_shard_label(fetcher.fetch(positions), class_of[positions], entries),
+                    positions)
 
-    def read(g: Any) -> dict[str, Any]:
-        records, ids = tf.numpy_function(exit_safe(lambda x: fetch(int(x))), [g],
-                                         (tf.string, tf.int64), stateful=False)
-        return {"records": tf.ensure_shape(records, [size]),
-                RECORD_ID: tf.ensure_shape(ids, [size])}
+        def read(g: Any) -> dict[str, Any]:
+            records, ids = tf.numpy_function(exit_safe(fetch), [g], (tf.string, tf.int64),
+                                             stateful=False)
+            return {"records": tf.ensure_shape(records, [size]),
+                    RECORD_ID: tf.ensure_shape(ids, [size])}
 
-    return steps.map(graph_only(read))
+        return steps.map(graph_only(read))
+    files, table = tf.constant([os.path.abspath(f) for f in index.files]), tf.constant(entries)
 
+    def locate(g: np.int64) -> tuple[np.ndarray, ...]:
+        positions = np.asarray(positions_of(int(g)), np.int64)
+        return (index.shard[positions].astype(np.int32), index.offset[positions],
+                index.length[positions], positions, class_of[positions].astype(np.int64))
 
+    def read_frames(g: Any) -> dict[str, Any]:
+        shards, offsets, lengths, ids, classes = (
+            tf.ensure_shape(t, [size]) for t in tf.numpy_function(
+                exit_safe(locate), [g], (tf.int32, tf.int64, tf.int64, tf.int64, tf.int64),
+                stateful=False))
+        records = frames(files, shards, offsets, lengths)
+        return {"records": tf.strings.join([records, tf.gather(table, classes)]),
+                RECORD_ID: ids}
 
-
-
-
+    return steps.map(graph_only(read_frames))
 
 
 def _attach_state(ds: Any, sampler: Any, fetcher: Any, steps: int, first: int) -> Any:
@@ -228,15 +251,13 @@ def pk_dataset(path: str | os.PathLike[str], split: str, *, sampling: PK, seed: 
 
     description = feature_description(schema, names)
     entries = _class_entries(schema, names, description, manifest.class_names)
-    class_of = np.repeat(index.classes, index.counts)
 
-    def fetch(g: int) -> tuple[np.ndarray, np.ndarray]:
-        positions = sampler.batch(*divmod(g, steps))
-        return (_with_shard_label(fetcher.fetch(positions), class_of[positions], entries),
-                np.asarray(positions, np.int64))
+    def positions_of(g: int) -> np.ndarray:
+        return sampler.batch(*divmod(g, steps))
 
     counter = None if repeat else EpochCounter()
-    ds = _step_dataset(first, steps, counter, fetch, size)
+    ds = _step_dataset(first, steps, counter, positions_of, index=index, fetcher=fetcher,
+                       entries=entries, size=size)
     plan = _sampling_plan(schema, names, description, options)
     ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
     # Which of the P classes each record belongs to, as every reader's PxK batches say.
@@ -287,19 +308,17 @@ def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int
     cache: dict[int, np.ndarray] = {}
     description = feature_description(schema, names)
     entries = _class_entries(schema, names, description, manifest.class_names)
-    class_of = np.repeat(index.classes, index.counts)
 
-    def fetch(g: int) -> tuple[np.ndarray, np.ndarray]:
+    def positions_of(g: int) -> np.ndarray:
         epoch, i = divmod(g, anchors)
         if epoch not in cache:  # an epoch's triplets, drawn once (a pure function of it)
             cache.clear()
             cache[epoch] = sampler.triplets(epoch)
-        positions = cache[epoch][i]
-        return (_with_shard_label(fetcher.fetch(positions), class_of[positions], entries),
-                np.asarray(positions, np.int64))
+        return np.asarray(cache[epoch][i], np.int64)
 
     counter = None if repeat else EpochCounter()
-    ds = _step_dataset(first, anchors, counter, fetch, 3)
+    ds = _step_dataset(first, anchors, counter, positions_of, index=index, fetcher=fetcher,
+                       entries=entries, size=3)
     plan = _sampling_plan(schema, names, description, options)
     ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
     roles = ("anchor", "positive", "negative")

@@ -38,9 +38,11 @@ from tfrecordkit.readers.tf_data._batching import (
 from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, crop_keys, keyed
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
+from tfrecordkit.readers.tf_data._frames import read_frames_op
 from tfrecordkit.readers.tf_data._graph import graph_only
 from tfrecordkit.readers.tf_data._ops import AUTOTUNE, feature_description
 from tfrecordkit.readers.tf_data._sampling import _step_number, checkpointable, global_steps
+from tfrecordkit.store import SplitRecords
 
 __all__ = ["ordered_dataset"]
 
@@ -130,8 +132,10 @@ def _in_sequence(read: Any, partition: Partition) -> bool:
 
 
 class _StepReader:
-    """Global step ``g`` -> this rank's records of it, read by offset in one Python call,
-    with their ids (and ``__valid``), each record's shard label entry and crop key beside."""
+    """Global step ``g`` -> this rank's records of it, with their ids (and ``__valid``), each
+    record's shard label entry and crop key beside. Local uncompressed files: a Python call
+    gives the step's locations and the compiled op reads and checks the frames (no bytes
+    through Python); otherwise the call reads the records itself."""
 
     def __init__(self, loader: Any, entries: Any, *, tagged: bool, marked: bool) -> None:
         self.loader, self.entries = loader, entries
@@ -140,29 +144,53 @@ class _StepReader:
         # The records opened here, by the caller: not in tf.data's first calls of the step
         # reader (index files read in Python calls inside tf.data, under a lock, would still
         # be in flight when a process that read a few steps exits).
-        self.records = loader.records
+        self.records = records = loader.records
+        local = (isinstance(records, SplitRecords) and records.storage.local
+                 and records.restarts is None)
+        self.frames = read_frames_op() if local else None
+
+    def _step(self, g: np.int64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        epoch, step = divmod(int(g), self.steps)
+        ids, valid = self.loader.step_ids(epoch, step)
+        classes = (self.records.shard_classes(ids) if self.entries is not None
+                   else np.zeros(0, np.int64))
+        return ids.astype(np.int64), valid, classes.astype(np.int64)
 
     @exit_safe
     def fetch(self, g: np.int64) -> tuple[Any, ...]:
         """The step's records as one buffer, their offsets and lengths, ids, whether each
         is real, and their shards' classes."""
-        loader, records = self.loader, self.records
-        epoch, step = divmod(int(g), self.steps)
-        ids, valid = loader.step_ids(epoch, step)
-        buffer, offsets, lengths = _joined(records.get_slices(ids))
-        classes = (records.shard_classes(ids) if self.entries is not None
-                   else np.zeros(0, np.int64))
-        return buffer, offsets, lengths, ids.astype(np.int64), valid, classes.astype(np.int64)
+        ids, valid, classes = self._step(g)
+        buffer, offsets, lengths = _joined(self.records.get_slices(ids))
+        return buffer, offsets, lengths, ids, valid, classes
+
+    @exit_safe
+    def locate(self, g: np.int64) -> tuple[np.ndarray, ...]:
+        """The step's frames' files (positions in ``records.files``), byte offsets and
+        lengths, ids, whether each is real, and their shards' classes."""
+        ids, valid, classes = self._step(g)
+        records = self.records
+        return (records.shard[ids].astype(np.int32), records.offset[ids], records.length[ids],
+                ids, valid, classes)
 
     def read(self, g: Any) -> dict[str, Any]:
         """In-graph: ``{"records", "__id"[, "__valid"]}`` of global step ``g``."""
-        buffer, offsets, lengths, ids, valid, classes = tf.numpy_function(
-            self.fetch, [g], (tf.string, tf.int64, tf.int64, tf.int64, tf.bool, tf.int64),
-            stateful=False)
-        buffer = tf.ensure_shape(buffer, [])
-        offsets, lengths, ids, valid, classes = (
-            tf.ensure_shape(t, [None]) for t in (offsets, lengths, ids, valid, classes))
-        serialized = tf.strings.substr(buffer, offsets, lengths)
+        if self.frames is None:
+            buffer, offsets, lengths, ids, valid, classes = tf.numpy_function(
+                self.fetch, [g], (tf.string, tf.int64, tf.int64, tf.int64, tf.bool, tf.int64),
+                stateful=False)
+            serialized = tf.strings.substr(tf.ensure_shape(buffer, []),
+                                           tf.ensure_shape(offsets, [None]),
+                                           tf.ensure_shape(lengths, [None]))
+        else:
+            shards, offsets, lengths, ids, valid, classes = tf.numpy_function(
+                self.locate, [g], (tf.int32, tf.int64, tf.int64, tf.int64, tf.bool, tf.int64),
+                stateful=False)
+            files = tf.constant([os.path.abspath(f) for f in self.records.files])
+            serialized = self.frames(files, tf.ensure_shape(shards, [None]),
+                                     tf.ensure_shape(offsets, [None]),
+                                     tf.ensure_shape(lengths, [None]))
+        ids, valid, classes = (tf.ensure_shape(t, [None]) for t in (ids, valid, classes))
         if self.entries is not None:  # the label of the record's shard, as its entry
             serialized = tf.strings.join([serialized, tf.gather(self.entries, classes)])
         element = {"records": serialized, RECORD_ID: ids}

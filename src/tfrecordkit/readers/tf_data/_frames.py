@@ -1,0 +1,93 @@
+"""The compiled TensorFlow op reading TFRecord frames by offset (``_read_frames.cc``): built on
+first use against the installed TensorFlow, kept in the user's cache (``TFRECORDKIT_CACHE``,
+else ``~/.cache/tfrecordkit``) under a key of its sources and TensorFlow's version and flags.
+Without a C++ compiler or TensorFlow's headers, or with ``TFRECORDKIT_PURE_PYTHON=1``, there
+is none and the step reader reads in a Python call instead (same records, slower)."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+
+__all__ = ["read_frames_op"]
+
+_SOURCE = Path(__file__).with_name("_read_frames.cc")
+_HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, shared with the codec
+_lock = threading.Lock()
+_built: list[Callable[..., Any] | None] = []  # the op once looked for (None: there is none)
+
+
+def read_frames_op() -> Callable[..., Any] | None:
+    """``op(files, shards, offsets, lengths)`` → the payloads (``[n]`` string) of the frames
+    at ``files[shards[i]]``, byte ``offsets[i]``, ``lengths[i]`` bytes (header and footer
+    included), CRC-checked (``DataLossError`` naming the file and byte otherwise); None
+    where it cannot be built (warned once) or compiled code is turned off."""
+    if os.environ.get("TFRECORDKIT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    with _lock:
+        if not _built:
+            _built.append(_load())
+        return _built[0]
+
+
+def _load() -> Callable[..., Any] | None:
+    compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    try:
+        library = _library(compiler)
+    except (OSError, subprocess.SubprocessError, tf.errors.NotFoundError) as err:
+        warnings.warn(f"tf.data reads shuffled steps in Python: the compiled frame reader "
+                      f"could not be built ({str(err).strip().splitlines()[-1][:300]})",
+                      RuntimeWarning, stacklevel=3)
+        return None
+    return library.tfrecordkit_read_frames  # type: ignore[no-any-return]
+
+
+def _library(compiler: str | None) -> Any:
+    """The op's library, loaded: from the cache, else compiled into it (one process builds,
+    others wait on a lock file)."""
+    compile_flags, link_flags = tf.sysconfig.get_compile_flags(), tf.sysconfig.get_link_flags()
+    key = hashlib.sha256("\0".join([
+        _SOURCE.read_text(), (_HEADERS / "_crc32c.h").read_text(), tf.__version__,
+        *compile_flags, *link_flags]).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("TFRECORDKIT_CACHE")
+                 or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                 / "tfrecordkit") / "ops"
+    built = cache / f"read_frames-{key}.so"
+    if not built.exists():
+        if compiler is None:
+            raise OSError("no C++ compiler (g++, or set CXX)")
+        cache.mkdir(parents=True, exist_ok=True)
+        with open(cache / f"read_frames-{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not built.exists():
+                _compile(compiler, compile_flags, link_flags, built)
+    return tf.load_op_library(str(built))
+
+
+def _compile(compiler: str, compile_flags: list[str], link_flags: list[str],
+             built: Path) -> None:
+    """Compile the op into ``built`` (written whole or not at all)."""
+    handle, scratch = tempfile.mkstemp(suffix=".so", dir=built.parent)
+    os.close(handle)
+    try:
+        done = subprocess.run(
+            [compiler, "-shared", "-fPIC", "-O2", "-w", *compile_flags, f"-I{_HEADERS}",
+             str(_SOURCE), "-o", scratch, *link_flags],
+            capture_output=True, text=True, timeout=900, check=False)
+        if done.returncode != 0:
+            raise subprocess.SubprocessError(done.stderr.strip() or f"{compiler} failed")
+        os.replace(scratch, built)
+    finally:
+        if os.path.exists(scratch):
+            os.unlink(scratch)
