@@ -190,5 +190,5 @@ def test_pk_and_triplet_steps_are_the_same_through_the_op_and_the_python_reader(
         assert a.keys() == b.keys()
         for key in a:
             np.testing.assert_array_equal(a[key], b[key])
-    first = through_op[0]  # P×K: each record's label is its own
+    first = through_op[0]  # PxK: each record's label is its own
     np.testing.assert_array_equal(first["label"], first["x"][:, 0] % 4)

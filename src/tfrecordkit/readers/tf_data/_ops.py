@@ -30,11 +30,13 @@ from tfrecordkit.schema import (
     Text,
 )
 
-__all__ = ["AUTOTUNE", "Example", "decode_audio", "decode_boxes", "decode_image",
-           "decode_image_tensor", "decode_scalar", "decode_tensor", "decode_text",
+__all__ = ["AUTOTUNE", "TF_COMPRESSION", "Example", "decode_audio", "decode_boxes",
+           "decode_image", "decode_image_tensor", "decode_scalar", "decode_tensor", "decode_text",
            "feature_description", "finish_image"]
 
 AUTOTUNE = tf.data.AUTOTUNE
+#: A plan's compression as ``TFRecordDataset``'s ``compression_type`` names it.
+TF_COMPRESSION = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}
 Example = dict[str, Any]
 _TF_DTYPES = {"string": tf.string, "int64": tf.int64, "float32": tf.float32}
 

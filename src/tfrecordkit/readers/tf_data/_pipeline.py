@@ -32,10 +32,7 @@ from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, crop_keys,
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._graph import graph_only, unbatched
-from tfrecordkit.readers.tf_data._ops import (
-    AUTOTUNE,
-    feature_description,
-)
+from tfrecordkit.readers.tf_data._ops import AUTOTUNE, TF_COMPRESSION, feature_description
 from tfrecordkit.schema import Schema
 
 __all__ = ["records_dataset", "shuffle_buffer_size"]
@@ -92,7 +89,7 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     if not read.whole_files:
         raise OptionError(f"split {split!r} reads parts of splits; Shuffled(buffer=n) reads "
                           "whole files through TensorFlow's reader: read it with Shuffled()")
-    compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
+    compression = TF_COMPRESSION[read.compression]
     layout = BatchLayout.of(schema, options)
     names = layout.names
     description = feature_description(schema, names)

@@ -40,7 +40,7 @@ from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._frames import read_frames_op
 from tfrecordkit.readers.tf_data._graph import graph_only
-from tfrecordkit.readers.tf_data._ops import AUTOTUNE, feature_description
+from tfrecordkit.readers.tf_data._ops import AUTOTUNE, TF_COMPRESSION, feature_description
 from tfrecordkit.readers.tf_data._sampling import _step_number, checkpointable, global_steps
 from tfrecordkit.store import SplitRecords
 
@@ -233,7 +233,7 @@ def _sequential(read: Any, step_size: int, *, drop_last: bool, marked: bool) -> 
     record's id (the parse makes the step's ids, and ``__valid``, all real on one rank, from
     it): the step reader's steps, read by TensorFlow's reader, one file after another (no
     interleave: nothing to take turns with, no runs to batch and take apart)."""
-    compression = {"gzip": "GZIP", "zlib": "ZLIB", None: ""}[read.compression]
+    compression = TF_COMPRESSION[read.compression]
     ds = tf.data.TFRecordDataset(list(read.files), compression_type=compression,
                                  buffer_size=1 << 20)
     ds = ds.batch(step_size, drop_remainder=drop_last)
