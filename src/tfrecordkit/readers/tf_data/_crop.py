@@ -24,8 +24,9 @@ from tfrecordkit.codecs import (
 )
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers.tf_data._graph import graph_only
+from tfrecordkit.readers.tf_data._kernels import crop_windows_op
 
-__all__ = ["CROP_KEY", "EpochCounter", "crop_keys", "crop_window", "keyed",
+__all__ = ["CROP_KEY", "EpochCounter", "crop_keys", "crop_window", "jpeg_windows", "keyed",
            "random_windows"]
 
 #: The key each record's crop key, ``[epoch, record id]`` (int64), travels under beside the
@@ -185,6 +186,32 @@ def random_windows(heights: Any, widths: Any, keys: Any, seed: int, options: Dec
                               options)
     flips = tf.logical_and(tf.constant(options.flip), u[:, CROP_DRAWS - 1] < 0.5)
     return windows, flips
+
+
+def jpeg_windows(images: Any, keys: Any, seed: int, options: DecodeOptions, *,
+                 any_format: bool) -> tuple[Any, Any, Any]:
+    """A batch of encoded images' ``[n, 2]`` sizes (from their JPEG headers; ``[1, 1]`` for
+    a non-JPEG where ``any_format``), random windows ``[n, 4]`` and flips ``[n]``, for the
+    records' crop keys ``[n, 2]``: one compiled op where it is built, else TensorFlow ops
+    (the JPEG sizes one image at a time, then :func:`random_windows`)."""
+    op = crop_windows_op()
+    if op is not None:
+        scale, ratio = options.crop_scale, options.crop_ratio
+        params = tf.constant([scale[0], scale[1], math.log(ratio[0]), math.log(ratio[1]),
+                              min(ratio), max(ratio), float(options.flip), float(any_format)],
+                             tf.float64)
+        return op(images, keys, tf.constant(seed, tf.int64), params)  # type: ignore[no-any-return]
+    if any_format:
+        size = tf.map_fn(lambda d: tf.cond(
+            tf.io.is_jpeg(d),
+            lambda: tf.io.extract_jpeg_shape(d, output_type=tf.int64)[:2],
+            lambda: tf.ones([2], tf.int64)), images,
+            fn_output_signature=tf.TensorSpec([2], tf.int64))
+    else:
+        size = tf.map_fn(lambda d: tf.io.extract_jpeg_shape(d, output_type=tf.int64)[:2],
+                         images, fn_output_signature=tf.TensorSpec([2], tf.int64))
+    windows, flips = random_windows(size[:, 0], size[:, 1], keys, seed, options)
+    return size, windows, flips
 
 
 def window_of(height: Any, width: Any, key: Any, seed: int, options: DecodeOptions

@@ -93,7 +93,8 @@ def _named_iterator(base: type, paths: tuple[str, ...], find: Callable[[], None]
 #: layout's checks): only then is the split read again to name the record. An error in a
 #: user's augmentation is left as it is (reading a large split for it would only cost).
 _DATA_OPS = ("ParseExample", "ParseSequenceExample", "ParseSingleExample", "Decode",
-             "EnsureShape", "ParseTensor", "ExtractJpegShape", "assertion failed: [feature")
+             "EnsureShape", "ParseTensor", "ExtractJpegShape", "TfrecordkitCropWindows",
+             "assertion failed: [feature")
 
 
 def _from_the_data(err: Exception) -> bool:

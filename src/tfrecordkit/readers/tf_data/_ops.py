@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from tfrecordkit.codecs import load_soundfile, resample_audio
 from tfrecordkit.readers._decoding import DecodeOptions
-from tfrecordkit.readers.tf_data._crop import CROP_KEY, crop_window, random_windows, window_of
+from tfrecordkit.readers.tf_data._crop import CROP_KEY, crop_window, jpeg_windows, window_of
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._placement import TFPlacement, pad_window_tf, place_boxes_tf
 from tfrecordkit.schema import (
@@ -178,19 +178,12 @@ def batch_windows(features: Mapping[str, Feature], parsed: Example, options: Dec
         if not _windowed(feature, options, strict) or name not in parsed:
             continue
         data = parsed[name]
-        if getattr(feature, "encoding", None) == "jpeg":
-            size = tf.map_fn(lambda d: tf.io.extract_jpeg_shape(d, output_type=tf.int64)[:2],
-                             data, fn_output_signature=tf.TensorSpec([2], tf.int64))
-        else:
-            size = tf.map_fn(lambda d: tf.cond(
-                tf.io.is_jpeg(d),
-                lambda: tf.io.extract_jpeg_shape(d, output_type=tf.int64)[:2],
-                lambda: tf.ones([2], tf.int64)), data,
-                fn_output_signature=tf.TensorSpec([2], tf.int64))
         keys = parsed.get(CROP_KEY)
         if keys is None:  # records read without keys: epoch 0, record 0
-            keys = tf.zeros_like(size)
-        windows, flips = random_windows(size[:, 0], size[:, 1], keys, seed, options)
+            keys = tf.zeros(tf.stack([tf.size(data), 2]), tf.int64)
+        size, windows, flips = jpeg_windows(
+            data, keys, seed, options,
+            any_format=getattr(feature, "encoding", None) != "jpeg")
         widened, begin, extent = _widened(windows, size)
         out.update({_WINDOW + name: windows, _FLIP + name: flips, _SIZE + name: size,
                     _WIDENED + name: widened, _BEGIN + name: begin, _EXTENT + name: extent})

@@ -35,8 +35,8 @@ from tfrecordkit.readers.tf_data._batching import (
 from tfrecordkit.readers.tf_data._crop import EpochCounter, keyed
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
-from tfrecordkit.readers.tf_data._frames import read_frames_op
 from tfrecordkit.readers.tf_data._graph import graph_only
+from tfrecordkit.readers.tf_data._kernels import read_frames_op
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     Example,

@@ -5,6 +5,7 @@ gives the same batches with it as with the Python step reader it replaces."""
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 
@@ -18,12 +19,12 @@ import tfrecordkit as tk
 pytestmark = pytest.mark.integration
 tf = pytest.importorskip("tensorflow")
 
-from tfrecordkit.readers.tf_data import _frames, _sampling, _steps  # noqa: E402
+from tfrecordkit.readers.tf_data import _kernels, _sampling, _steps  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def op():
-    built = _frames.read_frames_op()
+    built = _kernels.read_frames_op()
     # Wherever a C++ compiler is (CI has one), the op must build: a silent fallback would
     # hide a broken build behind the slower Python reader.
     if shutil.which("g++") or os.environ.get("CXX"):
@@ -148,11 +149,11 @@ def test_shuffled_batches_are_the_same_through_the_op_and_the_python_reader(
 
 
 def test_without_a_compiler_there_is_no_op_and_a_warning_says_why(tmp_path, monkeypatch):
-    monkeypatch.setattr(_frames, "_built", [])
+    monkeypatch.setattr(_kernels, "_built", [])
     monkeypatch.setenv("TFRECORDKIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
     with pytest.warns(RuntimeWarning, match="reads shuffled steps in Python"):
-        assert _frames.read_frames_op() is None
+        assert _kernels.read_frames_op() is None
     assert not list((tmp_path / "cache").rglob("*.so"))  # nothing half-built left behind
 
 
@@ -192,3 +193,146 @@ def test_pk_and_triplet_steps_are_the_same_through_the_op_and_the_python_reader(
             np.testing.assert_array_equal(a[key], b[key])
     first = through_op[0]  # PxK: each record's label is its own
     np.testing.assert_array_equal(first["label"], first["x"][:, 0] % 4)
+
+
+# -- the crop windows op --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def windows_op(op):
+    return _kernels.crop_windows_op()
+
+
+def _header(height: int, width: int) -> bytes:
+    """The start of a baseline JPEG: SOI and a frame header of that size (all the op reads)."""
+    return (b"\xff\xd8\xff\xc0\x00\x11\x08" + height.to_bytes(2, "big")
+            + width.to_bytes(2, "big") + b"\x03\x01\x22\x00\x02\x11\x01\x03\x11\x01")
+
+
+def _params(scale, ratio, flip: bool, any_format: bool = False) -> np.ndarray:
+    return np.array([scale[0], scale[1], math.log(ratio[0]), math.log(ratio[1]), min(ratio),
+                     max(ratio), float(flip), float(any_format)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.tuples(st.integers(1, 65535), st.integers(1, 65535)), min_size=1,
+                      max_size=20),
+       seed=st.integers(-(2**63), 2**63 - 1), epoch=st.integers(0, 2**40),
+       ids=st.data(), flip=st.booleans(),
+       scale=st.tuples(st.floats(0.001, 0.6), st.floats(0.6, 1.0)),
+       ratio=st.tuples(st.floats(0.1, 1.0), st.floats(1.0, 10.0)))
+def test_crop_windows_are_the_tf_free_readers_bit_for_bit(windows_op, sizes, seed, epoch, ids,
+                                                          flip, scale, ratio):
+    """Any image size, seed, epoch, record id, scale and ratio: the op's windows and flips
+    are ``random_crop_boxes``' (the NumPy and PyTorch readers'), and its sizes the headers'."""
+    from tfrecordkit.codecs import random_crop_boxes
+
+    record_ids = np.array(ids.draw(st.lists(st.integers(0, 2**62), min_size=len(sizes),
+                                            max_size=len(sizes))), np.int64)
+    heights, widths = (np.array(side, np.int64) for side in zip(*sizes, strict=True))
+    expected = random_crop_boxes(heights, widths, seed=seed, epoch=epoch, ids=record_ids,
+                                 scale=scale, ratio=ratio, flip=flip)
+    keys = np.stack([np.full(len(sizes), epoch), record_ids], axis=1).astype(np.int64)
+    got_sizes, windows, flips = windows_op([_header(h, w) for h, w in sizes], keys,
+                                           np.int64(seed), _params(scale, ratio, flip))
+    np.testing.assert_array_equal(got_sizes.numpy(), np.stack([heights, widths], axis=1))
+    np.testing.assert_array_equal(windows.numpy(), expected[:, :4])
+    np.testing.assert_array_equal(flips.numpy(), expected[:, 4].astype(bool))
+
+
+def _jpegs() -> list[bytes]:
+    """JPEGs as encoders write them: grey, RGB at each subsampling, CMYK, progressive,
+    restart markers, EXIF, and one carrying a thumbnail JPEG of another size in its APP1."""
+    import io
+
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    out = []
+    for k in range(24):
+        h, w = int(rng.integers(1, 200)), int(rng.integers(1, 200))
+        mode = ("RGB", "L", "CMYK")[k % 3]
+        image = Image.fromarray(rng.integers(0, 255, (h, w, 3), dtype=np.uint8)).convert(mode)
+        options = {"quality": 40 + k, "progressive": k % 2 == 1}
+        if mode == "RGB":
+            options["subsampling"] = k % 3
+        if k % 4 == 0:
+            exif = Image.Exif()
+            exif[0x010F] = "camera"
+            options["exif"] = exif.tobytes()
+        if k % 5 == 0:
+            options["restart_marker_blocks"] = 1
+        buffer = io.BytesIO()
+        image.save(buffer, "JPEG", **options)
+        out.append(buffer.getvalue())
+    thumbnail = out[1]
+    app1 = b"Exif\x00\x00" + thumbnail
+    out.append(out[0][:2] + b"\xff\xe1" + (len(app1) + 2).to_bytes(2, "big") + app1 + out[0][2:])
+    return out
+
+
+def test_jpeg_sizes_are_tensorflows_and_damaged_headers_never_pass_where_it_fails(windows_op):
+    """The sizes the op reads from JPEG headers are ``extract_jpeg_shape``'s; of 1,500 damaged
+    (bytes changed, cut short, bytes inserted) JPEGs none gets another size, and none that
+    TensorFlow reads fails in the op (those it passes and TensorFlow refuses fail at decode)."""
+    jpegs = _jpegs()
+    params = _params((0.08, 1.0), (3 / 4, 4 / 3), False)
+
+    def size_of(data: bytes) -> tuple[int, int] | None:
+        try:
+            sizes, _, _ = windows_op([data], np.zeros((1, 2), np.int64), np.int64(0), params)
+        except tf.errors.InvalidArgumentError:
+            return None
+        return tuple(sizes.numpy()[0].tolist())
+
+    for data in jpegs:
+        assert size_of(data) == tuple(tf.io.extract_jpeg_shape(data).numpy()[:2].tolist())
+    rng = np.random.default_rng(1)
+    for trial in range(1500):
+        data = bytearray(jpegs[trial % len(jpegs)])
+        if trial % 3 == 0:
+            for _ in range(int(rng.integers(1, 4))):
+                data[int(rng.integers(0, min(len(data), 700)))] = int(rng.integers(0, 256))
+        elif trial % 3 == 1:
+            data = data[: int(rng.integers(0, min(len(data), 800)))]
+        else:
+            at = int(rng.integers(2, min(len(data), 600)))
+            data[at:at] = rng.integers(0, 256, int(rng.integers(1, 20)), dtype=np.uint8).tobytes()
+        try:
+            expected = tuple(tf.io.extract_jpeg_shape(bytes(data)).numpy()[:2].tolist())
+        except tf.errors.InvalidArgumentError:
+            expected = None
+        got = size_of(bytes(data))
+        assert got == expected or expected is None, (trial, got, expected)
+
+
+def test_random_crops_are_the_same_with_the_op_and_with_tensorflow_ops(
+        windows_op, tmp_path, monkeypatch):
+    """A random-crop pipeline's pixels and flips are the same whether the windows come from
+    the op or from the TensorFlow ops it replaces (JPEG and PNG rows of an "auto" image)."""
+    from tests.datasets import encode_image, photos
+    from tfrecordkit.readers.tf_data import _crop
+
+    sources = [p for p in photos().values() if p.ndim == 3]
+    schema = tk.Schema({"jpeg": tk.Image("jpeg", channels=3), "any": tk.Image(channels=3)})
+    rows = ({"jpeg": sources[i % len(sources)],
+             "any": encode_image(sources[(i + 1) % len(sources)], "PNG" if i % 2 else "JPEG")}
+            for i in range(24))
+    tk.write_dataset(rows, tmp_path / "ds", schema, progress=False)
+    options = tk.DecodeOptions(image_size=(40, 48), crop="random", flip=True)
+
+    def crops() -> list[dict[str, np.ndarray]]:
+        ds = tk.load_tf_dataset(tmp_path / "ds", batch_size=8, sampling=tk.Shuffled(), seed=2,
+                                options=options)
+        return [{k: v.numpy() for k, v in b.items()} for _ in range(2) for b in ds]
+
+    asked = []
+    monkeypatch.setattr(_crop, "crop_windows_op", lambda: asked.append(1) or windows_op)
+    through_op = crops()
+    assert asked
+    monkeypatch.setattr(_crop, "crop_windows_op", lambda: None)
+    through_tf = crops()
+    assert len(through_op) == len(through_tf) == 6
+    for a, b in zip(through_op, through_tf, strict=True):
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])

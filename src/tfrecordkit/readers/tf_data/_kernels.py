@@ -1,8 +1,9 @@
-"""The compiled TensorFlow op reading TFRecord frames by offset (``_read_frames.cc``): built on
-first use against the installed TensorFlow, kept in the user's cache (``TFRECORDKIT_CACHE``,
-else ``~/.cache/tfrecordkit``) under a key of its sources and TensorFlow's version and flags.
-Without a C++ compiler or TensorFlow's headers, or with ``TFRECORDKIT_PURE_PYTHON=1``, there
-is none and the step reader reads in a Python call instead (same records, slower)."""
+"""The library's compiled TensorFlow ops (``_kernels.cc``): the frame reader of tf.data's step
+reader and a batch's crop windows. Built on first use against the installed TensorFlow, kept
+in the user's cache (``TFRECORDKIT_CACHE``, else ``~/.cache/tfrecordkit``) under a key of their
+sources and TensorFlow's version and flags. Without a C++ compiler or TensorFlow's headers,
+or with ``TFRECORDKIT_PURE_PYTHON=1``, there are none: the step reader reads in a Python call
+and the windows are TensorFlow ops (the same values, slower)."""
 
 from __future__ import annotations
 
@@ -20,19 +21,34 @@ from typing import Any
 
 import tensorflow as tf
 
-__all__ = ["read_frames_op"]
+__all__ = ["crop_windows_op", "read_frames_op"]
 
-_SOURCE = Path(__file__).with_name("_read_frames.cc")
+_SOURCE = Path(__file__).with_name("_kernels.cc")
 _HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, shared with the codec
 _lock = threading.Lock()
-_built: list[Callable[..., Any] | None] = []  # the op once looked for (None: there is none)
+_built: list[Any] = []  # the library once looked for (None: there is none)
 
 
 def read_frames_op() -> Callable[..., Any] | None:
     """``op(files, shards, offsets, lengths)`` → the payloads (``[n]`` string) of the frames
     at ``files[shards[i]]``, byte ``offsets[i]``, ``lengths[i]`` bytes (header and footer
     included), CRC-checked (``DataLossError`` naming the file and byte otherwise); None
-    where it cannot be built (warned once) or compiled code is turned off."""
+    where the ops cannot be built (warned once) or compiled code is turned off."""
+    library = _library_once()
+    return None if library is None else library.tfrecordkit_read_frames
+
+
+def crop_windows_op() -> Callable[..., Any] | None:
+    """``op(images, keys, seed, params)`` → each image's ``[2]`` size from its JPEG header,
+    its random-resized-crop ``[4]`` window and its flip, for records' crop keys ``[n, 2]``
+    (epoch, record id): :func:`tfrecordkit.codecs.random_crop_boxes`' values bit for bit;
+    ``params`` as :func:`~._crop.window_params` gives them. None as for
+    :func:`read_frames_op`."""
+    library = _library_once()
+    return None if library is None else library.tfrecordkit_crop_windows
+
+
+def _library_once() -> Any:
     if os.environ.get("TFRECORDKIT_PURE_PYTHON", "") not in ("", "0"):
         return None
     with _lock:
@@ -41,20 +57,21 @@ def read_frames_op() -> Callable[..., Any] | None:
         return _built[0]
 
 
-def _load() -> Callable[..., Any] | None:
+def _load() -> Any:
     compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
     try:
         library = _library(compiler)
     except (OSError, subprocess.SubprocessError, tf.errors.NotFoundError) as err:
-        warnings.warn(f"tf.data reads shuffled steps in Python: the compiled frame reader "
-                      f"could not be built ({str(err).strip().splitlines()[-1][:300]})",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(f"tf.data reads shuffled steps in Python and computes crop windows "
+                      f"with TensorFlow ops: its compiled ops could not be built "
+                      f"({str(err).strip().splitlines()[-1][:300]})",
+                      RuntimeWarning, stacklevel=4)
         return None
-    return library.tfrecordkit_read_frames  # type: ignore[no-any-return]
+    return library
 
 
 def _library(compiler: str | None) -> Any:
-    """The op's library, loaded: from the cache, else compiled into it (one process builds,
+    """The ops' library, loaded: from the cache, else compiled into it (one process builds,
     others wait on a lock file)."""
     compile_flags, link_flags = tf.sysconfig.get_compile_flags(), tf.sysconfig.get_link_flags()
     key = hashlib.sha256("\0".join([
@@ -63,12 +80,12 @@ def _library(compiler: str | None) -> Any:
     cache = Path(os.environ.get("TFRECORDKIT_CACHE")
                  or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
                  / "tfrecordkit") / "ops"
-    built = cache / f"read_frames-{key}.so"
+    built = cache / f"kernels-{key}.so"
     if not built.exists():
         if compiler is None:
             raise OSError("no C++ compiler (g++, or set CXX)")
         cache.mkdir(parents=True, exist_ok=True)
-        with open(cache / f"read_frames-{key}.lock", "w") as lock:
+        with open(cache / f"kernels-{key}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not built.exists():
                 _compile(compiler, compile_flags, link_flags, built)
@@ -77,12 +94,14 @@ def _library(compiler: str | None) -> Any:
 
 def _compile(compiler: str, compile_flags: list[str], link_flags: list[str],
              built: Path) -> None:
-    """Compile the op into ``built`` (written whole or not at all)."""
+    """Compile the ops into ``built`` (written whole or not at all)."""
     handle, scratch = tempfile.mkstemp(suffix=".so", dir=built.parent)
     os.close(handle)
     try:
         done = subprocess.run(
-            [compiler, "-shared", "-fPIC", "-O2", "-w", *compile_flags, f"-I{_HEADERS}",
+            # No fused multiply-add: the windows' float64 arithmetic must round as NumPy's.
+            [compiler, "-shared", "-fPIC", "-O2", "-w", "-ffp-contract=off", *compile_flags,
+             f"-I{_HEADERS}",
              str(_SOURCE), "-o", scratch, *link_flags],
             capture_output=True, text=True, timeout=900, check=False)
         if done.returncode != 0:
