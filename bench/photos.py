@@ -292,6 +292,8 @@ def run_case(case: str, path: str, shuffle: int, steps: int) -> dict[str, float]
     before the pipeline is built)."""
     if "tf" in case:
         import tensorflow  # noqa: F401  (the import is not the pipeline's cost)
+    if "torch" in case:
+        import torch  # noqa: F401  (nor is PyTorch's: ~1 CPU-s, 0.15 CPU-s per 1,000 here)
     cpu, start = _cpu(), time.perf_counter()
     batches = make_case(case, Path(path), shuffle, steps)
     first = after_first = None
