@@ -91,6 +91,20 @@ def test_a_damaged_byte_of_a_frame_read_is_lost_data_named_by_file_and_byte(op, 
     assert list(got) == [payloads[i] for i in asked]
 
 
+def test_a_file_replaced_at_the_same_path_is_read_anew(op, tmp_path):
+    """A dataset written again (new files renamed over the old, same sizes) is read from the
+    new files, not through handles the op kept open on the old ones."""
+    path = tmp_path / "f.tfrecord"
+    offsets, lengths = _write(path, [b"old-0" * 20, b"old-1" * 20])
+    where = ([str(path)], np.zeros(2, np.int32), offsets, lengths)
+    assert list(op(*where).numpy()) == [b"old-0" * 20, b"old-1" * 20]
+    _write(tmp_path / "new.tfrecord", [b"new-0" * 20, b"new-1" * 20])
+    stat = path.stat()
+    os.utime(tmp_path / "new.tfrecord", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    os.replace(tmp_path / "new.tfrecord", path)
+    assert list(op(*where).numpy()) == [b"new-0" * 20, b"new-1" * 20]
+
+
 def test_a_location_the_file_does_not_hold_is_an_error_not_bytes(op, tmp_path):
     path = tmp_path / "f.tfrecord"
     offsets, lengths = _write(path, [b"a" * 100, b"b" * 100])

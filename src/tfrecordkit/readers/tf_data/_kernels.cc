@@ -163,29 +163,33 @@ class ReadFramesOp : public OpKernel {
  private:
   struct Opened {
     std::shared_ptr<RandomAccessFile> file;
-    int64 size = 0;  // when opened (shards are not written again once indexed)
+    int64 size = 0;   // when opened
+    int64 mtime = 0;  // a file replaced at the same path (a dataset written again) reopens
   };
 
   Status Open(const std::string& name, Opened* opened) {
+    tensorflow::Env* env = tensorflow::Env::Default();
+    tensorflow::FileStatistics stat;
+    Status status = env->Stat(name, &stat);
+    if (!status.ok()) return status;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto found = open_.find(name);
-      if (found != open_.end()) {
+      if (found != open_.end() && found->second.size == stat.length &&
+          found->second.mtime == stat.mtime_nsec) {
         *opened = found->second;
         return tensorflow::OkStatus();
       }
     }
-    tensorflow::Env* env = tensorflow::Env::Default();
     std::unique_ptr<RandomAccessFile> file;
-    tensorflow::uint64 size = 0;
-    Status status = env->NewRandomAccessFile(name, &file);
-    if (status.ok()) status = env->GetFileSize(name, &size);
+    status = env->NewRandomAccessFile(name, &file);
     if (!status.ok()) return status;
     opened->file = std::shared_ptr<RandomAccessFile>(std::move(file));
-    opened->size = static_cast<int64>(size);
+    opened->size = stat.length;
+    opened->mtime = stat.mtime_nsec;
     std::lock_guard<std::mutex> lock(mu_);
     if (open_.size() >= kMaxOpen) open_.clear();  // those in use stay open until done
-    open_.emplace(name, *opened);
+    open_[name] = *opened;
     return tensorflow::OkStatus();
   }
 
