@@ -7,7 +7,6 @@ and the windows are TensorFlow ops (the same values, slower)."""
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
@@ -62,10 +61,11 @@ def _load() -> Any:
     try:
         library = _library(compiler)
     except (OSError, subprocess.SubprocessError, tf.errors.NotFoundError) as err:
+        lines = str(err).strip().splitlines() or [type(err).__name__]
+        why = next((line for line in lines if "error" in line), lines[-1])  # the compiler's
         warnings.warn(f"tf.data reads shuffled steps in Python and computes crop windows "
                       f"with TensorFlow ops: its compiled ops could not be built "
-                      f"({str(err).strip().splitlines()[-1][:300]})",
-                      RuntimeWarning, stacklevel=4)
+                      f"({why.strip()[:300]})", RuntimeWarning, stacklevel=4)
         return None
     return library
 
@@ -84,6 +84,10 @@ def _library(compiler: str | None) -> Any:
     if not built.exists():
         if compiler is None:
             raise OSError("no C++ compiler (g++, or set CXX)")
+        try:
+            import fcntl  # POSIX; elsewhere the ops are not built
+        except ImportError as err:
+            raise OSError("no POSIX file locks here to build the ops under") from err
         cache.mkdir(parents=True, exist_ok=True)
         with open(cache / f"kernels-{key}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -101,8 +105,7 @@ def _compile(compiler: str, compile_flags: list[str], link_flags: list[str],
         done = subprocess.run(
             # No fused multiply-add: the windows' float64 arithmetic must round as NumPy's.
             [compiler, "-shared", "-fPIC", "-O2", "-w", "-ffp-contract=off", *compile_flags,
-             f"-I{_HEADERS}",
-             str(_SOURCE), "-o", scratch, *link_flags],
+             f"-I{_HEADERS}", str(_SOURCE), "-o", scratch, *link_flags],
             capture_output=True, text=True, timeout=900, check=False)
         if done.returncode != 0:
             raise subprocess.SubprocessError(done.stderr.strip() or f"{compiler} failed")
