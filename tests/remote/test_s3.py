@@ -90,6 +90,23 @@ def test_torch_loader_reads_s3(s3_server, s3_url, digits):
     assert len(indexes) == len(set(indexes)) == len(shards), indexes
 
 
+def test_torch_workers_forked_after_a_batch_read_in_the_main_process(s3_server, s3_url,
+                                                                     digits):
+    """A batch looked at in the main process first (its in-order reading starts read-ahead
+    threads there), then DataLoader workers: forked, they inherit the opened reader without
+    its threads and still read every record (they hung on the parent's read-ahead)."""
+    torch = pytest.importorskip("torch")
+    folder, _ = digits
+    tk.convert(ImageFolder(folder), s3_url, workers=1, shards=tk.ShardOptions(num_shards=4))
+    dataset = tk.load_torch_dataset(s3_url, batch_size=40, sampling=tk.InOrder())
+    first = next(iter(torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=0)))
+    assert [int(i) for i in first["__id"]] == list(range(40))
+    dataset.set_epoch(0)  # from the start again (the dataset otherwise resumes after it)
+    # timeout: a hung worker fails the test instead of the run
+    loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=2, timeout=120)
+    assert sorted(int(i) for batch in loader for i in batch["__id"]) == list(range(400))
+
+
 def test_sequential_reads_make_no_request_per_record(s3_server, s3_url):
     schema = tk.Schema({"x": tk.Tensor((64,), "float32"), "n": tk.Scalar("int64")})
     rows = ({"x": np.full(64, i, np.float32), "n": i} for i in range(20000))

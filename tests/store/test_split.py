@@ -82,6 +82,48 @@ def test_threads_read_the_same_records_as_one_thread(dataset):
         assert got == [expected[i] for i in ids]
 
 
+def test_a_forked_child_reads_though_a_parent_thread_held_the_lock(dataset):
+    """A DataLoader worker forked from a process whose reader was busy (a thread holding its
+    lock, a read-ahead pool) reads on: the parent's threads do not exist in the child, so
+    neither may its locks or pool."""
+    import threading
+    import time
+    import warnings
+
+    split = tk.open_split(dataset)
+    expected = [split[i] for i in range(50)]
+    fetcher = split._fetcher
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with fetcher._lock:
+            held.set()
+            release.wait()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait()
+    with warnings.catch_warnings():  # Python 3.12+ warns of fork() with threads: the point
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: reads, then exits with whether it read the right records
+        ok = split.get_many(range(50)) == expected and split[7] == expected[7]
+        os._exit(0 if ok else 1)
+    release.set()
+    thread.join()
+    deadline = time.monotonic() + 120  # a generous bound: a child that deadlocked never ends
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child deadlocked on the parent's lock")
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_it_pickles_and_reopens_its_files(dataset):
     split = tk.open_split(dataset)
     first = split[5]

@@ -6,6 +6,7 @@ import functools
 import os
 import sys
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -85,6 +86,18 @@ def open_file_budget() -> int:
     return int(min(1024, max(64, soft // 8)))
 
 
+#: Every fetcher of this process, reset in a forked child (see ``RecordFetcher._forked``).
+_LIVE: weakref.WeakSet[RecordFetcher] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for fetcher in list(_LIVE):
+        fetcher._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 class RecordFetcher:
     """Reads records at given positions of a :class:`RecordLocations` (a
     :class:`~tfrecordkit.sampling.ClassIndex` or a split), both CRCs checked.
@@ -125,6 +138,15 @@ class RecordFetcher:
         self._planning = threading.Lock()
         self._inflight: dict[tuple[int, int, int], Future[bytes]] = {}
         self._unused: dict[tuple[int, int], int] = {}
+        _LIVE.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child (a DataLoader worker inheriting an opened loader): the parent's
+        threads are gone, so its read-ahead pool, the requests in flight on it and the locks
+        they may have held are dropped; open files and fetched blocks stay usable."""
+        self._lock, self._planning = threading.Lock(), threading.Lock()
+        self._io, self._inflight, self._unused = None, {}, {}
+        self._users, self._closing = {}, set()
 
     def _acquire(self, shard: int) -> int:
         with self._lock:
