@@ -21,7 +21,8 @@ def unbatched(ds: Any) -> Any:
     if all(type(spec) is tf.TensorSpec for spec in tf.nest.flatten(ds.element_spec)):
         try:
             from tensorflow.python.data.ops.unbatch_op import _UnbatchDataset
-        except ImportError:  # another TensorFlow: its own unbatch
-            return ds.unbatch()
-        return _UnbatchDataset(ds)
+
+            return _UnbatchDataset(ds)
+        except (ImportError, TypeError):  # another TensorFlow's internals: its own unbatch
+            pass
     return ds.unbatch()

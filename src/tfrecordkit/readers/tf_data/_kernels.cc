@@ -108,6 +108,8 @@ class ReadFramesOp : public OpKernel {
       return shard(a) != shard(b) ? shard(a) < shard(b) : offset(a) < offset(b);
     });
     std::string scratch;
+    int32_t current = -1;  // the file `opened` is: spans come file by file
+    Opened opened;
     for (int64 first = 0; first < n;) {
       const int32_t file = shard(order[first]);
       const int64 begin = offset(order[first]);
@@ -119,8 +121,10 @@ class ReadFramesOp : public OpKernel {
         ++last;
       }
       const std::string name(names(file));
-      Opened opened;
-      OP_REQUIRES_OK(context, Open(name, &opened));
+      if (file != current) {  // opened (and checked against replacement) once a call
+        OP_REQUIRES_OK(context, Open(name, &opened));
+        current = file;
+      }
       // Locations come from index files (untrusted): none reaches past the file's end.
       for (int64 k = first; k < last; ++k) {
         const int64 i = order[k];

@@ -189,7 +189,7 @@ def _step_dataset(first: int, per_epoch: int, counter: EpochCounter | None,
 
     def locate(g: np.int64) -> tuple[np.ndarray, ...]:
         positions = np.asarray(positions_of(int(g)), np.int64)
-        return (index.shard[positions].astype(np.int32), index.offset[positions],
+        return (index.shard[positions].astype(np.int32, copy=False), index.offset[positions],
                 index.length[positions], positions, class_of[positions].astype(np.int64))
 
     def read_frames(g: Any) -> dict[str, Any]:

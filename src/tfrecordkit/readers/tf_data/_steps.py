@@ -170,8 +170,8 @@ class _StepReader:
         lengths, ids, whether each is real, and their shards' classes."""
         ids, valid, classes = self._step(g)
         records = self.records
-        return (records.shard[ids].astype(np.int32), records.offset[ids], records.length[ids],
-                ids, valid, classes)
+        return (records.shard[ids].astype(np.int32, copy=False), records.offset[ids],
+                records.length[ids], ids, valid, classes)
 
     def read(self, g: Any) -> dict[str, Any]:
         """In-graph: ``{"records", "__id"[, "__valid"]}`` of global step ``g``."""
