@@ -365,13 +365,22 @@ from tfrecordkit.schema import Schema, Tensor, Scalar
 from tfrecordkit.store import ShardOptions
 schema = Schema({"x": Tensor((256,), "float32"), "n": Scalar("int64")})
 rng = np.random.default_rng(0)
-records = ({"x": rng.normal(size=256).astype(np.float32), "n": i} for i in range(10000))
+
+
+def records():
+    for i in range(10000):
+        if i == 5000:
+            print("half", flush=True)  # the test may kill here: surely mid-conversion
+        yield {"x": rng.normal(size=256).astype(np.float32), "n": i}
+
+
 if sys.argv[2] == "spill":
     os.environ["TFRECORDKIT_SHUFFLE_MEMORY"] = "0"  # spilled to disk, not held in memory
 layout = {"spill": {"num_shards": 8},  # shuffled through the spill
           "stream": {"shuffle": False, "shard_size": 1 << 20}}[sys.argv[2]]  # one pass
-write_dataset(records, sys.argv[1], schema, overwrite=True, shards=ShardOptions(**layout))
-print("done")
+print("writing", flush=True)  # imports took a varying time; the conversion starts now
+write_dataset(records(), sys.argv[1], schema, overwrite=True, shards=ShardOptions(**layout))
+print("done", flush=True)
 """
 
 
@@ -396,24 +405,33 @@ def test_sigkill_at_random_moments_never_leaves_a_partial_dataset(tmp_path, mode
     out = tmp_path / "ds"
     rng = random.Random(1234)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    full = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out), mode], env=env, check=True,
-                          capture_output=True, text=True, timeout=300)
+    command = [sys.executable, "-c", KILL_SCRIPT, str(out), mode]
+
+    def start() -> subprocess.Popen:
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True)
+        assert proc.stdout.readline().strip() == "writing"
+        return proc
+
+    full = subprocess.run(command, env=env, check=True, capture_output=True, text=True, timeout=300)
     assert "done" in full.stdout
+    proc = start()  # over a whole dataset: how long the conversion itself takes
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out), mode], env=env, check=True,
-                   capture_output=True, timeout=300)
+    assert "done" in proc.communicate(timeout=300)[0]
     duration = time.perf_counter() - started
     outcomes = Counter()
-    for _ in range(6):
-        proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(out), mode], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.05, duration))
+    for attempt in range(6):
+        proc = start()
+        if attempt == 0:
+            assert proc.stdout.readline().strip() == "half"  # half the records are written
+        else:
+            time.sleep(rng.uniform(0.0, duration))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
+        proc.stdout.close()
         outcomes[check_dataset_is_whole_or_absent(out)] += 1
         # Running again finishes the job (resuming a completed spill, or from scratch).
-        subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(out), mode], env=env, check=True,
-                       capture_output=True, timeout=300)
+        subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
         assert check_dataset_is_whole_or_absent(out)
     assert outcomes[False] >= 1, f"no kill landed mid-conversion: {outcomes}"
 
