@@ -19,7 +19,7 @@ import tfrecordkit as tk
 pytestmark = pytest.mark.integration
 tf = pytest.importorskip("tensorflow")
 
-from tfrecordkit.readers.tf_data import _kernels, _sampling, _steps  # noqa: E402
+from tfrecordkit.readers.tf_data import _kernels  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -145,10 +145,10 @@ def test_shuffled_batches_are_the_same_through_the_op_and_the_python_reader(
     cases = ((tmp_path / "ds", {"batch_size": 64, "partition": tk.Partition(1, 2)}),
              (tmp_path / "files", {"batch_size": 4, "options": tk.DecodeOptions(decode=False)}))
     asked = []
-    monkeypatch.setattr(_steps, "read_frames_op", lambda: asked.append(1) or op)
+    monkeypatch.setattr(_kernels, "read_frames_op", lambda: asked.append(1) or op)
     through_op = [_batches(path, **kwargs) for path, kwargs in cases]
     assert len(asked) == len(cases)  # both read through the op
-    monkeypatch.setattr(_steps, "read_frames_op", lambda: None)
+    monkeypatch.setattr(_kernels, "read_frames_op", lambda: None)
     through_python = [_batches(path, **kwargs) for path, kwargs in cases]
     for got, expected in zip(through_op, through_python, strict=True):
         assert len(got) == len(expected) > 2
@@ -195,10 +195,10 @@ def test_pk_and_triplet_steps_are_the_same_through_the_op_and_the_python_reader(
         return out
 
     asked = []
-    monkeypatch.setattr(_sampling, "read_frames_op", lambda: asked.append(1) or op)
+    monkeypatch.setattr(_kernels, "read_frames_op", lambda: asked.append(1) or op)
     through_op = read()
     assert len(asked) == 2
-    monkeypatch.setattr(_sampling, "read_frames_op", lambda: None)
+    monkeypatch.setattr(_kernels, "read_frames_op", lambda: None)
     through_python = read()
     assert len(through_op) == len(through_python) >= 8
     for a, b in zip(through_op, through_python, strict=True):

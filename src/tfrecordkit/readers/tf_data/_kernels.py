@@ -20,7 +20,7 @@ from typing import Any
 
 import tensorflow as tf
 
-__all__ = ["crop_windows_op", "read_frames_op"]
+__all__ = ["crop_windows_op", "frame_reader", "read_frames_op"]
 
 _SOURCE = Path(__file__).with_name("_kernels.cc")
 _HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, shared with the codec
@@ -35,6 +35,13 @@ def read_frames_op() -> Callable[..., Any] | None:
     where the ops cannot be built (warned once) or compiled code is turned off."""
     library = _library_once()
     return None if library is None else library.tfrecordkit_read_frames
+
+
+def frame_reader(storage: Any, restarts: Any) -> Callable[..., Any] | None:
+    """:func:`read_frames_op` for records on ``storage`` whose index gives ``restarts``: where
+    offsets are the files' own bytes (local files without restart points, so uncompressed);
+    None elsewhere, where the records are read in a Python call."""
+    return read_frames_op() if storage.local and restarts is None else None
 
 
 def crop_windows_op() -> Callable[..., Any] | None:

@@ -36,7 +36,7 @@ from tfrecordkit.readers.tf_data._crop import EpochCounter, keyed
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._graph import graph_only
-from tfrecordkit.readers.tf_data._kernels import read_frames_op
+from tfrecordkit.readers.tf_data._kernels import frame_reader
 from tfrecordkit.readers.tf_data._ops import (
     AUTOTUNE,
     Example,
@@ -170,8 +170,7 @@ def _step_dataset(first: int, per_epoch: int, counter: EpochCounter | None,
     (a Python call gives the locations); otherwise the Python call reads the records."""
     steps = global_steps(first, per_epoch, counter)
     class_of = np.repeat(index.classes, index.counts)
-    frames = (read_frames_op() if fetcher.storage.local and index.restarts is None
-              else None)
+    frames = frame_reader(fetcher.storage, index.restarts)
     if frames is None:
         def fetch(g: np.int64) -> tuple[np.ndarray, np.ndarray]:
             positions = np.asarray(positions_of(int(g)), np.int64)

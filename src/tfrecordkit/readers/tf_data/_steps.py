@@ -39,7 +39,7 @@ from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, crop_keys,
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._graph import graph_only
-from tfrecordkit.readers.tf_data._kernels import read_frames_op
+from tfrecordkit.readers.tf_data._kernels import frame_reader
 from tfrecordkit.readers.tf_data._ops import AUTOTUNE, TF_COMPRESSION, feature_description
 from tfrecordkit.readers.tf_data._sampling import _step_number, checkpointable, global_steps
 from tfrecordkit.store import SplitRecords
@@ -145,9 +145,8 @@ class _StepReader:
         # reader (index files read in Python calls inside tf.data, under a lock, would still
         # be in flight when a process that read a few steps exits).
         self.records = records = loader.records
-        local = (isinstance(records, SplitRecords) and records.storage.local
-                 and records.restarts is None)
-        self.frames = read_frames_op() if local else None
+        self.frames = (frame_reader(records.storage, records.restarts)
+                       if isinstance(records, SplitRecords) else None)
 
     def _step(self, g: np.int64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         epoch, step = divmod(int(g), self.steps)
