@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -169,6 +170,34 @@ def test_without_a_compiler_there_is_no_op_and_a_warning_says_why(tmp_path, monk
     with pytest.warns(RuntimeWarning, match="reads shuffled steps in Python"):
         assert _kernels.read_frames_op() is None
     assert not list((tmp_path / "cache").rglob("*.so"))  # nothing half-built left behind
+
+
+def test_builds_unused_for_a_month_are_removed_when_another_is_built(tmp_path):
+    now = time.time()
+    ages = {"kernels-old.so": 40, "kernels-recent.so": 2, "kernels-kept.so": 90}
+    for name, days in ages.items():
+        (tmp_path / name).write_bytes(b"\x7fELF")
+        (tmp_path / name).with_suffix(".lock").touch()
+        os.utime(tmp_path / name, (now - days * 86400, now - days * 86400))
+    (tmp_path / "notes.txt").touch()  # not a build: left alone
+    _kernels._prune(tmp_path, tmp_path / "kernels-kept.so")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "kernels-kept.lock", "kernels-kept.so", "kernels-recent.lock", "kernels-recent.so",
+        "notes.txt"]
+
+
+def test_a_build_loaded_from_the_cache_is_marked_used(op, tmp_path, monkeypatch):
+    real = _kernels.build_path()
+    monkeypatch.setenv("TFRECORDKIT_CACHE", str(tmp_path))
+    cached = _kernels.build_path()
+    assert cached.parent == tmp_path / "ops" and cached.name == real.name
+    cached.parent.mkdir()
+    shutil.copyfile(real, cached)
+    os.utime(cached, (0, 0))
+    loaded = []  # not loaded for real: a second copy of the ops would register them twice
+    monkeypatch.setattr(tf, "load_op_library", loaded.append)
+    _kernels._library(None)  # no compiler needed: it is there
+    assert loaded == [str(cached)] and cached.stat().st_mtime > 0
 
 
 def _flat(batch: dict, prefix: str = "") -> dict[str, np.ndarray]:

@@ -7,12 +7,14 @@ and the windows are TensorFlow ops (the same values, slower)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any
 
 import tensorflow as tf
 
-__all__ = ["crop_windows_op", "frame_reader", "read_frames_op"]
+__all__ = ["build_path", "crop_windows_op", "frame_reader", "read_frames_op"]
 
 _SOURCE = Path(__file__).with_name("_kernels.cc")
 _HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, shared with the codec
@@ -81,13 +83,8 @@ def _library(compiler: str | None) -> Any:
     """The ops' library, loaded: from the cache, else compiled into it (one process builds,
     others wait on a lock file)."""
     compile_flags, link_flags = tf.sysconfig.get_compile_flags(), tf.sysconfig.get_link_flags()
-    key = hashlib.sha256("\0".join([
-        _SOURCE.read_text(), (_HEADERS / "_crc32c.h").read_text(), tf.__version__,
-        *compile_flags, *link_flags]).encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("TFRECORDKIT_CACHE")
-                 or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                 / "tfrecordkit") / "ops"
-    built = cache / f"kernels-{key}.so"
+    built = build_path()
+    cache = built.parent
     if not built.exists():
         if compiler is None:
             raise OSError("no C++ compiler (g++, or set CXX)")
@@ -96,11 +93,42 @@ def _library(compiler: str | None) -> Any:
         except ImportError as err:
             raise OSError("no POSIX file locks here to build the ops under") from err
         cache.mkdir(parents=True, exist_ok=True)
-        with open(cache / f"kernels-{key}.lock", "w") as lock:
+        with open(built.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not built.exists():
                 _compile(compiler, compile_flags, link_flags, built)
+                _prune(cache, built)
+    else:
+        with contextlib.suppress(OSError):  # a read-only cache: used, not marked
+            os.utime(built)  # marks it used (see _prune)
     return tf.load_op_library(str(built))
+
+
+#: Builds unused this long are removed when another is built (one per TensorFlow version and
+#: source change; other environments sharing the cache mark theirs used each time they load).
+STALE_AFTER = 30 * 24 * 3600
+
+
+def _prune(cache: Path, kept: Path) -> None:
+    """Remove the builds in ``cache`` (and their lock files) unused for :data:`STALE_AFTER`
+    seconds, except ``kept``."""
+    now = time.time()
+    for old in cache.glob("kernels-*.so"):
+        with contextlib.suppress(OSError):  # gone already, or not ours to remove
+            if old != kept and now - old.stat().st_mtime > STALE_AFTER:
+                old.unlink()
+                old.with_suffix(".lock").unlink(missing_ok=True)
+
+
+def build_path() -> Path:
+    """Where the ops' library built for these sources and this TensorFlow is cached."""
+    key = hashlib.sha256("\0".join([
+        _SOURCE.read_text(), (_HEADERS / "_crc32c.h").read_text(), tf.__version__,
+        *tf.sysconfig.get_compile_flags(), *tf.sysconfig.get_link_flags()]).encode())
+    cache = Path(os.environ.get("TFRECORDKIT_CACHE")
+                 or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                 / "tfrecordkit") / "ops"
+    return cache / f"kernels-{key.hexdigest()[:16]}.so"
 
 
 def _compile(compiler: str, compile_flags: list[str], link_flags: list[str],
