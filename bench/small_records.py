@@ -6,12 +6,13 @@ process TensorFlow's runtime threads, once started, kept taking CPU from the Num
 --shared-process measures the old way).
 
 Records: 16-feature tabular Examples (10 float32, 5 int64, 1 string; ~270 bytes), as
-bench/tf_read.py writes them. The runs alternate between the readers; for each the median of
+bench/tf_read.py writes them, in --shards shards (8; ImageNet's 1,024 makes each shuffled
+step touch ~all files). The runs alternate between the readers; for each the median of
 --runs is printed: records/s, CPU seconds per 1,000 records (this process, all threads: on
 2 cores the loader competes with the training step), and the time to the first batch (a fresh
 loader each run). The last line is the ratio ours / tf.data.
 
-Run: python bench/small_records.py [--records 200000] [--runs 5] [--shared-process]
+Run: python bench/small_records.py [--records 200000] [--runs 5] [--shards 8] [--shared-process]
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dir", default="bench_output/small_records")
+    parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--shared-process", action="store_true",
                         help="both loaders in this one process (the old way: TensorFlow's "
                              "threads then slow the NumPy side)")
@@ -78,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
     from tf_read import make_datasets
 
-    _, small = make_datasets(Path(args.dir), 16, args.records)
+    _, small = make_datasets(Path(args.dir), 16, args.records, args.shards)
     names = ("load_tf_dataset", "load_numpy_dataset")
     if args.shared_process:
         cases = {name: _loader_case(name, str(small)) for name in names}
@@ -97,8 +99,8 @@ def main() -> None:
                                  check=True).stdout
             results[name].append(tuple(json.loads(out.strip().splitlines()[-1])))
     how = "one process" if args.shared_process else "a fresh process per run"
-    print(f"{args.records:,} records, batch 256, medians of {args.runs} alternating runs "
-          f"({how}), {os.cpu_count()} cores")
+    print(f"{args.records:,} records in {args.shards} shards, batch 256, medians of "
+          f"{args.runs} alternating runs ({how}), {os.cpu_count()} cores")
     medians = {}
     for name, runs in results.items():
         rate, cpu, first = (statistics.median(r[k] for r in runs) for k in range(3))
@@ -111,7 +113,8 @@ def main() -> None:
     if args.json:
         runs = named(results, ("records_per_s", "cpu_s_per_1k", "first_s"))
         median, spread = medians_and_spread(runs)
-        write_results(args.json, "small_records", records=args.records, runs=args.runs,
+        write_results(args.json, "small_records", records=args.records, shards=args.shards,
+                      runs=args.runs,
                       medians=median, spread=spread, all_runs=runs,
                       ratios={"load_numpy_dataset / load_tf_dataset":
                               medians["load_numpy_dataset"] / medians["load_tf_dataset"]})

@@ -34,7 +34,8 @@ IMAGE_SCHEMA = Schema({"image": ImageFeature("jpeg", channels=3),
                        "label": ClassLabel([str(i) for i in range(10)])})
 
 
-def make_datasets(folder: Path, images: int, small: int) -> tuple[Path, Path]:
+def make_datasets(folder: Path, images: int, small: int, small_shards: int = 8
+                  ) -> tuple[Path, Path]:
     image_path, small_path = folder / "jpeg", folder / "small"
     if not _holds(image_path, images):
         pool = jpeg_pool()
@@ -42,19 +43,24 @@ def make_datasets(folder: Path, images: int, small: int) -> tuple[Path, Path]:
                            "channels": 3}, "label": i % 10} for i in range(images))
         write_dataset(rows, image_path, IMAGE_SCHEMA,
                       shards=ShardOptions(num_shards=8), overwrite=True)
-    if not _holds(small_path, small):
+    if not _holds(small_path, small, small_shards):
         def rows_small():
             for i in range(small):
                 yield {**{f"f{j}": (i * 31 + j) % 1000 / 7.0 for j in range(10)},
                        **{f"i{j}": i * 7 + j for j in range(5)}, "s": f"category {i % 100}"}
         write_dataset(rows_small(), small_path, TABULAR_SCHEMA,
-                      shards=ShardOptions(num_shards=8), overwrite=True)
+                      shards=ShardOptions(num_shards=small_shards), overwrite=True)
     return image_path, small_path
 
 
-def _holds(path: Path, records: int) -> bool:
-    """Whether ``path`` holds a dataset of ``records`` records from an earlier run."""
-    return (path / "dataset.json").exists() and load_manifest(path).num_records("train") == records
+def _holds(path: Path, records: int, shards: int = 8) -> bool:
+    """Whether ``path`` holds a dataset of ``records`` records in ``shards`` shards from an
+    earlier run."""
+    if not (path / "dataset.json").exists():
+        return False
+    manifest = load_manifest(path)
+    return (manifest.num_records("train") == records
+            and len(manifest.split("train").shards) == shards)
 
 
 def files_of(path: Path) -> list[str]:

@@ -63,9 +63,9 @@ def test_frames_read_by_offset_are_the_payloads_tensorflow_reads(op, tmp_path_fa
         where += [(k, o, n, r) for o, n, r in zip(offsets, lengths, read, strict=True)]
     picks = data.draw(st.lists(st.integers(0, len(where) - 1), max_size=30))
     chosen = [where[i] for i in picks]
-    got = op(tf.constant(paths), np.array([c[0] for c in chosen], np.int32),
-             np.array([c[1] for c in chosen], np.int64), np.array([c[2] for c in chosen],
-                                                                  np.int64))
+    got = _kernels.FrameReader(op, paths)(
+        np.array([c[0] for c in chosen], np.int32), np.array([c[1] for c in chosen], np.int64),
+        np.array([c[2] for c in chosen], np.int64))
     assert [bytes(g) for g in got.numpy()] == [c[3] for c in chosen]
 
 
@@ -83,46 +83,89 @@ def test_a_damaged_byte_of_a_frame_read_is_lost_data_named_by_file_and_byte(op, 
         path.write_bytes(bytes(data))
         with pytest.raises(tf.errors.DataLossError,
                            match=rf"{path}: record at byte {start}: "):
-            op([str(path)], np.zeros(3, np.int32), offsets[asked], lengths[asked])
+            _kernels.FrameReader(op, [str(path)])(np.zeros(3, np.int32), offsets[asked],
+                                                  lengths[asked])
     # Bytes of frames not read do not matter to this read.
     data = bytearray(clean)
     data[int(offsets[9]) + 20] ^= 0x01
     path.write_bytes(bytes(data))
-    got = op([str(path)], np.zeros(3, np.int32), offsets[asked], lengths[asked]).numpy()
+    got = _kernels.FrameReader(op, [str(path)])(np.zeros(3, np.int32), offsets[asked],
+                                                lengths[asked]).numpy()
     assert list(got) == [payloads[i] for i in asked]
 
 
-def test_a_file_replaced_at_the_same_path_is_read_anew(op, tmp_path):
-    """A dataset written again (new files renamed over the old, same sizes) is read from the
-    new files, not through handles the op kept open on the old ones."""
-    path = tmp_path / "f.tfrecord"
-    offsets, lengths = _write(path, [b"old-0" * 20, b"old-1" * 20])
-    where = ([str(path)], np.zeros(2, np.int32), offsets, lengths)
-    assert list(op(*where).numpy()) == [b"old-0" * 20, b"old-1" * 20]
-    _write(tmp_path / "new.tfrecord", [b"new-0" * 20, b"new-1" * 20])
-    stat = path.stat()
-    os.utime(tmp_path / "new.tfrecord", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-    os.replace(tmp_path / "new.tfrecord", path)
-    assert list(op(*where).numpy()) == [b"new-0" * 20, b"new-1" * 20]
+def test_a_file_replaced_at_the_same_path_is_read_anew_refused_or_read_as_it_was(op,
+                                                                                tmp_path):
+    """A file written again (a new file renamed over it: same size, the same second) is read
+    anew by a reader made after; a reader made before refuses it, naming it, unless the op
+    holds it open already (then it reads the file it was made over, as a held descriptor
+    does): never the new bytes at the old file's locations."""
+    paths = [tmp_path / "held.tfrecord", tmp_path / "unopened.tfrecord"]
+    offsets, lengths = _write(paths[0], [b"old-0" * 20, b"old-1" * 20])
+    _write(paths[1], [b"old-2" * 20, b"old-3" * 20])
+    before = _kernels.FrameReader(op, [str(p) for p in paths])
+    where = (offsets, lengths)
+    assert list(before(np.zeros(2, np.int32), *where).numpy()) == [b"old-0" * 20, b"old-1" * 20]
+    for k, path in enumerate(paths):
+        _write(tmp_path / "new.tfrecord", [b"new-0" * 20, f"new-{k}".encode() * 20])
+        os.replace(tmp_path / "new.tfrecord", path)
+    assert list(before(np.zeros(2, np.int32), *where).numpy()) == [b"old-0" * 20, b"old-1" * 20]
+    with pytest.raises(tf.errors.FailedPreconditionError,
+                       match=rf"{paths[1]}: replaced or rewritten since the dataset was made"):
+        before(np.ones(2, np.int32), *where)
+    after = _kernels.FrameReader(op, [str(p) for p in paths])
+    assert list(after(np.array([0, 1], np.int32), *where).numpy()) == [
+        b"new-0" * 20, b"new-1" * 20]
+
+
+def test_a_dataset_written_again_is_refused_by_a_loader_made_before_and_read_by_one_after(
+        op, tmp_path):
+    """Converted again at the same path (another seed: the same shard sizes, other records
+    at each offset), before a loader made earlier opened the files: it raises the library's
+    error naming a shard; a loader made after reads the new dataset as NumPy reads it."""
+    schema = tk.Schema({"x": tk.Tensor((4,), "int64")})
+
+    def convert(seed: int) -> None:
+        rows = ({"x": np.full(4, i)} for i in range(300))
+        tk.write_dataset(rows, tmp_path / "ds", schema, overwrite=True, progress=False,
+                         shards=tk.ShardOptions(num_shards=3, seed=seed))
+
+    convert(1)
+    before = tk.load_tf_dataset(tmp_path / "ds", batch_size=50, sampling=tk.Shuffled(), seed=4)
+    convert(2)
+    with pytest.raises(tk.DatasetError, match=r"train-\d{5}-of-00003\.tfrecord: replaced or "
+                                              r"rewritten since the dataset was made"):
+        list(before)
+    after = tk.load_tf_dataset(tmp_path / "ds", batch_size=50, sampling=tk.Shuffled(), seed=4)
+    expected = tk.load_numpy_dataset(tmp_path / "ds", batch_size=50, sampling=tk.Shuffled(),
+                                     seed=4)
+    got = [(b["__id"].numpy(), b["x"].numpy()) for b in after]
+    want = [(b["__id"], b["x"]) for b in expected]
+    assert len(got) == len(want) == 6
+    for (ids, x), (ids_np, x_np) in zip(got, want, strict=True):
+        np.testing.assert_array_equal(ids, ids_np)
+        np.testing.assert_array_equal(x, x_np)
 
 
 def test_a_location_the_file_does_not_hold_is_an_error_not_bytes(op, tmp_path):
     path = tmp_path / "f.tfrecord"
     offsets, lengths = _write(path, [b"a" * 100, b"b" * 100])
+    read = _kernels.FrameReader(op, [str(path)])
     with pytest.raises(tf.errors.DataLossError, match="truncated"):  # past the end
-        op([str(path)], np.zeros(1, np.int32), offsets[1:] + 50, lengths[1:])
+        read(np.zeros(1, np.int32), offsets[1:] + 50, lengths[1:])
     with pytest.raises(tf.errors.DataLossError, match="truncated"):  # no 1 PiB buffer made
-        op([str(path)], np.zeros(1, np.int32), offsets[:1], np.array([1 << 50]))
+        read(np.zeros(1, np.int32), offsets[:1], np.array([1 << 50]))
     with pytest.raises(tf.errors.InvalidArgumentError, match="no such location"):
-        op([str(path)], np.zeros(1, np.int32), np.array([2**63 - 20]), np.array([100]))
+        read(np.zeros(1, np.int32), np.array([2**63 - 20]), np.array([100]))
     with pytest.raises(tf.errors.DataLossError, match="record at byte 3: corrupt length"):
-        op([str(path)], np.zeros(1, np.int32), np.array([3]), lengths[:1])  # mid-frame
+        read(np.zeros(1, np.int32), np.array([3]), lengths[:1])  # mid-frame
     with pytest.raises(tf.errors.DataLossError, match="not the indexed length"):
-        op([str(path)], np.zeros(1, np.int32), offsets[:1], lengths[:1] - 1)
+        read(np.zeros(1, np.int32), offsets[:1], lengths[:1] - 1)
     with pytest.raises(tf.errors.InvalidArgumentError, match="no such location"):
-        op([str(path)], np.ones(1, np.int32), offsets[:1], lengths[:1])  # no file 1
-    with pytest.raises(tf.errors.NotFoundError):
-        op([str(tmp_path / "gone.tfrecord")], np.zeros(1, np.int32), offsets[:1], lengths[:1])
+        read(np.ones(1, np.int32), offsets[:1], lengths[:1])  # no file 1
+    with pytest.raises(tf.errors.NotFoundError, match=r"gone\.tfrecord"):  # gone since stamped
+        op([str(tmp_path / "gone.tfrecord")], np.zeros((1, 3), np.int64), np.zeros(1, np.int32),
+           offsets[:1], lengths[:1])
 
 
 def _batches(path, **kwargs) -> list[dict[str, np.ndarray]]:

@@ -18,6 +18,7 @@ import tensorflow as tf
 from tfrecordkit.errors import CorruptRecordError, DatasetError, TFRecordKitError
 from tfrecordkit.format import check_frame, index_path_for
 from tfrecordkit.readers.tf_data._exit import raised_error
+from tfrecordkit.readers.tf_data._kernels import FrameReader
 
 __all__ = ["name_errors"]
 
@@ -72,6 +73,11 @@ def _named_iterator(base: type, paths: tuple[str, ...], find: Callable[[], None]
                 return super().__next__()
             except tf.errors.DataLossError as err:
                 raise _corrupt(err, paths, find) from err
+            except tf.errors.FailedPreconditionError as err:
+                replaced = _replaced(err, paths)
+                if replaced is not None:
+                    raise replaced from err
+                raise
             except (tf.errors.InvalidArgumentError, tf.errors.UnknownError) as err:
                 # Our own reader, feeding the pipeline, raised it: that error, as it was.
                 named = raised_error(getattr(err, "message", str(err)))
@@ -132,6 +138,17 @@ def _corrupt(err: Exception, files: Sequence[str], find: Callable[[], None]) -> 
         return named
     return DatasetError(f"TensorFlow reports lost data ({_first_line(err)}) that the "
                         "TF-free reader did not find: run `tfrecordkit verify` on the files")
+
+
+def _replaced(err: Exception, files: Sequence[str]) -> DatasetError | None:
+    """The error of a file the compiled frame reader found replaced or rewritten since the
+    dataset was made (None: not that)."""
+    message = getattr(err, "message", str(err))
+    for path in files:
+        if f"{os.path.abspath(path)}: {FrameReader.REPLACED}" in message:
+            return DatasetError(f"{path}: {FrameReader.REPLACED} (another inode, size or "
+                                "modification time): load the dataset again to read it")
+    return None
 
 
 def _frame_problem(path: str, offset: int) -> CorruptRecordError | None:

@@ -4,13 +4,20 @@
 // - TfrecordkitReadFrames: TFRecord frames read by offset, their CRCs checked, as a string
 //   tensor of the records' payloads. tf.data's step reader calls it once a step with the
 //   step's locations (file, byte offset, frame length): a shuffled step is read without a
-//   Python call holding its bytes.
+//   Python call holding its bytes. Each file is the one the dataset was made over (its
+//   inode, size and modification time, given as "stamps"): one replaced since is an error
+//   when opened, and one held open stays the file it was.
 // - TfrecordkitCropWindows: a batch's random-resized-crop windows and flips from the JPEGs'
 //   headers and the records' crop keys, the arithmetic of tfrecordkit.codecs._crop done in
 //   the same IEEE float64 operations in the same order (built with -ffp-contract=off), so the
 //   windows are those of every other reader, bit for bit; one op where the same in-graph
 //   computation is ~400 TensorFlow ops to build and run.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -23,8 +30,7 @@
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
-#include "tensorflow/core/platform/env.h"
-#include "tensorflow/core/platform/file_system.h"
+#include "tensorflow/core/platform/errors.h"
 
 extern "C" {
 #include "_crc32c.h"
@@ -35,7 +41,6 @@ namespace {
 using tensorflow::OpKernel;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
-using tensorflow::RandomAccessFile;
 using tensorflow::Status;
 using tensorflow::Tensor;
 using tensorflow::int64;
@@ -57,16 +62,38 @@ uint64_t LoadU64(const char* p) {
 
 REGISTER_OP("TfrecordkitReadFrames")
     .Input("files: string")
+    .Input("stamps: int64")
     .Input("shards: int32")
     .Input("offsets: int64")
     .Input("lengths: int64")
     .Output("records: string")
     .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
-      c->set_output(0, c->input(2));
+      c->set_output(0, c->input(3));
       return tensorflow::OkStatus();
     })
     .Doc("The payloads of the TFRecord frames at files[shards[i]], byte offsets[i], "
-         "lengths[i] bytes long (header and footer included), their CRCs checked.");
+         "lengths[i] bytes long (header and footer included), their CRCs checked; each "
+         "file as stamps[k] (inode, size, modification time in ns) says it was.");
+
+// A file's identity when the dataset was made: a file written again (renamed over, or
+// rewritten in place) differs in one of them.
+struct Stamp {
+  int64 inode = 0, size = 0, mtime = 0;
+  bool operator==(const Stamp& other) const {
+    return inode == other.inode && size == other.size && mtime == other.mtime;
+  }
+};
+
+struct File {
+  int fd = -1;
+  int64 size = 0;
+  File() = default;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  ~File() {
+    if (fd >= 0) close(fd);
+  }
+};
 
 class ReadFramesOp : public OpKernel {
  public:
@@ -77,17 +104,20 @@ class ReadFramesOp : public OpKernel {
 
   void Compute(OpKernelContext* context) override {
     const Tensor& files = context->input(0);
-    const Tensor& shards = context->input(1);
-    const Tensor& offsets = context->input(2);
-    const Tensor& lengths = context->input(3);
+    const Tensor& stamps = context->input(1);
+    const Tensor& shards = context->input(2);
+    const Tensor& offsets = context->input(3);
+    const Tensor& lengths = context->input(4);
     OP_REQUIRES(context,
-                files.dims() == 1 && shards.dims() == 1 && offsets.dims() == 1 &&
-                    lengths.dims() == 1 && shards.NumElements() == offsets.NumElements() &&
+                files.dims() == 1 && stamps.dims() == 2 && stamps.dim_size(1) == 3 &&
+                    stamps.dim_size(0) == files.dim_size(0) && shards.dims() == 1 &&
+                    offsets.dims() == 1 && lengths.dims() == 1 &&
+                    shards.NumElements() == offsets.NumElements() &&
                     lengths.NumElements() == offsets.NumElements(),
                 tensorflow::errors::InvalidArgument(
-                    "files, shards, offsets and lengths must be vectors; the last three of "
-                    "one length"));
+                    "files [f], stamps [f, 3], and shards, offsets and lengths [n] expected"));
     const auto names = files.flat<tensorflow::tstring>();
+    const auto stamp = stamps.matrix<int64>();
     const auto shard = shards.flat<int32_t>();
     const auto offset = offsets.flat<int64>();
     const auto length = lengths.flat<int64>();
@@ -109,42 +139,39 @@ class ReadFramesOp : public OpKernel {
     });
     std::string scratch;
     int32_t current = -1;  // the file `opened` is: spans come file by file
-    Opened opened;
+    std::shared_ptr<File> opened;
     for (int64 first = 0; first < n;) {
       const int32_t file = shard(order[first]);
       const int64 begin = offset(order[first]);
       int64 end = begin + length(order[first]);
       int64 last = first + 1;
+      // (offset - gap, not end + gap: an index's offsets are untrusted, end + gap could
+      // overflow)
       while (last < n && shard(order[last]) == file &&
-             offset(order[last]) <= end + kMergeGap) {
+             offset(order[last]) - kMergeGap <= end) {
         end = std::max(end, offset(order[last]) + length(order[last]));
         ++last;
       }
       const std::string name(names(file));
-      if (file != current) {  // opened (and checked against replacement) once a call
-        OP_REQUIRES_OK(context, Open(name, &opened));
+      if (file != current) {  // spans come file by file: each file looked up once a call
+        OP_REQUIRES_OK(context, Open(name, Stamp{stamp(file, 0), stamp(file, 1),
+                                                 stamp(file, 2)}, &opened));
         current = file;
       }
       // Locations come from index files (untrusted): none reaches past the file's end.
       for (int64 k = first; k < last; ++k) {
         const int64 i = order[k];
         OP_REQUIRES(context,
-                    length(i) <= opened.size && offset(i) <= opened.size - length(i),
+                    length(i) <= opened->size && offset(i) <= opened->size - length(i),
                     tensorflow::errors::DataLoss(name, ": truncated: record at byte ",
                                                  offset(i), " of ", length(i),
-                                                 " bytes, the file has ", opened.size));
+                                                 " bytes, the file has ", opened->size));
       }
-      const std::shared_ptr<RandomAccessFile>& handle = opened.file;
       scratch.resize(end - begin);
-      tensorflow::StringPiece got;
-      Status read = handle->Read(begin, end - begin, &got, &scratch[0]);
-      OP_REQUIRES(context, got.size() == static_cast<size_t>(end - begin),
-                  tensorflow::errors::DataLoss(name, ": truncated: ", end - begin,
-                                               " bytes wanted at byte ", begin, ", ",
-                                               got.size(), " there (", read.ToString(), ")"));
+      OP_REQUIRES_OK(context, ReadAt(*opened, name, begin, end - begin, &scratch[0]));
       for (int64 k = first; k < last; ++k) {
         const int64 i = order[k];
-        const char* frame = got.data() + (offset(i) - begin);
+        const char* frame = scratch.data() + (offset(i) - begin);
         const uint64_t size = LoadU64(frame);
         OP_REQUIRES(context,
                     size == static_cast<uint64_t>(length(i) - 16) &&
@@ -165,40 +192,54 @@ class ReadFramesOp : public OpKernel {
   }
 
  private:
-  struct Opened {
-    std::shared_ptr<RandomAccessFile> file;
-    int64 size = 0;   // when opened
-    int64 mtime = 0;  // a file replaced at the same path (a dataset written again) reopens
-  };
-
-  Status Open(const std::string& name, Opened* opened) {
-    tensorflow::Env* env = tensorflow::Env::Default();
-    tensorflow::FileStatistics stat;
-    Status status = env->Stat(name, &stat);
-    if (!status.ok()) return status;
+  // The file `name` is, open: kept from an earlier call when it was opened as the same
+  // stamp (no system call), else opened and checked against the stamp.
+  Status Open(const std::string& name, const Stamp& expected, std::shared_ptr<File>* out) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto found = open_.find(name);
-      if (found != open_.end() && found->second.size == stat.length &&
-          found->second.mtime == stat.mtime_nsec) {
-        *opened = found->second;
+      if (found != open_.end() && found->second.first == expected) {
+        *out = found->second.second;
         return tensorflow::OkStatus();
       }
     }
-    std::unique_ptr<RandomAccessFile> file;
-    status = env->NewRandomAccessFile(name, &file);
-    if (!status.ok()) return status;
-    opened->file = std::shared_ptr<RandomAccessFile>(std::move(file));
-    opened->size = stat.length;
-    opened->mtime = stat.mtime_nsec;
+    auto file = std::make_shared<File>();
+    file->fd = open(name.c_str(), O_RDONLY | O_CLOEXEC);
+    if (file->fd < 0) return tensorflow::errors::IOError(name, errno);
+    struct stat st;
+    if (fstat(file->fd, &st) != 0) return tensorflow::errors::IOError(name, errno);
+    const Stamp now{static_cast<int64>(st.st_ino), static_cast<int64>(st.st_size),
+                    static_cast<int64>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+    if (!(now == expected)) {
+      return tensorflow::errors::FailedPrecondition(
+          name, ": replaced or rewritten since the dataset was made (another inode, size or "
+          "modification time): load the dataset again to read it");
+    }
+    file->size = now.size;
     std::lock_guard<std::mutex> lock(mu_);
     if (open_.size() >= kMaxOpen) open_.clear();  // those in use stay open until done
-    open_[name] = *opened;
+    open_[name] = {expected, file};
+    *out = file;
+    return tensorflow::OkStatus();
+  }
+
+  static Status ReadAt(const File& file, const std::string& name, int64 at, int64 size,
+                       char* into) {
+    for (int64 done = 0; done < size;) {
+      const ssize_t got = pread(file.fd, into + done, size - done, at + done);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return tensorflow::errors::IOError(name, errno);
+      if (got == 0) {
+        return tensorflow::errors::DataLoss(name, ": truncated: ", size, " bytes wanted at byte ",
+                                            at, ", ", done, " there");
+      }
+      done += got;
+    }
     return tensorflow::OkStatus();
   }
 
   std::mutex mu_;
-  std::unordered_map<std::string, Opened> open_;
+  std::unordered_map<std::string, std::pair<Stamp, std::shared_ptr<File>>> open_;
 };
 
 REGISTER_KERNEL_BUILDER(Name("TfrecordkitReadFrames").Device(tensorflow::DEVICE_CPU),

@@ -16,13 +16,14 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
-__all__ = ["build_path", "crop_windows_op", "frame_reader", "read_frames_op"]
+__all__ = ["FrameReader", "build_path", "crop_windows_op", "frame_reader", "read_frames_op"]
 
 _SOURCE = Path(__file__).with_name("_kernels.cc")
 _HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, shared with the codec
@@ -31,19 +32,43 @@ _built: list[Any] = []  # the library once looked for (None: there is none)
 
 
 def read_frames_op() -> Callable[..., Any] | None:
-    """``op(files, shards, offsets, lengths)`` → the payloads (``[n]`` string) of the frames
-    at ``files[shards[i]]``, byte ``offsets[i]``, ``lengths[i]`` bytes (header and footer
-    included), CRC-checked (``DataLossError`` naming the file and byte otherwise); None
-    where the ops cannot be built (warned once) or compiled code is turned off."""
+    """``op(files, stamps, shards, offsets, lengths)`` → the payloads (``[n]`` string) of the
+    frames at ``files[shards[i]]``, byte ``offsets[i]``, ``lengths[i]`` bytes (header and
+    footer included), CRC-checked (``DataLossError`` naming the file and byte otherwise), each
+    file the one ``stamps`` (``[f, 3]``: inode, size, modification time in ns) describes
+    (``FailedPreconditionError`` naming it otherwise, unless the op holds it open already);
+    None where the ops cannot be built (warned once) or compiled code is turned off."""
     library = _library_once()
     return None if library is None else library.tfrecordkit_read_frames
 
 
-def frame_reader(storage: Any, restarts: Any) -> Callable[..., Any] | None:
-    """:func:`read_frames_op` for records on ``storage`` whose index gives ``restarts``: where
+class FrameReader:
+    """The compiled frame reader over ``files`` as they are now: in-graph,
+    ``reader(shards, offsets, lengths)`` → the frames' payloads. A file replaced or
+    rewritten afterwards (a dataset written again at the same path) is refused when the op
+    opens it, naming it, never read at the locations of the files indexed; one the op holds
+    open already is read as it was."""
+
+    #: The start of the op's message for such a file (after its path).
+    REPLACED = "replaced or rewritten since the dataset was made"
+
+    def __init__(self, op: Callable[..., Any], files: Sequence[str]) -> None:
+        paths = [os.path.abspath(f) for f in files]
+        stats = [os.stat(p) for p in paths]
+        stamps = np.array([[s.st_ino, s.st_size, s.st_mtime_ns] for s in stats],
+                          np.uint64).view(np.int64).reshape(len(paths), 3)
+        self._op, self.files, self.stamps = op, tf.constant(paths), tf.constant(stamps)
+
+    def __call__(self, shards: Any, offsets: Any, lengths: Any) -> Any:
+        return self._op(self.files, self.stamps, shards, offsets, lengths)
+
+
+def frame_reader(files: Sequence[str], storage: Any, restarts: Any) -> FrameReader | None:
+    """The frame reader over ``files`` on ``storage`` whose index gives ``restarts``, where
     offsets are the files' own bytes (local files without restart points, so uncompressed);
     None elsewhere, where the records are read in a Python call."""
-    return read_frames_op() if storage.local and restarts is None else None
+    op = read_frames_op() if storage.local and restarts is None else None
+    return None if op is None else FrameReader(op, files)
 
 
 def crop_windows_op() -> Callable[..., Any] | None:

@@ -170,7 +170,7 @@ def _step_dataset(first: int, per_epoch: int, counter: EpochCounter | None,
     (a Python call gives the locations); otherwise the Python call reads the records."""
     steps = global_steps(first, per_epoch, counter)
     class_of = np.repeat(index.classes, index.counts)
-    frames = frame_reader(fetcher.storage, index.restarts)
+    frames = frame_reader(index.files, fetcher.storage, index.restarts)
     if frames is None:
         def fetch(g: np.int64) -> tuple[np.ndarray, np.ndarray]:
             positions = np.asarray(positions_of(int(g)), np.int64)
@@ -184,7 +184,7 @@ def _step_dataset(first: int, per_epoch: int, counter: EpochCounter | None,
                     RECORD_ID: tf.ensure_shape(ids, [size])}
 
         return steps.map(graph_only(read))
-    files, table = tf.constant([os.path.abspath(f) for f in index.files]), tf.constant(entries)
+    table = tf.constant(entries)
 
     def locate(g: np.int64) -> tuple[np.ndarray, ...]:
         positions = np.asarray(positions_of(int(g)), np.int64)
@@ -196,7 +196,7 @@ def _step_dataset(first: int, per_epoch: int, counter: EpochCounter | None,
             tf.ensure_shape(t, [size]) for t in tf.numpy_function(
                 exit_safe(locate), [g], (tf.int32, tf.int64, tf.int64, tf.int64, tf.int64),
                 stateful=False))
-        records = frames(files, shards, offsets, lengths)
+        records = frames(shards, offsets, lengths)
         return {"records": tf.strings.join([records, tf.gather(table, classes)]),
                 RECORD_ID: ids}
 

@@ -145,7 +145,7 @@ class _StepReader:
         # reader (index files read in Python calls inside tf.data, under a lock, would still
         # be in flight when a process that read a few steps exits).
         self.records = records = loader.records
-        self.frames = (frame_reader(records.storage, records.restarts)
+        self.frames = (frame_reader(records.files, records.storage, records.restarts)
                        if isinstance(records, SplitRecords) else None)
 
     def _step(self, g: np.int64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -185,8 +185,7 @@ class _StepReader:
             shards, offsets, lengths, ids, valid, classes = tf.numpy_function(
                 self.locate, [g], (tf.int32, tf.int64, tf.int64, tf.int64, tf.bool, tf.int64),
                 stateful=False)
-            files = tf.constant([os.path.abspath(f) for f in self.records.files])
-            serialized = self.frames(files, tf.ensure_shape(shards, [None]),
+            serialized = self.frames(tf.ensure_shape(shards, [None]),
                                      tf.ensure_shape(offsets, [None]),
                                      tf.ensure_shape(lengths, [None]))
         ids, valid, classes = (tf.ensure_shape(t, [None]) for t in (ids, valid, classes))
