@@ -111,7 +111,7 @@ def test_a_file_replaced_at_the_same_path_is_read_anew_refused_or_read_as_it_was
         os.replace(tmp_path / "new.tfrecord", path)
     assert list(before(np.zeros(2, np.int32), *where).numpy()) == [b"old-0" * 20, b"old-1" * 20]
     with pytest.raises(tf.errors.FailedPreconditionError,
-                       match=rf"{paths[1]}: replaced or rewritten since the dataset was made"):
+                       match=rf"{paths[1]}: replaced or rewritten since the dataset was opened"):
         before(np.ones(2, np.int32), *where)
     after = _kernels.FrameReader(op, [str(p) for p in paths])
     assert list(after(np.array([0, 1], np.int32), *where).numpy()) == [
@@ -122,7 +122,8 @@ def test_a_dataset_written_again_is_refused_by_a_loader_made_before_and_read_by_
         op, tmp_path):
     """Converted again at the same path (another seed: the same shard sizes, other records
     at each offset), before a loader made earlier opened the files: it raises the library's
-    error naming a shard; a loader made after reads the new dataset as NumPy reads it."""
+    error naming a shard, the same as the NumPy loader's; a loader made after reads the new
+    dataset as NumPy reads it."""
     schema = tk.Schema({"x": tk.Tensor((4,), "int64")})
 
     def convert(seed: int) -> None:
@@ -132,10 +133,16 @@ def test_a_dataset_written_again_is_refused_by_a_loader_made_before_and_read_by_
 
     convert(1)
     before = tk.load_tf_dataset(tmp_path / "ds", batch_size=50, sampling=tk.Shuffled(), seed=4)
+    before_numpy = tk.load_numpy_dataset(tmp_path / "ds", batch_size=50,
+                                         sampling=tk.Shuffled(), seed=4)
+    assert len(before_numpy.records) == 300  # its split opened, as tf.data's is when made
     convert(2)
-    with pytest.raises(tk.DatasetError, match=r"train-\d{5}-of-00003\.tfrecord: replaced or "
-                                              r"rewritten since the dataset was made"):
+    refused = r"train-\d{5}-of-00003\.tfrecord: replaced or rewritten since the dataset was opened"
+    with pytest.raises(tk.DatasetError, match=refused) as from_tf:
         list(before)
+    with pytest.raises(tk.DatasetError, match=refused) as from_numpy:
+        list(before_numpy)
+    assert str(from_tf.value).split(": ")[1:] == str(from_numpy.value).split(": ")[1:]
     after = tk.load_tf_dataset(tmp_path / "ds", batch_size=50, sampling=tk.Shuffled(), seed=4)
     expected = tk.load_numpy_dataset(tmp_path / "ds", batch_size=50, sampling=tk.Shuffled(),
                                      seed=4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -160,6 +161,7 @@ def test_a_shard_cut_short_after_opening_names_the_frame(tmp_path):
     split = tk.open_split(out)
     shard = out / tk.load_manifest(out).split("train").shards[0].file
     data = shard.read_bytes()
+    split.get_many([0])  # being read: the file is open (one opened after is refused whole)
     shard.write_bytes(data[:-10])  # the last record loses its tail
     assert split.get_many([0, 1, 2])  # whole records still read
     with pytest.raises(CorruptRecordError, match="truncated") as err:
@@ -239,6 +241,9 @@ def test_a_compressed_shard_cut_short_is_named_never_read(tmp_path):
     expected = list(tk.read_records(shard))
     split = tk.open_split(tmp_path / "gz")  # opened whole (opening checks the size)
     data = shard.read_bytes()
+    # The file open, nothing read yet: one opened only after the cut is refused whole.
+    split._fetcher._acquire(0)
+    split._fetcher._release(0)
     shard.write_bytes(data[: len(data) // 2])
     assert split.get_many([0, 1, 2]) == expected[:3]
     with pytest.raises(CorruptRecordError, match=r"\.tfrecord\.gz.*truncated"):
@@ -302,6 +307,36 @@ def test_slices_hold_the_same_records_in_the_order_asked(dataset, tmp_path):
         damaged.get_slices(np.arange(3))
 
 
+def test_a_shard_replaced_after_opening_is_refused_naming_it_unless_held_open(tmp_path):
+    """A dataset written again at its path (same shard sizes, inode numbers reused, other
+    records at each offset) under an opened split: a shard the split holds open reads as it
+    was; one opened after the rewrite is refused naming it, never read at the old offsets,
+    in this process and in one the split is pickled to; a split opened after reads the new
+    records."""
+    schema = tk.Schema({"x": tk.Tensor((4,), "int64")})
+    out = tmp_path / "ds"
+
+    def convert(seed: int) -> list[bytes]:
+        rows = ({"x": np.full(4, i)} for i in range(120))
+        write_dataset(rows, out, schema, overwrite=True, progress=False,
+                      shards=ShardOptions(num_shards=2, seed=seed))
+        return _sequential(out)
+
+    old = convert(1)
+    split = tk.open_split(out)
+    held = int(np.flatnonzero(split.shard == 0)[0])
+    assert split[held] == old[held]
+    travelled = pickle.dumps(split)
+    new = convert(2)
+    assert new != old and split[held] == old[held]
+    other = int(np.flatnonzero(split.shard == 1)[0])
+    for reader in (split, pickle.loads(travelled)):
+        with pytest.raises(DatasetError, match=re.escape(
+                f"{split.files[1]}: replaced or rewritten since the dataset was opened")):
+            reader.get_many([other])
+    assert tk.open_split(out).get_many(range(120)) == new
+
+
 def test_single_fetches_equal_batched_ones_and_every_damage_is_named(tmp_path):
     """``split[i]`` reads one frame in one call: the same bytes as ``get_many``; a flipped
     byte anywhere in a frame, a shard cut short and a stale index are each named with the
@@ -329,6 +364,7 @@ def test_single_fetches_equal_batched_ones_and_every_damage_is_named(tmp_path):
         assert fresh[first + 4] == split[first + 4]
     shard.write_bytes(clean)
     reopened = tk.open_split(out)
+    assert reopened[first] == split[first]  # being read: the file is open
     shard.write_bytes(clean[:-10])  # cut short after the split was opened
     with pytest.raises(CorruptRecordError, match="truncated"):
         reopened[len(split) - 1]

@@ -20,7 +20,7 @@ from tfrecordkit.store._expression import (
     resolve_split,
     split_text,
 )
-from tfrecordkit.store._fetch import RecordFetcher, RecordLocations
+from tfrecordkit.store._fetch import REPLACED, RecordFetcher, RecordLocations, file_stamps
 from tfrecordkit.store._infer import infer_schema, profile_files, record_files
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._labels import scan_labels
@@ -61,6 +61,7 @@ __all__ = [
     "DIGESTS_SUFFIX",
     "MANIFEST_NAME",
     "RECORD_IDS",
+    "REPLACED",
     "SHARD_PATTERN",
     "SKIPPED_LISTED",
     "Duplicates",
@@ -84,6 +85,7 @@ __all__ = [
     "adopt",
     "content_digest",
     "expand_record_paths",
+    "file_stamps",
     "finalize_manifest",
     "find_duplicates",
     "frame_ids",

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 import numpy as np
 
-from tfrecordkit.errors import CorruptRecordError, OptionError, StorageError
+from tfrecordkit.errors import CorruptRecordError, DatasetError, OptionError, StorageError
 from tfrecordkit.format import (
     LOCAL,
     MERGE_GAP,
@@ -30,13 +31,34 @@ from tfrecordkit.format import (
 #: Local reads: records this close (bytes between them) are read together, in one span.
 LOCAL_MERGE_GAP = 16 << 10
 
-__all__ = ["RecordFetcher", "RecordLocations", "open_file_budget"]
+__all__ = ["REPLACED", "RecordFetcher", "RecordLocations", "file_stamps", "open_file_budget"]
 
 _CACHE_BYTES = 64 << 20  # remote spans kept per fetcher
 _SHARDS_AT_ONCE = 32  # files held open by one compiled call reading spans (within the budget)
 #: Remote files read in order: blocks requested ahead of the one being used.
 AHEAD_BLOCKS = 2
 _INFLATE_CHUNK = {True: 256 << 10, False: 4 << 20}  # compressed bytes read a step: local, remote
+
+
+#: What a file is when a reader finds it is not the one it was opened over (after its path;
+#: tf.data's compiled frame reader says the same).
+REPLACED = "replaced or rewritten since the dataset was opened"
+
+
+def file_stamps(files: Sequence[str]) -> np.ndarray:
+    """Each local file's identity now, ``[n, 3]`` int64: its inode, size and modification
+    time in ns (a dataset written again at the same path may reuse the inode numbers and
+    sizes: the time tells). A file not there gets -1s and is not checked."""
+    out = np.full((len(files), 3), -1, np.int64)
+    for i, path in enumerate(files):
+        with contextlib.suppress(OSError):
+            out[i] = _stamp(os.stat(path))
+    return out
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    ino = st.st_ino - (1 << 64) if st.st_ino >= 1 << 63 else st.st_ino  # as int64 holds it
+    return ino, st.st_size, st.st_mtime_ns
 
 
 class RecordLocations(Protocol):
@@ -105,11 +127,14 @@ class RecordFetcher:
     At most ``max_open_files`` files are open at once (least recently used are closed; a file
     another thread is reading stays open until it is done), so 10,000 class files never mean
     10,000 descriptors (None: an eighth of the process's open-file limit, 64 to 1,024).
-    Reads within a call go in file order. Safe to share between threads.
+    Reads within a call go in file order. Safe to share between threads. Local files are
+    the ones there when it was made (``stamps``, see :func:`file_stamps`): one replaced or
+    rewritten since is refused when opened, with :class:`DatasetError` naming it, never read
+    at the locations of the one indexed.
     """
 
     def __init__(self, index: RecordLocations, max_open_files: int | None = None, *,
-                 storage: Storage | None = None) -> None:
+                 storage: Storage | None = None, stamps: np.ndarray | None = None) -> None:
         if max_open_files is None:
             max_open_files = open_file_budget()
         if max_open_files < 1:
@@ -117,6 +142,9 @@ class RecordFetcher:
         self.index = index
         self.storage = storage or (Storage.of(index.files[0]) if index.files else LOCAL)
         self.max_open_files = max_open_files
+        #: The local files' identities when the reader was made (None: remote files).
+        self.stamps = (stamps if stamps is not None or not self.storage.local
+                       else file_stamps(index.files))
         self._open: OrderedDict[int, int] = OrderedDict()  # shard -> fd, idle ones evictable
         self._users: dict[int, int] = {}  # shard -> threads reading it now
         self._closing: set[int] = set()  # closed while being read: closed on release
@@ -152,7 +180,7 @@ class RecordFetcher:
         with self._lock:
             fd = self._open.get(shard)
             if fd is None:
-                fd = os.open(self.index.files[shard], os.O_RDONLY)
+                fd = self._opened(shard)
                 self._open[shard] = fd
             self._open.move_to_end(shard)
             self._closing.discard(shard)  # read again after close(): kept open again
@@ -164,6 +192,18 @@ class RecordFetcher:
                 os.close(self._open.pop(old))
             self.peak_open_files = max(self.peak_open_files, len(self._open))
             return fd
+
+    def _opened(self, shard: int) -> int:
+        """File ``shard`` opened, if it is the file the reader was made over."""
+        path = self.index.files[shard]
+        fd = os.open(path, os.O_RDONLY)
+        if self.stamps is None or self.stamps[shard, 0] == -1:
+            return fd
+        if _stamp(os.fstat(fd)) != tuple(self.stamps[shard].tolist()):
+            os.close(fd)
+            raise DatasetError(f"{path}: {REPLACED} (another inode, size or modification "
+                               "time): open the dataset again to read it")
+        return fd
 
     def _release(self, shard: int) -> None:
         with self._lock:
@@ -590,12 +630,13 @@ class RecordFetcher:
 
     def __getstate__(self) -> dict[str, object]:
         # Open files and the lock don't travel; files reopen on the first read.
+        # The stamps do: a worker checks the files against what the reader was made over.
         return {"index": self.index, "max_open_files": self.max_open_files,
-                "storage": self.storage}
+                "storage": self.storage, "stamps": self.stamps}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__init__(state["index"], state["max_open_files"],  # type: ignore[misc]
-                      storage=state.get("storage"))
+                      storage=state.get("storage"), stamps=state.get("stamps"))
 
     def __enter__(self) -> RecordFetcher:
         return self

@@ -224,6 +224,12 @@ class SplitRecords(Sequence[bytes]):
         self._fetcher = RecordFetcher(where, max_open_files, storage=self.storage)
 
     @property
+    def stamps(self) -> np.ndarray | None:
+        """The local files' identities when the split was opened (see
+        :func:`~tfrecordkit.store._fetch.file_stamps`; None: remote files)."""
+        return self._fetcher.stamps
+
+    @property
     def schema(self) -> Schema:
         """The dataset's schema (to decode what this returns).
 

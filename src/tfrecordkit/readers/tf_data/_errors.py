@@ -18,7 +18,7 @@ import tensorflow as tf
 from tfrecordkit.errors import CorruptRecordError, DatasetError, TFRecordKitError
 from tfrecordkit.format import check_frame, index_path_for
 from tfrecordkit.readers.tf_data._exit import raised_error
-from tfrecordkit.readers.tf_data._kernels import FrameReader
+from tfrecordkit.store import REPLACED
 
 __all__ = ["name_errors"]
 
@@ -142,12 +142,12 @@ def _corrupt(err: Exception, files: Sequence[str], find: Callable[[], None]) -> 
 
 def _replaced(err: Exception, files: Sequence[str]) -> DatasetError | None:
     """The error of a file the compiled frame reader found replaced or rewritten since the
-    dataset was made (None: not that)."""
+    dataset was opened, as the TF-free readers name it (None: not that)."""
     message = getattr(err, "message", str(err))
     for path in files:
-        if f"{os.path.abspath(path)}: {FrameReader.REPLACED}" in message:
-            return DatasetError(f"{path}: {FrameReader.REPLACED} (another inode, size or "
-                                "modification time): load the dataset again to read it")
+        if f"{os.path.abspath(path)}: {REPLACED}" in message:
+            return DatasetError(f"{path}: {REPLACED} (another inode, size or modification "
+                                "time): open the dataset again to read it")
     return None
 
 

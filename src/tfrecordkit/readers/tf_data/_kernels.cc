@@ -212,8 +212,8 @@ class ReadFramesOp : public OpKernel {
                     static_cast<int64>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
     if (!(now == expected)) {
       return tensorflow::errors::FailedPrecondition(
-          name, ": replaced or rewritten since the dataset was made (another inode, size or "
-          "modification time): load the dataset again to read it");
+          name, ": replaced or rewritten since the dataset was opened (another inode, size or "
+          "modification time): open the dataset again to read it");
     }
     file->size = now.size;
     std::lock_guard<std::mutex> lock(mu_);

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tfrecordkit.store import file_stamps
+
 __all__ = ["FrameReader", "build_path", "crop_windows_op", "frame_reader", "read_frames_op"]
 
 _SOURCE = Path(__file__).with_name("_kernels.cc")
@@ -43,32 +45,31 @@ def read_frames_op() -> Callable[..., Any] | None:
 
 
 class FrameReader:
-    """The compiled frame reader over ``files`` as they are now: in-graph,
-    ``reader(shards, offsets, lengths)`` → the frames' payloads. A file replaced or
-    rewritten afterwards (a dataset written again at the same path) is refused when the op
-    opens it, naming it, never read at the locations of the files indexed; one the op holds
-    open already is read as it was."""
+    """The compiled frame reader over ``files`` as ``stamps`` (``[f, 3]``: inode, size,
+    modification time in ns) say they were when the dataset was opened (None: as they are
+    now): in-graph, ``reader(shards, offsets, lengths)`` → the frames' payloads. A file
+    replaced or rewritten since is refused when the op opens it, naming it (as the
+    TF-free readers refuse it), never read at the locations of the files indexed; one the op
+    holds open already is read as it was."""
 
-    #: The start of the op's message for such a file (after its path).
-    REPLACED = "replaced or rewritten since the dataset was made"
-
-    def __init__(self, op: Callable[..., Any], files: Sequence[str]) -> None:
+    def __init__(self, op: Callable[..., Any], files: Sequence[str],
+                 stamps: np.ndarray | None = None) -> None:
         paths = [os.path.abspath(f) for f in files]
-        stats = [os.stat(p) for p in paths]
-        stamps = np.array([[s.st_ino, s.st_size, s.st_mtime_ns] for s in stats],
-                          np.uint64).view(np.int64).reshape(len(paths), 3)
+        if stamps is None:
+            stamps = file_stamps(paths)
         self._op, self.files, self.stamps = op, tf.constant(paths), tf.constant(stamps)
 
     def __call__(self, shards: Any, offsets: Any, lengths: Any) -> Any:
         return self._op(self.files, self.stamps, shards, offsets, lengths)
 
 
-def frame_reader(files: Sequence[str], storage: Any, restarts: Any) -> FrameReader | None:
+def frame_reader(files: Sequence[str], storage: Any, restarts: Any,
+                 stamps: np.ndarray | None) -> FrameReader | None:
     """The frame reader over ``files`` on ``storage`` whose index gives ``restarts``, where
     offsets are the files' own bytes (local files without restart points, so uncompressed);
     None elsewhere, where the records are read in a Python call."""
     op = read_frames_op() if storage.local and restarts is None else None
-    return None if op is None else FrameReader(op, files)
+    return None if op is None else FrameReader(op, files, stamps)
 
 
 def crop_windows_op() -> Callable[..., Any] | None:

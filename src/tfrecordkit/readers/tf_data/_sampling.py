@@ -170,7 +170,7 @@ def _step_dataset(first: int, per_epoch: int, counter: EpochCounter | None,
     (a Python call gives the locations); otherwise the Python call reads the records."""
     steps = global_steps(first, per_epoch, counter)
     class_of = np.repeat(index.classes, index.counts)
-    frames = frame_reader(index.files, fetcher.storage, index.restarts)
+    frames = frame_reader(index.files, fetcher.storage, index.restarts, fetcher.stamps)
     if frames is None:
         def fetch(g: np.int64) -> tuple[np.ndarray, np.ndarray]:
             positions = np.asarray(positions_of(int(g)), np.int64)

@@ -145,7 +145,8 @@ class _StepReader:
         # reader (index files read in Python calls inside tf.data, under a lock, would still
         # be in flight when a process that read a few steps exits).
         self.records = records = loader.records
-        self.frames = (frame_reader(records.files, records.storage, records.restarts)
+        self.frames = (frame_reader(records.files, records.storage, records.restarts,
+                                    records.stamps)
                        if isinstance(records, SplitRecords) else None)
 
     def _step(self, g: np.int64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
