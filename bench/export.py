@@ -72,7 +72,7 @@ def run_case(case: str, work: str) -> dict[str, float]:
     import webdataset
 
     import datasets
-    import tfrecordkit.readers.export
+    import tfrecordkit.exporters
 
     cpu0, start = _cpu(), time.perf_counter()
     if case.startswith("ours"):

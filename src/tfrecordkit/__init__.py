@@ -58,7 +58,7 @@ from tfrecordkit.sources import (
 from tfrecordkit.store import Manifest, ShardOptions, adopt, infer_schema, load_manifest
 
 if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at run time
-    from tfrecordkit.readers.export import export
+    from tfrecordkit.exporters import export
     from tfrecordkit.readers.grain_source import load_grain_source
     from tfrecordkit.readers.grid import show_examples
     from tfrecordkit.readers.numpy_data import (
@@ -106,7 +106,7 @@ _LAZY = {
     "load_grain_source": "tfrecordkit.readers.grain_source",
     "show_examples": "tfrecordkit.readers.grid",
     "dataset_report": "tfrecordkit.readers.report",
-    "export": "tfrecordkit.readers.export",
+    "export": "tfrecordkit.exporters",
 }
 
 

@@ -82,7 +82,7 @@ def test_convert_then_append_places_every_input_as_converting_everything(folders
     assert manifest.class_names == ("0", "1", "2", "4", "5", "6", "7", "3", "8", "9")
     assert all(s.file.startswith(("train-", "val-", "test-"))
                for split in manifest.splits.values() for s in split.shards)
-    new = [s for split in manifest.splits.values() for s in split.shards if "-a0001-" in s.file]
+    new = [s for split in manifest.splits.values() for s in split.shards if "-a0001x" in s.file]
     assert sum(s.records for s in new) == result.added
     if layout == "per_class":
         assert all(s.class_id is not None and f"c{s.class_id:05d}" in s.file for s in new)
@@ -107,7 +107,7 @@ def test_a_known_key_with_other_content_is_refused_naming_both(folders, tmp_path
     assert f"1/{victim.name}" in message and "already in the dataset with other content" in message
     assert ".tfrecord record " in message and "\n" not in message
     assert (tmp_path / "ds" / "dataset.json").read_bytes() == before
-    assert not [p for p in os.listdir(tmp_path / "ds") if "-a0001-" in p]
+    assert not [p for p in os.listdir(tmp_path / "ds") if "-a0001x" in p]
 
     skipped = tk.append(tmp_path / "ds", changed, workers=1, on_error="skip")
     assert skipped.added == 0 and skipped.manifest.skipped_count == 1

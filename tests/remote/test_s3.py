@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tfrecordkit as tk
-from tests.datasets import digits_folder
+from tests.datasets import digits_folder, untagged
 from tfrecordkit import DatasetError, StorageError
 from tfrecordkit.cli import main
 from tfrecordkit.format import Storage
@@ -254,14 +254,64 @@ def test_an_append_to_s3_writes_what_a_local_append_writes(s3_server, s3_url, di
         s3_url, batch_size=50, split="val")) == first.manifest.num_records("val")
     remote = tk.append(s3_url, folder, workers=1)
     local = tk.append(tmp_path / "local", folder, workers=1)
-    assert remote.manifest.splits == local.manifest.splits and remote.added == local.added
+    # The same shards, but for the writer id in an appended shard's name (one an attempt).
+    assert untagged(remote.manifest.splits) == untagged(local.manifest.splits)
+    assert remote.added == local.added
     storage = Storage.of(s3_url)
-    appended = [s for split in local.manifest.splits.values() for s in split.shards
-                if "-a0001-" in s.file]
-    assert appended and all(s.restarts and s.index and s.digests for s in appended)
-    for shard in appended:
-        assert storage.read_bytes(storage.join(s3_url, shard.file)) == (
-            tmp_path / "local" / shard.file).read_bytes()
+    pairs = [(r, lo) for name in local.manifest.splits for r, lo in zip(
+        remote.manifest.splits[name].shards, local.manifest.splits[name].shards, strict=True)
+             if "-a0001x" in lo.file]
+    assert pairs and all(lo.restarts and lo.index and lo.digests for _, lo in pairs)
+    for mine, theirs in pairs:
+        assert storage.read_bytes(storage.join(s3_url, mine.file)) == (
+            tmp_path / "local" / theirs.file).read_bytes()
     assert verify_paths([s3_url]).ok
     assert remote.records == 400 and sum(len(b["label"]) for b in tk.load_numpy_dataset(
         s3_url, batch_size=50, split="train")) == remote.manifest.num_records("train")
+
+
+def test_two_appends_from_two_machines_lose_nothing(s3_server, s3_url, tmp_path, monkeypatch):
+    """Two staging folders (two machines: no lock between them) racing on one bucket: the
+    manifest's conditional PUT refuses the append whose base was replaced, which removes only
+    its own shards; every record of the other is there."""
+    from tests.convert.test_concurrent_append import check_outcome
+    from tests.racing import Appender, image_folder
+    from tfrecordkit.job import AppendTarget
+
+    keys = {"base": image_folder(tmp_path / "base", "base", 20, seed=0),
+            "a": image_folder(tmp_path / "a", "a", 40, seed=1),
+            "b": image_folder(tmp_path / "b", "b", 40, seed=2)}
+    tk.convert(tmp_path / "base", s3_url, split={"train": 0.8, "val": 0.2}, workers=1)
+    other = Appender({**s3_server.env(), "TFRECORDKIT_STAGING": str(tmp_path / "machine-a")})
+    load = AppendTarget.load.__func__
+    a_result: dict[str, object] = {}
+
+    def paused(cls, *args, **kwargs):  # "b" has read the manifest; "a" appends meanwhile
+        target = load(cls, *args, **kwargs)
+        other.start(s3_url, tmp_path / "a", 0.0)
+        a_result.update(other.result())
+        return target
+
+    monkeypatch.setattr(AppendTarget, "load", classmethod(paused))
+    monkeypatch.setenv("TFRECORDKIT_STAGING", str(tmp_path / "machine-b"))
+    try:
+        with pytest.raises(DatasetError, match="another writer replaced it") as err:
+            tk.append(s3_url, tmp_path / "b", workers=1)
+        monkeypatch.undo()
+        check_outcome(s3_url, keys, {"a": a_result, "b": {"refused": str(err.value)}})
+        storage = Storage.of(s3_url)
+        listed = {s.file for split in tk.load_manifest(s3_url).splits.values()
+                  for s in split.shards}
+        assert {n for n in storage.listdir(s3_url) if n.endswith(".tfrecord")} == listed
+
+        # Racing at many offsets from two processes: both land, or one is refused.
+        second = Appender({**s3_server.env(), "TFRECORDKIT_STAGING": str(tmp_path / "m-b")})
+        for i, delay in enumerate([0.0, 0.1, 0.3, 0.6]):
+            url = f"{s3_url}-{i}"
+            tk.convert(tmp_path / "base", url, split={"train": 0.8, "val": 0.2}, workers=1)
+            other.start(url, tmp_path / "a", 0.0)
+            second.start(url, tmp_path / "b", delay)
+            check_outcome(url, keys, {"a": other.result(), "b": second.result()})
+        second.close()
+    finally:
+        other.close()

@@ -23,8 +23,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                                     "instances .json")
     parser.add_argument("--source", choices=SOURCE_KINDS, help="source type (default: inferred)")
     parser.add_argument("--split", default=None,
-                        help="put every new record in this split (default: the dataset's "
-                             "own split rule, by key)")
+                        help="put every new record in this split, one the dataset has (default: "
+                             "the dataset's own split rule, by key)")
+    parser.add_argument("--new-split", action="store_true",
+                        help="let --split name a split the dataset does not have yet")
+    parser.add_argument("--no-dedupe", action="store_true",
+                        help="append to a dataset whose shards keep no record digests (older "
+                             "or adopted), re-adding inputs it may hold already")
     parser.add_argument("--workers", type=int, default=None,
                         help="encoding processes (default: all cores)")
     parser.add_argument("--engine", choices=["local", "ray"], default="local",
@@ -44,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         import ray
 
         ray.init(address=args.ray_address, log_to_driver=False, ignore_reinit_error=True)
-    result = append(args.dataset, source, split=args.split, workers=args.workers,
+    result = append(args.dataset, source, split=args.split, new_split=args.new_split,
+                    dedupe=not args.no_dedupe, workers=args.workers,
                     engine=args.engine, on_error=args.on_error, progress=not args.quiet,
                     storage_options=args.storage_options)
     print(json.dumps(result.to_json(), indent=2) if args.json else result.summary())

@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from tfrecordkit.convert._pipeline import ConversionResult, run_conversion
 from tfrecordkit.convert._source_choice import open_source
-from tfrecordkit.errors import OptionError
+from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.format import Storage
 from tfrecordkit.job import AppendTarget, ConversionJob, grown_schema
 from tfrecordkit.sources import Source
-from tfrecordkit.store import Manifest, load_manifest
+from tfrecordkit.store import MANIFEST_NAME, Manifest, load_manifest, output_lock
 
 __all__ = ["append"]
 
@@ -27,6 +27,8 @@ def append(
     source: Source | str | os.PathLike[str],
     *,
     split: str | None = None,
+    new_split: bool = False,
+    dedupe: bool = True,
     workers: int | None = None,
     engine: Literal["local", "ray"] = "local",
     on_error: Literal["raise", "skip"] = "raise",
@@ -48,14 +50,20 @@ def append(
     Args:
         dataset: the dataset directory (a path or a URL) to add to.
         source: where the new records come from, as for :func:`~tfrecordkit.convert`.
-        split: put every new record in this split (existing or new) instead of following
+        split: put every new record in this split, one the dataset has, instead of following
             the dataset's split rule.
+        new_split: let ``split`` name a split the dataset does not have yet (it is created).
+        dedupe: leave out inputs the dataset holds already (the default); False appends to a
+            dataset whose shards keep no record digests (written by an older release, or
+            adopted), where they cannot be recognised.
         workers, engine, on_error, progress, storage_options: as for
             :func:`~tfrecordkit.convert`.
 
     Raises:
-        DatasetError: no dataset there, another conversion is writing it, or its split rule
-            is unknown (adopted data: give ``split``).
+        DatasetError: no dataset there, another conversion is writing it (or replaced its
+            manifest while this append ran), its split rule is unknown (adopted data: give
+            ``split``), or its shards keep no digests (and ``dedupe``).
+        OptionError: ``split`` is not one of the dataset's splits (without ``new_split``).
         SchemaError: the source's features differ from the dataset's (naming the feature).
     """
     if isinstance(source, str | os.PathLike):
@@ -66,10 +74,37 @@ def append(
     if split is not None and not isinstance(split, str):
         raise OptionError(f"split must be a split name; got {split!r} (the dataset's own "
                           "ratios apply when it is left out)")
+    if not isinstance(new_split, bool) or not isinstance(dedupe, bool):
+        raise OptionError(f"new_split and dedupe are True or False; got {new_split!r}, "
+                          f"{dedupe!r}")
     where = os.fspath(dataset)
     storage = Storage.of(where, storage_options)
+    lock = output_lock(where, storage)
+    lock.acquire()  # before the manifest is read: an append reads what it will replace
+    try:
+        return _append(where, storage, source, split=split, new_split=new_split,
+                       dedupe=dedupe, workers=workers, engine=engine, on_error=on_error,
+                       progress=progress, storage_options=storage_options)
+    finally:
+        lock.release()
+
+
+def _append(where: str, storage: Storage, source: Source, *, split: str | None,
+            new_split: bool, dedupe: bool, workers: int | None, engine: str, on_error: str,
+            progress: bool | Callable[[int, int], None],
+            storage_options: dict[str, Any] | None) -> ConversionResult:
+    """:func:`append`'s work, under the dataset's lock."""
+    version = storage.version(storage.join(where, MANIFEST_NAME))
     base = load_manifest(where, storage=storage)
-    target = AppendTarget.load(base, where, storage)
+    if split is not None and split not in base.splits and not new_split:
+        raise OptionError(f"{where}: has no split {split!r} (it has {sorted(base.splits)}); "
+                          "give new_split=True (--new-split) to create it")
+    target = AppendTarget.load(base, where, storage, version)
+    if target.known.unknown and dedupe:
+        raise DatasetError(f"{where}: {len(target.known.unknown)} shard(s) keep no record "
+                           f"digests (written by an older release, or adopted), e.g. "
+                           f"{target.known.unknown[0]}: inputs already in them cannot be left "
+                           "out; give dedupe=False (--no-dedupe) to append anyway")
     job = _job(target, source, where, split=split, on_error=on_error,
                storage_options=storage_options)
     if workers is None:

@@ -54,13 +54,35 @@ def drive(job: ConversionJob, engine: Engine, report: Callable[..., None]) -> Ma
     if any step fails). ``report(records, bytes)`` sees the engine's progress."""
     with engine:
         tally = engine.stage(job, report)
-        part = job.append.part if job.append is not None else 0
+        part = job.append.tag if job.append is not None else ""
         plans = {split: None if engine.streams else plan_split(split, totals, job.options, part)
                  for split, totals in sorted(tally.totals.items())}
         shards = engine.write(plans, report)
-        return finalize_manifest(
-            job.out_dir, shards, schema=job.described(tally.observed), options=job.options,
-            label_feature=job.label_feature, skipped=tally.skipped,
-            skipped_count=tally.skipped_count, created_by=job.created_by,
-            expected=tally.expected, storage=engine.storage,
-            base=job.append.base if job.append is not None else None)
+        try:
+            return _finalize(job, engine, tally, shards)
+        except BaseException:
+            if job.append is not None:  # its shards carry its own tag: no one else's go
+                _remove_written(job.out_dir, engine.storage, shards)
+            raise
+
+
+def _finalize(job: ConversionJob, engine: Engine, tally: Tally,
+              shards: Mapping[str, Sequence[ShardInfo]]) -> Manifest:
+    return finalize_manifest(
+        job.out_dir, shards, schema=job.described(tally.observed), options=job.options,
+        label_feature=job.label_feature, skipped=tally.skipped,
+        skipped_count=tally.skipped_count, created_by=job.created_by,
+        expected=tally.expected, storage=engine.storage,
+        base=job.append.base if job.append is not None else None,
+        base_version=job.append.version if job.append is not None else None,
+        part=job.append.part if job.append is not None else 0)
+
+
+def _remove_written(directory: str, storage: Storage,
+                    shards: Mapping[str, Sequence[ShardInfo]]) -> None:
+    """Remove the shards (and their sidecars) this job wrote, which no manifest lists."""
+    for written in shards.values():
+        for shard in written:
+            for name in (shard.file, shard.index, shard.restarts, shard.digests):
+                if name:
+                    storage.remove(storage.join(directory, name))

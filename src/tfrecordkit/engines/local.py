@@ -172,7 +172,7 @@ class _LocalEngine:
             overwrite=job.overwrite, plan_id=plan_id, created_by=job.created_by,
             storage_options=job.storage_options, presorted=job.presorted,
             append_to=job.append.base if job.append else None,
-            part=job.append.part if job.append else 0)
+            part=job.append.tag if job.append else "", lock_held=job.append is not None)
         self.storage = self.writer.storage
 
     @property

@@ -363,7 +363,7 @@ class _DriverOrder:
 
 
 def _streamed_specs(columns: Iterator[tuple[np.ndarray, np.ndarray]], options: ShardOptions,
-                    part: int = 0) -> dict[str, list[ShardSpec]]:
+                    part: str = "") -> dict[str, list[ShardSpec]]:
     """Each split's shards, cut by size over the rows in write order (``columns``: their
     splits and lengths, a run at a time) as the local engine's one pass cuts them."""
     cuts: dict[str, tuple[StreamCut, list[int]]] = {}  # split -> (cut, shard ends)
@@ -468,7 +468,7 @@ class _RayEngine:
                  describe: Callable[[str], str]) -> None:
         self.encoded, self.storage, self.describe = encoded, storage, describe
         self.out_dir, self.options = job.out_dir, job.options
-        self.part = job.append.part if job.append is not None else 0
+        self.part = job.append.tag if job.append is not None else ""
         self.streams = job.options.streams(job.presorted)
         self.rows: _SortedBlocks | _DriverOrder | None = None  # staged, in write order
         self.clock = _Stages()
@@ -556,11 +556,12 @@ def _encode_batch(batch: dict[str, np.ndarray], encoder: _Encoder) -> dict[str, 
 
 def _prepare(job: ConversionJob, storage: Storage) -> None:
     """The output ready: a new dataset's folder checked, or an append's dataset left as it is;
-    then what a killed run left removed (never a file the dataset lists)."""
+    then what a killed run left removed (never a file the dataset lists; in a bucket, nothing
+    when appending)."""
     if job.append is None:
         prepare_output(job.out_dir, storage, overwrite=job.overwrite)
         remove_shards(job.out_dir, storage)
-    else:
+    elif storage.local:  # under the append's lock; in a bucket, another's may be under way
         remove_shards(job.out_dir, storage, keep=listed_files(job.append.base), sidecars=False)
 
 

@@ -42,7 +42,7 @@ from tfrecordkit.format._example import (
     messages,
 )
 from tfrecordkit.format._feature_lists import feature_lists_wire, parse_feature_lists
-from tfrecordkit.format._filesystem import LOCAL, MERGE_GAP, READ_BLOCK, Storage
+from tfrecordkit.format._filesystem import LOCAL, MERGE_GAP, READ_BLOCK, Storage, is_remote
 from tfrecordkit.format._framing import (
     FRAME_OVERHEAD,
     RESTART_EVERY,
@@ -129,6 +129,7 @@ __all__ = [
     "head_crc32c",
     "index_path_for",
     "int64_column",
+    "is_remote",
     "load_index",
     "load_restarts",
     "map_entry_prefix",

@@ -51,6 +51,9 @@ def _fsspec() -> Any:
     return fsspec
 
 
+_CONDITION_FAILED = ("pre-conditions you specified did not hold", "PreconditionFailed",
+                     "ConditionalRequestConflict")
+
 _BUCKET_PROTOCOLS = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
 
 
@@ -309,6 +312,57 @@ class Storage:
             return
         with remote_errors(text):
             self.fs.pipe_file(text, data)  # one PUT: the object appears whole
+
+    @property
+    def conditional_writes(self) -> bool:
+        """Whether :meth:`replace_if` is exact here: local files (the caller holds the
+        folder's lock) and S3 (a conditional PUT); other stores write unconditionally."""
+        return self.fs is None or self.protocol in ("s3", "s3a")
+
+    def version(self, path: PathLike) -> str | None:
+        """A token that changes whenever the file at ``path`` is replaced (None: no file):
+        locally its inode, size and modification time in ns (every atomic replace makes a
+        new inode); on object stores the object's ETag (or generation)."""
+        text = os.fspath(path)
+        if self.fs is None:
+            try:
+                st = os.stat(local_path(text))
+            except FileNotFoundError:
+                return None
+            return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+        with remote_errors(text):
+            self._fresh(text)
+            try:
+                info = self.fs.info(text)
+            except FileNotFoundError:
+                return None
+        tag = info.get("ETag") or info.get("generation") or info.get("etag")
+        return str(tag) if tag is not None else f"{info.get('size')}:{info.get('mtime')}"
+
+    def replace_if(self, path: PathLike, data: bytes, version: str | None) -> bool:
+        """Write a whole file atomically only if the file there still has ``version`` (see
+        :meth:`version`; None: only if there is none). Returns False, writing nothing, if it
+        has changed. Locally the caller must hold the folder's lock (the check and the rename
+        are then one step); on S3 the PUT carries ``If-Match`` (``If-None-Match: *``); on
+        stores without a conditional write (:attr:`conditional_writes`) the version is
+        compared and the file written, not atomically together."""
+        text = os.fspath(path)
+        if self.fs is not None and self.protocol in ("s3", "s3a"):
+            match = {"IfMatch": version} if version is not None else {"IfNoneMatch": "*"}
+            with remote_errors(text):
+                try:
+                    self.fs.pipe_file(text, data, **match)
+                except OSError as err:
+                    # s3fs turns 412 PreconditionFailed (and 409 ConditionalRequestConflict,
+                    # another conditional write under way) into OSError, keeping AWS's words.
+                    if any(w in f"{err} {err.__cause__}" for w in _CONDITION_FAILED):
+                        return False
+                    raise
+            return True
+        if self.version(text) != version:
+            return False
+        self.write_bytes(text, data)
+        return True
 
     def put_file(self, local: PathLike, path: PathLike) -> None:
         """Move the finished local file ``local`` to ``path`` (a rename, or an upload)."""

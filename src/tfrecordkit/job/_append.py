@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from tfrecordkit.store import (
     KnownRecords,
     Manifest,
     ShardOptions,
+    append_tag,
     read_digests,
 )
 
@@ -37,15 +39,28 @@ class AppendTarget:
         base: its manifest, as it was read (the new one keeps every shard it lists).
         part: this append's number (1 for the first), in its new shards' names.
         known: the records it holds, to leave out inputs already there.
+        version: the manifest's :meth:`Storage.version` before it was read: the new
+            manifest replaces exactly that one, or the append is refused.
+        writer: this attempt's id (hex), in its shards' names beside ``part``, so two
+            appends that read the same manifest never write one file.
     """
 
     base: Manifest
     part: int
     known: KnownRecords
+    version: str | None = None
+    writer: str = dataclasses.field(default_factory=lambda: secrets.token_hex(4))
+
+    @property
+    def tag(self) -> str:
+        """What names this append's shards (:func:`~tfrecordkit.store.append_tag`)."""
+        return append_tag(self.part, self.writer)
 
     @classmethod
-    def load(cls, base: Manifest, directory: str, storage: Storage) -> AppendTarget:
-        """The target for the dataset in ``directory`` whose manifest is ``base``."""
+    def load(cls, base: Manifest, directory: str, storage: Storage,
+             version: str | None = None) -> AppendTarget:
+        """The target for the dataset in ``directory`` whose manifest is ``base`` (read when
+        it had ``version``)."""
         if base.schema.shard_label is not None:
             raise DatasetError(f"{directory}: its class label comes from its files' names "
                                "(adopted with --class-pattern); appending stores labels in "
@@ -53,11 +68,7 @@ class AppendTarget:
         parts = [int(m["part"] or 0) for split in base.splits.values() for shard in split.shards
                  if (m := SHARD_PATTERN.fullmatch(shard.file))]
         known = KnownRecords.gather(_digests(base, directory, storage))
-        if known.unknown:
-            logger.warning("%s: %d shard(s) have no record digests (written before they were "
-                           "kept, or by another tool), e.g. %s: inputs already in them are "
-                           "not recognised", directory, len(known.unknown), known.unknown[0])
-        return cls(base, max(parts, default=0) + 1, known)
+        return cls(base, max(parts, default=0) + 1, known, version)
 
     def split_rule(self, split: str | None) -> tuple[str | dict[str, float], bool]:
         """The split the appended records go to: ``split`` if given, else the dataset's own

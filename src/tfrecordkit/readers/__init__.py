@@ -14,7 +14,7 @@ from tfrecordkit.readers._decoding import (
 )
 from tfrecordkit.readers._keys import CLASS_ID, CLASS_POSITION, RECORD_ID, SOURCE, VALID
 from tfrecordkit.readers._layout import BatchLayout, FeatureLayout, Kind
-from tfrecordkit.readers._mix import Mix, MixPlan
+from tfrecordkit.readers._mix import Mix, MixPlan, refuse_mix
 from tfrecordkit.readers._modes import (
     PK,
     InOrder,
@@ -53,6 +53,7 @@ __all__ = [
     "decode_options",
     "plan_read",
     "record_values",
+    "refuse_mix",
     "refuse_moved",
     "refuse_untaken",
 ]

@@ -91,7 +91,7 @@ class Scalar(Feature):
         return "float" if self.dtype.startswith("float") else "int64"
 
     def hf_feature(self) -> dict[str, Any] | None:
-        return hf_value(self.dtype)
+        return hf_value("binary" if self.dtype == "string" else self.dtype)
 
     def key_specs(self, name: str) -> list[KeySpec]:
         return [KeySpec(name, _SPEC_DTYPE[self.list_kind], ())]

@@ -25,6 +25,7 @@ from tfrecordkit.store._infer import infer_schema, profile_files, record_files
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._labels import scan_labels
 from tfrecordkit.store._load import is_dataset_dir, load_manifest
+from tfrecordkit.store._lock import OutputLock
 from tfrecordkit.store._manifest import (
     MANIFEST_NAME,
     Manifest,
@@ -33,7 +34,7 @@ from tfrecordkit.store._manifest import (
     shard_paths,
     text_of_name,
 )
-from tfrecordkit.store._naming import SHARD_PATTERN, is_shard_file, shard_name
+from tfrecordkit.store._naming import SHARD_PATTERN, append_tag, is_shard_file, shard_name
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
 from tfrecordkit.store._plan import (
     SKIPPED_LISTED,
@@ -54,7 +55,13 @@ from tfrecordkit.store._split import (
     split_parts,
 )
 from tfrecordkit.store._verify import Verification, verify_file, verify_paths
-from tfrecordkit.store._writer import ShardedWriter, listed_files, prepare_output, remove_shards
+from tfrecordkit.store._writer import (
+    ShardedWriter,
+    listed_files,
+    output_lock,
+    prepare_output,
+    remove_shards,
+)
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -67,6 +74,7 @@ __all__ = [
     "Duplicates",
     "KnownRecords",
     "Manifest",
+    "OutputLock",
     "RecordFetcher",
     "RecordLocations",
     "ShardInfo",
@@ -83,6 +91,7 @@ __all__ = [
     "Tally",
     "Verification",
     "adopt",
+    "append_tag",
     "content_digest",
     "expand_record_paths",
     "file_stamps",
@@ -98,6 +107,7 @@ __all__ = [
     "listed_files",
     "load_manifest",
     "open_split",
+    "output_lock",
     "plan_split",
     "prepare_output",
     "profile_files",

@@ -205,13 +205,18 @@ class Manifest:
         return _from_spec(cls, spec, source)
 
     def write(self, directory: str | os.PathLike[str], *,
-              storage: Storage | None = None) -> str:
+              storage: Storage | None = None, replaces: str | None = None) -> str:
         """Write ``dataset.json`` into ``directory`` atomically (locally: temp file, fsync,
         rename; object stores: one whole-object upload), after the sidecars of its long lists
         (a large vocabulary or class list). Returns its path.
 
+        With ``replaces`` (the :meth:`Storage.version` of the manifest this one grows, read
+        before it), it is written only if that manifest is still the one there: locally under
+        the folder's lock, on S3 by a conditional PUT.
+
         Raises:
-            DatasetError: the manifest would be larger than readers accept (nothing written).
+            DatasetError: the manifest would be larger than readers accept, or (``replaces``)
+                another writer replaced it since it was read (nothing written).
         """
         storage = storage or Storage.of(directory)
         target = storage.join(directory, MANIFEST_NAME)
@@ -226,7 +231,12 @@ class Manifest:
                                "fewer shards (larger shard_size)")
         for file, blob in sidecars.items():
             storage.write_bytes(storage.join(directory, file), blob)
-        storage.write_bytes(target, data)
+        if replaces is None:
+            storage.write_bytes(target, data)
+        elif not storage.replace_if(target, data, replaces):
+            raise DatasetError(f"{target}: another writer replaced it while this append ran "
+                               "(two appends at once); nothing of theirs was changed and this "
+                               "append's shards were removed: run it again to add its records")
         return target
 
 

@@ -160,11 +160,11 @@ class StreamCut:
         return out
 
 
-def plan_split(split: str, totals: SplitTotals, options: ShardOptions, part: int = 0
+def plan_split(split: str, totals: SplitTotals, options: ShardOptions, part: str = ""
                ) -> list[ShardSpec]:
     """The shards of ``split``: names and bounds in write order (for the per-class layout,
-    class by class in ascending id, each class in ``h`` order); named for the ``part``-th
-    append when above 0."""
+    class by class in ascending id, each class in ``h`` order); named for the append
+    ``part`` tags (:func:`append_tag`) when not empty."""
     if options.layout != "per_class":
         bounds = _cut(totals.records, totals.bytes, options)
         starts = [0, *bounds[:-1]]
@@ -199,12 +199,17 @@ def finalize_manifest(
     expected: Mapping[str, int] | None = None,
     storage: Storage | None = None,
     base: Manifest | None = None,
+    base_version: str | None = None,
+    part: int = 0,
 ) -> Manifest:
     """Write ``dataset.json`` for shards already in place (any engine's), and return it.
 
     ``shards`` maps each split to its shards' stats; ``expected`` (records per split), when
     given, must match them, or nothing is written. With ``base`` (an append), its shards are
-    kept and the new ones added to their splits.
+    kept and the new ones added to their splits, and the manifest is replaced only if it is
+    still the version ``base_version`` (see :meth:`Manifest.write`); the inputs it skipped
+    are kept, and this one's (the ``part``-th append's, each saying so) listed after them, up
+    to :data:`SKIPPED_LISTED` in all (``skipped_count`` counts every one).
 
     Raises:
         DatasetError: the shards hold another number of records than expected.
@@ -228,11 +233,15 @@ def finalize_manifest(
             class_counts=dict(sorted(class_counts.items(), key=lambda kv: int(kv[0]))),
         )
         splits[split] = info
+    listed = [dict(s) for s in skipped]
+    if base is not None:
+        listed = [*(dict(s) for s in base.skipped),
+                  *({**s, "append": str(part)} for s in listed)][:SKIPPED_LISTED]
+        skipped_count += base.skipped_count
     manifest = Manifest(
         schema=schema, splits=splits, layout=options.layout, compression=options.compression,
-        label_feature=label_feature, skipped=tuple(dict(s) for s in skipped),
-        skipped_count=skipped_count,
+        label_feature=label_feature, skipped=tuple(listed), skipped_count=skipped_count,
         created_by={**dict(created_by or {}), "seed": options.seed, "shuffle": options.shuffle},
     )
-    manifest.write(out, storage=storage)  # last: the dataset is complete
+    manifest.write(out, storage=storage, replaces=base_version)  # last: the dataset is complete
     return manifest

@@ -128,7 +128,7 @@ class _SplitStream:
     """A split written in input order straight into shards of about ``shard_size`` bytes
     (one pass; used when there is no write-time shuffle and no fixed shard count)."""
 
-    def __init__(self, staging: Path, split: str, options: ShardOptions, part: int = 0) -> None:
+    def __init__(self, staging: Path, split: str, options: ShardOptions, part: str = "") -> None:
         self.staging = staging
         self.part = part
         self.split = split

@@ -65,6 +65,7 @@ __all__ = [
     "DEFAULT_SHARD_SIZE",
     "ShardOptions",
     "ShardedWriter",
+    "output_lock",
     "prepare_output",
     "record_hash",
     "remove_shards",
@@ -153,8 +154,11 @@ class ShardedWriter:
         presorted: records are added in the write-time shuffle's order already (a source
             read in shuffled order): they go straight into shards cut by size.
         append_to: the manifest of the dataset in ``out_dir`` to add the records to (new
-            shards, named for the ``part``-th append; its shards are kept as they are).
+            shards, named with the append's ``part`` tag, :func:`append_tag`; its shards are
+            kept as they are).
         part: see ``append_to``.
+        lock_held: the caller holds the output's :class:`OutputLock` (an append takes it
+            before it reads the manifest) and releases it; the writer takes none.
 
     A URL ``out_dir`` is staged in a local folder (``TFRECORDKIT_STAGING``, else the system
     temp dir, one folder per URL, so a rerun on the same machine resumes); each shard is
@@ -174,7 +178,8 @@ class ShardedWriter:
         storage_options: dict[str, Any] | None = None,
         presorted: bool = False,
         append_to: Manifest | None = None,
-        part: int = 0,
+        part: str = "",
+        lock_held: bool = False,
     ) -> None:
         self.storage = Storage.of(out_dir, storage_options)
         self.base = append_to
@@ -194,12 +199,13 @@ class ShardedWriter:
         if self.options.layout == "per_class" and label_feature is None:
             raise DatasetError("the per-class layout needs a class-label feature")
         _make_folder(self.out_dir)
-        self._lock = OutputLock(self.out_dir)
-        self._lock.acquire()  # before anything in the directory is touched
+        self._lock = None if lock_held else OutputLock(self.out_dir)
+        if self._lock is not None:
+            self._lock.acquire()  # before anything in the directory is touched
         try:
             self._prepare(overwrite)
         except BaseException:
-            self._lock.release()
+            self._release()
             raise
 
     def _prepare(self, overwrite: bool) -> None:
@@ -617,7 +623,11 @@ class ShardedWriter:
     def close(self) -> None:
         """Remove the staging folder and release the output (after the manifest is written)."""
         shutil.rmtree(self._staging, ignore_errors=True)
-        self._lock.release()
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
 
     def abort(self) -> None:
         """Drop staged work (no manifest is written)."""
@@ -631,7 +641,7 @@ class ShardedWriter:
                 upload.cancel()
             self._uploader.shutdown(wait=True)
         shutil.rmtree(self._staging, ignore_errors=True)
-        self._lock.release()
+        self._release()
 
     def __enter__(self) -> ShardedWriter:
         return self
@@ -639,18 +649,20 @@ class ShardedWriter:
     def __exit__(self, exc_type: object, *rest: object) -> None:
         if exc_type is not None:
             self.abort()
-        self._lock.release()
+        self._release()
 
     # -- housekeeping -----------------------------------------------------------------------
 
     def _remove_stale_shards(self) -> None:
         """Remove shard files (and indexes) a killed or previous run left, and nothing else
-        (when appending, nothing the dataset lists)."""
+        (when appending, nothing the dataset lists). Under the lock nobody else writes the
+        local folder; in a bucket, where no lock spans machines, an append removes nothing:
+        an unlisted shard there may be another machine's append under way."""
         listed = listed_files(self.base) if self.base is not None else set()
         remove_shards(os.fspath(self.out_dir), LOCAL, keep=listed,
                       sidecars=self.base is None)
-        if not self.storage.local:
-            remove_shards(self.target, self.storage, keep=listed, sidecars=self.base is None)
+        if not self.storage.local and self.base is None:
+            remove_shards(self.target, self.storage)
 
 
 
@@ -677,6 +689,15 @@ def _members(splits: str | Sequence[str], n: int) -> dict[str, list[int]]:
     for i, split in enumerate(splits):
         groups.setdefault(split, []).append(i)
     return groups
+
+
+def output_lock(target: str, storage: Storage) -> OutputLock:
+    """The one-writer lock of the dataset at ``target`` (not yet taken): on its folder, or
+    for a URL on its local stand-in (which orders the writers of one machine; writers on
+    several machines are ordered by the manifest's conditional write alone)."""
+    folder = Path(target) if storage.local else _local_stand_in(target)
+    _make_folder(folder)
+    return OutputLock(folder)
 
 
 def _local_stand_in(url: str) -> Path:
