@@ -339,3 +339,25 @@ def test_compressed_sources_and_files_someone_else_wrote_mix_alike(tmp_path, wri
         assert example["n"] == expected["n"] and np.array_equal(example["v"], expected["v"])
         seen += 1
     assert seen == 64
+
+
+@pytest.mark.parametrize(("weights", "want"), [
+    ([np.float32(0.25), np.float64(0.75)], [0.25, 0.75]), ([1e308, 1e308], [0.5, 0.5]),
+    ([np.int64(3), 1], [0.75, 0.25]), ([10**400, 10**400], None)])
+def test_numpy_and_huge_weights_mix_by_their_ratio(weights, want):
+    from tfrecordkit.sampling import mix_weights
+
+    if want is None:
+        with pytest.raises(OptionError, match="too large for a float") as err:
+            mix_weights(weights, [10, 10], ["a", "b"])
+        assert "\n" not in str(err.value)
+        return
+    fractions = mix_weights(weights, [10, 10], ["a", "b"])
+    assert np.allclose(fractions, want) and abs(sum(fractions) - 1) < 1e-12
+
+
+def test_a_source_given_twice_is_counted_twice(sources):
+    a, _ = sources
+    loader = tk.load_numpy_dataset(tk.Mix([a, a], weights=[1, 1]), batch_size=None, seed=2)
+    counts = loader.mix.counts(7, 0)
+    assert len(counts) == 2 and sum(counts.values()) == loader.mix.records

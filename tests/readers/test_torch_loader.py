@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 
 import tfrecordkit as tk  # noqa: E402
 from tests.datasets import LOADER_RECORDS as RECORDS  # noqa: E402
-from tfrecordkit import ShardOptions  # noqa: E402
+from tfrecordkit import ShardOptions, StateError  # noqa: E402
 from tfrecordkit.convert import write_dataset  # noqa: E402
 from tfrecordkit.readers.numpy_data import load_numpy_dataset  # noqa: E402
 from tfrecordkit.readers.torch_data import load_torch_dataset  # noqa: E402
@@ -397,3 +397,22 @@ def test_workers_starting_the_same_epoch_again_warn_once(dataset, capfd):
     ds.set_epoch(1)
     assert _ids(_loader(ds, 2, context=spawned)) == _numpy_epoch(dataset, 1)
     assert "RepeatedEpochWarning" not in capfd.readouterr().err
+
+
+def test_the_main_process_state_of_a_dataset_iterated_by_plain_workers_is_refused(dataset):
+    """Its workers prefetch: the copy in the main process stays at step 0 and would resume
+    the epoch from its start. Refused, naming what gives the real position."""
+    ds = load_torch_dataset(dataset, batch_size=B, seed=5)
+    assert ds.state_dict()["step"] == 0  # nothing iterated yet: exact
+    seen = 0
+    for seen, _ in enumerate(_loader(ds, 2), start=1):
+        if seen == 3:
+            break
+    with pytest.raises(StateError, match="StatefulDataLoader") as err:
+        ds.state_dict()
+    assert "state_at(step)" in str(err.value) and "\n" not in str(err.value)
+    state = ds.state_at(3)
+    again = load_torch_dataset(dataset, batch_size=B, seed=5)
+    again.load_state_dict(state)
+    assert _ids(_loader(again, 0)) == _ids(load_numpy_dataset(dataset, batch_size=B,
+                                                              seed=5))[3:]

@@ -107,3 +107,20 @@ def test_leading_zeros_make_a_column_text_but_plain_numbers_stay_numbers(tmp_pat
     assert schema["code"] == tk.Text() and schema["n"] == tk.Scalar("int64")
     assert schema["f"] == tk.Text()  # "00.5" keeps its zeros as written
     assert schema["neg"] == tk.Scalar("int64")
+
+
+@pytest.mark.parametrize(("text", "line", "counts"), [
+    ("id,label,text\n1,0,fine\n2,hello, world,1\n", 3, "4 fields where the header has 3"),
+    ("id,label,text\n1,0,fine\n\n2,1\n", 4, "2 fields where the header has 3"),
+    ('id,label,text\n1,0,"a\nquoted, cell"\n2,1,x,y\n', 4, "4 fields where the header has 3"),
+])
+def test_a_csv_row_of_another_field_count_is_refused_naming_its_line(tmp_path, text, line,
+                                                                     counts):
+    """Python's DictReader shifts an unquoted comma's extra value under a None key and fills
+    a short row with None; pandas refuses the first. Neither is kept silently here."""
+    (tmp_path / "t.csv").write_text(text)
+    with pytest.raises(tk.SourceError) as err:
+        tk.convert(tk.open_source(tmp_path / "t.csv"), tmp_path / "ds", workers=1)
+    message = str(err.value)
+    assert f"t.csv:{line}" in message and counts in message and "\n" not in message
+    assert not (tmp_path / "ds" / "dataset.json").exists()

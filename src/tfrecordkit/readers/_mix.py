@@ -179,7 +179,10 @@ def open_mix(mix: Mix, split: str, options: Any, *, schema: Schema | None,
 
     plans = [_source_plan(path, part, schema, storage_options)
              for path, part in mix.located(split)]
-    names = tuple(f"{os.fspath(path)}[{part}]" for path, part in mix.located(split))
+    named = [f"{os.fspath(path)}[{part}]" for path, part in mix.located(split)]
+    # A source given twice is two sources: each counted under a name of its own.
+    names = tuple(name if named.count(name) == 1 else f"{name}#{named[:i].count(name) + 1}"
+                  for i, name in enumerate(named))
     read = _features_agreed(plans, names, options)
     _storage_agreed(plans, names)
     label, joined, relabel = _joined_classes(plans, read)

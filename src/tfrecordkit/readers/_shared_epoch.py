@@ -68,6 +68,11 @@ class SharedEpoch:
         return (generation if isinstance(generation, int) else 0,
                 epoch if isinstance(epoch, int) else None)
 
+    def workers_ran(self) -> bool:
+        """Whether a worker process has started an epoch of this dataset (its position is
+        then the workers', not this process's)."""
+        return bool(_read(self.path + ".ran"))
+
     def ran_before(self, generation: int, epoch: int) -> bool:
         """Note that ``epoch`` of request ``generation`` starts; True the first time it had
         already started before (the same epoch again with no request between)."""

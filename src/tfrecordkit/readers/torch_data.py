@@ -440,11 +440,32 @@ class TorchDataset(IterableDataset[dict[str, Any]]):
         ``torchdata.stateful_dataloader.StatefulDataLoader`` collects it from every worker; its
         ``state_dict()`` can be given to :meth:`load_state_dict` of a new dataset to continue
         with any number of workers.
+
+        Raises:
+            StateError: asked in the main process of a plain ``DataLoader`` whose worker
+                processes iterate this dataset (they prefetch: no process knows the step the
+                training loop is at).
         """
+        if get_worker_info() is None and self._worker_state is None and \
+                self._epoch.workers_ran():
+            raise StateError("num_workers", "this dataset is iterated by DataLoader worker "
+                             "processes, so its state_dict() here would say step 0: use "
+                             "torchdata's StatefulDataLoader and its state_dict(), or "
+                             "ds.state_at(step) with the step your loop has reached")
         state = self.loader.state_dict()
         if self._worker_state is not None:
             state.update(self._worker_state)
         return state
+
+    def state_at(self, step: int, epoch: int | None = None) -> dict[str, Any]:
+        """The state after ``step`` steps of ``epoch`` (default: the current one), for a
+        training loop that counts its steps itself (a plain ``DataLoader``'s workers
+        prefetch, so no process knows the step the loop has reached)."""
+        state = self.loader.state_dict()
+        state["step"] = step
+        if epoch is not None:
+            state["epoch"] = epoch
+        return dict(self.loader.check_state(state))
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from :meth:`state_dict` output, from one worker's state (as

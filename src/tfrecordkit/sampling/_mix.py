@@ -7,6 +7,7 @@ worker, and any position is found without reading the ones before it twice."""
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,22 +34,35 @@ def mix_weights(weights: Sequence[float] | None, sizes: Sequence[int],
         OptionError: a weight that is not a finite number >= 0, weights summing to 0, a
             number of weights other than of sources, or a source with weight but no records.
     """
-    given = list(sizes) if weights is None else list(weights)
-    if len(given) != len(sizes):
-        raise OptionError(f"Mix: {len(given)} weights for {len(sizes)} sources")
-    for name, weight in zip(names, given, strict=True):
-        if (isinstance(weight, bool) or not isinstance(weight, int | float)
-                or not math.isfinite(weight) or weight < 0):
+    raw = list(sizes) if weights is None else list(weights)
+    if len(raw) != len(sizes):
+        raise OptionError(f"Mix: {len(raw)} weights for {len(sizes)} sources")
+    given = []
+    for name, weight in zip(names, raw, strict=True):
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+            raise OptionError(f"Mix: the weight of {name} must be a number >= 0; got "
+                              f"{weight!r:.60}")
+        try:
+            value = float(weight)  # NumPy scalars too; an int past float's range refused
+        except OverflowError:
+            raise OptionError(f"Mix: the weight of {name} is too large for a float; weights "
+                              "are relative: give smaller numbers of the same ratios") from None
+        if not math.isfinite(value) or value < 0:
             raise OptionError(f"Mix: the weight of {name} must be a finite number >= 0; got "
                               f"{weight!r}")
-    total = float(sum(given))
-    if total <= 0:
-        raise OptionError(f"Mix: the weights sum to 0 ({', '.join(map(str, given))}): give "
+        given.append(value)
+    largest = max(given, default=0.0)
+    if largest <= 0:
+        raise OptionError(f"Mix: the weights sum to 0 ({', '.join(map(str, raw))}): give "
                           f"at least one source a positive weight")
     for name, weight, size in zip(names, given, sizes, strict=True):
         if weight > 0 and size == 0:
             raise OptionError(f"Mix: {name} has no records but weight {weight}")
-    return tuple(float(w) / total for w in given)
+    total = sum(given)
+    if not math.isfinite(total):  # each finite, their sum not: scaled to [0, 1] first
+        given = [w / largest for w in given]
+        total = sum(given)
+    return tuple(w / total for w in given)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,31 @@ def _read_rows(path: str) -> Iterator[dict[str, Any]]:
             yield from batch.to_pylist()
     else:
         with open(path, encoding="utf-8", newline="") as f:
-            yield from csv.DictReader(f)
+            yield from _csv_rows(path, f)
+
+
+def _csv_rows(path: str, f: Any) -> Iterator[dict[str, str]]:
+    """A CSV file's rows by its header; a row of more or fewer fields than the header is
+    refused (a value is never shifted into another column, or a missing one made empty).
+
+    Raises:
+        SourceError: naming the file, the line and both field counts.
+    """
+    reader = csv.reader(f)
+    header = next(reader, None)
+    if header is None:
+        return
+    for fields in reader:
+        if not fields:  # a blank line
+            continue
+        if len(fields) != len(header):
+            more = len(fields) > len(header)
+            raise SourceError(f"{path}:{reader.line_num}", (
+                f"{len(fields)} fields where the header has {len(header)} "
+                f"({', '.join(header)})" + ("; a comma inside a cell needs the cell quoted"
+                                            if more else "; an empty cell still needs its "
+                                            "comma")))
+        yield dict(zip(header, fields, strict=True))
 
 
 def _media_feature(present: list[Any]) -> Feature | None:
