@@ -354,9 +354,12 @@ def test_a_numpy_integer_is_a_batch_size(dataset):
     loader = tk.load_numpy_dataset(dataset, batch_size=np.int64(8), sampling=tk.InOrder(),
                                    partition=tk.Partition(0, 2))
     assert len(next(iter(loader))["n"]) == 4
-    for bad in (0, True):
-        with pytest.raises(OptionError, match="batch_size must be positive"):
+    with pytest.raises(OptionError, match="batch_size must be positive"):
+        tk.load_numpy_dataset(dataset, batch_size=0)
+    for bad in (True, "16", 16.0):  # a type mistake is named as one, not as a sign
+        with pytest.raises(OptionError, match="must be a whole number") as err:
             tk.load_numpy_dataset(dataset, batch_size=bad)
+        assert type(bad).__name__ in str(err.value)
 
 
 @pytest.mark.integration  # the tf.data and torch loaders import their frameworks

@@ -110,6 +110,8 @@ def test_written_cases_match_tfds(expression, parts):
     ("train[5]", r"\[5\] is not a slice"),
     ("train[1.5:3]", "'1.5' is not a record position"),
     ("train val", "cannot read 'train val'"),
+    ("train[:%]", r"\[:%\] has a % with no number before it"),  # a typo for [:10%]
+    ("train[%:50%]", "has a % with no number"),
 ])
 def test_a_bad_expression_is_one_line_naming_it(expression, says):
     with pytest.raises(DatasetError, match=says) as caught:

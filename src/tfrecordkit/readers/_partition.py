@@ -45,8 +45,10 @@ class Partition:
             OptionError: ``batch_size`` is not positive or does not divide evenly between
                 the ranks.
         """
-        if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
-                or batch_size < 1):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
+            raise OptionError(f"batch_size must be a whole number (an int); got "
+                              f"{type(batch_size).__name__} {batch_size!r:.40}")
+        if batch_size < 1:
             raise OptionError(f"batch_size must be positive; got {batch_size!r}")
         if batch_size % self.world_size:
             raise OptionError(f"the global batch_size {batch_size} must divide evenly between "

@@ -114,6 +114,9 @@ def _sliced(text: str, name: str, selector: str | None, records: int) -> SplitPa
     if len(bounds) != 2 or not all(matched) or not any(b.strip() for b in bounds):
         raise DatasetError(f"split {text!r}: [{selector}] is not a slice (write [from:to], "
                            "each a record position or a percent, either left out)")
+    if any(m is not None and m["percent"] and m["value"] is None for m in matched):
+        raise DatasetError(f"split {text!r}: [{selector}] has a % with no number before it "
+                           "(write e.g. [:10%])")
     percent = any(m is not None and m["percent"] for m in matched)
     start, stop = (_bound(text, m["value"] if m is not None else None, default, percent,
                           records) for m, default in zip(matched, (0, records), strict=True))
