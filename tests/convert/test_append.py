@@ -269,6 +269,13 @@ def test_equal_records_are_found_within_and_across_splits(folders, tmp_path, cap
     across = sum(placed_old[f"1/{p.name}"][0] != "test" for p in originals)
     assert found.across_count == across
     assert all(len(group) == 2 for group in found.groups)
+    # Each record named by the input it came from (its __source), so the copies can be found.
+    named = sorted(sorted(m["source"].rsplit("/", 2)[-2] + "/" + m["source"].rsplit("/", 1)[-1]
+                          for m in group) for group in found.groups)
+    assert named == sorted(sorted([f"1/{p.name}", f"1/copy{i}.png"])
+                           for i, p in enumerate(originals))
+    assert all(m["source"] in line for group, line in zip(found.groups, found.lines(),
+                                                          strict=False) for m in group)
 
     # The same groups from the records themselves (no digests: adopted or older datasets).
     manifest = json.loads((tmp_path / "ds" / "dataset.json").read_text())

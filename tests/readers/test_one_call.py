@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tfrecordkit as tk
-from tfrecordkit.errors import DatasetError, OptionError
+from tfrecordkit.errors import DatasetError, OptionError, StateError
 
 SHARED = ("batch_size", "sampling", "seed", "image_size", "options", "partition", "state",
           "read")
@@ -445,3 +445,22 @@ def test_large_records_in_order_read_as_every_reader_reads_them(tmp_path):
             got = [{k: v.numpy().tolist() for k, v in b.items()} for b in ds]
             assert got == want, sampling
         assert len(ds) == len(want)
+
+
+@pytest.mark.parametrize("sampling", [tk.Shuffled(), tk.PK(2, 3), tk.Triplets()])
+def test_a_state_of_another_split_expression_is_refused_naming_both(dataset, sampling):
+    batch = 6 if not isinstance(sampling, tk.PK) else None
+    loader = tk.load_numpy_dataset(dataset, "train[:50%]", batch_size=batch, sampling=sampling)
+    next(iter(loader))
+    state = loader.state_dict()
+    assert state["split"] == "train[:50%]"
+    other = tk.load_numpy_dataset(dataset, "train[50%:]", batch_size=batch, sampling=sampling)
+    with pytest.raises(StateError, match=r"saved reading split 'train\[:50%\]'; this loader "
+                                         r"reads 'train\[50%:\]'") as err:
+        other.load_state_dict(state)
+    assert "\n" not in str(err.value)
+    old = {k: v for k, v in state.items() if k != "split"}  # a state from before: by its hash
+    with pytest.raises(StateError, match="fingerprint"):
+        other.load_state_dict(old)
+    tk.load_numpy_dataset(dataset, "train[:50%]", batch_size=batch,
+                          sampling=sampling).load_state_dict(old)

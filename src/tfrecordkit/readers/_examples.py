@@ -121,7 +121,7 @@ class Examples:
         loader = self.loader
         return {"epoch": self.epoch, "step": self.step, "seed": loader.seed,
                 "batch_size": None, "shuffle": loader.shuffle, "drop_last": False,
-                "fingerprint": loader.fingerprint}
+                "fingerprint": loader.fingerprint, "split": loader.plan.split}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a :meth:`state_dict`; refuses one of another dataset, seed, order
@@ -134,4 +134,5 @@ class Examples:
         loader = self.loader
         return check_state(state, {"fingerprint": loader.fingerprint, "seed": loader.seed,
                                    "batch_size": None, "shuffle": loader.shuffle,
-                                   "drop_last": False}, len(self))
+                                   "drop_last": False}, len(self),
+                           split=loader.plan.split)

@@ -213,7 +213,8 @@ class PKLoader(_SampledLoader):
         self.decoder = RecordDecoder(schema, options or DecodeOptions())
         self.fetcher = RecordFetcher(self.index, read.max_open_files, storage=storage)
         self.num_threads = thread_count(read.num_threads)
-        self.fingerprint = fingerprint(manifest.to_json(), split_text(split))
+        self.split = split_text(split)
+        self.fingerprint = fingerprint(manifest.to_json(), self.split)
         self.epoch, self.step = 0, 0
         self._class_of = np.repeat(self.index.classes, self.index.counts)
         self._positions = np.repeat(np.arange(classes_per_batch), examples_per_class)
@@ -239,7 +240,8 @@ class PKLoader(_SampledLoader):
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is, as JSON: the same on every rank and worker."""
         state = self.sampler.state_dict()
-        state.update(epoch=self.epoch, step=self.step, fingerprint=self.fingerprint)
+        state.update(epoch=self.epoch, step=self.step, fingerprint=self.fingerprint,
+                     split=self.split)
         return state
 
     def check_state(self, state: Any) -> dict[str, Any]:
@@ -247,7 +249,8 @@ class PKLoader(_SampledLoader):
         configuration (else :class:`~tfrecordkit.errors.StateError` naming the key)."""
         settings = {k: v for k, v in self.sampler.state_dict().items()
                     if k not in ("epoch", "step")}
-        return check_state(state, {"fingerprint": self.fingerprint, **settings}, len(self))
+        return check_state(state, {"fingerprint": self.fingerprint, **settings}, len(self),
+                           split=self.split)
 
 
 
@@ -283,7 +286,8 @@ class TripletLoader(_SampledLoader):
         self.batch_size, self.seed = batch_size, seed
         self._rank_batch = self.partition.per_rank(batch_size)
         self.num_threads = thread_count(read.num_threads)
-        self.fingerprint = fingerprint(manifest.to_json(), split_text(split))
+        self.split = split_text(split)
+        self.fingerprint = fingerprint(manifest.to_json(), self.split)
         self.epoch, self.step = 0, 0
         self._class_of = np.repeat(self.index.classes, self.index.counts)
         self._epoch_triplets: tuple[int, np.ndarray] | None = None
@@ -330,13 +334,15 @@ class TripletLoader(_SampledLoader):
     def state_dict(self) -> dict[str, Any]:
         """Where the loader is, as JSON: the same on every rank and worker."""
         return {"epoch": self.epoch, "step": self.step, "seed": self.seed,
-                "batch_size": self.batch_size, "fingerprint": self.fingerprint}
+                "batch_size": self.batch_size, "fingerprint": self.fingerprint,
+                "split": self.split}
 
     def check_state(self, state: Any) -> dict[str, Any]:
         """``state`` as a dict, checked to be a whole state of a loader of this
         configuration (else :class:`~tfrecordkit.errors.StateError` naming the key)."""
         return check_state(state, {key: getattr(self, key) for key in
-                                   ("fingerprint", "seed", "batch_size")}, len(self))
+                                   ("fingerprint", "seed", "batch_size")}, len(self),
+                           split=self.split)
 
 
 

@@ -322,7 +322,8 @@ class Loader(Epochs):
         """Where the loader is, as JSON: the same on every rank and worker."""
         return {"epoch": self.epoch, "step": self.step, "seed": self.seed,
                 "batch_size": self.batch_size, "shuffle": self.shuffle,
-                "drop_last": self.drop_last, "fingerprint": self.fingerprint}
+                "drop_last": self.drop_last, "fingerprint": self.fingerprint,
+                "split": self.plan.split}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from a :meth:`state_dict`; refuses one made for another dataset, seed,
@@ -335,7 +336,7 @@ class Loader(Epochs):
         configuration (else :class:`~tfrecordkit.errors.StateError` naming the key)."""
         return check_state(state, {key: getattr(self, key) for key in
                                    ("fingerprint", "seed", "batch_size", "shuffle",
-                                    "drop_last")}, self._steps)
+                                    "drop_last")}, self._steps, split=self.plan.split)
 
 
 @refuse_moved("load_numpy_dataset")

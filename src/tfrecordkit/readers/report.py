@@ -599,7 +599,7 @@ def _duplicates_section(path: FilesArg, manifest: Manifest | None,
                 f"{found.records:,} records, each stored once.</p></section>")
     rows = [("across " + "/".join(sorted({r["split"] for r in group}))
              if len({r["split"] for r in group}) > 1 else group[0]["split"],
-             ", ".join(f"{r['file']}#{r['record']}" for r in group[:4])
+             ", ".join(found.where(r) for r in group[:4])
              + (f" and {len(group) - 4} more" if len(group) > 4 else ""))
             for group in found.groups[:20]]
     verdict = (f"<p class=\"bad\">{found.group_count:,} group(s) of equal records among "
@@ -607,7 +607,7 @@ def _duplicates_section(path: FilesArg, manifest: Manifest | None,
                f"training and evaluation data; {found.extra_records:,} beyond the first of "
                "each).</p>")
     return (f"<section id=\"duplicates\"><h2>Duplicates</h2>{verdict}"
-            f"{_table(('where', 'records (file#index)'), rows)}</section>")
+            f"{_table(('where', 'records (the input, or file#index)'), rows)}</section>")
 
 
 def _verify_section(path: FilesArg, storage_options: dict[str, Any] | None) -> str:

@@ -29,11 +29,13 @@ def state_int(state: Mapping[str, Any], key: str, low: int, high: int) -> int:
 
 
 def check_state(state: Any, settings: Mapping[str, Any], steps: int, *,
-                what: str = "loader") -> dict[str, Any]:
+                what: str = "loader", split: str | None = None) -> dict[str, Any]:
     """The state as a plain dict, after checking that it is a mapping whose ``epoch`` and
     ``step`` are integers in range (``step`` in ``0..steps``) and whose ``settings`` keys
     equal this loader's, with the same types (``True`` is not ``1``); a worker's state also
-    needs ``0 <= worker < num_workers`` and a step that worker takes.
+    needs ``0 <= worker < num_workers`` and a step that worker takes. A state that names
+    its ``split`` (expression) must name this loader's ``split`` (states saved before they
+    named it are checked by their fingerprint alone).
 
     Raises:
         StateError: naming the first key at fault.
@@ -43,6 +45,10 @@ def check_state(state: Any, settings: Mapping[str, Any], steps: int, *,
                              f"{type(state).__name__}")
     checked: dict[str, Any] = dict(state)
     state = checked
+    if split is not None and "split" in state and state["split"] != split:
+        raise StateError("split", f"the state was saved reading split {state['split']!r:.80}; "
+                                  f"this {what} reads {split!r:.80}: give the state's split "
+                                  "to resume it")
     for key, value in settings.items():
         # A NumPy seed given to the loader is saved as an int.
         mine = (int(value) if isinstance(value, numbers.Integral)

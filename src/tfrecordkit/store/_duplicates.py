@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.format import RecordReader, Storage
+from tfrecordkit.schema import SOURCE_FEATURE
 from tfrecordkit.store._digests import content_digest, read_digests
 from tfrecordkit.store._load import load_manifest
+from tfrecordkit.store._manifest import Manifest
 
 __all__ = ["Duplicates", "find_duplicates"]
 
@@ -27,7 +29,8 @@ class Duplicates:
     Attributes:
         records: records compared.
         groups: records with one content, each ``[{"split", "file", "record"}, ...]`` (the
-            first :data:`MAX_LISTED` groups), across splits first.
+            first :data:`MAX_LISTED` groups), across splits first; with ``"source"``, the
+            input each came from, where the dataset stores it (``__source``).
         group_count: every such group; ``across_count`` those spanning more than one split.
         extra_records: records beyond the first of each group (what removing them would save).
         computed: shards without a ``.digests`` sidecar, whose records were read to digest.
@@ -46,13 +49,19 @@ class Duplicates:
                 "across_splits": self.across_count, "extra_records": self.extra_records,
                 "listed": self.groups, "digested_from_records": self.computed}
 
+    @staticmethod
+    def where(member: dict[str, Any]) -> str:
+        """A listed record as a user finds it: the input it came from, else
+        ``shard#index``."""
+        return member.get("source") or f"{member['file']}#{member['record']}"
+
     def lines(self) -> list[str]:
         """One line per group listed, then the totals."""
         out = []
         for group in self.groups:
             splits = sorted({r["split"] for r in group})
             kind = "across splits " + "/".join(splits) if len(splits) > 1 else f"in {splits[0]}"
-            places = ", ".join(f"{r['file']}#{r['record']}" for r in group[:6])
+            places = ", ".join(self.where(r) for r in group[:6])
             more = f" and {len(group) - 6} more" if len(group) > 6 else ""
             out.append(f"same content {kind}: {places}{more}")
         out.append(f"{self.group_count} group(s) of equal records ({self.across_count} across "
@@ -115,4 +124,33 @@ def find_duplicates(directory: str, *, storage_options: dict[str, Any] | None = 
     result.groups = [[{"split": places[shard_ids[m]][0], "file": places[shard_ids[m]][1],
                        "record": int(records[m])} for m in members.tolist()]
                      for _, members in groups[:MAX_LISTED]]
+    if SOURCE_FEATURE in manifest.schema:
+        _name_sources(directory, manifest, storage, result.groups)
     return result
+
+
+def _name_sources(directory: str, manifest: Manifest, storage: Storage,
+                  groups: list[list[dict[str, Any]]]) -> None:
+    """Give each listed record the input it came from (its ``__source``), read from its
+    shard, so a leaked or repeated image can be found."""
+    from tfrecordkit.store._split import SplitRecords
+
+    starts: dict[str, dict[str, int]] = {}
+    for name, split in manifest.splits.items():
+        first, at = {}, 0
+        for shard in split.shards:
+            first[shard.file] = at
+            at += shard.records
+        starts[name] = first
+    opened: dict[str, SplitRecords] = {}
+    for group in groups:
+        for member in group:
+            split = member["split"]
+            records = opened.get(split)
+            if records is None:
+                records = opened[split] = SplitRecords(directory, split, manifest=manifest,
+                                                       storage=storage)
+            record = records[starts[split][member["file"]] + member["record"]]
+            value = manifest.schema.decode(record, features=[SOURCE_FEATURE])[SOURCE_FEATURE]
+            member["source"] = (value.decode("utf-8", "surrogateescape")
+                                if isinstance(value, bytes) else str(value))
