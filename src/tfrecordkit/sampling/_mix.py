@@ -37,7 +37,7 @@ def mix_weights(weights: Sequence[float] | None, sizes: Sequence[int],
     raw = list(sizes) if weights is None else list(weights)
     if len(raw) != len(sizes):
         raise OptionError(f"Mix: {len(raw)} weights for {len(sizes)} sources")
-    given = []
+    given: list[float] = []
     for name, weight in zip(names, raw, strict=True):
         if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
             raise OptionError(f"Mix: the weight of {name} must be a number >= 0; got "
