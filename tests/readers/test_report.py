@@ -256,6 +256,19 @@ def test_a_class_label_column_shows_its_names_not_its_ids(tmp_path):
     assert "<td>cat</td>" in rows and "<td>0</td>" in rows  # x 0 is a number, its class a name
 
 
+def test_the_classes_drawn_on_an_example_are_said_in_its_text(tmp_path):
+    schema = tk.Schema({"image": tk.Image("png"), "objects": tk.Boxes(["cat", "dog"])})
+    blob = encode_image(np.full((60, 80, 3), 90, np.uint8), "PNG")
+    boxes = {"boxes": [[0.1, 0.2, 0.5, 0.5], [0.2, 0.2, 0.9, 0.9], [0, 0, 0.3, 0.3]],
+             "labels": ["dog", "cat", "dog"]}
+    tk.write_dataset([{"image": blob, "objects": boxes}], tmp_path / "ds", schema,
+                     progress=False)
+    page = tk.dataset_report(tmp_path / "ds", sample=4)
+    examples = page[page.index('<section id="examples">'):]
+    (alt, caption), = re.findall(r'alt="([^"]*)"><figcaption>([^<]*)</figcaption>', examples)
+    assert alt == caption == "boxes: dog ×2, cat"
+
+
 def test_drawn_boxes_carry_their_class_names(tmp_path):
     """show_examples and the report write each box's class at its corner."""
     from PIL import Image

@@ -569,7 +569,7 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
     for class_id in sorted(chosen):
         title = (names[class_id] if 0 <= class_id < len(names) else str(class_id)
                  ) if label is not None else "records"
-        tiles = "".join(_tile(row[media], audio, row.get(SOURCE_FEATURE, ""),
+        tiles = "".join(_tile(row[media], audio, _caption(row, boxes, box_names),
                               None if boxes is None else boxes_of(row[boxes]),
                               None if boxes is None else box_captions(row[boxes], box_names))
                         for row in by_class[class_id][:per_class])
@@ -579,6 +579,19 @@ def _examples_section(rows: list[dict[str, Any]], read: ReadPlan, features: list
     kind = "audio" if audio else "images"
     return (f"<section id=\"examples\"><h2>Example {kind} ({_text(media)})</h2>"
             f"<p>{shown}</p>" + "".join(blocks) + "</section>")
+
+
+def _caption(row: dict[str, Any], boxes: str | None, names: Sequence[str]) -> str:
+    """A tile's words: the record's input, and the classes of its boxes with their counts
+    (what the picture draws, said in text too)."""
+    source = row.get(SOURCE_FEATURE, "")
+    text = source.decode("utf-8", "replace") if isinstance(source, bytes) else str(source)
+    if boxes is None:
+        return text
+    counts = Counter(box_captions(row[boxes], names))
+    said = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in sorted(
+        counts.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
+    return f"{text} — boxes: {said}" if text else f"boxes: {said}"
 
 
 def _duplicates_section(path: FilesArg, manifest: Manifest | None,
