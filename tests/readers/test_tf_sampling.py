@@ -166,5 +166,38 @@ def test_triplets_have_the_other_loaders_options_and_resume(dataset, tmp_path):
     assert [next(iterator)["anchor"]["x"].numpy().tolist() for _ in range(8)] == after
     assert after == reference[4:12]
     resumed = tf_data.load_tf_dataset(dataset, batch_size=8, sampling=tk.Triplets(), seed=3,
-                                      repeat=True, state=endless.state_at(32))
+                                      repeat=True, state=endless.state_at(4))
     assert [b["anchor"]["x"].numpy().tolist() for b in resumed.take(3)] == reference[4:7]
+
+
+@pytest.mark.parametrize(("batch", "world"), [(8, 1), (6, 1), (6, 2)])
+def test_a_triplet_step_is_a_batch_in_tf_data_as_in_numpy(dataset, batch, world):
+    """One meaning of a step: tf.data's steps_per_epoch, its batches (the last one the rest
+    of the epoch, never taking the next epoch's triplets), an integer state, state_at and a
+    NumPy loader's state all count batches, as the NumPy loader does."""
+    for rank in range(world):
+        partition = tk.Partition(rank, world)
+        numpy_loader = tk.load_numpy_dataset(dataset, batch_size=batch, sampling=tk.Triplets(),
+                                             seed=3, partition=partition)
+        steps = len(numpy_loader)
+        want = [b["anchor"]["x"].tolist() for b in numpy_loader]
+        want += [b["anchor"]["x"].tolist() for b in numpy_loader]  # epoch 1
+        ds = tf_data.load_tf_dataset(dataset, batch_size=batch, sampling=tk.Triplets(),
+                                     seed=3, partition=partition)
+        assert ds.steps_per_epoch == steps
+        got = [b["anchor"]["x"].numpy().tolist() for b in ds]
+        got += [b["anchor"]["x"].numpy().tolist() for b in ds]
+        assert got == want
+        endless = tf_data.load_tf_dataset(dataset, batch_size=batch, sampling=tk.Triplets(),
+                                          seed=3, partition=partition, repeat=True)
+        assert [b["anchor"]["x"].numpy().tolist() for b in endless.take(2 * steps)] == want
+        fresh = tk.load_numpy_dataset(dataset, batch_size=batch, sampling=tk.Triplets(),
+                                      seed=3, partition=partition)
+        it = iter(fresh)
+        for _ in range(3):
+            next(it)
+        for state in (3, ds.state_at(3), fresh.state_dict()):
+            resumed = tf_data.load_tf_dataset(dataset, batch_size=batch,
+                                              sampling=tk.Triplets(), seed=3,
+                                              partition=partition, state=state)
+            assert [b["anchor"]["x"].numpy().tolist() for b in resumed] == want[3:steps]

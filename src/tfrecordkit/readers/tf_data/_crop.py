@@ -50,11 +50,16 @@ class EpochCounter:
 
     def starting(self, files: Any) -> Any:
         """``files`` (a dataset) with the count advanced before its first element."""
-        def epoch(_: Any) -> Any:  # skips none: the skip's count orders the count first
-            return files.skip(tf.minimum(self.advance(), 0))
+        def epoch(done: Any) -> Any:  # skips none: the skip orders the count first
+            return files.skip(tf.minimum(done, 0))
 
-        # One traced function: a dataset's creation costs ~a function's tracing.
-        return tf.data.Dataset.range(1).flat_map(graph_only(epoch))
+        return self.iterations().flat_map(graph_only(epoch))
+
+    def iterations(self) -> Any:
+        """A dataset of one element: this iteration's number, counted when it is made. The
+        number is an element (what ``flat_map`` keeps in an iterator's checkpoint to rebuild
+        what it maps it to on restore), so a restored iterator does not count again."""
+        return tf.data.Dataset.range(1).map(graph_only(lambda _: self.advance()))
 
     def value(self) -> Any:
         return self._count.read_value()

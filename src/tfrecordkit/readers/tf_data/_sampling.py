@@ -139,14 +139,14 @@ def global_steps(first: int, per_epoch: int, counter: EpochCounter | None) -> An
         return tf.data.Dataset.range(first, 2**62)
     first_epoch = first // per_epoch
 
-    def epoch_steps(_: Any) -> Any:
-        done = counter.advance()  # iterations before this one
+    def epoch_steps(done: Any) -> Any:  # done: the iterations before this one
         start = tf.where(done == 0, tf.constant(first, tf.int64),
                          (first_epoch + done) * per_epoch)
         return tf.data.Dataset.range(start, (first_epoch + done + 1) * per_epoch)
 
-    # One traced function (counting in it): a dataset's creation costs ~a function's tracing.
-    return tf.data.Dataset.range(1).flat_map(graph_only(epoch_steps))
+    # The iteration's number is flat_map's element: a restored iterator rebuilds its steps
+    # from the number it saved, and counts no iteration more.
+    return counter.iterations().flat_map(graph_only(epoch_steps))
 
 
 def checkpointable(ds: Any, counter: EpochCounter | None) -> Any:
@@ -160,15 +160,14 @@ def checkpointable(ds: Any, counter: EpochCounter | None) -> Any:
     return ds.with_options(options)
 
 
-def _step_dataset(first: int, per_epoch: int, counter: EpochCounter | None,
-                  positions_of: Callable[[int], np.ndarray], *, index: Any, fetcher: Any,
-                  entries: list[bytes], size: int) -> Any:
-    """Global steps (see :func:`global_steps`) mapped to their serialized records, each with
-    its class's entries appended, and the records' positions in ``index``
-    (``{"records", "__id"}``): a pure function of the step, so tf.train.Checkpoint can save
-    and restore the iterator. Local uncompressed files are read by the compiled frame reader
-    (a Python call gives the locations); otherwise the Python call reads the records."""
-    steps = global_steps(first, per_epoch, counter)
+def _step_dataset(steps: Any, positions_of: Callable[[int], np.ndarray], *, index: Any,
+                  fetcher: Any, entries: list[bytes], size: int) -> Any:
+    """``steps`` (a dataset of global step numbers, see :func:`global_steps`) mapped to their
+    serialized records, each with its class's entries appended, and the records' positions
+    in ``index`` (``{"records", "__id"}``): a pure function of the step, so
+    tf.train.Checkpoint can save and restore the iterator. Local uncompressed files are read
+    by the compiled frame reader (a Python call gives the locations); otherwise the Python
+    call reads the records."""
     class_of = np.repeat(index.classes, index.counts)
     frames = frame_reader(index.files, fetcher.storage, index.restarts, fetcher.stamps)
     if frames is None:
@@ -255,8 +254,8 @@ def pk_dataset(path: str | os.PathLike[str], split: str, *, sampling: PK, seed: 
         return sampler.batch(*divmod(g, steps))
 
     counter = None if repeat else EpochCounter()
-    ds = _step_dataset(first, steps, counter, positions_of, index=index, fetcher=fetcher,
-                       entries=entries, size=size)
+    ds = _step_dataset(global_steps(first, steps, counter), positions_of, index=index,
+                       fetcher=fetcher, entries=entries, size=size)
     plan = _sampling_plan(schema, names, description, options)
     ds = _parse_and_decode(ds, plan, size, drop_remainder=True)
     # Which of the P classes each record belongs to, as every reader's PxK batches say.
@@ -281,9 +280,11 @@ def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int
     "negative"}`` examples, every anchor once per epoch (see
     :class:`~tfrecordkit.sampling.TripletSampler`). Each part keeps its label feature unless
     ``Triplets(with_labels=False)``; ``augment`` runs on each part; ``as_supervised`` gives
-    ``((anchor, positive, negative), anchor_label)``. As with P×K, triplet ``g`` is a pure
-    function of the seed: ``state`` (a triplet number, or ``ds.state_at(n)``) resumes
-    anywhere; without ``repeat`` the dataset is the rest of ``state``'s epoch.
+    ``((anchor, positive, negative), anchor_label)``. A step is a batch of ``batch_size``
+    triplets, as in every reader (``ds.steps_per_epoch`` of them an epoch, the last the
+    rest); as with P×K, step ``g`` is a pure function of the seed: ``state`` (a global step,
+    a NumPy or PyTorch loader's state, or ``ds.state_at(n)``) resumes anywhere; without
+    ``repeat`` the dataset is the rest of ``state``'s epoch.
     """
     from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
 
@@ -302,44 +303,61 @@ def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int
     sampler = TripletSampler(index, seed=seed, rank=partition.rank,
                              world_size=partition.world_size)
     fetcher = RecordFetcher(index, reading.max_open_files, storage=storage)
-    anchors = sampler.anchors_per_epoch
-    first, count = _first_and_count(state, anchors, repeat, sampler)
+    # A step is a batch, as in every reader: every rank takes as many triplets as the first
+    # (one short wraps to its epoch's start), ``batch_size`` a step, the last one the rest.
+    per_rank = math.ceil(sampler.total_anchors / partition.world_size)
+    steps = math.ceil(per_rank / batch_size)
+    first, count = _first_and_count(state, steps, repeat, sampler)
     cache: dict[int, np.ndarray] = {}
     description = feature_description(schema, names)
     entries = _class_entries(schema, names, description, manifest.class_names)
 
-    def positions_of(g: int) -> np.ndarray:
-        epoch, i = divmod(g, anchors)
+    def positions_of(t: int) -> np.ndarray:  # t: a triplet number, epoch * per_rank + i
+        epoch, i = divmod(t, per_rank)
         if epoch not in cache:  # an epoch's triplets, drawn once (a pure function of it)
+            triplets = sampler.triplets(epoch)
             cache.clear()
-            cache[epoch] = sampler.triplets(epoch)
+            cache[epoch] = np.concatenate([triplets, triplets[: per_rank - len(triplets)]])
         return np.asarray(cache[epoch][i], np.int64)
 
-    counter = None if repeat else EpochCounter()
-    ds = _step_dataset(first, anchors, counter, positions_of, index=index, fetcher=fetcher,
-                       entries=entries, size=3)
     plan = _sampling_plan(schema, names, description, options)
-    ds = _parse_and_decode(ds, plan, 3, drop_remainder=True)  # one triplet per element
     roles = ("anchor", "positive", "negative")
-    if as_supervised:
-        assert label is not None
 
-        def supervised(e: Example) -> Any:
+    def as_parts(e: Example) -> Any:
+        if as_supervised:
+            assert label is not None
             parts = [{k: v[i] for k, v in e.items() if k not in (label, CLASS_ID, RECORD_ID)}
                      for i in range(3)]
             inputs = tuple(next(iter(p.values())) if len(p) == 1 else p for p in parts)
             return inputs, e[label][0]
+        return {role: tf.nest.map_structure(lambda t, i=i: t[i], e)
+                for i, role in enumerate(roles)}
 
-        ds = ds.map(graph_only(supervised), num_parallel_calls=AUTOTUNE, deterministic=True)
-    else:
-        ds = ds.map(graph_only(lambda e: {role: tf.nest.map_structure(lambda t, i=i: t[i], e)
-                               for i, role in enumerate(roles)}),
-                    num_parallel_calls=AUTOTUNE, deterministic=True)
-    ds = ds.ragged_batch(batch_size) if options.padding == "ragged" else ds.padded_batch(batch_size)
-    if count == anchors:  # a whole epoch each iteration (resumed mid-epoch: the rest, first)
-        ds = ds.apply(tf.data.experimental.assert_cardinality(math.ceil(count / batch_size)))
+    first_epoch, first_step = divmod(first, steps)
+
+    def epoch_batches(epoch: Any) -> Any:
+        """Epoch ``epoch``'s steps as batches (from ``first``'s step in its own epoch)."""
+        start = epoch * per_rank + tf.where(epoch == first_epoch,
+                                            tf.constant(first_step * batch_size, tf.int64),
+                                            tf.constant(0, tf.int64))
+        triplets = _step_dataset(tf.data.Dataset.range(start, (epoch + 1) * per_rank),
+                                 positions_of, index=index, fetcher=fetcher, entries=entries,
+                                 size=3)
+        parts = _parse_and_decode(triplets, plan, 3, drop_remainder=True)  # a triplet each
+        parts = parts.map(graph_only(as_parts), num_parallel_calls=AUTOTUNE,
+                          deterministic=True)
+        return (parts.ragged_batch(batch_size) if options.padding == "ragged"
+                else parts.padded_batch(batch_size))
+
+    # Batched epoch by epoch, so a step never takes triplets of two epochs.
+    counter = None if repeat else EpochCounter()
+    epochs = (tf.data.Dataset.range(first_epoch, MAX_EPOCH) if counter is None else
+              counter.iterations().map(graph_only(lambda done: first_epoch + done)))
+    ds = epochs.flat_map(graph_only(epoch_batches))
+    if count == steps:  # a whole epoch each iteration (resumed mid-epoch: the rest, first)
+        ds = ds.apply(tf.data.experimental.assert_cardinality(count))
     ds = _finish(checkpointable(ds, counter), manifest, schema, True)
-    return name_errors(_attach_state(ds, sampler, fetcher, anchors, first), index.files,
+    return name_errors(_attach_state(ds, sampler, fetcher, steps, first), index.files,
                        lambda: None, epoch=counter)
 
 
