@@ -5,6 +5,7 @@ gives the same batches with it as with the Python step reader it replaces."""
 
 from __future__ import annotations
 
+import re
 import math
 import os
 import shutil
@@ -429,3 +430,33 @@ def test_random_crops_are_the_same_with_the_op_and_with_tensorflow_ops(
     for a, b in zip(through_op, through_tf, strict=True):
         for key in a:
             np.testing.assert_array_equal(a[key], b[key])
+
+
+@pytest.mark.parametrize("change", ["replaced", "deleted", "grown"])
+@pytest.mark.parametrize("sampling", [tk.InOrder(), tk.Shuffled(buffer=50)])
+def test_tf_data_reading_whole_files_refuses_a_shard_changed_under_it(tmp_path, change,
+                                                                      sampling):
+    """The path that reads whole files with TensorFlow's own reader (stored order, a shuffle
+    buffer) checks each file as it opens it, as every other reader does: another dataset's
+    shard copied over one, a deleted one, a grown one are the DatasetError naming the file
+    (they were read silently, TensorFlow's raw NotFoundError, an error naming no file)."""
+    schema = tk.Schema({"x": tk.Tensor((4,), "int64")})
+    for name, offset in (("ds", 0), ("other", 1000)):
+        rows = ({"x": np.full(4, offset + i)} for i in range(300))
+        tk.write_dataset(rows, tmp_path / name, schema, progress=False,
+                         shards=tk.ShardOptions(num_shards=3, shuffle=False))
+    ds = tk.load_tf_dataset(tmp_path / "ds", batch_size=50, sampling=sampling, seed=4)
+    assert sum(len(b["x"]) for b in ds) == 300  # an epoch read whole
+    victim = tmp_path / "ds" / "train-00001-of-00003.tfrecord"
+    if change == "replaced":  # another dataset's shard, the same size, under this name
+        (tmp_path / "other" / victim.name).replace(victim)
+    elif change == "deleted":
+        victim.unlink()
+    else:
+        with victim.open("ab") as f:
+            f.write(victim.read_bytes()[:100])
+    said = {"replaced": "replaced or rewritten since the dataset was opened",
+            "deleted": "deleted since the dataset was opened",
+            "grown": "replaced or rewritten since the dataset was opened"}[change]
+    with pytest.raises(tk.DatasetError, match=re.escape(f"{victim}: {said}")):
+        list(ds)  # the next epoch's iteration

@@ -20,7 +20,13 @@ from tfrecordkit.store._expression import (
     resolve_split,
     split_text,
 )
-from tfrecordkit.store._fetch import REPLACED, RecordFetcher, RecordLocations, file_stamps
+from tfrecordkit.store._fetch import (
+    REPLACED,
+    RecordFetcher,
+    RecordLocations,
+    check_file_stamp,
+    file_stamps,
+)
 from tfrecordkit.store._infer import infer_schema, profile_files, record_files
 from tfrecordkit.store._inputs import expand_record_paths
 from tfrecordkit.store._labels import scan_labels
@@ -92,6 +98,7 @@ __all__ = [
     "Verification",
     "adopt",
     "append_tag",
+    "check_file_stamp",
     "content_digest",
     "expand_record_paths",
     "file_stamps",

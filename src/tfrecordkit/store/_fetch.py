@@ -31,7 +31,8 @@ from tfrecordkit.format import (
 #: Local reads: records this close (bytes between them) are read together, in one span.
 LOCAL_MERGE_GAP = 16 << 10
 
-__all__ = ["REPLACED", "RecordFetcher", "RecordLocations", "file_stamps", "open_file_budget"]
+__all__ = ["REPLACED", "RecordFetcher", "RecordLocations", "check_file_stamp", "file_stamps",
+           "open_file_budget"]
 
 _CACHE_BYTES = 64 << 20  # remote spans kept per fetcher
 _SHARDS_AT_ONCE = 32  # files held open by one compiled call reading spans (within the budget)
@@ -54,6 +55,27 @@ def file_stamps(files: Sequence[str]) -> np.ndarray:
         with contextlib.suppress(OSError):
             out[i] = _stamp(os.stat(path))
     return out
+
+
+def check_file_stamp(path: str, stamp: np.ndarray) -> None:
+    """Raise if the local file at ``path`` is not the one ``stamp`` (a row of
+    :func:`file_stamps`) was taken of: deleted, replaced or rewritten since.
+
+    Raises:
+        DatasetError: naming the file and what changed.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: deleted since the dataset was opened: open the dataset "
+                           "again to read what is there now") from None
+    if stamp[0] != -1 and _stamp(st) != tuple(stamp.tolist()):
+        raise _replaced(path)
+
+
+def _replaced(path: str) -> DatasetError:
+    return DatasetError(f"{path}: {REPLACED} (another inode, size or modification time): "
+                        "open the dataset again to read it")
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int]:
@@ -201,8 +223,7 @@ class RecordFetcher:
             return fd
         if _stamp(os.fstat(fd)) != tuple(self.stamps[shard].tolist()):
             os.close(fd)
-            raise DatasetError(f"{path}: {REPLACED} (another inode, size or modification "
-                               "time): open the dataset again to read it")
+            raise _replaced(path)
         return fd
 
     def _release(self, shard: int) -> None:

@@ -23,14 +23,37 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrecordkit.store import file_stamps
+from tfrecordkit.readers.tf_data._exit import exit_safe
+from tfrecordkit.store import check_file_stamp, file_stamps
 
-__all__ = ["FrameReader", "build_path", "crop_windows_op", "frame_reader", "read_frames_op"]
+__all__ = ["FrameReader", "build_path", "crop_windows_op", "frame_reader", "read_frames_op",
+           "stamp_checked"]
 
 _SOURCE = Path(__file__).with_name("_kernels.cc")
 _HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, shared with the codec
 _lock = threading.Lock()
 _built: list[Any] = []  # the library once looked for (None: there is none)
+
+
+def stamp_checked(files: Sequence[str], stamps: np.ndarray | None = None
+                  ) -> Callable[[Any], Any]:
+    """In-graph: a file path of ``files`` (a scalar string tensor) given back once the local
+    file is checked to be the one ``stamps`` (default: taken now, see
+    :func:`~tfrecordkit.store.file_stamps`) describes, for TensorFlow's own reader to open
+    (deleted, replaced or rewritten: the :class:`DatasetError` every reader gives, naming
+    it). One ``stat`` a file it opens; a file already open is read as it was."""
+    stamps = file_stamps(files) if stamps is None else stamps
+    row = {os.fsencode(f): i for i, f in enumerate(files)}
+
+    def check(path: bytes) -> bytes:
+        check_file_stamp(os.fsdecode(path), stamps[row[path]])
+        return path
+
+    def checked(path: Any) -> Any:
+        found = tf.numpy_function(exit_safe(check), [path], tf.string, stateful=False)
+        return tf.ensure_shape(found, [])
+
+    return checked
 
 
 def read_frames_op() -> Callable[..., Any] | None:

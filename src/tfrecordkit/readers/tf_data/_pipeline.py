@@ -32,6 +32,7 @@ from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, crop_keys,
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._graph import graph_only, unbatched
+from tfrecordkit.readers.tf_data._kernels import stamp_checked
 from tfrecordkit.readers.tf_data._ops import AUTOTUNE, TF_COMPRESSION, feature_description
 from tfrecordkit.schema import Schema
 
@@ -109,6 +110,9 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     files_ds, entries = _files_dataset(
         read, file_paths, file_classes, _shard_label(schema, names, description), tagged=tagged,
         shuffle=bool(shuffle), seed=seed if seed is not None else (0 if by_record else None))
+    if read.storage.local:  # each file checked as it is opened: the one the plan checked
+        check = stamp_checked(file_paths)
+        files_ds = files_ds.map(graph_only(lambda f: {**f, "file": check(f["file"])}))
     counter = EpochCounter() if tagged else None
     ds = _interleaved(files_ds, read, _file_reader(read.storage, compression, storage_options),
                       compression=compression, files=len(file_paths), counter=counter,

@@ -39,7 +39,7 @@ from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, crop_keys,
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._graph import graph_only
-from tfrecordkit.readers.tf_data._kernels import frame_reader
+from tfrecordkit.readers.tf_data._kernels import frame_reader, stamp_checked
 from tfrecordkit.readers.tf_data._ops import AUTOTUNE, TF_COMPRESSION, feature_description
 from tfrecordkit.readers.tf_data._sampling import _step_number, checkpointable, global_steps
 from tfrecordkit.store import SplitRecords
@@ -98,7 +98,7 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
                   and label is None and _in_sequence(read, partition))
     counter = None if sequential else EpochCounter()
     if sequential:
-        ds = _sequential(read, step_size, drop_last=drop_last, marked=marked)
+        ds = _sequential(read, loader.records, step_size, drop_last=drop_last, marked=marked)
     else:
         steps_reader = _StepReader(loader, entries, tagged=tagged, marked=marked)
         ds = global_steps(first, steps, counter)
@@ -227,14 +227,18 @@ def _finished(ds: Any, loader: Any, examples: Examples | None, *, skip: int, fir
     return ds
 
 
-def _sequential(read: Any, step_size: int, *, drop_last: bool, marked: bool) -> Any:
+def _sequential(read: Any, records: Any, step_size: int, *, drop_last: bool,
+                marked: bool) -> Any:
     """The records of the plan's files in order, in steps of ``step_size``, each with its first
     record's id (the parse makes the step's ids, and ``__valid``, all real on one rank, from
     it): the step reader's steps, read by TensorFlow's reader, one file after another (no
     interleave: nothing to take turns with, no runs to batch and take apart)."""
     compression = TF_COMPRESSION[read.compression]
-    ds = tf.data.TFRecordDataset(list(read.files), compression_type=compression,
-                                 buffer_size=1 << 20)
+    files = tf.data.Dataset.from_tensor_slices(list(read.files))
+    if read.storage.local:  # each checked as it is opened: the file the split opened
+        stamps = records.stamps if isinstance(records, SplitRecords) else None
+        files = files.map(graph_only(stamp_checked(read.files, stamps)))
+    ds = tf.data.TFRecordDataset(files, compression_type=compression, buffer_size=1 << 20)
     ds = ds.batch(step_size, drop_remainder=drop_last)
     firsts = tf.data.Dataset.range(0, np.iinfo(np.int64).max, step_size)  # each step's first id
     return tf.data.Dataset.zip({"records": ds, FIRST_ID_MARKED if marked else FIRST_ID: firsts})
