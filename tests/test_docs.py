@@ -92,5 +92,20 @@ def test_the_readme_tour_runs_as_copied(tmp_path, monkeypatch):
     assert counts["photos_ds[train]"] > 5 * counts["photos_ds[val]"]
     assert len(next(iter(mixed))["__id"]) == 64
     assert sorted(p.name for p in (tmp_path / "photos_wds").iterdir()) == [
-        "train-000000.tar", "val-000000.tar"]
+        ".tfrecordkit-export.json", "train-000000.tar", "val-000000.tar"]  # marker, shards
     assert "<html" in (tmp_path / "report.html").read_text()[:200].lower()
+
+
+def test_the_guides_table_of_public_names_lists_every_one():
+    """docs/guide.md's "Every public name, by job" table: each name of ``tk.__all__`` once,
+    and nothing that is not one."""
+    import re
+
+    import tfrecordkit as tk
+
+    guide = (Path(__file__).parents[1] / "docs" / "guide.md").read_text()
+    start = guide.index("| job | names |")
+    table = guide[start : guide.index("\n\n", start)]
+    named = re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", table)
+    assert sorted(set(named)) == sorted(tk.__all__)
+    assert len(named) == len(set(named))

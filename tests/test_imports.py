@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,24 @@ def test_import_tfrecordkit_imports_no_framework():
     result = run(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_import_tfrecordkit_loads_the_packages_the_readme_names():
+    """The README says which third-party packages ``import tfrecordkit`` loads: exactly
+    these (msgspec brings typing_extensions)."""
+    code = (
+        "import sys\nbefore = set(sys.modules)\nimport tfrecordkit\n"
+        "top = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+        "print(sorted(t for t in top if t not in sys.stdlib_module_names "
+        "and not t.startswith('_') and t != 'tfrecordkit'))"
+    )
+    result = run(code)
+    assert result.returncode == 0, result.stderr
+    assert eval(result.stdout) == ["crc32c", "google", "msgspec", "numpy",  # noqa: S307
+                                   "typing_extensions", "xxhash"]
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert ("`import tfrecordkit` loads only NumPy, protobuf, crc32c, msgspec and xxhash"
+            in " ".join(readme.split()))
 
 
 @pytest.mark.slow  # ~11 s: imports every framework extra

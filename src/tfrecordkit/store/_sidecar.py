@@ -2,8 +2,9 @@
 ``dataset.json``, each named in the manifest with its SHA-256 and length, so the manifest
 stays small whatever the vocabulary or the number of classes (format version 4).
 
-In the manifest a list becomes ``{"sidecar": "dataset.<feature>.tokens.json", "sha256":
-"<hex>", "count": n}``; the sidecar holds the JSON list itself.
+In the manifest a list becomes ``{"sidecar": "dataset.<feature>-<sha256 prefix>.tokens.json",
+"sha256": "<hex>", "count": n}`` (``.names.json`` for a class list; the digest in the name, so
+a new manifest never changes a sidecar an older one names); the sidecar holds the JSON list.
 """
 
 from __future__ import annotations
