@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -33,13 +34,13 @@ def test_import_tfrecordkit_loads_the_packages_the_readme_names():
     code = (
         "import sys\nbefore = set(sys.modules)\nimport tfrecordkit\n"
         "top = {m.split('.')[0] for m in set(sys.modules) - before}\n"
-        "print(sorted(t for t in top if t not in sys.stdlib_module_names "
-        "and not t.startswith('_') and t != 'tfrecordkit'))"
+        "import json\nprint(json.dumps(sorted(t for t in top if t not in "
+        "sys.stdlib_module_names and not t.startswith('_') and t != 'tfrecordkit')))"
     )
     result = run(code)
     assert result.returncode == 0, result.stderr
-    assert eval(result.stdout) == ["crc32c", "google", "msgspec", "numpy",  # noqa: S307
-                                   "typing_extensions", "xxhash"]
+    assert json.loads(result.stdout) == ["crc32c", "google", "msgspec", "numpy",
+                                         "typing_extensions", "xxhash"]
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     assert ("`import tfrecordkit` loads only NumPy, protobuf, crc32c, msgspec and xxhash"
             in " ".join(readme.split()))

@@ -469,3 +469,26 @@ def test_batch_digests_equal_each_records_digest(drawn, big, source_last):
     ids = frame_ids(["a", "b"], b"".join(frames), np.cumsum([0, *lengths[:-1]]), lengths)
     assert ids["content"].tolist() == [content_digest(r) for r in records]
     assert ids["content"][0] == ids["content"][1]  # provenance left out, wherever it is
+
+
+def test_every_append_keeps_the_inputs_skipped_before(folders, tmp_path):
+    """dataset.json's ``skipped`` was replaced by each append's own list (45 skipped, then 0
+    after a clean append): it is the union, each append's entries marked with its number."""
+    full, old = folders
+    broken = tmp_path / "broken"
+    shutil.copytree(old, broken)
+    (broken / "1" / "bad.png").write_bytes(b"not a png")
+    first = tk.convert(broken, tmp_path / "ds", split=SPLIT, workers=1, on_error="skip")
+    assert first.manifest.skipped_count == 1
+    clean = tk.append(tmp_path / "ds", full, workers=1)
+    assert clean.manifest.skipped_count == 1
+    assert clean.manifest.skipped[0]["input"].endswith("1/bad.png")
+    more = tmp_path / "more"
+    (more / "2").mkdir(parents=True)
+    (more / "2" / "worse.png").write_bytes(b"\x89PNG\r\n\x1a\n broken")
+    grown = tk.append(tmp_path / "ds", more, workers=1, on_error="skip")
+    manifest = load_manifest(tmp_path / "ds")
+    assert grown.manifest.skipped_count == manifest.skipped_count == 2
+    assert [s["input"].rsplit("/", 2)[-2:] for s in manifest.skipped] == [["1", "bad.png"],
+                                                                          ["2", "worse.png"]]
+    assert "append" not in manifest.skipped[0] and manifest.skipped[1]["append"] == "2"

@@ -5,9 +5,9 @@ gives the same batches with it as with the Python step reader it replaces."""
 
 from __future__ import annotations
 
-import re
 import math
 import os
+import re
 import shutil
 import time
 
