@@ -87,7 +87,7 @@ def test_the_export_page_runs_as_written(tmp_path, monkeypatch):
     code = blocks()[("docs/export.md", 0)][0]
     exec(compile(code, "docs/export.md block 0", "exec"), {})
     assert sorted(p.name for p in (tmp_path / "pets_parquet").iterdir()) == [
-        "train-00000-of-00001.parquet"]
+        ".tfrecordkit-export.json", "train-00000-of-00001.parquet"]  # the marker, the file
 
 
 @pytest.mark.xdist_group("ray")  # one Ray cluster at a time
