@@ -185,6 +185,7 @@ def test_bad_appends_are_one_line_and_change_nothing(folders, tmp_path):
     assert (tmp_path / "ds" / "dataset.json").read_bytes() == before
     with pytest.raises(DatasetError, match=r"no dataset\.json"):
         tk.append(tmp_path / "nothing", full, workers=1)
+    assert not (tmp_path / "nothing").exists()  # nor made, nor left locked
 
 
 KILL = """

@@ -79,6 +79,8 @@ def append(
                           f"{dedupe!r}")
     where = os.fspath(dataset)
     storage = Storage.of(where, storage_options)
+    if not storage.exists(storage.join(where, MANIFEST_NAME)):
+        load_manifest(where, storage=storage)  # no dataset there: its one-line error
     lock = output_lock(where, storage)
     lock.acquire()  # before the manifest is read: an append reads what it will replace
     try:
