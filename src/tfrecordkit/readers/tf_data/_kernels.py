@@ -26,8 +26,8 @@ import tensorflow as tf
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.store import check_file_stamp, file_stamps
 
-__all__ = ["FrameReader", "build_path", "crop_windows_op", "frame_reader", "read_frames_op",
-           "stamp_checked"]
+__all__ = ["FrameReader", "build_path", "checked_path", "crop_windows_op", "frame_reader",
+           "read_frames_op", "stamp_checked"]
 
 _SOURCE = Path(__file__).with_name("_kernels.cc")
 _HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, shared with the codec
@@ -35,25 +35,31 @@ _lock = threading.Lock()
 _built: list[Any] = []  # the library once looked for (None: there is none)
 
 
-def stamp_checked(files: Sequence[str], stamps: np.ndarray | None = None
-                  ) -> Callable[[Any], Any]:
-    """In-graph: a file path of ``files`` (a scalar string tensor) given back once the local
-    file is checked to be the one ``stamps`` (default: taken now, see
-    :func:`~tfrecordkit.store.file_stamps`) describes, for TensorFlow's own reader to open
-    (deleted, replaced or rewritten: the :class:`DatasetError` every reader gives, naming
-    it). One ``stat`` a file it opens; a file already open is read as it was."""
+def stamp_checked(files: Sequence[str], stamps: np.ndarray | None = None) -> Any:
+    """A dataset of ``files`` (path strings), each given once the local file is checked, as
+    TensorFlow's own reader is about to open it, to be the one ``stamps`` (default: taken
+    now, see :func:`~tfrecordkit.store.file_stamps`) describes: deleted, replaced or
+    rewritten is the :class:`DatasetError` every reader gives, naming it. One ``stat`` a file
+    it opens; a file already open is read as it was."""
     stamps = file_stamps(files) if stamps is None else stamps
-    row = {os.fsencode(f): i for i, f in enumerate(files)}
+    pairs = tf.data.Dataset.from_tensor_slices((list(files), np.asarray(stamps, np.int64)))
+    return pairs.map(checked_path)
 
-    def check(path: bytes) -> bytes:
-        check_file_stamp(os.fsdecode(path), stamps[row[path]])
-        return path
 
-    def checked(path: Any) -> Any:
-        found = tf.numpy_function(exit_safe(check), [path], tf.string, stateful=False)
-        return tf.ensure_shape(found, [])
+def _check_path(path: bytes, stamp: np.ndarray) -> bytes:
+    check_file_stamp(os.fsdecode(path), stamp)
+    return path
 
-    return checked
+
+@tf.function(input_signature=[tf.TensorSpec([], tf.string), tf.TensorSpec([3], tf.int64)],
+             autograph=False)
+def checked_path(path: Any, stamp: Any) -> Any:
+    """In-graph: ``path`` once its local file is checked to be the one ``stamp`` (a row of
+    :func:`~tfrecordkit.store.file_stamps`) describes (see :func:`stamp_checked`). One
+    traced function for every dataset (the stamp is an input, not a closure)."""
+    found = tf.numpy_function(exit_safe(_check_path), [path, stamp], tf.string,
+                              stateful=False)
+    return tf.ensure_shape(found, [])
 
 
 def read_frames_op() -> Callable[..., Any] | None:

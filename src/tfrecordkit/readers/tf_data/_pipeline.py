@@ -32,9 +32,10 @@ from tfrecordkit.readers.tf_data._crop import CROP_KEY, EpochCounter, crop_keys,
 from tfrecordkit.readers.tf_data._errors import name_errors
 from tfrecordkit.readers.tf_data._exit import exit_safe
 from tfrecordkit.readers.tf_data._graph import graph_only, unbatched
-from tfrecordkit.readers.tf_data._kernels import stamp_checked
+from tfrecordkit.readers.tf_data._kernels import checked_path
 from tfrecordkit.readers.tf_data._ops import AUTOTUNE, TF_COMPRESSION, feature_description
 from tfrecordkit.schema import Schema
+from tfrecordkit.store import file_stamps
 
 __all__ = ["records_dataset", "shuffle_buffer_size"]
 
@@ -110,9 +111,6 @@ def records_dataset(path: str | os.PathLike[str] | Sequence[str], split: str, *,
     files_ds, entries = _files_dataset(
         read, file_paths, file_classes, _shard_label(schema, names, description), tagged=tagged,
         shuffle=bool(shuffle), seed=seed if seed is not None else (0 if by_record else None))
-    if read.storage.local:  # each file checked as it is opened: the one the plan checked
-        check = stamp_checked(file_paths)
-        files_ds = files_ds.map(graph_only(lambda f: {**f, "file": check(f["file"])}))
     counter = EpochCounter() if tagged else None
     ds = _interleaved(files_ds, read, _file_reader(read.storage, compression, storage_options),
                       compression=compression, files=len(file_paths), counter=counter,
@@ -224,9 +222,15 @@ def _files_dataset(read: Any, file_paths: Sequence[str], file_classes: Any,
         files["entry"] = _shard_entries(read.schema, shard_label, file_classes)
     if tagged:
         files["first"] = np.asarray(_first_ids(read, file_paths), np.int64)
+    if read.storage.local:  # each file checked as it is opened: the one the plan checked
+        files["stamp"] = file_stamps(file_paths)
     files_ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle and len(file_paths) > 1:
         files_ds = files_ds.shuffle(len(file_paths), seed=seed, reshuffle_each_iteration=True)
+    if read.storage.local:
+        files_ds = files_ds.map(graph_only(lambda f: {
+            **{k: v for k, v in f.items() if k != "stamp"},
+            "file": checked_path(f["file"], f["stamp"])}))
     return files_ds, "entry" in files
 
 

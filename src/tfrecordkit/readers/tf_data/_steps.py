@@ -234,10 +234,10 @@ def _sequential(read: Any, records: Any, step_size: int, *, drop_last: bool,
     it): the step reader's steps, read by TensorFlow's reader, one file after another (no
     interleave: nothing to take turns with, no runs to batch and take apart)."""
     compression = TF_COMPRESSION[read.compression]
-    files = tf.data.Dataset.from_tensor_slices(list(read.files))
+    files: Any = list(read.files)
     if read.storage.local:  # each checked as it is opened: the file the split opened
-        stamps = records.stamps if isinstance(records, SplitRecords) else None
-        files = files.map(graph_only(stamp_checked(read.files, stamps)))
+        files = stamp_checked(read.files, records.stamps
+                              if isinstance(records, SplitRecords) else None)
     ds = tf.data.TFRecordDataset(files, compression_type=compression, buffer_size=1 << 20)
     ds = ds.batch(step_size, drop_remainder=drop_last)
     firsts = tf.data.Dataset.range(0, np.iinfo(np.int64).max, step_size)  # each step's first id
