@@ -51,15 +51,18 @@ def _check_path(path: bytes, stamp: np.ndarray) -> bytes:
     return path
 
 
-@tf.function(input_signature=[tf.TensorSpec([], tf.string), tf.TensorSpec([3], tf.int64)],
-             autograph=False)
-def checked_path(path: Any, stamp: Any) -> Any:
-    """In-graph: ``path`` once its local file is checked to be the one ``stamp`` (a row of
-    :func:`~tfrecordkit.store.file_stamps`) describes (see :func:`stamp_checked`). One
-    traced function for every dataset (the stamp is an input, not a closure)."""
+def _checked_path(path: Any, stamp: Any) -> Any:
     found = tf.numpy_function(exit_safe(_check_path), [path, stamp], tf.string,
                               stateful=False)
     return tf.ensure_shape(found, [])
+
+
+#: In-graph: ``path`` once its local file is checked to be the one ``stamp`` (a row of
+#: :func:`~tfrecordkit.store.file_stamps`) describes (see :func:`stamp_checked`). One traced
+#: function for every dataset (the stamp is an input, not a closure).
+checked_path: Callable[[Any, Any], Any] = tf.function(
+    _checked_path, input_signature=[tf.TensorSpec([], tf.string), tf.TensorSpec([3], tf.int64)],
+    autograph=False)
 
 
 def read_frames_op() -> Callable[..., Any] | None:
