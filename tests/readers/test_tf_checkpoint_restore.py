@@ -1,9 +1,9 @@
 """A tf.data iterator saved with ``tf.train.Checkpoint`` after k steps and restored in a fresh
 process continues the uninterrupted run: every batch of the rest of the epoch and of the next
 one, in every sampling mode (finite: each iteration the next epoch), with random crops too
-(the epoch number lived
-in a variable counted again by the restore: the epoch's last batch took the next epoch's
-records, and a finite pipeline raised "expected to contain 13 elements")."""
+(the epoch number lived in a variable counted again by the restore: the epoch's last batch
+took the next epoch's records, and a finite pipeline raised "expected to contain 13
+elements")."""
 
 from __future__ import annotations
 
