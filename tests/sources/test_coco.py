@@ -144,3 +144,25 @@ def test_tf_data_reads_the_same_boxes(tmp_path):
             a = numpy["image/object"][part][key]
             b = tf_batch["image/object"][part][key].numpy()
             assert a.shape == b.shape and (a == b).all()
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('{"images": [], "annotations": [], "categories": [{"id": 1, "name": "\\ud800"}]}',
+     "categories[0].name"),
+    ("[" * 100_000 + "]" * 100_000, "nested deeper"),
+])
+def test_hostile_json_is_one_line_naming_the_file(tmp_path, text, says):
+    (tmp_path / "instances.json").write_text(text)
+    with pytest.raises(tk.SourceError) as err:
+        tk.open_source(tmp_path / "instances.json")
+    message = str(err.value)
+    assert "instances.json" in message and says in message and "\n" not in message
+
+
+def test_images_not_where_they_were_looked_for_say_where_and_how_to_point_there(tmp_path):
+    _coco(tmp_path)
+    with pytest.raises(tk.SourceError) as err:
+        tk.convert(tk.open_source(tmp_path / "instances.json"), tmp_path / "ds", workers=1)
+    message = str(err.value)
+    assert f"looked for in {tmp_path}" in message and "images= (--images)" in message
+    assert "\n" not in message

@@ -115,8 +115,10 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
                         help="don't store each record's input (its path under a folder, or "
                              "table:row) as __source")
     parser.add_argument("--images", default=None, metavar="DIR",
-                        help="COCO: the folder the annotations' file names are in (default: "
-                             "the .json file's folder)")
+                        help="COCO: the folder the annotations' file names are relative to "
+                             "(default: COCO's layout, <split>/ beside the annotations' "
+                             "folder for annotations/instances_<split>.json, when it exists; "
+                             "else the .json file's folder)")
 
 
 def source_from(args: argparse.Namespace) -> Source:

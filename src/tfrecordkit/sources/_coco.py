@@ -37,6 +37,19 @@ def _image_folder(annotations: str) -> str:
     return folder
 
 
+def _utf8(path: str, where: str, text: str) -> None:
+    """Refuse text that UTF-8 cannot hold (a lone surrogate from a ``\\ud800`` escape).
+
+    Raises:
+        SourceError: naming the entry.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SourceError(path, f"{where}: {text!r:.60} is not valid Unicode (a lone "
+                                "surrogate escape): a record's text is UTF-8") from None
+
+
 def _number(value: Any) -> bool:
     return (isinstance(value, int | float) and not isinstance(value, bool)
             and math.isfinite(value))
@@ -87,6 +100,12 @@ class Coco:
             raise SourceError(self.path, err.strerror or str(err)) from None
         except ValueError as err:
             raise SourceError(self.path, f"not JSON ({err})") from None
+        except RecursionError:
+            raise SourceError(self.path, "nested deeper than a JSON reader follows (not COCO's "
+                                         "annotation layout)") from None
+        self._looked = ("the folder given as images=" if images is not None else
+                        "COCO's layout (<split>/ beside the annotations' folder) or beside "
+                        "the .json file")
         self.names, ids = self._categories(coco)
         self._images = self._image_entries(coco)
         self._objects: dict[Any, list[tuple[list[float], str]]] = {}
@@ -117,6 +136,8 @@ class Coco:
         if not entries or not all(isinstance(c, Mapping) and isinstance(c.get("id"), int)
                                   and isinstance(c.get("name"), str) for c in entries):
             raise SourceError(self.path, "categories must be {id, name} entries")
+        for k, c in enumerate(entries):
+            _utf8(self.path, f"categories[{k}].name", c["name"])
         ordered = sorted(entries, key=lambda c: c["id"])
         names = [c["name"] for c in ordered]
         if len(set(names)) != len(names) or len({c["id"] for c in ordered}) != len(names):
@@ -134,6 +155,7 @@ class Coco:
                                              "width and height")
             if entry.get("id") in out:
                 raise SourceError(self.path, f"images[{k}]: id {entry.get('id')!r} repeats")
+            _utf8(self.path, f"images[{k}].file_name", entry["file_name"])
             out[entry.get("id")] = (entry["file_name"], entry["width"], entry["height"])
         return out
 
@@ -155,6 +177,10 @@ class Coco:
     def load(self, item: Any) -> Mapping[str, Any]:
         name, width, height, objects = item
         path = os.path.join(self.root, name)
+        if not os.path.exists(path):
+            raise SourceError(path, f"not found: the images were looked for in {self.root} "
+                                    f"({self._looked}); give images= (--images) naming the "
+                                    "folder the file_name entries are relative to")
         image = load_image(path, check=self.check, max_pixels=self.max_image_pixels)
         if (image["width"], image["height"]) != (width, height):
             raise SourceError(path, f"is {image['width']}x{image['height']} pixels; the "
