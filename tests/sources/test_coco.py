@@ -166,3 +166,25 @@ def test_images_not_where_they_were_looked_for_say_where_and_how_to_point_there(
     message = str(err.value)
     assert f"looked for in {tmp_path}" in message and "images= (--images)" in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("escape", ["dotdot", "absolute", "symlink"])
+def test_an_image_outside_the_images_folder_is_refused_unless_asked(tmp_path, escape):
+    coco = _coco(tmp_path / "data")
+    outside = tmp_path / "elsewhere.jpg"
+    first = coco["images"][0]
+    (tmp_path / "data" / "images" / first["file_name"]).rename(outside)
+    if escape == "symlink":
+        (tmp_path / "data" / "images" / first["file_name"]).symlink_to(outside)
+    else:
+        first["file_name"] = "../../elsewhere.jpg" if escape == "dotdot" else str(outside)
+    (tmp_path / "data" / "instances.json").write_text(json.dumps(coco))
+    with pytest.raises(tk.SourceError, match="leads outside the images folder") as err:
+        tk.convert(tk.open_source(tmp_path / "data" / "instances.json",
+                                  images=tmp_path / "data" / "images"), tmp_path / "ds",
+                   workers=1)
+    assert "\n" not in str(err.value) and not (tmp_path / "ds" / "dataset.json").exists()
+    result = tk.convert(tk.sources.Coco(tmp_path / "data" / "instances.json",
+                                        tmp_path / "data" / "images", images_outside=True),
+                        tmp_path / "ds", workers=1)
+    assert result.records == len(coco["images"])

@@ -73,10 +73,14 @@ class Coco:
             folder exists; else the annotation file's folder).
         check, max_image_pixels: as :class:`ImageFolder`'s.
         provenance: store each image's ``file_name`` with its record (``"__source"``).
+        images_outside: read a ``file_name`` that leads outside ``images`` (absolute, through
+            ``..``, or a symlink out of it). Off by default: a shared dataset would store this
+            machine's path and a file the annotations' folder does not hold.
 
     Raises:
         SourceError: the annotations are not COCO's layout (naming the entry), an object's
-            image or category is unknown, or (at conversion) an image's size differs from its
+            image or category is unknown, a ``file_name`` leads outside ``images`` (without
+            ``images_outside``), or (at conversion) an image's size differs from its
             annotated one, so its boxes would be misplaced.
     """
 
@@ -87,8 +91,9 @@ class Coco:
                  images: str | os.PathLike[str] | None = None, *,
                  check: ImageCheck = "structure",
                  max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
-                 provenance: bool = True) -> None:
+                 provenance: bool = True, images_outside: bool = False) -> None:
         self.path = os.fspath(annotations)
+        self.images_outside = images_outside
         self.root = os.fspath(images) if images is not None else _image_folder(self.path)
         self.check, self.max_image_pixels = check_option(check), max_image_pixels
         self.provenance = provenance
@@ -156,6 +161,12 @@ class Coco:
             if entry.get("id") in out:
                 raise SourceError(self.path, f"images[{k}]: id {entry.get('id')!r} repeats")
             _utf8(self.path, f"images[{k}].file_name", entry["file_name"])
+            name = entry["file_name"]
+            if not self.images_outside and (os.path.isabs(name) or ".." in re.split(
+                    r"[/\\]", name)):
+                raise SourceError(self.path, f"images[{k}]: file_name {name!r:.80} leads "
+                                             "outside the images folder; give "
+                                             "images_outside=True to read it anyway")
             out[entry.get("id")] = (entry["file_name"], entry["width"], entry["height"])
         return out
 
@@ -177,6 +188,11 @@ class Coco:
     def load(self, item: Any) -> Mapping[str, Any]:
         name, width, height, objects = item
         path = os.path.join(self.root, name)
+        if not self.images_outside:
+            inside = os.path.realpath(self.root)
+            if os.path.commonpath([inside, os.path.realpath(path)]) != inside:
+                raise SourceError(path, "leads outside the images folder (a symlink out of "
+                                        f"{self.root}); give images_outside=True to read it")
         if not os.path.exists(path):
             raise SourceError(path, f"not found: the images were looked for in {self.root} "
                                     f"({self._looked}); give images= (--images) naming the "
