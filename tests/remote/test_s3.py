@@ -315,3 +315,22 @@ def test_two_appends_from_two_machines_lose_nothing(s3_server, s3_url, tmp_path,
         second.close()
     finally:
         other.close()
+
+
+def test_an_s3_dataset_exports_to_a_local_folder_with_its_storage_options(s3_server, s3_url,
+                                                                          digits, tmp_path):
+    """``storage_options`` (``--storage-option``) reach the reading side: the records come
+    from the bucket, and a wrong endpoint given there is the store's error, not ignored."""
+    folder, _ = digits
+    tk.convert(folder, s3_url, workers=1)
+    result = tk.export(s3_url, tmp_path / "wds", to="webdataset", progress=False,
+                       storage_options={"client_kwargs": {"endpoint_url": s3_server.endpoint}})
+    assert result.records == {"train": tk.load_manifest(s3_url).num_records("train")}
+    assert main(["export", s3_url, "--to", "parquet", str(tmp_path / "pq"), "-q",
+                 "--storage-option", f"client_kwargs.endpoint_url={s3_server.endpoint}"]) == 0
+    with pytest.raises(StorageError):
+        tk.export(s3_url, tmp_path / "bad", to="webdataset", progress=False,
+                  storage_options={"client_kwargs": {"endpoint_url": "http://127.0.0.1:9"},
+                                   "config_kwargs": {"retries": {"max_attempts": 1},
+                                                     "connect_timeout": 1}})
+    assert not (tmp_path / "bad").exists()

@@ -94,16 +94,17 @@ class StagedOutput:
         return os.path.join(self.given, os.path.relpath(staged, self.staging))
 
     def _swap(self) -> None:
-        self._lock.release()  # its file goes with the lock, not into the output
+        # The lock is held until the folder is in place (another export to this output
+        # removes staging folders whose lock is free); its file then goes.
         (self.staging / MARKER).write_text(json.dumps(self.marker, indent=1))
-        if not self._previous:
+        old = self.out.parent / f".{self.out.name}{_STAGING}old-{secrets.token_hex(4)}"
+        if self._previous:
+            os.replace(self.out, old)
+        else:
             with contextlib.suppress(FileNotFoundError):
                 self.out.rmdir()  # an empty folder given as the output
-            os.replace(self.staging, self.out)
-            return
-        old = self.out.parent / f".{self.out.name}{_STAGING}old-{secrets.token_hex(4)}"
-        os.replace(self.out, old)
         os.replace(self.staging, self.out)
+        (self.out / self._lock.path.name).unlink(missing_ok=True)
         shutil.rmtree(old, ignore_errors=True)
 
 

@@ -313,12 +313,6 @@ class Storage:
         with remote_errors(text):
             self.fs.pipe_file(text, data)  # one PUT: the object appears whole
 
-    @property
-    def conditional_writes(self) -> bool:
-        """Whether :meth:`replace_if` is exact here: local files (the caller holds the
-        folder's lock) and S3 (a conditional PUT); other stores write unconditionally."""
-        return self.fs is None or self.protocol in ("s3", "s3a")
-
     def version(self, path: PathLike) -> str | None:
         """A token that changes whenever the file at ``path`` is replaced (None: no file):
         locally its inode, size and modification time in ns (every atomic replace makes a
@@ -344,8 +338,8 @@ class Storage:
         :meth:`version`; None: only if there is none). Returns False, writing nothing, if it
         has changed. Locally the caller must hold the folder's lock (the check and the rename
         are then one step); on S3 the PUT carries ``If-Match`` (``If-None-Match: *``); on
-        stores without a conditional write (:attr:`conditional_writes`) the version is
-        compared and the file written, not atomically together."""
+        other stores, which have no conditional write here, the version is compared and the
+        file written, not atomically together."""
         text = os.fspath(path)
         if self.fs is not None and self.protocol in ("s3", "s3a"):
             match = {"IfMatch": version} if version is not None else {"IfNoneMatch": "*"}
