@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 PAGE = ROOT / "docs" / "performance.md"
 README = ROOT / "README.md"
+#: Figures from before the bench scripts wrote JSON, kept as measured (hand-written markdown).
+EARLIER = RESULTS / "earlier.md"
 START = "<!-- headline:start (rendered by scripts/performance.py from bench/results/*.json) -->"
 END = "<!-- headline:end -->"
 
@@ -205,6 +207,8 @@ def render() -> str:
     parts = [HEADER]
     for path in sorted(RESULTS.glob("*.json")):
         parts.append(section(path.stem, json.loads(path.read_text())))
+    if EARLIER.exists():
+        parts.append(EARLIER.read_text())
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -25,8 +25,8 @@ __all__ = ["MOVED_KEYWORDS", "PK", "InOrder", "ReadOptions", "Sampling", "Shuffl
 
 _DECODE = "options=tk.DecodeOptions({0}=...)"
 _READ = "read=tk.ReadOptions({0}=...)"
-#: Keywords the loaders took before one call per framework, and where each went (the
-#: CHANGELOG's migration table): a call with one is refused naming the new spelling.
+#: Keywords the loaders took before one call per framework, and where each went
+#: (docs/migration.md): a call with one is refused naming the new spelling.
 MOVED_KEYWORDS: Mapping[str, str] = {
     "shuffle": "sampling=tk.Shuffled() (the default), tk.InOrder(), or tf.data's "
                "tk.Shuffled(buffer=n)",
@@ -56,7 +56,7 @@ def refuse_moved(reader: str, extra: Mapping[str, str] | None = None
             old = next((k for k in kwargs if k in moved), None)
             if old is not None:
                 raise OptionError(f"{reader}() takes no {old}= any more: use {moved[old]} "
-                                  "(the CHANGELOG's migration table)")
+                                  "(docs/migration.md)")
             return function(*args, **kwargs)
 
         return call
