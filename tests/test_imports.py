@@ -106,3 +106,36 @@ def test_no_module_imports_another_packages_private_module():
                     and any(p.startswith("_") and not p.startswith("__") for p in parts[2:])):
                 crossing.append(f"{module} -> {imported}")
     assert not crossing, "use the package's __all__ names instead: " + "; ".join(crossing)
+
+
+def test_no_import_cycles_counting_function_level_and_type_checking_imports():
+    """Every import counts (grimp sees those inside functions and under ``TYPE_CHECKING``):
+    the modules form no cycle, so each can be read knowing only what it imports."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("tfrecordkit")
+    edges = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for other in edges[module]:
+            if other not in order:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], order[other])
+        if low[module] == order[module]:
+            component = [stack.pop()]
+            while component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module not in order:
+            visit(module)
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)

@@ -32,7 +32,6 @@ from tfrecordkit.format import (
     encode_sequence_example,
     read_records,
 )
-from tfrecordkit.sampling import SplitRecords, open_split
 from tfrecordkit.schema import (
     Audio,
     Boxes,
@@ -55,12 +54,20 @@ from tfrecordkit.sources import (
     Table,
     TextLines,
 )
-from tfrecordkit.store import Manifest, ShardOptions, adopt, infer_schema, load_manifest
+from tfrecordkit.store import (
+    Manifest,
+    ShardOptions,
+    SplitRecords,
+    adopt,
+    infer_schema,
+    load_manifest,
+    open_split,
+)
 
 if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at run time
     from tfrecordkit.exporters import export
+    from tfrecordkit.look import dataset_report, show_examples
     from tfrecordkit.readers.grain_source import load_grain_source
-    from tfrecordkit.readers.grid import show_examples
     from tfrecordkit.readers.numpy_data import (
         PK,
         DecodeOptions,
@@ -72,7 +79,6 @@ if TYPE_CHECKING:  # real signatures for type checkers; imported on first use at
         Triplets,
         load_numpy_dataset,
     )
-    from tfrecordkit.readers.report import dataset_report
     from tfrecordkit.readers.tf_data import (
         batch_hard_triplet_loss,
         feature_description,
@@ -104,8 +110,8 @@ _LAZY = {
     "load_numpy_dataset": "tfrecordkit.readers.numpy_data",
     "load_torch_dataset": "tfrecordkit.readers.torch_data",
     "load_grain_source": "tfrecordkit.readers.grain_source",
-    "show_examples": "tfrecordkit.readers.grid",
-    "dataset_report": "tfrecordkit.readers.report",
+    "show_examples": "tfrecordkit.look",
+    "dataset_report": "tfrecordkit.look",
     "export": "tfrecordkit.exporters",
 }
 

@@ -318,7 +318,7 @@ def test_bad_values_and_records_are_named(tmp_path):
 def test_the_report_and_the_grid_show_feature_lists(written, tmp_path):
     """Looking at the data: the HTML report charts steps and values per step; the grid
     shows the records as a table (no images)."""
-    from tfrecordkit.readers.report import dataset_report
+    from tfrecordkit.look import dataset_report
 
     root, _ = written
     for path in (root / "ds", str(root / "*.tfrecord")):

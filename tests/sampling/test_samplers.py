@@ -218,7 +218,7 @@ def test_fetcher_detects_corruption(class_dataset, tmp_path):
     import shutil
 
     from tfrecordkit import CorruptRecordError
-    from tfrecordkit.sampling import RecordFetcher
+    from tfrecordkit.store import RecordFetcher
 
     path = tmp_path / "ds"
     shutil.copytree(class_dataset[0], path)

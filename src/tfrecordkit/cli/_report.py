@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfrecordkit.readers.report import dataset_report
+    from tfrecordkit.look import dataset_report
 
     page = dataset_report(args.path, args.split, sample=args.sample, seed=args.seed,
                           verify=args.verify, storage_options=args.storage_options)

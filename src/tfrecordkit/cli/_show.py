@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfrecordkit.readers.grid import show_examples
+    from tfrecordkit.look import show_examples
 
     grid = show_examples(args.path, args.split, args.n, image=args.image, seed=args.seed,
                          storage_options=args.storage_options)

@@ -23,8 +23,7 @@ from tfrecordkit.readers import (
     refuse_moved,
     refuse_untaken,
 )
-from tfrecordkit.sampling import SplitLocations
-from tfrecordkit.store import SplitArg
+from tfrecordkit.store import SplitArg, SplitLocations
 
 try:
     import ray

@@ -25,8 +25,9 @@ from tfrecordkit.readers._modes import (
     refuse_moved,
     refuse_untaken,
 )
+from tfrecordkit.readers._open import open_records
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._plan import FilesArg, PathArg, plan_read
+from tfrecordkit.readers._read_plan import FilesArg, PathArg, ReadPlan, plan_read
 
 __all__ = [
     "CLASS_ID",
@@ -46,11 +47,13 @@ __all__ = [
     "Partition",
     "PathArg",
     "ReadOptions",
+    "ReadPlan",
     "RecordDecoder",
     "Sampling",
     "Shuffled",
     "Triplets",
     "decode_options",
+    "open_records",
     "plan_read",
     "record_values",
     "refuse_mix",

@@ -5,26 +5,54 @@ loaders read on one rank; the state counts records."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from tfrecordkit.codecs import RecordKeys
 from tfrecordkit.errors import OptionError
 from tfrecordkit.format import RecordSlices
-from tfrecordkit.readers._decoding import record_values
+from tfrecordkit.readers._decoding import RecordDecoder, record_values
 from tfrecordkit.readers._keys import RECORD_ID
+from tfrecordkit.readers._mix import MixPlan
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.sampling import check_state
-
-if TYPE_CHECKING:
-    from tfrecordkit.readers.numpy_data import Loader
+from tfrecordkit.store import SplitRecords
 
 __all__ = ["UNBATCHED_STEP", "Examples", "check_unbatched"]
 
 #: Records read at a time for single examples: on one rank the order is the same for every
 #: batch size, so only the read size changes.
 UNBATCHED_STEP = 256
+
+
+class Loader(Protocol):
+    """What single examples read through: the NumPy loader's order, records and decoder
+    (:class:`~tfrecordkit.readers.numpy_data.Loader` has them; named here so this module does
+    not import the loader that builds it)."""
+
+    partition: Partition
+    features: Any
+    mix: MixPlan | None
+    batch_size: int
+    seed: int
+    shuffle: Any
+    augment: Any
+    fingerprint: str
+    plan: Any
+
+    @property
+    def epoch_records(self) -> int: ...
+
+    @property
+    def records(self) -> SplitRecords: ...
+
+    @property
+    def decoder(self) -> RecordDecoder: ...
+
+    def step_ids(self, epoch: int, step: int) -> tuple[np.ndarray, Any]: ...
+
+    def __len__(self) -> int: ...
 
 
 def check_unbatched(partition: Partition) -> None:

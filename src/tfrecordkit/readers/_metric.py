@@ -21,17 +21,16 @@ from tfrecordkit.readers._epochs import Epochs
 from tfrecordkit.readers._modes import PK, ReadOptions, refuse_untaken
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._plan import plan_read
+from tfrecordkit.readers._read_plan import plan_read
 from tfrecordkit.sampling import (
     ClassIndex,
     PKSampler,
-    RecordFetcher,
     TripletSampler,
     check_state,
     fingerprint,
 )
 from tfrecordkit.schema import Schema
-from tfrecordkit.store import Manifest, SplitArg, split_text
+from tfrecordkit.store import Manifest, RecordFetcher, SplitArg, split_text
 
 __all__ = ["PKLoader", "TripletLoader", "stack_records"]
 

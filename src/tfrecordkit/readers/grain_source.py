@@ -25,7 +25,8 @@ from tfrecordkit.readers._modes import (
     sampling_of,
     shuffle_mode,
 )
-from tfrecordkit.readers._plan import PathArg, open_records
+from tfrecordkit.readers._open import open_records
+from tfrecordkit.readers._read_plan import PathArg
 from tfrecordkit.sampling import EpochOrder
 from tfrecordkit.store import SplitArg, split_text
 

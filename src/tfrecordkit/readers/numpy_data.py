@@ -41,15 +41,12 @@ from tfrecordkit.readers._modes import (
     seed_of,
     shuffle_mode,
 )
+from tfrecordkit.readers._open import open_plan, split_records
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._plan import PathArg, open_plan, split_records
-from tfrecordkit.sampling import (
-    EpochOrder,
-    SplitRecords,
-    check_state,
-)
-from tfrecordkit.store import SplitArg, split_text
+from tfrecordkit.readers._read_plan import PathArg
+from tfrecordkit.sampling import EpochOrder, check_state
+from tfrecordkit.store import SplitArg, SplitRecords, split_text
 
 __all__ = ["PK", "Augment", "DecodeOptions", "Examples", "InOrder", "Loader", "Mix", "PKLoader",
            "Partition",

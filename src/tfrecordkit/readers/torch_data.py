@@ -28,7 +28,7 @@ from tfrecordkit.readers._mix import MixPlan
 from tfrecordkit.readers._modes import ReadOptions, Sampling, refuse_moved, seed_of
 from tfrecordkit.readers._options import threads_per_worker
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._plan import PathArg
+from tfrecordkit.readers._read_plan import PathArg
 from tfrecordkit.readers._shared_epoch import SharedEpoch
 from tfrecordkit.readers.numpy_data import (
     Examples,

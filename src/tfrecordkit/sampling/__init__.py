@@ -1,21 +1,13 @@
 """Framework-free sampling plans: epoch orders, mixes of several sources, P×K class-balanced
 batches and triplets (pure functions of seed, epoch and step; crop windows, keyed alike, are
 a media step in :mod:`tfrecordkit.codecs`). Random access to a split lives in
-:mod:`tfrecordkit.store` (re-exported here)."""
+:mod:`tfrecordkit.store`."""
 
 from tfrecordkit.sampling._class_index import ClassIndex
+from tfrecordkit.sampling._class_samplers import EpochUnit, PKSampler, TripletSampler
 from tfrecordkit.sampling._mix import MixOrder, mix_weights
 from tfrecordkit.sampling._order import EpochOrder, ShuffleMode, fingerprint
-from tfrecordkit.sampling._plan import EpochUnit, PKSampler, TripletSampler
 from tfrecordkit.sampling._state import MAX_EPOCH, check_state, state_int
-from tfrecordkit.store import (  # random access lives with the dataset store
-    RecordFetcher,
-    RecordLocations,
-    SplitLocations,
-    SplitRecords,
-    open_split,
-    split_locations,
-)
 
 __all__ = [
     "MAX_EPOCH",
@@ -24,16 +16,10 @@ __all__ = [
     "EpochUnit",
     "MixOrder",
     "PKSampler",
-    "RecordFetcher",
-    "RecordLocations",
     "ShuffleMode",
-    "SplitLocations",
-    "SplitRecords",
     "TripletSampler",
     "check_state",
     "fingerprint",
     "mix_weights",
-    "open_split",
-    "split_locations",
     "state_int",
 ]

@@ -43,7 +43,7 @@ class ClassIndex:
 
         Raises:
             DatasetError: no label feature, or shards, indexes and labels that disagree with
-                the manifest (see :func:`~tfrecordkit.sampling.split_locations`).
+                the manifest (see :func:`~tfrecordkit.store.split_locations`).
         """
         storage = storage or Storage.of(path)
         # Validated: class ids are in range.

@@ -204,7 +204,7 @@ class Schema(Mapping[str, Feature]):
         reduced scale that stays at least that ``(height, width)``. ``shard_class`` is the
         class of the record's shard: the value of a label taken from the shard (see
         :class:`ClassLabel`; :meth:`SplitRecords.shard_classes
-        <tfrecordkit.sampling.SplitRecords.shard_classes>` gives it).
+        <tfrecordkit.store.SplitRecords.shard_classes>` gives it).
 
         Raises:
             SchemaError: the record is not an Example, or a key is missing, of the wrong type

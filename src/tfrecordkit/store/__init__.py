@@ -42,15 +42,6 @@ from tfrecordkit.store._manifest import (
 )
 from tfrecordkit.store._naming import SHARD_PATTERN, append_tag, is_shard_file, shard_name
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
-from tfrecordkit.store._plan import (
-    SKIPPED_LISTED,
-    ShardSpec,
-    SplitTotals,
-    StreamCut,
-    Tally,
-    finalize_manifest,
-    plan_split,
-)
 from tfrecordkit.store._shard import write_shard
 from tfrecordkit.store._split import (
     SplitLocations,
@@ -61,6 +52,15 @@ from tfrecordkit.store._split import (
     split_parts,
 )
 from tfrecordkit.store._verify import Verification, verify_file, verify_paths
+from tfrecordkit.store._write_plan import (
+    SKIPPED_LISTED,
+    ShardSpec,
+    SplitTotals,
+    StreamCut,
+    Tally,
+    finalize_manifest,
+    plan_split,
+)
 from tfrecordkit.store._writer import (
     ShardedWriter,
     listed_files,

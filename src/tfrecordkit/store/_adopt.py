@@ -44,8 +44,8 @@ from tfrecordkit.store._labels import scan_columns
 from tfrecordkit.store._load import load_manifest
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo
 from tfrecordkit.store._options import ShardOptions
-from tfrecordkit.store._plan import finalize_manifest
 from tfrecordkit.store._tfds import TFDS_INFO, is_tfds_dir, tfds_manifest
+from tfrecordkit.store._write_plan import finalize_manifest
 
 __all__ = ["adopt"]
 

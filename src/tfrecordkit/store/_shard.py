@@ -22,7 +22,7 @@ from tfrecordkit.store._digests import DIGESTS_SUFFIX, RECORD_IDS
 from tfrecordkit.store._manifest import ShardInfo
 from tfrecordkit.store._naming import shard_name
 from tfrecordkit.store._options import ShardOptions
-from tfrecordkit.store._plan import (
+from tfrecordkit.store._write_plan import (
     StreamCut,
 )
 

@@ -47,12 +47,6 @@ from tfrecordkit.store._lock import STAGING, OutputLock
 from tfrecordkit.store._manifest import MANIFEST_NAME, Manifest, ShardInfo, check_split_name
 from tfrecordkit.store._naming import is_shard_file
 from tfrecordkit.store._options import DEFAULT_SHARD_SIZE, ShardOptions, record_hash
-from tfrecordkit.store._plan import (
-    ShardSpec,
-    Tally,
-    finalize_manifest,
-    plan_split,
-)
 from tfrecordkit.store._shard import (
     _UNLABELLED,
     _ShardFile,
@@ -60,6 +54,12 @@ from tfrecordkit.store._shard import (
     write_shard,
 )
 from tfrecordkit.store._sidecar import is_sidecar_name
+from tfrecordkit.store._write_plan import (
+    ShardSpec,
+    Tally,
+    finalize_manifest,
+    plan_split,
+)
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",

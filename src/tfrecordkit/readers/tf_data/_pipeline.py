@@ -19,7 +19,7 @@ from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, refuse_untaken
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._plan import ReadPlan, plan_read
+from tfrecordkit.readers._read_plan import ReadPlan, plan_read
 from tfrecordkit.readers.tf_data._batching import (
     _DecodePlan,
     _finish,

@@ -21,7 +21,7 @@ from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._modes import PK, ReadOptions, Triplets, refuse_untaken
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.readers._plan import plan_read
+from tfrecordkit.readers._read_plan import plan_read
 from tfrecordkit.readers.tf_data._batching import (
     _DecodePlan,
     _finish,
@@ -232,7 +232,8 @@ def pk_dataset(path: str | os.PathLike[str], split: str, *, sampling: PK, seed: 
     ``ds.state_at(step)``, JSON) resumes anywhere. Without ``repeat`` the dataset is the rest
     of ``state``'s epoch; with it, every later epoch follows.
     """
-    from tfrecordkit.sampling import ClassIndex, PKSampler, RecordFetcher
+    from tfrecordkit.sampling import ClassIndex, PKSampler
+    from tfrecordkit.store import RecordFetcher
 
     _refuse_keyed(options, reading)
     storage = Storage.of(path, reading.storage_options)
@@ -286,7 +287,8 @@ def triplet_dataset(path: str | os.PathLike[str], split: str, *, batch_size: int
     a NumPy or PyTorch loader's state, or ``ds.state_at(n)``) resumes anywhere; without
     ``repeat`` the dataset is the rest of ``state``'s epoch.
     """
-    from tfrecordkit.sampling import ClassIndex, RecordFetcher, TripletSampler
+    from tfrecordkit.sampling import ClassIndex, TripletSampler
+    from tfrecordkit.store import RecordFetcher
 
     _refuse_keyed(options, reading)
     batch_size = partition.per_rank(batch_size)  # this pipeline's share of the global batch

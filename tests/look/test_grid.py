@@ -13,7 +13,7 @@ from tests.datasets import encode_audio, encode_image, tone
 from tfrecordkit import OptionError
 from tfrecordkit.cli import main
 from tfrecordkit.format import RecordWriter, encode_example
-from tfrecordkit.readers.grid import TILE
+from tfrecordkit.look import TILE
 
 
 def _tile(grid, k: int, count: int):

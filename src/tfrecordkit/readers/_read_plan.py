@@ -27,10 +27,9 @@ from tfrecordkit.format import (
     load_restarts,
     scan_offsets,
 )
-from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
-from tfrecordkit.readers._mix import Mix, MixPlan, open_mix, refuse_mix
+from tfrecordkit.readers._mix import Mix, MixPlan, refuse_mix
 from tfrecordkit.readers._partition import Partition
-from tfrecordkit.sampling import SplitLocations, SplitRecords, fingerprint, split_locations
+from tfrecordkit.sampling import fingerprint
 from tfrecordkit.schema import (
     Schema,
     schema_from_profile,
@@ -39,18 +38,19 @@ from tfrecordkit.store import (
     MANIFEST_NAME,
     Manifest,
     SplitArg,
+    SplitLocations,
     is_dataset_dir,
     is_expression,
     load_manifest,
     profile_files,
     record_files,
     shard_paths,
+    split_locations,
     split_parts,
     split_text,
 )
 
-__all__ = ["FilesArg", "PathArg", "ReadPlan", "open_plan", "open_records", "plan_read",
-           "split_records"]
+__all__ = ["FilesArg", "PathArg", "ReadPlan", "plan_read"]
 
 FilesArg = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 PathArg = FilesArg | Mix
@@ -247,33 +247,3 @@ def _first_record(file: str, storage: Storage) -> bytes:
 
 
 _PEEK = 1 << 16
-
-
-def open_records(path: PathArg, split: str, options: DecodeOptions, *,
-                 max_open_files: int | None = None, storage_options: dict[str, Any] | None = None,
-                 schema: Schema | None = None
-                 ) -> tuple[ReadPlan, SplitRecords, RecordDecoder]:
-    """A split's plan, random access to its records, and their decoder: what the TF-free
-    readers stand on (dataset directories and foreign files alike; ``schema`` describes
-    foreign files, else it is inferred)."""
-    read, decoder = open_plan(path, split, options, storage_options=storage_options,
-                              schema=schema)
-    return read, split_records(read, max_open_files), decoder
-
-
-def open_plan(path: PathArg, split: str, options: DecodeOptions, *,
-              storage_options: dict[str, Any] | None = None, schema: Schema | None = None
-              ) -> tuple[ReadPlan, RecordDecoder]:
-    """:func:`open_records` without the records (their locations are not read)."""
-    if isinstance(path, Mix):
-        read, _ = open_mix(path, split, options, schema=schema, storage_options=storage_options)
-    else:
-        read = plan_read(path, split, schema=schema, storage_options=storage_options)
-    return read, RecordDecoder(read.schema, options, inferred_from=read.inferred_from)
-
-
-def split_records(read: ReadPlan, max_open_files: int | None = None) -> SplitRecords:
-    """Random access to a plan's records (every file's index read, or the file scanned)."""
-    return SplitRecords(read.path, read.split, max_open_files=max_open_files,
-                        manifest=read.manifest, locations=read.locations(),
-                        storage=read.storage)

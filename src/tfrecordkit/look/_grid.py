@@ -14,10 +14,14 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import DatasetError, MissingDependencyError, OptionError
-from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
-from tfrecordkit.readers._mix import refuse_mix
-from tfrecordkit.readers._plan import FilesArg, ReadPlan, open_records
-from tfrecordkit.sampling import SplitRecords
+from tfrecordkit.readers import (
+    DecodeOptions,
+    FilesArg,
+    ReadPlan,
+    RecordDecoder,
+    open_records,
+    refuse_mix,
+)
 from tfrecordkit.schema import (
     SOURCE_FEATURE,
     Audio,
@@ -28,7 +32,7 @@ from tfrecordkit.schema import (
     Schema,
     Text,
 )
-from tfrecordkit.store import SplitArg, split_text
+from tfrecordkit.store import SplitArg, SplitRecords, split_text
 
 __all__ = ["show_examples"]
 

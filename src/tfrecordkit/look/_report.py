@@ -24,9 +24,7 @@ import numpy as np
 
 from tfrecordkit.errors import MissingDependencyError, OptionError, TFRecordKitError
 from tfrecordkit.format import Storage
-from tfrecordkit.readers._decoding import RecordDecoder
-from tfrecordkit.readers._plan import FilesArg, ReadPlan
-from tfrecordkit.readers.grid import (
+from tfrecordkit.look._grid import (
     _label_of,
     _media_feature,
     _picture,
@@ -37,6 +35,7 @@ from tfrecordkit.readers.grid import (
     draw_boxes,
     open_to_look,
 )
+from tfrecordkit.readers import FilesArg, ReadPlan, RecordDecoder
 from tfrecordkit.schema import SOURCE_FEATURE, Audio, Boxes, ClassLabel, Scalar, Schema
 from tfrecordkit.schema import Sequence as ListOf
 from tfrecordkit.store import (
