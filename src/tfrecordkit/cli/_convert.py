@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 
 from tfrecordkit.convert import SOURCE_KINDS, convert, infer_kind, open_source
-from tfrecordkit.sources import Source
+from tfrecordkit.errors import OptionError
+from tfrecordkit.sources import IMAGE_OPTIONS, Source
 from tfrecordkit.store import ShardOptions
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?)?\s*$", re.IGNORECASE)
@@ -83,22 +83,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of how a source is read (``convert`` and ``append``)."""
-    parser.add_argument("--image-encoding", choices=("jpeg", "png"), default=None,
-                        help="re-encode images (default: keep JPEG/PNG bytes as they are)")
-    parser.add_argument("--image-size", type=int, nargs="+", default=None, metavar="N",
-                        help="resize images: H W, or one N bounding the longer side")
-    parser.add_argument("--channels", type=int, choices=(1, 3, 4), default=None)
-    parser.add_argument("--check", choices=("structure", "decode", "none"), default=None,
-                        help="what is checked of each image kept as it is: its structure "
-                             "(default: segments, chunks and CRCs, end marker), also a test "
-                             "decode (catches damaged pixel data, ~100x slower), or nothing")
-    parser.add_argument("--max-image-pixels", type=int, default=None, metavar="N",
-                        help="refuse images with more pixels (default 89,478,485)")
-    parser.add_argument("--reduce-16bit", action="store_true",
-                        help="store 16-bit PNGs as their high byte (default: refuse them)")
-    parser.add_argument("--exif-transpose", action="store_true",
-                        help="apply JPEGs' EXIF orientation to the pixels (default: keep as "
-                             "stored, as TensorFlow decodes them)")
+    for option in IMAGE_OPTIONS:  # every image source takes them (ImageOptions)
+        parser.add_argument(option.flag, dest=option.name, default=None, help=option.help,
+                            **option.argparse)
     folders = parser.add_mutually_exclusive_group()
     folders.add_argument("--split-folders", dest="split_folders", action="store_const",
                          const=True, default=None,
@@ -132,20 +119,28 @@ def source_from(args: argparse.Namespace) -> Source:
     return open_source(args.src, kind, **options)
 
 
+#: Sources that read images, and so take the image options.
+_IMAGE_SOURCES = ("image-folder", "table", "coco")
+
+
 def _image_options(args: argparse.Namespace, kind: str | None) -> dict[str, object]:
-    """An image folder's options from ``args``: re-encoding, and the rules of its checks."""
-    options: dict[str, object] = {}
-    if kind in (None, "image-folder") and (args.image_encoding or args.image_size or args.channels):
-        size = args.image_size
-        options = {"encoding": args.image_encoding, "channels": args.channels,
-                   "resize": None if not size else (size[0] if len(size) == 1 else tuple(size[:2]))}
-    rules = {"check": args.check or None, "max_image_pixels": args.max_image_pixels or None}
-    if (any(rules.values()) or args.reduce_16bit or args.exif_transpose) and (
-            os.path.exists(args.src) and (kind or infer_kind(args.src)) == "image-folder"):
-        options.update({name: value for name, value in rules.items() if value is not None})
-        options["reduce_16bit"] = args.reduce_16bit
-        options["exif_transpose"] = args.exif_transpose
-    return options
+    """The image options given on the command line, for a source that reads images.
+
+    Raises:
+        OptionError: one given for a source without images (naming the flag and the source).
+    """
+    given = {o.name: o.value(getattr(args, o.name)) for o in IMAGE_OPTIONS
+             if getattr(args, o.name) is not None}
+    if not given:
+        return {}
+    kind = kind or infer_kind(args.src)
+    if kind == "text" and args.src.lower().endswith((".csv", ".jsonl", ".ndjson", ".parquet")):
+        kind = "table"
+    if kind not in _IMAGE_SOURCES:
+        flag = next(o.flag for o in IMAGE_OPTIONS if o.name in given)
+        raise OptionError(f"{flag} is an image option: it applies to image folders, tables' "
+                          f"image columns and COCO, and {args.src} is read as {kind}")
+    return given
 
 
 def run(args: argparse.Namespace) -> int:

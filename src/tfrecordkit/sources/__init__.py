@@ -14,7 +14,15 @@ from tfrecordkit.sources._folder import (
     walk_files,
 )
 from tfrecordkit.sources._huggingface import HuggingFace, is_huggingface
-from tfrecordkit.sources._media import AUDIO_EXTENSIONS, IMAGE_EXTENSIONS, load_audio, load_image
+from tfrecordkit.sources._media import (
+    AUDIO_EXTENSIONS,
+    IMAGE_EXTENSIONS,
+    IMAGE_OPTIONS,
+    ImageOption,
+    ImageOptions,
+    load_audio,
+    load_image,
+)
 from tfrecordkit.sources._protocol import Source, SourceItem, SourceTraits
 from tfrecordkit.sources._records import NumpyArrays, Records, TextLines
 from tfrecordkit.sources._table import Table
@@ -22,11 +30,14 @@ from tfrecordkit.sources._table import Table
 __all__ = [
     "AUDIO_EXTENSIONS",
     "IMAGE_EXTENSIONS",
+    "IMAGE_OPTIONS",
     "SPLIT_FOLDER_NAMES",
     "AudioFolder",
     "Coco",
     "HuggingFace",
     "ImageFolder",
+    "ImageOption",
+    "ImageOptions",
     "NumpyArrays",
     "Records",
     "Source",

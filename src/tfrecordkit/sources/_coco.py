@@ -4,6 +4,7 @@ categories, corners as fractions of the image)."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -11,13 +12,15 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tfrecordkit.errors import SourceError
+from tfrecordkit.codecs import image_header, load_pillow
+from tfrecordkit.errors import OptionError, SourceError
 from tfrecordkit.schema import Boxes, Image, Schema
 from tfrecordkit.sources._media import (
     DEFAULT_MAX_IMAGE_PIXELS,
     ImageCheck,
-    check_option,
-    load_image,
+    ImageOptions,
+    Resize,
+    read_file,
 )
 from tfrecordkit.sources._protocol import SourceItem
 from tfrecordkit.store import text_of_name
@@ -71,7 +74,11 @@ class Coco:
         images: the folder its ``file_name`` entries are relative to (default: COCO's own
             layout, ``annotations/instances_<split>.json`` beside ``<split>/``, when that
             folder exists; else the annotation file's folder).
-        check, max_image_pixels: as :class:`ImageFolder`'s.
+        encoding, channels, resize, check, max_image_pixels, reduce_16bit: as
+            :class:`ImageFolder`'s (:class:`~tfrecordkit.sources.ImageOptions`); boxes are
+            fractions of the image, so a resize keeps them in place.
+        exif_transpose: refused: COCO's boxes are in the stored pixels' frame, and turning
+            the pixels would move them away from their boxes.
         provenance: store each image's ``file_name`` with its record (``"__source"``).
         images_outside: read a ``file_name`` that leads outside ``images`` (absolute, through
             ``..``, or a symlink out of it). Off by default: a shared dataset would store this
@@ -89,13 +96,22 @@ class Coco:
 
     def __init__(self, annotations: str | os.PathLike[str],
                  images: str | os.PathLike[str] | None = None, *,
-                 check: ImageCheck = "structure",
+                 encoding: str | None = None, channels: int | None = None,
+                 resize: Resize = None, check: ImageCheck = "structure",
                  max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+                 reduce_16bit: bool = False, exif_transpose: bool = False,
                  provenance: bool = True, images_outside: bool = False) -> None:
         self.path = os.fspath(annotations)
+        if exif_transpose:
+            raise OptionError("Coco takes no exif_transpose=True: COCO's boxes are in the "
+                              "stored pixels' frame, and turning the pixels would move them "
+                              "away from their boxes")
+        self.image = ImageOptions(encoding, channels, resize, check, max_image_pixels,
+                                  reduce_16bit)
+        # Bytes kept as they are cost little per image; decoding pays for worker processes.
+        self.in_process = self.image.keeps_bytes and check != "decode"
         self.images_outside = images_outside
         self.root = os.fspath(images) if images is not None else _image_folder(self.path)
-        self.check, self.max_image_pixels = check_option(check), max_image_pixels
         self.provenance = provenance
         self.description = f"coco:{os.path.abspath(self.path)}"
         try:
@@ -171,7 +187,9 @@ class Coco:
         return out
 
     def schema(self) -> Schema:
-        return Schema({"image": Image(), "image/object": Boxes(self.names)})
+        return Schema({"image": Image(encoding=self.image.encoding or "auto",
+                                      channels=self.image.channels),
+                       "image/object": Boxes(self.names)})
 
     def items(self) -> Iterator[SourceItem]:
         for image, (name, width, height) in self._images.items():
@@ -197,13 +215,28 @@ class Coco:
             raise SourceError(path, f"not found: the images were looked for in {self.root} "
                                     f"({self._looked}); give images= (--images) naming the "
                                     "folder the file_name entries are relative to")
-        image = load_image(path, check=self.check, max_pixels=self.max_image_pixels)
-        if (image["width"], image["height"]) != (width, height):
-            raise SourceError(path, f"is {image['width']}x{image['height']} pixels; the "
-                                    f"annotations say {width}x{height}: its boxes would be "
-                                    "misplaced")
+        data = read_file(path)
+        image = self.image.from_bytes(data, path)
+        stored = ((image["width"], image["height"]) if self.image.keeps_bytes
+                  else _stored_size(data, path))
+        if stored != (width, height):
+            raise SourceError(path, f"is {stored[0]}x{stored[1]} pixels; the annotations say "
+                                    f"{width}x{height}: its boxes would be misplaced")
         boxes = [[min(max(v, 0.0), 1.0) for v in (x / width, y / height, (x + w) / width,
                                                    (y + h) / height)]
                  for (x, y, w, h), _ in objects]
         return {"image": image,
                 "image/object": {"boxes": boxes, "labels": [c for _, c in objects]}}
+
+
+def _stored_size(data: bytes, path: str) -> tuple[int, int]:
+    """``(width, height)`` of an image file's stored pixels (its header; Pillow's for
+    formats other than JPEG and PNG)."""
+    header = image_header(data)
+    if header is not None:
+        return header[1], header[0]
+    try:
+        with load_pillow().open(io.BytesIO(data)) as opened:
+            return int(opened.width), int(opened.height)
+    except (OSError, ValueError, SyntaxError) as err:  # Pillow's bad-header errors
+        raise SourceError(path, f"unreadable image: {err}") from None

@@ -7,16 +7,15 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from tfrecordkit.codecs import load_simplejpeg
-from tfrecordkit.errors import OptionError, SourceError
+from tfrecordkit.errors import SourceError
 from tfrecordkit.schema import Audio, ClassLabel, Image, Schema
 from tfrecordkit.sources._media import (
     AUDIO_EXTENSIONS,
     DEFAULT_MAX_IMAGE_PIXELS,
     IMAGE_EXTENSIONS,
     ImageCheck,
-    check_option,
+    ImageOptions,
     load_audio,
-    load_image,
 )
 from tfrecordkit.sources._protocol import SourceItem
 from tfrecordkit.store import text_of_name
@@ -223,14 +222,13 @@ class ImageFolder(_ClassFolder):
         splits: bool | None = None,
     ) -> None:
         super().__init__(root, provenance, splits)
+        self.image = ImageOptions(encoding, channels, resize, check, max_image_pixels,
+                                  reduce_16bit, exif_transpose)
+        self.encoding, self.channels = encoding, channels
         self.reduce_16bit, self.exif_transpose = reduce_16bit, exif_transpose
-        if max_image_pixels < 1:
-            raise OptionError(f"max_image_pixels must be positive; got {max_image_pixels}")
-        self.encoding, self.channels, self.resize = encoding, channels, resize
-        self.check, self.max_image_pixels = check_option(check), max_image_pixels
         # Kept bytes that are not test-decoded cost little per file: worker processes would
         # only add transfer costs. Decoding (a check or a conversion) pays for workers.
-        kept = encoding is None and channels is None and resize is None and not exif_transpose
+        kept = self.image.keeps_bytes
         self.in_process = kept and check != "decode"
         # Kept JPEGs test-decoded by libjpeg-turbo spend their time with the GIL released
         # (reading, decoding at 1/8 scale): threads beat pickling every file to a process.
@@ -255,11 +253,7 @@ class ImageFolder(_ClassFolder):
 
     def load(self, item: Any) -> Mapping[str, Any]:
         path, label = item
-        image = load_image(path, encoding=self.encoding, channels=self.channels,
-                           resize=self.resize, check=self.check,
-                           max_pixels=self.max_image_pixels, reduce_16bit=self.reduce_16bit,
-                           exif_transpose=self.exif_transpose)
-        return {"image": image, "label": label}
+        return {"image": self.image.load(path), "label": label}
 
 
 class AudioFolder(_ClassFolder):

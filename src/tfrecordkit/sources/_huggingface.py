@@ -8,6 +8,7 @@ per inner key. ``datasets`` is imported only by callers that pass one of its obj
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
@@ -28,7 +29,13 @@ from tfrecordkit.schema import (
     Tensor,
     Text,
 )
-from tfrecordkit.sources._media import audio_from_bytes, image_from_bytes
+from tfrecordkit.sources._media import (
+    DEFAULT_MAX_IMAGE_PIXELS,
+    ImageCheck,
+    ImageOptions,
+    Resize,
+    audio_from_bytes,
+)
 from tfrecordkit.sources._protocol import SourceItem
 
 __all__ = ["HuggingFace", "is_huggingface"]
@@ -71,8 +78,14 @@ class HuggingFace:
 
     named_classes = True  # ClassLabel ids number the dataset's own names
 
-    def __init__(self, dataset: Any, *, provenance: bool = True) -> None:
+    def __init__(self, dataset: Any, *, provenance: bool = True,
+                 encoding: str | None = None, channels: int | None = None,
+                 resize: Resize = None, check: ImageCheck = "structure",
+                 max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+                 reduce_16bit: bool = False, exif_transpose: bool = False) -> None:
         self.provenance = provenance
+        self.image = ImageOptions(encoding, channels, resize, check, max_image_pixels,
+                                  reduce_16bit, exif_transpose)
         splits = dict(dataset) if isinstance(dataset, Mapping) else {None: dataset}
         if not splits:
             raise SourceError("<datasets>", "no splits")
@@ -133,10 +146,21 @@ class HuggingFace:
                 features[f"{name}/{key}"] = feature
                 converters[f"{name}/{key}"] = (path, _pluck(key, convert))
             return
-        feature, convert = _leaf(name, hf, self._sample(path) if kind == "Audio" else [])
+        if kind == "Image":
+            feature, convert = self._image_leaf()
+        else:
+            feature, convert = _leaf(name, hf, self._sample(path) if kind == "Audio" else [])
         _claim(features, name, path)
         features[name] = feature
         converters[name] = (path, convert)
+
+    def _image_leaf(self) -> tuple[Feature, Convert]:
+        """An HF ``Image`` column: its stored bytes, read with the image options."""
+        image = self.image
+        convert = functools.partial(_image, image)  # picklable: Ray tasks get the converters
+        if image.keeps_bytes:
+            return Image(), convert
+        return Image(encoding=image.encoding or "auto", channels=image.channels), convert
 
     def _sample(self, path: tuple[str, ...]) -> list[Any]:
         """The first rows' values at ``path`` (to choose what keeps their bytes)."""
@@ -232,8 +256,6 @@ def _leaf(name: str, hf: Any, sample: list[Any]) -> tuple[Feature, Convert]:
         return _value(name, hf.dtype)
     if kind == "ClassLabel":
         return ClassLabel(list(hf.names)), lambda v, where: int(v)
-    if kind == "Image":
-        return Image(), _image
     if kind == "Audio":
         kinds = {sniff_bytes(v["bytes"]) for v in sample if v and v.get("bytes")}
         encoding = "wav" if kinds == {"wav"} else "flac"
@@ -315,9 +337,9 @@ def _stored_bytes(value: Any, where: str, what: str) -> bytes:
     return bytes(data)
 
 
-def _image(value: Any, where: str) -> Any:
-    return image_from_bytes(_stored_bytes(value, where, "an image"),
-                            f"datasets column {where!r}")
+def _image(options: ImageOptions, value: Any, where: str) -> Any:
+    return options.from_bytes(_stored_bytes(value, where, "an image"),
+                              f"datasets column {where!r}")
 
 
 def _audio(value: Any, where: str, encoding: str) -> Any:

@@ -31,7 +31,7 @@ _KEPT_MODES = frozenset({"L", "LA", "RGB", "RGBA", "1"})  # 16-bit PNGs: see red
 _MODE_FOR_CHANNELS = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
 
 
-def _read(path: str) -> bytes:
+def read_file(path: str) -> bytes:
     """A file's bytes, in one read when its size holds (a third of ``open().read()``'s cost
     per small file: no buffered file object)."""
     try:
@@ -147,7 +147,7 @@ def load_image(
     Raises:
         SourceError: the file is unreadable, too large, empty or corrupt (names the file).
     """
-    return image_from_bytes(_read(path), path, encoding=encoding, channels=channels,
+    return image_from_bytes(read_file(path), path, encoding=encoding, channels=channels,
                             resize=resize, check=check, max_pixels=max_pixels,
                             reduce_16bit=reduce_16bit, exif_transpose=exif_transpose)
 
@@ -291,7 +291,7 @@ def load_audio(path: str, *, encoding: str | None = None) -> dict[str, Any]:
     WAV and FLAC bytes are kept; other formats (or a different ``encoding``) are re-encoded to
     FLAC. The file is decoded once to prove it is readable.
     """
-    return audio_from_bytes(_read(path), path, encoding=encoding)
+    return audio_from_bytes(read_file(path), path, encoding=encoding)
 
 
 def audio_from_bytes(data: bytes, path: str, *, encoding: str | None = None
@@ -323,3 +323,104 @@ def media_kind(path: str) -> str | None:
     if ext in AUDIO_EXTENSIONS:
         return "audio"
     return None
+
+
+Resize = tuple[int, int] | int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageOptions:
+    """How an image source reads its images: every source holding images (an image folder, a
+    table's image columns, COCO, a Hugging Face dataset) takes these keywords, with these
+    defaults (:data:`IMAGE_OPTIONS` lists them for the CLI).
+
+    Attributes:
+        encoding: re-encode as ``"jpeg"`` or ``"png"`` (default: JPEG/PNG bytes kept).
+        channels: convert to 1, 3 or 4 channels (default: as stored).
+        resize: ``(height, width)``, or an int bounding the longer side.
+        check: what is checked of bytes kept as they are: ``"structure"``, ``"decode"``,
+            ``"none"``.
+        max_image_pixels: images with more pixels are refused (a decompression bomb?).
+        reduce_16bit: store 16-bit PNGs as their high byte (default: refuse them).
+        exif_transpose: apply a JPEG's EXIF orientation to its pixels.
+    """
+
+    encoding: str | None = None
+    channels: int | None = None
+    resize: Resize = None
+    check: ImageCheck = "structure"
+    max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
+    reduce_16bit: bool = False
+    exif_transpose: bool = False
+
+    def __post_init__(self) -> None:
+        check_option(self.check)
+        if self.encoding not in (None, "auto", "jpeg", "png"):
+            raise OptionError(f"encoding must be 'jpeg' or 'png' (or None: kept); got "
+                              f"{self.encoding!r}")
+        if self.channels not in (None, 1, 3, 4):
+            raise OptionError(f"channels must be 1, 3 or 4 (or None: as stored); got "
+                              f"{self.channels!r}")
+        pixels = self.max_image_pixels
+        if isinstance(pixels, bool) or not isinstance(pixels, int) or pixels < 1:
+            raise OptionError(f"max_image_pixels must be a positive int; got {pixels!r}")
+
+    @property
+    def keeps_bytes(self) -> bool:
+        """JPEG/PNG bytes are stored as they came (nothing asks for other pixels)."""
+        return (self.encoding in (None, "auto") and self.channels is None
+                and self.resize is None and not self.exif_transpose)
+
+    def from_bytes(self, data: bytes, path: str) -> dict[str, Any]:
+        """:func:`image_from_bytes` with these options."""
+        return image_from_bytes(data, path, encoding=self.encoding, channels=self.channels,
+                                resize=self.resize, check=self.check,
+                                max_pixels=self.max_image_pixels,
+                                reduce_16bit=self.reduce_16bit,
+                                exif_transpose=self.exif_transpose)
+
+    def load(self, path: str) -> dict[str, Any]:
+        """:func:`load_image` with these options."""
+        return self.from_bytes(read_file(path), path)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageOption:
+    """One keyword of :class:`ImageOptions` as the CLI offers it."""
+
+    name: str
+    flag: str
+    help: str
+    argparse: dict[str, Any]
+
+    def value(self, given: Any) -> Any:
+        """The keyword's value from the parsed flag (``--image-size H W`` or ``N``)."""
+        if self.name == "resize" and given is not None:
+            return given[0] if len(given) == 1 else (given[0], given[1])
+        return given
+
+
+#: The image options every image source takes, in the CLI's words.
+IMAGE_OPTIONS: tuple[ImageOption, ...] = (
+    ImageOption("encoding", "--image-encoding",
+                "re-encode images (default: keep JPEG/PNG bytes as they are)",
+                {"choices": ("jpeg", "png")}),
+    ImageOption("resize", "--image-size", "resize images: H W, or one N bounding the longer "
+                "side", {"type": int, "nargs": "+", "metavar": "N"}),
+    ImageOption("channels", "--channels", "convert images to 1, 3 or 4 channels (default: as "
+                "stored; one RGBA file among RGB ones then makes every image 4-channel)",
+                {"type": int, "choices": (1, 3, 4)}),
+    ImageOption("check", "--check", "what is checked of each image kept as it is: its "
+                "structure (default: segments, chunks and CRCs, end marker), also a test "
+                "decode (catches damaged pixel data, ~100x slower), or nothing",
+                {"choices": IMAGE_CHECKS}),
+    ImageOption("max_image_pixels", "--max-image-pixels",
+                f"refuse images with more pixels (default {DEFAULT_MAX_IMAGE_PIXELS:,})",
+                {"type": int, "metavar": "N"}),
+    ImageOption("reduce_16bit", "--reduce-16bit",
+                "store 16-bit PNGs as their high byte (default: refuse them)",
+                {"action": "store_const", "const": True}),
+    ImageOption("exif_transpose", "--exif-transpose", "apply JPEGs' EXIF orientation to the "
+                "pixels (default: keep as stored, as TensorFlow decodes them)",
+                {"action": "store_const", "const": True}),
+)

@@ -28,7 +28,14 @@ from tfrecordkit.schema import (
     Text,
     number_of,
 )
-from tfrecordkit.sources._media import load_audio, load_image, media_kind
+from tfrecordkit.sources._media import (
+    DEFAULT_MAX_IMAGE_PIXELS,
+    ImageCheck,
+    ImageOptions,
+    Resize,
+    load_audio,
+    media_kind,
+)
 from tfrecordkit.sources._protocol import SourceItem
 from tfrecordkit.store import text_of_name
 
@@ -140,6 +147,9 @@ class Table:
         key: the column that identifies each row (an id that survives re-exports), which its
             split and an append's duplicate check go by; default: the row number, which moves
             when rows are inserted or reordered. Its values must be present and unique.
+        encoding, channels, resize, check, max_image_pixels, reduce_16bit, exif_transpose:
+            how the image files of path columns are read, as :class:`ImageFolder` reads its
+            files (:class:`~tfrecordkit.sources.ImageOptions`).
 
     Empty cells (and JSON ``null``) are missing values: text reads as ``""``, a list as
     ``[]``, a float as NaN. A column of whole numbers with empty cells among the rows
@@ -160,7 +170,16 @@ class Table:
         path_columns: list[str] | None = None,
         provenance: bool = True,
         key: str | None = None,
+        encoding: str | None = None,
+        channels: int | None = None,
+        resize: Resize = None,
+        check: ImageCheck = "structure",
+        max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+        reduce_16bit: bool = False,
+        exif_transpose: bool = False,
     ) -> None:
+        self.image = ImageOptions(encoding, channels, resize, check, max_image_pixels,
+                                  reduce_16bit, exif_transpose)
         self.path = os.fspath(path)
         self.key = key
         self.provenance = provenance
@@ -198,6 +217,9 @@ class Table:
                 features[column] = self._label_feature(column)
             else:
                 features[column] = self._infer_column(column, [r.get(column) for r in sample])
+                if features[column].kind == "image" and not self.image.keeps_bytes:
+                    features[column] = Image(encoding=self.image.encoding or "auto",
+                                             channels=self.image.channels)
         return Schema(features)
 
     def _label_feature(self, column: str) -> ClassLabel:
@@ -295,7 +317,7 @@ class Table:
         """A media column's file, loaded (its path relative to the table's folder)."""
         if feature.kind == "audio":
             return load_audio(self.resolve(path), encoding=feature.encoding)
-        return load_image(self.resolve(path))
+        return self.image.load(self.resolve(path))
 
     def _convert(self, feature: Feature, value: Any, number: int, name: str) -> Any:
         """A cell's value: a text cell read as its kind reads text (numbers, JSON lists,
