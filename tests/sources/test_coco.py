@@ -188,3 +188,61 @@ def test_an_image_outside_the_images_folder_is_refused_unless_asked(tmp_path, es
                                         tmp_path / "data" / "images", images_outside=True),
                         tmp_path / "ds", workers=1)
     assert result.records == len(coco["images"])
+
+
+def _edit(root: Path, change) -> Path:
+    path = root / "instances.json"
+    coco = json.loads(path.read_text())
+    change(coco)
+    path.write_text(json.dumps(coco))
+    return path
+
+
+def test_a_box_past_its_images_edge_is_refused_naming_it_and_skipped_per_image(tmp_path):
+    """Up to a pixel past the edge is COCO's rounding, clipped; a box 1.5x its image (or one
+    wholly outside) is refused naming the annotation, the image and the convention, and with
+    on_error="skip" only its image is left out."""
+    coco = _coco(tmp_path, images=6)
+    first = coco["annotations"][0]
+    image = next(e for e in coco["images"] if e["id"] == first["image_id"])
+
+    def grow(c):
+        c["annotations"][0]["bbox"] = [0, 0, image["width"] * 1.5, image["height"] * 1.5]
+        c["annotations"][1]["bbox"][0] = -0.6  # rounding: kept, clipped at 0
+    path = _edit(tmp_path, grow)
+    with pytest.raises(SourceError, match=rf"{image['file_name']}: annotation id "
+                                          rf"{first['id']}: bbox .* px past the edge of the "
+                                          r".*\[x, y, width, height\] in pixels"):
+        tk.convert(tk.Coco(path, images=tmp_path / "images"), tmp_path / "refused",
+                   progress=False)
+    result = tk.convert(tk.Coco(path, images=tmp_path / "images"), tmp_path / "skipped",
+                        progress=False, on_error="skip")
+    skipped = result.manifest.skipped
+    assert result.records == 5 and len(skipped) == 1
+    assert image["file_name"] in json.dumps(skipped[0]) and "past the edge" in json.dumps(
+        skipped[0])
+    kept = _by_file(tmp_path / "skipped")
+    second = next(e for e in coco["images"] if e["id"] == coco["annotations"][1]["image_id"])
+    if second["id"] != image["id"]:
+        assert kept[second["file_name"]][0].min() >= 0.0
+
+
+def test_a_file_of_corners_or_fractions_is_refused_as_not_cocos_convention(tmp_path):
+    coco = _coco(tmp_path, images=6)
+
+    def corners(c):  # [x1, y1, x2, y2] written where COCO wants [x, y, w, h]
+        for a in c["annotations"]:
+            x, y, w, h = a["bbox"]
+            a["bbox"] = [x + w * 0.9, y + h * 0.9, x + w + 30, y + h + 30]
+    with pytest.raises(SourceError, match=r"were corners \[x1, y1, x2, y2\]"):
+        tk.convert(tk.Coco(_edit(tmp_path, corners), images=tmp_path / "images"),
+                   tmp_path / "a", progress=False)
+    sizes = {e["id"]: (e["width"], e["height"]) for e in coco["images"]}
+
+    def fractions(c):
+        for a, original in zip(c["annotations"], coco["annotations"], strict=True):
+            x, y, w, h = original["bbox"]
+            width, height = sizes[original["image_id"]]
+            a["bbox"] = [x / width, y / height, w / width, h / height]
+    with pytest.raises(SourceError, match=r"lies in \[0, 1\].*look like fractions"):
+        tk.Coco(_edit(tmp_path, fractions))

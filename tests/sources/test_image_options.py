@@ -85,13 +85,14 @@ def test_coco_takes_channels_size_and_encoding_from_the_cli(tmp_path):
     asked = _stored(tmp_path / "asked")
     assert [(s, f) for s, f, _ in asked] == [((8, 10, 3), "JPEG")] * 3
     assert [b for _, _, b in asked] == [b for _, _, b in kept]
-    assert [b for _, _, b in asked][0] == pytest.approx([0.1, 0.25, 0.6, 0.75])
+    assert asked[0][2] == pytest.approx([0.1, 0.25, 0.6, 0.75])
     assert tk.load_manifest(tmp_path / "asked").schema["image"].channels == 3
 
 
 def test_coco_honours_the_checks_it_ignored(tmp_path):
     annotations = _coco(tmp_path / "coco")
-    with pytest.raises(SourceError, match=r"\d\.png: image of 20x16 pixels is over the limit of 100"):
+    with pytest.raises(SourceError, match=r"\d\.png: image of 20x16 pixels is over the "
+                                          "limit of 100"):
         tk.convert(Coco(annotations, max_image_pixels=100), tmp_path / "small", progress=False)
     assert main(["convert", str(annotations), str(tmp_path / "cli"), "-q",
                  "--max-image-pixels", "100"]) == 1

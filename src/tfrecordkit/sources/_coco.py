@@ -25,7 +25,12 @@ from tfrecordkit.sources._media import (
 from tfrecordkit.sources._protocol import SourceItem
 from tfrecordkit.store import text_of_name
 
-__all__ = ["Coco"]
+__all__ = ["EDGE_TOLERANCE", "Coco"]
+
+#: Pixels a COCO box may reach past its image's edge and still be taken (clipped there):
+#: COCO's float boxes pass an edge by rounding. Further is a box of another image or
+#: another convention, and is refused.
+EDGE_TOLERANCE = 1.0
 
 
 def _image_folder(annotations: str) -> str:
@@ -65,9 +70,12 @@ class Coco:
     ``image/object`` is a :class:`~tfrecordkit.schema.Boxes` feature named by the categories
     (in category id order; an object's class is its category's name): COCO's pixel boxes
     ``[x, y, width, height]`` become ``[x / W, y / H, (x + width) / W, (y + height) / H]``
-    of the image's annotated size, clipped to ``[0, 1]`` (COCO's float boxes may pass an edge
-    by a fraction of a pixel). Crowd annotations are objects like the others; an image with
-    no annotation has no boxes.
+    of the image's annotated size. A box may pass an edge by up to :data:`EDGE_TOLERANCE`
+    pixel (COCO's float rounding), and is clipped there; one reaching further is refused,
+    naming the annotation, its image and COCO's convention (an image at a time: with
+    ``on_error="skip"`` that image is left out and listed), and a file whose every coordinate
+    lies in ``[0, 1]`` is refused as fractions given where COCO wants pixels. Crowd
+    annotations are objects like the others; an image with no annotation has no boxes.
 
     Args:
         annotations: the ``instances_*.json`` file.
@@ -129,7 +137,7 @@ class Coco:
                         "the .json file")
         self.names, ids = self._categories(coco)
         self._images = self._image_entries(coco)
-        self._objects: dict[Any, list[tuple[list[float], str]]] = {}
+        self._objects: dict[Any, list[tuple[list[float], str, Any]]] = {}
         for k, entry in enumerate(self._list(coco, "annotations")):
             where = f"annotations[{k}]"
             box = entry.get("bbox") if isinstance(entry, Mapping) else None
@@ -144,7 +152,23 @@ class Coco:
             if category not in ids:
                 raise SourceError(self.path, f"{where}: category_id {category!r} is not "
                                              "among the categories")
-            self._objects.setdefault(image, []).append((box, ids[category]))
+            self._objects.setdefault(image, []).append((box, ids[category], entry.get("id")))
+        self._refuse_fractions()
+
+    def _refuse_fractions(self) -> None:
+        """Refuse boxes that are all fractions of their image, on images of more than a few
+        pixels: COCO's boxes are pixels, and fractions read as pixels make boxes of a pixel.
+
+        Raises:
+            SourceError: naming the file and COCO's convention.
+        """
+        boxes = [box for objects in self._objects.values() for box, _, _ in objects]
+        sizes = [min(w, h) for _, w, h in self._images.values()]
+        if boxes and sizes and min(sizes) > 4 and all(0 <= v <= 1 for b in boxes for v in b):
+            raise SourceError(self.path, f"every one of the {len(boxes)} bbox values lies in "
+                                         "[0, 1]: COCO's bbox is [x, y, width, height] in "
+                                         "pixels; these look like fractions of the image "
+                                         "(multiply by its width and height)")
 
     def _list(self, coco: Any, key: str) -> list[Any]:
         value = coco.get(key) if isinstance(coco, Mapping) else None
@@ -222,11 +246,20 @@ class Coco:
         if stored != (width, height):
             raise SourceError(path, f"is {stored[0]}x{stored[1]} pixels; the annotations say "
                                     f"{width}x{height}: its boxes would be misplaced")
-        boxes = [[min(max(v, 0.0), 1.0) for v in (x / width, y / height, (x + w) / width,
-                                                   (y + h) / height)]
-                 for (x, y, w, h), _ in objects]
+        boxes = []
+        for (x, y, w, h), _, annotation in objects:
+            past = max(-x, -y, x + w - width, y + h - height)
+            if past > EDGE_TOLERANCE:
+                raise SourceError(path, f"annotation id {annotation!r}: bbox {[x, y, w, h]} "
+                                        f"reaches {past:.1f} px past the edge of the "
+                                        f"{width}x{height} image (up to {EDGE_TOLERANCE:g} px "
+                                        "is rounding, clipped); COCO's bbox is [x, y, width, "
+                                        "height] in pixels: were corners [x1, y1, x2, y2] or "
+                                        "another image's box given?")
+            boxes.append([min(max(v, 0.0), 1.0) for v in (
+                x / width, y / height, (x + w) / width, (y + h) / height)])
         return {"image": image,
-                "image/object": {"boxes": boxes, "labels": [c for _, c in objects]}}
+                "image/object": {"boxes": boxes, "labels": [c for _, c, _ in objects]}}
 
 
 def _stored_size(data: bytes, path: str) -> tuple[int, int]:
