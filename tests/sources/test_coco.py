@@ -246,3 +246,32 @@ def test_a_file_of_corners_or_fractions_is_refused_as_not_cocos_convention(tmp_p
             a["bbox"] = [x / width, y / height, w / width, h / height]
     with pytest.raises(SourceError, match=r"lies in \[0, 1\].*look like fractions"):
         tk.Coco(_edit(tmp_path, fractions))
+
+
+def test_stats_counts_objects_per_category_and_boxes_per_image_as_the_json_does(
+        tmp_path, capsys):
+    from collections import Counter
+
+    from tfrecordkit.cli import main
+
+    coco = _coco(tmp_path, images=10)
+    tk.convert(tk.Coco(tmp_path / "instances.json", images=tmp_path / "images"),
+               tmp_path / "ds", split={"train": 1.0}, progress=False)
+    assert main(["stats", str(tmp_path / "ds"), "--json"]) == 0
+    entry = json.loads(capsys.readouterr().out)["objects"]["image/object"]
+    names = {c["id"]: c["name"] for c in CATEGORIES}
+    per_class = Counter(names[a["category_id"]] for a in coco["annotations"])
+    per_image = Counter(a["image_id"] for a in coco["annotations"])
+    counts = [per_image.get(e["id"], 0) for e in coco["images"]]
+    train = entry["splits"]["train"]
+    assert entry["names"] == ["person", "car", "dog"]  # category id order
+    assert train["per_class"] == {n: per_class.get(n, 0) for n in entry["names"]}
+    assert train["objects"] == len(coco["annotations"])
+    assert train["boxes_per_image"] == {"min": min(counts), "median": float(np.median(counts)),
+                                        "mean": round(float(np.mean(counts)), 3),
+                                        "max": max(counts)}
+    assert train["images_without_boxes"] == counts.count(0) == 1
+    assert main(["stats", str(tmp_path / "ds")]) == 0
+    text = capsys.readouterr().out
+    assert "image/object: 3 box categories" in text
+    assert f"train: {len(coco['annotations'])} objects" in text and "person" in text

@@ -1,5 +1,6 @@
 """``tfrecordkit stats``: splits, class counts (with a histogram), shards and features, from the
-manifest alone."""
+manifest; for detection datasets (a ``Boxes`` feature) also the objects per class and boxes per
+image, from one pass over the box labels."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import json
 import statistics
 from typing import Any
 
+import numpy as np
+
+from tfrecordkit.schema import Boxes
 from tfrecordkit.store import Manifest, load_manifest
 
 _BAR = 30
@@ -55,6 +59,60 @@ def dataset_stats(manifest: Manifest, k: int | None = None) -> dict[str, Any]:
     }
 
 
+def object_stats(path: str, manifest: Manifest,
+                 storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Per ``Boxes`` feature and split: its category names, the objects of each category, and
+    the boxes per image (read from the records' box labels, one pass)."""
+    from tfrecordkit.readers import DecodeOptions, InOrder, ReadOptions
+    from tfrecordkit.readers.numpy_data import load_numpy_dataset
+
+    out: dict[str, Any] = {}
+    for name, feature in manifest.schema.of_kind(Boxes).items():
+        splits = {}
+        for split in manifest.splits:
+            per_class = np.zeros(len(feature.names), np.int64)
+            per_image: list[np.ndarray] = []
+            for batch in load_numpy_dataset(
+                    path, split, batch_size=1024, sampling=InOrder(),
+                    options=DecodeOptions(features=(name,)),
+                    read=ReadOptions(storage_options=storage_options)):
+                labels = batch[name]["labels"]
+                lengths = labels["lengths"][:, 0]
+                kept = np.arange(labels["values"].shape[1]) < lengths[:, None]
+                per_class += np.bincount(labels["values"][kept], minlength=len(per_class))
+                per_image.append(lengths)
+            counts = np.concatenate(per_image) if per_image else np.zeros(0, np.int64)
+            splits[split] = {
+                "objects": int(counts.sum()),
+                "per_class": dict(zip(feature.names, per_class.tolist(), strict=True)),
+                "boxes_per_image": {"min": int(counts.min()), "median": float(
+                    np.median(counts)), "mean": round(float(counts.mean()), 3),
+                    "max": int(counts.max())} if counts.size else None,
+                "images_without_boxes": int((counts == 0).sum()),
+            }
+        out[name] = {"names": list(feature.names), "splits": splits}
+    return out
+
+
+def _print_objects(objects: dict[str, Any]) -> None:
+    for name, described in objects.items():
+        print(f"{name}: {len(described['names'])} box categories")
+        for split, entry in described["splits"].items():
+            each = entry["boxes_per_image"]
+            print(f"  {split}: {entry['objects']} objects; boxes per image "
+                  + (f"min {each['min']} / median {each['median']:g} / mean {each['mean']:g} / "
+                     f"max {each['max']}" if each else "-")
+                  + f"; {entry['images_without_boxes']} images without boxes")
+            counts = entry["per_class"]
+            top = max(counts.values(), default=0) or 1
+            width = max((len(c) for c in counts), default=0)
+            shown = sorted(counts.items(), key=lambda item: -item[1])
+            for cls, n in shown[:40]:
+                print(f"    {cls.ljust(width)} {n:>8}  {'█' * max(1, round(_BAR * n / top))}")
+            if len(shown) > 40:
+                print(f"    ... {len(shown) - 40} more categories")
+
+
 def _print_text(stats: dict[str, Any], k: int | None) -> None:
     print(f"layout {stats['layout']}, compression {stats['compression'] or 'none'}, "
           f"{stats['num_classes']} classes" if stats["num_classes"] else
@@ -96,8 +154,12 @@ def _print_text(stats: dict[str, Any], k: int | None) -> None:
 def run(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.dataset, storage_options=args.storage_options)
     stats = dataset_stats(manifest, args.examples_per_class)
+    objects = object_stats(args.dataset, manifest, args.storage_options)
+    if objects:
+        stats["objects"] = objects
     if args.json:
         print(json.dumps(stats, indent=2))
     else:
         _print_text(stats, args.examples_per_class)
+        _print_objects(objects)
     return 0
