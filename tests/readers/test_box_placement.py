@@ -5,6 +5,7 @@ solid object still covers it afterwards (checked against the pixels)."""
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -287,3 +288,88 @@ def test_tf_helpers_move_boxes_with_the_image(photos):
                                                options=options)]
         kept, _ = _assert_boxes_cover(_records(batches), size)
         assert kept > 10
+
+
+@pytest.fixture(scope="module")
+def photos_with_fields(tmp_path_factory):
+    """The photos of ``photos``, each object also carrying per-object fields that name it:
+    ``id`` its position among the record's objects, ``area`` and ``is_crowd`` from it."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for _ in range(24):
+        data, objects = _photo(rng)
+        n = len(objects["labels"])
+        objects.update(id=list(range(n)), area=[10.0 * k + 0.5 for k in range(n)],
+                       is_crowd=[k % 2 for k in range(n)])
+        rows.append({"image": data, "image/object": objects})
+    fields = {"id": "int64", "area": "float32", "is_crowd": "int64"}
+    schema = tk.Schema({"image": tk.Image("png", channels=3),
+                        "image/object": tk.Boxes(["red", "green", "blue"], ids=[5, 2, 9],
+                                                 fields=fields)})
+    path = tmp_path_factory.mktemp("fields") / "ds"
+    tk.write_dataset(rows, path, schema, shards=tk.ShardOptions(num_shards=2), progress=False)
+    return path
+
+
+def _objects(batch, part, k):
+    values = batch["image/object"][part]
+    return np.asarray(values["values"])[k, :int(np.asarray(values["lengths"])[k, 0])]
+
+
+def test_per_object_fields_follow_their_boxes_through_every_transform(photos,
+                                                                      photos_with_fields):
+    """A crop that drops a box drops its fields' row with it (the rule torchvision's
+    SanitizeBoundingBoxes applies to every key its labels_getter returns): the boxes and
+    labels equal those of the same photos without fields, and each kept object's fields are
+    its own."""
+    kept = {}
+    for n, transform in enumerate(TRANSFORMS):
+        options = tk.DecodeOptions(image_size=SIZE, **transform)
+        common = {"batch_size": 8, "sampling": tk.InOrder(), "options": options, "seed": 7}
+        plain = list(tk.load_numpy_dataset(photos, **common))
+        with_fields = list(tk.load_numpy_dataset(photos_with_fields, **common))
+        kept[n] = 0
+        for a, b in zip(plain, with_fields, strict=True):
+            for k in range(len(a["image"])):
+                for part in ("boxes", "labels"):
+                    assert _objects(a, part, k).tobytes() == _objects(b, part, k).tobytes()
+                ids = _objects(b, "id", k)
+                assert (_objects(b, "labels", k) == ids).all()  # object k has label k
+                assert (_objects(b, "area", k) == 10.0 * ids + 0.5).all()
+                assert (_objects(b, "is_crowd", k) == ids % 2).all()
+                kept[n] += ids.size
+        assert with_fields[0]["image/object"]["area"]["values"].dtype == np.float32
+    assert kept[1] < kept[len(TRANSFORMS) - 1]  # the small windows dropped objects
+    manifest = json.loads((photos_with_fields / "dataset.json").read_text())
+    assert manifest["format_version"] == 9
+
+
+@pytest.mark.integration
+def test_every_reader_gives_the_same_per_object_fields(photos_with_fields):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from tfrecordkit.readers.torch_data import load_torch_dataset
+
+    def plain(value):
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return np.asarray(value.numpy() if isinstance(value, torch.Tensor) or hasattr(
+            value, "numpy") else value)
+
+    for transform in ({"crop": "random", "crop_scale": (0.05, 0.3), "flip": True}, {}):
+        options = tk.DecodeOptions(image_size=SIZE, **transform)
+        common = {"batch_size": 8, "sampling": tk.InOrder(), "options": options, "seed": 7}
+        want = [plain(b) for b in tk.load_numpy_dataset(photos_with_fields, **common)]
+        source = tk.load_grain_source(photos_with_fields, options=options, seed=7)
+        got = {"tf.data": list(tk.load_tf_dataset(photos_with_fields, **common)),
+               "torch": list(load_torch_dataset(photos_with_fields, **common)),
+               "grain": [source.collate([source[i] for i in range(s, s + 8)])
+                         for s in range(0, len(source), 8)]}
+        for reader, batches in got.items():
+            for a, got_batch in zip(want, batches, strict=True):
+                b = plain(got_batch)
+                for part in ("boxes", "labels", "id", "area", "is_crowd"):
+                    for k in ("values", "lengths"):
+                        x, y = a["image/object"][part][k], b["image/object"][part][k]
+                        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), (
+                            reader, transform, part, k)

@@ -37,6 +37,12 @@ def _boxes(rng: np.random.Generator, classes: int) -> dict:
     return {"boxes": boxes, "labels": rng.integers(0, classes, n).tolist()}
 
 
+def _with_fields(value: dict, rng: np.random.Generator) -> dict:
+    n = len(value["labels"])
+    return {**value, "area": rng.random(n).astype(np.float32) * 100,
+            "id": rng.integers(0, 2**40, n).tolist()}
+
+
 def _image(rng: np.random.Generator, shape: tuple[int, int, int]) -> np.ndarray:
     return rng.integers(0, 256, size=shape, dtype=np.uint8)
 
@@ -86,6 +92,8 @@ KINDS = {
                                  for _ in range(int(r.integers(0, 3)))]),
     "boxes": (tk.Boxes(["a", "b", "c"]), lambda r, i: _boxes(r, 3)),
     "box_ids": (tk.Boxes(), lambda r, i: _boxes(r, 1000)),
+    "box_fields": (tk.Boxes(["a", "b"], ids=[7, 3], fields={"area": "float32", "id": "int64"}),
+                   lambda r, i: _with_fields(_boxes(r, 2), r)),
     "image": (tk.Image("png", channels=3), lambda r, i: _image(r, (6, 5, 3))),
     "image_var": (tk.Image("png", channels=1),
                   lambda r, i: _image(r, (int(r.integers(3, 9)), int(r.integers(3, 9)), 1))),

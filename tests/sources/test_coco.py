@@ -275,3 +275,47 @@ def test_stats_counts_objects_per_category_and_boxes_per_image_as_the_json_does(
     text = capsys.readouterr().out
     assert "image/object: 3 box categories" in text
     assert f"train: {len(coco['annotations'])} objects" in text and "person" in text
+
+
+def _unpadded(part):
+    """One example's per-object part: ``{"values", "lengths"}`` cut to its objects."""
+    return np.asarray(part["values"])[:int(np.asarray(part["lengths"])[0])]
+
+
+def test_crowd_flags_areas_and_ids_are_kept_record_for_record(tmp_path):
+    """COCO's JSON is the oracle: each record's image id, and per object its annotation id,
+    crowd flag, area, box and category, as written; the category ids are the schema's."""
+    coco = _coco(tmp_path, images=12)
+    path = tmp_path / "ds"
+    tk.convert(tk.Coco(tmp_path / "instances.json", images=tmp_path / "images"), path,
+               split={"train": 1.0}, progress=False)
+    feature = tk.load_manifest(path).schema["image/object"]
+    by_id = {c["id"]: c["name"] for c in CATEGORIES}
+    assert list(feature.ids) == sorted(by_id) and [by_id[i] for i in feature.ids] == list(
+        feature.names)
+    assert dict(feature.fields) == {"id": "int64", "is_crowd": "int64", "area": "float32"}
+    images = {e["id"]: e for e in coco["images"]}
+    seen = 0
+    for row in tk.load_numpy_dataset(path, batch_size=None, sampling=tk.InOrder()):
+        entry = images[int(row["image/id"])]
+        objects = {k: _unpadded(v) for k, v in row["image/object"].items()}
+        mine = [a for a in coco["annotations"] if a["image_id"] == entry["id"]]
+        assert objects["id"].tolist() == [a["id"] for a in mine]
+        assert objects["is_crowd"].tolist() == [a["iscrowd"] for a in mine]
+        assert objects["area"].tolist() == [float(np.float32(a["area"])) for a in mine]
+        assert [feature.ids[i] for i in objects["labels"]] == [a["category_id"] for a in mine]
+        w, h = entry["width"], entry["height"]
+        want = [[x / w, y / h, (x + bw) / w, (y + bh) / h] for x, y, bw, bh in
+                (a["bbox"] for a in mine)]
+        assert np.allclose(objects["boxes"], np.asarray(want, np.float32).reshape(-1, 4))
+        seen += 1
+    assert seen == len(images)
+    crowds = sum(a["iscrowd"] for a in coco["annotations"])
+    assert crowds > 0
+    source = tk.Coco(tmp_path / "instances.json", images=tmp_path / "images", crowds=False)
+    assert source.crowds_left_out == crowds
+    tk.convert(source, tmp_path / "no_crowds", split={"train": 1.0}, progress=False)
+    flags = [f for row in tk.load_numpy_dataset(tmp_path / "no_crowds", batch_size=None,
+                                                sampling=tk.InOrder())
+             for f in _unpadded(row["image/object"]["is_crowd"]).tolist()]
+    assert len(flags) == len(coco["annotations"]) - crowds and not any(flags)

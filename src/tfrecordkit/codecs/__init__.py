@@ -32,7 +32,13 @@ from tfrecordkit.codecs._image import (
     load_simplejpeg,
     scale_pixels,
 )
-from tfrecordkit.codecs._placement import BOX_MIN_AREA, BOX_MIN_SIZE, Placement, place_boxes
+from tfrecordkit.codecs._placement import (
+    BOX_MIN_AREA,
+    BOX_MIN_SIZE,
+    Placement,
+    place_boxes,
+    place_objects,
+)
 from tfrecordkit.codecs._resize import (
     pad_window,
     resize_image,
@@ -82,6 +88,7 @@ __all__ = [
     "mix_keys",
     "pad_window",
     "place_boxes",
+    "place_objects",
     "png_bit_depth",
     "portable_exp",
     "random_crop_box",

@@ -4,11 +4,12 @@ with this arithmetic (tf.data with its in-graph twin, tested equal)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BOX_MIN_AREA", "BOX_MIN_SIZE", "Placement", "place_boxes"]
+__all__ = ["BOX_MIN_AREA", "BOX_MIN_SIZE", "Placement", "place_boxes", "place_objects"]
 
 #: The default of the rule that drops boxes a crop leaves too small (torchvision v2's
 #: ``SanitizeBoundingBoxes``): a box is kept when its width and height in output pixels are
@@ -47,6 +48,28 @@ def place_boxes(boxes: np.ndarray, labels: np.ndarray, placement: Placement, *,
     dropped with their labels (torchvision v2's ``SanitizeBoundingBoxes`` rule). Flips,
     resizes and letterboxing move every box and drop none. Arithmetic in float64, then
     float32 (the in-graph twin does the same)."""
+    moved, keep = _moved(boxes, placement, min_size, min_area)
+    labels = np.asarray(labels)
+    return moved, (labels if keep is None else labels[keep])
+
+
+def place_objects(value: Mapping[str, np.ndarray], placement: Placement, *,
+                  min_size: float = BOX_MIN_SIZE, min_area: float = BOX_MIN_AREA
+                  ) -> dict[str, np.ndarray]:
+    """A ``Boxes`` value (``{"boxes", "labels", ...}``: every part but ``boxes`` one row per
+    object) moved as ``placement`` moved the image: the boxes as :func:`place_boxes` moves
+    them, and the rows of every other part (labels, per-object fields) dropped with the boxes
+    a crop drops (torchvision's ``SanitizeBoundingBoxes`` with a ``labels_getter`` of them
+    all)."""
+    moved, keep = _moved(value["boxes"], placement, min_size, min_area)
+    out = {key: (np.asarray(part) if keep is None else np.asarray(part)[keep])
+           for key, part in value.items() if key != "boxes"}
+    return {"boxes": moved, **out}
+
+
+def _moved(boxes: np.ndarray, placement: Placement, min_size: float, min_area: float
+           ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The boxes moved, and after a crop which of them are kept (None: all)."""
     b = np.asarray(boxes, np.float64).reshape(-1, 4)
     top, left, win_h, win_w = (float(v) for v in placement.window)
     x = (b[:, 0::2] * float(placement.width) - left) / win_w
@@ -62,9 +85,8 @@ def place_boxes(boxes: np.ndarray, labels: np.ndarray, placement: Placement, *,
     if placement.flip:
         x = 1.0 - x[:, ::-1]
     moved = np.stack([x[:, 0], y[:, 0], x[:, 1], y[:, 1]], axis=1)
-    labels = np.asarray(labels)
-    if cuts:
-        wide, high = (moved[:, 2] - moved[:, 0]) * out_w, (moved[:, 3] - moved[:, 1]) * out_h
-        keep = (wide >= min_size) & (high >= min_size) & (wide * high >= min_area)
-        moved, labels = moved[keep], labels[keep]
-    return moved.astype(np.float32), labels
+    if not cuts:
+        return moved.astype(np.float32), None
+    wide, high = (moved[:, 2] - moved[:, 0]) * out_w, (moved[:, 3] - moved[:, 1]) * out_h
+    keep = (wide >= min_size) & (high >= min_size) & (wide * high >= min_area)
+    return moved[keep].astype(np.float32), keep

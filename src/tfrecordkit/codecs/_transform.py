@@ -12,7 +12,7 @@ import numpy as np
 
 from tfrecordkit.codecs._crop import center_crop_box, crop_draws, random_crop_box
 from tfrecordkit.codecs._image import scale_pixels
-from tfrecordkit.codecs._placement import Placement, place_boxes
+from tfrecordkit.codecs._placement import Placement, place_objects
 from tfrecordkit.codecs._resize import pad_window, resize_into
 from tfrecordkit.errors import OptionError
 
@@ -133,10 +133,9 @@ class ImageTransform:
                          cropped=self.crop is not None)
 
     def place(self, value: dict[str, np.ndarray], placement: Placement) -> dict[str, np.ndarray]:
-        """A record's boxes value (``{"boxes", "labels"}``) moved with its image."""
-        boxes, labels = place_boxes(value["boxes"], value["labels"], placement,
-                                    min_size=self.box_min_size, min_area=self.box_min_area)
-        return {**value, "boxes": boxes, "labels": labels}
+        """A record's boxes value (``{"boxes", "labels", ...}``) moved with its image."""
+        return place_objects(value, placement, min_size=self.box_min_size,
+                             min_area=self.box_min_area)
 
     def finisher(self, rows: np.ndarray | None = None, keys: RecordKeys | None = None,
                  placements: dict[int, Placement] | None = None) -> Finish:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType as MappingProxy
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,11 +24,15 @@ from tfrecordkit.schema._base import (
 )
 from tfrecordkit.schema._layout import FeatureLayout, LayoutOptions
 
-__all__ = ["BOX_CORNERS", "Boxes"]
+__all__ = ["BOX_CORNERS", "BOX_FIELD_DTYPES", "Boxes"]
 
 BOX_CORNERS = ("xmin", "ymin", "xmax", "ymax")
 """The order of a box's four numbers (the Object Detection API's keys), as every reader gives
 them: ``[xmin, ymin, xmax, ymax]``, fractions of the image's width and height."""
+
+#: What a per-object field may hold: one number per object.
+BOX_FIELD_DTYPES = ("int64", "float32")
+_LIST = {"int64": "int64", "float32": "float"}
 
 
 @dataclass(frozen=True)
@@ -41,12 +47,23 @@ class Boxes(Feature):
     reader gives it so, padded batches as ``{"boxes": {"values", "lengths"}, "labels":
     {"values", "lengths"}}``.
 
+    Per-object fields (``fields``, e.g. COCO's ``{"is_crowd": "int64", "area": "float32",
+    "id": "int64"}``) are one number per object under ``<name>/<field>`` (the OD API's
+    ``image/object/is_crowd``, ``area``), given and read beside ``boxes`` and ``labels``; a
+    crop that drops a box drops its fields' row with it, in every reader. ``ids`` are the
+    classes' ids in the annotations the names came from (COCO's category ids), one per name:
+    ``names[k]`` is ``ids[k]``; labels stay positions in ``names``.
+
     Args:
         names: the class names ids index (the OD API's label maps often start at 1: put a
             placeholder name first then); empty: ids only, no ``class/text`` key.
+        ids: the source's id of each class (COCO's ``category_id``), or empty.
+        fields: per-object fields and their dtypes (``"int64"`` or ``"float32"``).
     """
 
     names: collections.abc.Sequence[str] = ()
+    ids: collections.abc.Sequence[int] = ()
+    fields: Mapping[str, str] = dataclasses.field(default_factory=dict)
     kind: ClassVar[str] = "boxes"
     tf_decoder: ClassVar[str | None] = "tfrecordkit.readers.tf_data._ops:decode_boxes"
     in_image: ClassVar[bool] = True
@@ -55,26 +72,59 @@ class Boxes(Feature):
         object.__setattr__(self, "names", tuple(str(n) for n in self.names))
         if len(set(self.names)) != len(self.names):
             raise SchemaError("<boxes>", "class names must be unique")
+        ids = tuple(int(i) for i in self.ids)
+        if ids and (len(ids) != len(self.names) or len(set(ids)) != len(ids)):
+            raise SchemaError("<boxes>", f"ids: one unique id per class name; got {len(ids)} "
+                                         f"ids for {len(self.names)} names")
+        object.__setattr__(self, "ids", ids)
+        fields = dict(self.fields)
+        for field, dtype in fields.items():
+            if field in ("boxes", "labels", "bbox", "class") or not field or "/" in field:
+                raise SchemaError("<boxes>", f"per-object field {field!r}: a name other than "
+                                             "boxes, labels, bbox or class, without '/'")
+            if dtype not in BOX_FIELD_DTYPES:
+                raise SchemaError("<boxes>", f"per-object field {field!r}: dtype one of "
+                                             f"{BOX_FIELD_DTYPES}; got {dtype!r}")
+        object.__setattr__(self, "fields", MappingProxy(fields))
+
+    def __hash__(self) -> int:
+        return hash((self.names, self.ids, tuple(self.fields.items())))
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "names": list(self.names)}
+        out: dict[str, Any] = {"kind": self.kind, "names": list(self.names)}
+        if self.ids:
+            out["ids"] = list(self.ids)
+        if self.fields:
+            out["fields"] = dict(self.fields)
+        return out
+
+    @property
+    def format_need(self) -> tuple[int, str] | None:
+        if self.ids or self.fields:
+            return 9, "boxes with class ids or per-object fields"
+        return None
 
     def hf_feature(self) -> dict[str, Any] | None:
         return {"boxes": hf_list(hf_list(hf_value("float32"), 4)),
-                "labels": hf_list({"_type": "ClassLabel", "names": list(self.names)})}
+                "labels": hf_list({"_type": "ClassLabel", "names": list(self.names)}),
+                **{f: hf_list(hf_value(d)) for f, d in self.fields.items()}}
 
     def key_specs(self, name: str) -> list[KeySpec]:
         specs = [KeySpec(f"{name}/bbox/{c}", "float32", None) for c in BOX_CORNERS]
         specs.append(KeySpec(f"{name}/class/label", "int64", None))
         if self.names:
             specs.append(KeySpec(f"{name}/class/text", "string", None))
+        specs += [KeySpec(f"{name}/{f}", d, None)  # type: ignore[arg-type]  # checked dtypes
+                  for f, d in self.fields.items()]
         return specs
 
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
         boxes = FeatureLayout(name, "numbers", np.dtype(np.float32), (None, 4), (0,))
         labels = FeatureLayout(name, "numbers", np.dtype(np.int64), (None,), (0,))
+        fields = {f: FeatureLayout(name, "numbers", np.dtype(d), (None,), (0,))
+                  for f, d in self.fields.items()}
         return FeatureLayout(name, "parts", None, (None,), (0,),
-                             parts={"boxes": boxes, "labels": labels})
+                             parts={"boxes": boxes, "labels": labels, **fields})
 
     def _label_id(self, name: str, value: Any) -> int:
         if isinstance(value, str | bytes):
@@ -105,6 +155,8 @@ class Boxes(Feature):
                 value["labels"], list | tuple) else list(value["labels"])
             if len(labels) != len(boxes):
                 raise SchemaError(name, f"{len(boxes)} boxes but {len(labels)} labels")
+            per_object = {f: self._field(name, f, value.get(f), len(boxes))
+                          for f in self.fields}
             if not np.isfinite(boxes).all():
                 raise SchemaError(name, "a box corner is not a finite number")
             _check_corners(name, boxes)
@@ -116,9 +168,28 @@ class Boxes(Feature):
             if self.names:
                 entries.append(_entry(f"{name}/class/text", "bytes",
                                       [self.names[i].encode("utf-8") for i in ids]))
+            entries += [_entry(f"{name}/{f}", _LIST[self.fields[f]], values)  # type: ignore[arg-type]
+                        for f, values in per_object.items()]
             return entries
 
         return encode
+
+    def _field(self, name: str, field: str, given: Any, count: int) -> Any:
+        """A per-object field's values for ``count`` objects, checked."""
+        if given is None:
+            raise SchemaError(name, f"per-object field {field!r} is missing: give one value "
+                                    "per box")
+        values = np.asarray(given).reshape(-1)
+        if len(values) != count:
+            raise SchemaError(name, f"{count} boxes but {len(values)} {field!r} values")
+        if self.fields[field] == "int64":
+            if values.size and values.dtype.kind not in "iub":
+                raise SchemaError(name, f"per-object field {field!r} holds whole numbers")
+            return [int(v) for v in values]
+        floats = values.astype(np.float64)
+        if not np.isfinite(floats).all():
+            raise SchemaError(name, f"per-object field {field!r}: a value is not finite")
+        return _float32_list(name, floats.tolist())
 
     def decode(self, name: str, features: Mapping[str, Any]) -> Any:
         corners = [np.asarray(features.get(f"{name}/bbox/{c}", ()), np.float32)
@@ -133,8 +204,14 @@ class Boxes(Feature):
         if bad.size:
             raise SchemaError(name, f"class id {int(bad[0])} outside the "
                                     f"{len(self.names) or 'non-negative'} classes")
+        fields = {f: np.asarray(features.get(f"{name}/{f}", ()), d)
+                  for f, d in self.fields.items()}
+        for field, values in fields.items():
+            if len(values) != len(labels):
+                raise SchemaError(name, f"{len(labels)} objects but {len(values)} {field!r} "
+                                        "values")
         return {"boxes": np.stack(corners, axis=1) if labels.size
-                else np.zeros((0, 4), np.float32), "labels": labels}
+                else np.zeros((0, 4), np.float32), "labels": labels, **fields}
 
 
 def _check_corners(name: str, boxes: np.ndarray) -> None:

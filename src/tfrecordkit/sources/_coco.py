@@ -10,11 +10,11 @@ import math
 import os
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from tfrecordkit.codecs import image_header, load_pillow
 from tfrecordkit.errors import OptionError, SourceError
-from tfrecordkit.schema import Boxes, Image, Schema
+from tfrecordkit.schema import Boxes, Image, Scalar, Schema
 from tfrecordkit.sources._media import (
     DEFAULT_MAX_IMAGE_PIXELS,
     ImageCheck,
@@ -58,6 +58,24 @@ def _utf8(path: str, where: str, text: str) -> None:
                                 "surrogate escape): a record's text is UTF-8") from None
 
 
+class _Object(NamedTuple):
+    """One annotation as a record keeps it."""
+
+    box: list[float]
+    category: str
+    id: Any
+    crowd: int
+    area: Any
+
+
+#: The annotation's attribute each per-object field holds.
+_FIELD_OF = {"id": "id", "is_crowd": "crowd", "area": "area"}
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _number(value: Any) -> bool:
     return (isinstance(value, int | float) and not isinstance(value, bool)
             and math.isfinite(value))
@@ -74,8 +92,17 @@ class Coco:
     pixel (COCO's float rounding), and is clipped there; one reaching further is refused,
     naming the annotation, its image and COCO's convention (an image at a time: with
     ``on_error="skip"`` that image is left out and listed), and a file whose every coordinate
-    lies in ``[0, 1]`` is refused as fractions given where COCO wants pixels. Crowd
-    annotations are objects like the others; an image with no annotation has no boxes.
+    lies in ``[0, 1]`` is refused as fractions given where COCO wants pixels. An image with no
+    annotation has no boxes.
+
+    What COCO says of each object is kept beside its box, as per-object fields of the
+    ``Boxes`` feature: ``is_crowd`` (COCO's ``iscrowd``: a crowd region, which the torchvision
+    and detectron2 recipes drop), ``area`` (COCO's own, as written: the segmentation's area,
+    not recomputed after a crop) and ``id`` (the annotation id), each when every annotation
+    gives it; a crop that drops a box drops its fields with it. The categories' ids are the
+    ``Boxes`` feature's ``ids`` (``names[k]`` is category ``ids[k]``; labels count from 0 in
+    category id order), and each image's id is the ``"image/id"`` feature (when every image id
+    is an int). Segmentation masks (polygons, RLE) are not kept.
 
     Args:
         annotations: the ``instances_*.json`` file.
@@ -88,6 +115,8 @@ class Coco:
         exif_transpose: refused: COCO's boxes are in the stored pixels' frame, and turning
             the pixels would move them away from their boxes.
         provenance: store each image's ``file_name`` with its record (``"__source"``).
+        crowds: keep crowd regions (``iscrowd=1``) as objects flagged ``is_crowd``; False
+            leaves them out at conversion (``crowds_left_out`` counts them).
         images_outside: read a ``file_name`` that leads outside ``images`` (absolute, through
             ``..``, or a symlink out of it). Off by default: a shared dataset would store this
             machine's path and a file the annotations' folder does not hold.
@@ -108,8 +137,10 @@ class Coco:
                  resize: Resize = None, check: ImageCheck = "structure",
                  max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
                  reduce_16bit: bool = False, exif_transpose: bool = False,
-                 provenance: bool = True, images_outside: bool = False) -> None:
+                 provenance: bool = True, images_outside: bool = False,
+                 crowds: bool = True) -> None:
         self.path = os.fspath(annotations)
+        self.crowds = crowds
         if exif_transpose:
             raise OptionError("Coco takes no exif_transpose=True: COCO's boxes are in the "
                               "stored pixels' frame, and turning the pixels would move them "
@@ -136,9 +167,18 @@ class Coco:
                         "COCO's layout (<split>/ beside the annotations' folder) or beside "
                         "the .json file")
         self.names, ids = self._categories(coco)
+        self.category_ids = tuple(sorted(ids))
         self._images = self._image_entries(coco)
-        self._objects: dict[Any, list[tuple[list[float], str, Any]]] = {}
-        for k, entry in enumerate(self._list(coco, "annotations")):
+        self._objects: dict[Any, list[_Object]] = {}
+        self.crowds_left_out = 0
+        entries = self._list(coco, "annotations")
+        #: Per-object fields every annotation gives (COCO's id, iscrowd and area).
+        self.fields = {"id": "int64", "is_crowd": "int64", "area": "float32"}
+        if not all(isinstance(e, Mapping) and _whole(e.get("id")) for e in entries):
+            del self.fields["id"]
+        if not all(isinstance(e, Mapping) and _number(e.get("area")) for e in entries):
+            del self.fields["area"]
+        for k, entry in enumerate(entries):
             where = f"annotations[{k}]"
             box = entry.get("bbox") if isinstance(entry, Mapping) else None
             if (not isinstance(box, list) or len(box) != 4 or not all(map(_number, box))
@@ -152,8 +192,16 @@ class Coco:
             if category not in ids:
                 raise SourceError(self.path, f"{where}: category_id {category!r} is not "
                                              "among the categories")
-            self._objects.setdefault(image, []).append((box, ids[category], entry.get("id")))
+            crowd = entry.get("iscrowd", 0)
+            if crowd not in (0, 1) or isinstance(crowd, bool):
+                raise SourceError(self.path, f"{where}: iscrowd must be 0 or 1; got {crowd!r}")
+            if crowd and not crowds:
+                self.crowds_left_out += 1
+                continue
+            self._objects.setdefault(image, []).append(_Object(
+                box, ids[category], entry.get("id"), int(crowd), entry.get("area")))
         self._refuse_fractions()
+        self._image_ids = all(_whole(i) for i in self._images)
 
     def _refuse_fractions(self) -> None:
         """Refuse boxes that are all fractions of their image, on images of more than a few
@@ -162,7 +210,7 @@ class Coco:
         Raises:
             SourceError: naming the file and COCO's convention.
         """
-        boxes = [box for objects in self._objects.values() for box, _, _ in objects]
+        boxes = [o.box for objects in self._objects.values() for o in objects]
         sizes = [min(w, h) for _, w, h in self._images.values()]
         if boxes and sizes and min(sizes) > 4 and all(0 <= v <= 1 for b in boxes for v in b):
             raise SourceError(self.path, f"every one of the {len(boxes)} bbox values lies in "
@@ -211,14 +259,19 @@ class Coco:
         return out
 
     def schema(self) -> Schema:
-        return Schema({"image": Image(encoding=self.image.encoding or "auto",
-                                      channels=self.image.channels),
-                       "image/object": Boxes(self.names)})
+        features: dict[str, Any] = {
+            "image": Image(encoding=self.image.encoding or "auto",
+                           channels=self.image.channels),
+            "image/object": Boxes(self.names, ids=self.category_ids, fields=self.fields)}
+        if self._image_ids:
+            features["image/id"] = Scalar("int64")
+        return Schema(features)
 
     def items(self) -> Iterator[SourceItem]:
         for image, (name, width, height) in self._images.items():
             # The key is the file's name: stable wherever the folder lives.
-            yield SourceItem(name, (name, width, height, tuple(self._objects.get(image, ()))))
+            yield SourceItem(name, (name, width, height, tuple(self._objects.get(image, ())),
+                                    image))
 
     def describe(self, item: SourceItem) -> str:
         return os.path.join(self.root, item.key)
@@ -228,7 +281,7 @@ class Coco:
         return text_of_name(item.key)
 
     def load(self, item: Any) -> Mapping[str, Any]:
-        name, width, height, objects = item
+        name, width, height, objects, image_id = item
         path = os.path.join(self.root, name)
         if not self.images_outside:
             inside = os.path.realpath(self.root)
@@ -247,7 +300,7 @@ class Coco:
             raise SourceError(path, f"is {stored[0]}x{stored[1]} pixels; the annotations say "
                                     f"{width}x{height}: its boxes would be misplaced")
         boxes = []
-        for (x, y, w, h), _, annotation in objects:
+        for (x, y, w, h), _, annotation, _, _ in objects:
             past = max(-x, -y, x + w - width, y + h - height)
             if past > EDGE_TOLERANCE:
                 raise SourceError(path, f"annotation id {annotation!r}: bbox {[x, y, w, h]} "
@@ -258,8 +311,13 @@ class Coco:
                                         "another image's box given?")
             boxes.append([min(max(v, 0.0), 1.0) for v in (
                 x / width, y / height, (x + w) / width, (y + h) / height)])
-        return {"image": image,
-                "image/object": {"boxes": boxes, "labels": [c for _, c, _ in objects]}}
+        value: dict[str, Any] = {"boxes": boxes, "labels": [o.category for o in objects]}
+        for field in self.fields:
+            value[field] = [getattr(o, _FIELD_OF[field]) for o in objects]
+        record = {"image": image, "image/object": value}
+        if self._image_ids:
+            record["image/id"] = image_id
+        return record
 
 
 def _stored_size(data: bytes, path: str) -> tuple[int, int]:

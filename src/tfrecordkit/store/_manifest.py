@@ -54,8 +54,10 @@ FORMAT_NAME = "tfrecordkit-dataset"
 # decompressed offsets; written only by compressed datasets that have either. 7: a Tensor may
 # be stored as a serialized TensorProto or a flat list (encoding "proto", "list"); written
 # only by schemas with one. 8: a schema may hold feature lists (records are SequenceExamples);
-# written only by schemas with one.
-FORMAT_VERSION = 8
+# written only by schemas with one. 9: boxes may carry their classes' source ids and
+# per-object fields (COCO's crowd flags, areas, annotation ids); written only by schemas with
+# such boxes.
+FORMAT_VERSION = 9
 Layout = Literal["mixed", "per_class"]
 
 

@@ -431,12 +431,18 @@ def decode_boxes(feature: Boxes, parsed: Example, name: str, how: _How) -> Any:
         checks.append(tf.debugging.assert_less(ids, tf.constant(len(feature.names), tf.int64),
                                                message=f"feature {name!r}: a class id "
                                                        "outside the class names"))
+    fields = {f: parsed[f"{name}/{f}"] for f in feature.fields}
+    checks += [tf.debugging.assert_equal(
+        values.row_lengths() if how.batched else tf.size(values, tf.int64), wanted,
+        message=f"feature {name!r}: per-object field {field!r} needs one value per object")
+        for field, values in fields.items()]
     with tf.control_dependencies(checks):
+        fields = {f: tf.identity(v) for f, v in fields.items()}
         if how.batched:
             flat = tf.stack([c.flat_values for c in corners], axis=1)
             return {"boxes": tf.RaggedTensor.from_row_splits(flat, labels.row_splits),
-                    "labels": tf.identity(labels)}
-        value = {"boxes": tf.stack(corners, axis=1), "labels": tf.identity(labels)}
+                    "labels": tf.identity(labels), **fields}
+        value = {"boxes": tf.stack(corners, axis=1), "labels": tf.identity(labels), **fields}
     image = (how.follows or {}).get(name)
     if image is None:
         return value

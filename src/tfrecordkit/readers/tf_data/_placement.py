@@ -45,8 +45,9 @@ def pad_window_tf(height: Any, width: Any, size: tuple[int, int]) -> Any:
 def place_boxes_tf(value: dict[str, Any], placement: TFPlacement, *,
                    min_size: float = BOX_MIN_SIZE, min_area: float = BOX_MIN_AREA
                    ) -> dict[str, Any]:
-    """One example's ``{"boxes": [n, 4], "labels": [n]}`` moved with its image (see
-    :func:`~tfrecordkit.codecs.place_boxes` for the rule)."""
+    """One example's ``{"boxes": [n, 4], "labels": [n], ...}`` moved with its image (see
+    :func:`~tfrecordkit.codecs.place_objects` for the rule: the rows of every part but the
+    boxes dropped with the boxes a crop drops)."""
     b = tf.cast(tf.reshape(value["boxes"], [-1, 4]), tf.float64)
     window = tf.cast(placement.window, tf.float64)
     top, left, win_h, win_w = window[0], window[1], window[2], window[3]
@@ -65,10 +66,11 @@ def place_boxes_tf(value: dict[str, Any], placement: TFPlacement, *,
     if placement.flip is not None:
         x = tf.cond(placement.flip, lambda: 1.0 - tf.reverse(x, axis=[1]), lambda: x)
     moved = tf.stack([x[:, 0], y[:, 0], x[:, 1], y[:, 1]], axis=1)
-    labels = value["labels"]
+    rows = {key: part for key, part in value.items() if key != "boxes"}
     if placement.cropped:
         wide, high = (moved[:, 2] - moved[:, 0]) * out_w, (moved[:, 3] - moved[:, 1]) * out_h
         keep = tf.logical_and(tf.logical_and(wide >= min_size, high >= min_size),
                               wide * high >= min_area)
-        moved, labels = tf.boolean_mask(moved, keep), tf.boolean_mask(labels, keep)
-    return {**value, "boxes": tf.cast(moved, tf.float32), "labels": labels}
+        moved = tf.boolean_mask(moved, keep)
+        rows = {key: tf.boolean_mask(part, keep) for key, part in rows.items()}
+    return {"boxes": tf.cast(moved, tf.float32), **rows}
