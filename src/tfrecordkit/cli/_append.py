@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "dataset as it was (run it again to finish).")
     parser.add_argument("dataset", help="the dataset directory, or a URL (s3://bucket/ds)")
     parser.add_argument("src", help="image/audio class folder, table, .txt, .npy/.npz, COCO "
-                                    "instances .json")
+                                    "instances .json or a folder in COCO's layout; or splits "
+                                    "and their sources: train=a.json,val=b.json")
     parser.add_argument("--source", choices=SOURCE_KINDS, help="source type (default: inferred)")
     parser.add_argument("--split", default=None,
                         help="put every new record in this split, one the dataset has (default: "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 
 from tfrecordkit.convert import SOURCE_KINDS, convert, infer_kind, open_source
@@ -45,7 +46,8 @@ def parse_split(text: str) -> str | dict[str, float]:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("convert", help="convert a dataset into TFRecord shards")
     parser.add_argument("src", help="image/audio class folder, table, .txt, .npy/.npz, COCO "
-                                    "instances .json")
+                                    "instances .json or a folder in COCO's layout; or splits "
+                                    "and their sources: train=a.json,val=b.json")
     parser.add_argument("out", help="output dataset directory, or a URL (s3://bucket/ds)")
     parser.add_argument("--source", choices=SOURCE_KINDS, help="source type (default: inferred)")
     parser.add_argument("--layout", choices=("mixed", "per-class"), default="mixed")
@@ -108,22 +110,36 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
                              "else the .json file's folder)")
 
 
+#: ``SRC`` naming splits and their sources: ``train=a.json,val=b.json``.
+_SPLITS_ARG = re.compile(r"[A-Za-z0-9_.-]+=[^,]+(,[A-Za-z0-9_.-]+=[^,]+)*")
+
+
+def source_paths(src: str) -> str | dict[str, str]:
+    """``src`` as a path, or as splits and their paths (``train=a.json,val=b.json``, when no
+    file of that name exists)."""
+    if os.path.exists(src) or not _SPLITS_ARG.fullmatch(src):
+        return src
+    return dict(part.split("=", 1) for part in src.split(","))
+
+
 def source_from(args: argparse.Namespace) -> Source:
     """The source ``args`` describe (see :func:`add_source_arguments`)."""
     kind = args.source
-    options = _image_options(args, kind)
-    if args.no_provenance and (kind or infer_kind(args.src)) in _WITH_PROVENANCE:
+    src = source_paths(args.src)
+    first = src if isinstance(src, str) else next(iter(src.values()))
+    options = _image_options(args, kind, first)
+    if args.no_provenance and (kind or infer_kind(first)) in _WITH_PROVENANCE:
         options["provenance"] = False
     given = {"splits": args.split_folders, "images": args.images, "key": args.key}
     options.update({name: value for name, value in given.items() if value is not None})
-    return open_source(args.src, kind, **options)
+    return open_source(src, kind, **options)
 
 
 #: Sources that read images, and so take the image options.
 _IMAGE_SOURCES = ("image-folder", "table", "coco")
 
 
-def _image_options(args: argparse.Namespace, kind: str | None) -> dict[str, object]:
+def _image_options(args: argparse.Namespace, kind: str | None, src: str) -> dict[str, object]:
     """The image options given on the command line, for a source that reads images.
 
     Raises:
@@ -133,13 +149,13 @@ def _image_options(args: argparse.Namespace, kind: str | None) -> dict[str, obje
              if getattr(args, o.name) is not None}
     if not given:
         return {}
-    kind = kind or infer_kind(args.src)
-    if kind == "text" and args.src.lower().endswith((".csv", ".jsonl", ".ndjson", ".parquet")):
+    kind = kind or infer_kind(src)
+    if kind == "text" and src.lower().endswith((".csv", ".jsonl", ".ndjson", ".parquet")):
         kind = "table"
     if kind not in _IMAGE_SOURCES:
         flag = next(o.flag for o in IMAGE_OPTIONS if o.name in given)
         raise OptionError(f"{flag} is an image option: it applies to image folders, tables' "
-                          f"image columns and COCO, and {args.src} is read as {kind}")
+                          f"image columns and COCO, and {src} is read as {kind}")
     return given
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from tfrecordkit.convert._pipeline import ConversionResult, run_conversion
@@ -14,7 +14,7 @@ from tfrecordkit.convert._source_choice import open_source
 from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.format import Storage
 from tfrecordkit.job import AppendTarget, ConversionJob, grown_schema
-from tfrecordkit.sources import Source
+from tfrecordkit.sources import Source, SplitSources
 from tfrecordkit.store import MANIFEST_NAME, Manifest, load_manifest, output_lock
 
 __all__ = ["append"]
@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 def append(
     dataset: str | os.PathLike[str],
-    source: Source | str | os.PathLike[str],
+    source: Source | str | os.PathLike[str] | Mapping[str, Any],
     *,
     split: str | None = None,
     new_split: bool = False,
@@ -66,7 +66,7 @@ def append(
         OptionError: ``split`` is not one of the dataset's splits (without ``new_split``).
         SchemaError: the source's features differ from the dataset's (naming the feature).
     """
-    if isinstance(source, str | os.PathLike):
+    if isinstance(source, str | os.PathLike | Mapping):
         source = open_source(source)
     elif not isinstance(source, Source):
         raise OptionError(f"source must be a path or a source (tk.open_source(path), "
@@ -107,7 +107,7 @@ def _append(where: str, storage: Storage, source: Source, *, split: str | None,
                            f"digests (written by an older release, or adopted), e.g. "
                            f"{target.known.unknown[0]}: inputs already in them cannot be left "
                            "out; give dedupe=False (--no-dedupe) to append anyway")
-    job = _job(target, source, where, split=split, on_error=on_error,
+    job = _job(target, source, where, split=split, new_split=new_split, on_error=on_error,
                storage_options=storage_options)
     if workers is None:
         workers = 1 if source.in_process else (os.cpu_count() or 1)
@@ -141,9 +141,21 @@ def _append(where: str, storage: Storage, source: Source, *, split: str | None,
 
 
 def _job(target: AppendTarget, source: Source, where: str, *, split: str | None,
-         on_error: str, storage_options: dict[str, Any] | None) -> ConversionJob:
+         new_split: bool, on_error: str, storage_options: dict[str, Any] | None) -> ConversionJob:
     """The conversion job that writes ``source``'s new records as ``target``'s next part."""
     base = target.base
+    if hasattr(source, "for_dataset"):  # keyed and shaped as the dataset's records were
+        source = source.for_dataset(base.created_by, base.schema)
+    if isinstance(source, SplitSources):  # each record's split is its source's
+        if split is not None:
+            raise OptionError("a split -> source mapping gives each record its split: give "
+                              "split= or a mapping, not both")
+        missing = sorted(set(source.parts) - set(base.splits))
+        if missing and not new_split:
+            raise OptionError(f"{where}: has no split {missing[0]!r} (it has "
+                              f"{sorted(base.splits)}); give new_split=True (--new-split) to "
+                              "create it")
+        split = next(iter(source.parts))  # a name for the job: the items name their own
     rule, stratified = target.split_rule(split)
     if stratified and not isinstance(rule, str):
         logger.info("%s was split with exact per-class counts (stratify=True); appended "

@@ -134,7 +134,7 @@ def _plan_id(source: Source, schema: Schema, options: ShardOptions, split: Split
 
 
 def convert(
-    source: Source | str | os.PathLike[str],
+    source: Source | str | os.PathLike[str] | Mapping[str, Any],
     out_dir: str | os.PathLike[str],
     *,
     schema: Schema | None = None,
@@ -184,7 +184,7 @@ def convert(
         SourceError: an input is unreadable (with ``on_error="raise"``); names the input.
         DatasetError: ``out_dir`` holds a dataset and ``overwrite`` is False.
     """
-    if isinstance(source, str | os.PathLike):
+    if isinstance(source, str | os.PathLike | Mapping):
         source = open_source(source)
     elif not isinstance(source, Source):
         raise OptionError(f"source must be a path or a source (tk.open_source(path), "

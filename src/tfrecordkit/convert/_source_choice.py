@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from tfrecordkit.errors import SourceError
@@ -15,9 +16,12 @@ from tfrecordkit.sources import (
     ImageFolder,
     NumpyArrays,
     Source,
+    SplitSources,
     Table,
     TextLines,
     class_dirs,
+    coco_splits,
+    is_coco_root,
     is_huggingface,
     walk_files,
 )
@@ -31,6 +35,8 @@ def infer_kind(path: str | os.PathLike[str]) -> str:
     """Which source kind ``path`` holds (see :data:`SOURCE_KINDS`), from its files or its
     extension."""
     path = os.fspath(path)
+    if os.path.isdir(path) and is_coco_root(path):
+        return "coco"  # annotations/instances_<split>.json beside the image folders
     if os.path.isdir(path):
         classes = class_dirs(path)
         folder = os.path.join(path, classes[0])
@@ -60,10 +66,18 @@ def open_source(path: str | os.PathLike[str] | Any, kind: str | None = None,
     ``options`` go to the source's class (e.g. ``provenance=False``, ``ImageFolder``'s
     ``channels=``). ``path`` may also be a Hugging Face ``datasets`` object (a ``Dataset``,
     ``IterableDataset`` or a dict of them by split; see
-    :class:`~tfrecordkit.sources.HuggingFace`). A ``.json`` file is COCO's detection
-    annotations (``images=`` names their image folder; see :class:`~tfrecordkit.sources.Coco`)."""
+    :class:`~tfrecordkit.sources.HuggingFace`), or a mapping of split names to paths or
+    sources (``{"train": "instances_train.json", "val": "instances_val.json"}``: a
+    :class:`~tfrecordkit.sources.SplitSources`, each opened with ``kind`` and ``options``). A
+    ``.json`` file is COCO's detection annotations (``images=`` names their image folder; see
+    :class:`~tfrecordkit.sources.Coco`); a folder in COCO's layout (``annotations/
+    instances_<split>.json`` beside the image folders) is every split it holds."""
     if is_huggingface(path):
         return HuggingFace(path, **options)  # type: ignore[arg-type]
+    if isinstance(path, Mapping):  # split -> path or source
+        return SplitSources({str(split): part if isinstance(part, Source)
+                             else open_source(part, kind, **options)
+                             for split, part in path.items()})
     path = os.fspath(path)
     if not os.path.exists(path):
         raise SourceError(path, "no such file or directory")
@@ -77,6 +91,8 @@ def open_source(path: str | os.PathLike[str] | Any, kind: str | None = None,
     if kind == "numpy":
         return NumpyArrays(path)
     if kind == "coco":
+        if os.path.isdir(path):  # COCO's layout: one split per annotations/instances_*.json
+            return SplitSources(coco_splits(path, **options))
         return Coco(path, **options)  # type: ignore[arg-type]
     if kind == "text":
         if path.lower().endswith((".csv", ".jsonl", ".ndjson", ".parquet")):

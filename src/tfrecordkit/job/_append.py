@@ -77,6 +77,10 @@ class AppendTarget:
         if split is not None:
             return split, False
         rule = made.get("split")
+        if isinstance(rule, dict) and "by_source" in rule:
+            raise DatasetError(f"the dataset's splits came from a split -> source mapping "
+                               f"({rule['by_source']}): give split= (--split) naming the split "
+                               "the new records go to, or append a mapping of splits")
         if isinstance(rule, str) or (isinstance(rule, dict) and rule and all(
                 isinstance(v, int | float) for v in rule.values())):
             return rule, bool(made.get("stratified"))

@@ -30,7 +30,7 @@ from tfrecordkit.schema import (
     Text,
     observe_image,
 )
-from tfrecordkit.sources import Source, SourceItem, SourceTraits
+from tfrecordkit.sources import Source, SourceItem, SourceTraits, SplitSources
 from tfrecordkit.store import KnownRecords, ShardOptions, frame_ids, record_hash
 
 __all__ = ["SKIP_HINT", "ConversionJob", "EncodeJob", "EncodedChunk", "SplitAssigner", "SplitSpec",
@@ -95,14 +95,23 @@ class ConversionJob:
         if not isinstance(options, ShardOptions):
             raise OptionError(f"shards must be a ShardOptions; got {type(options).__name__}")
         SplitAssigner(split, options.seed)  # checks the ratios before any work
+        by_source = isinstance(source, SplitSources)
+        if by_source and (not isinstance(split, str) or stratify):
+            raise OptionError("a split -> source mapping gives each record its split: it "
+                              "takes no split ratios or stratify (give each split its "
+                              "source, or one source and the ratios)")
         from tfrecordkit._version import __version__
 
         created_by: dict[str, Any] = {"tool": "tfrecordkit", "version": __version__,
                                       "source": source.description,
                                       "split": split if isinstance(split, str)
                                       else dict(split)}
+        if by_source:  # each record's split is its source's: no rule an append could follow
+            created_by["split"] = {"by_source": list(source.parts)}  # type: ignore[attr-defined]
         if traits.conversions:
             created_by["conversions"] = dict(traits.conversions)
+        if getattr(source, "key_rule", None):  # how its records are keyed (appends key alike)
+            created_by["keys"] = source.key_rule  # type: ignore[attr-defined]
         stratify = stratify and label_feature is not None
         if not isinstance(split, str):
             created_by["stratified"] = stratify

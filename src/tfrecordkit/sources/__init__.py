@@ -5,7 +5,7 @@ Every source streams: listing items is cheap and loading happens one item at a t
 worker processes.
 """
 
-from tfrecordkit.sources._coco import Coco
+from tfrecordkit.sources._coco import EDGE_TOLERANCE, Coco, coco_splits, is_coco_root
 from tfrecordkit.sources._folder import (
     SPLIT_FOLDER_NAMES,
     AudioFolder,
@@ -25,10 +25,12 @@ from tfrecordkit.sources._media import (
 )
 from tfrecordkit.sources._protocol import Source, SourceItem, SourceTraits
 from tfrecordkit.sources._records import NumpyArrays, Records, TextLines
+from tfrecordkit.sources._splits import SplitSources
 from tfrecordkit.sources._table import Table
 
 __all__ = [
     "AUDIO_EXTENSIONS",
+    "EDGE_TOLERANCE",
     "IMAGE_EXTENSIONS",
     "IMAGE_OPTIONS",
     "SPLIT_FOLDER_NAMES",
@@ -43,9 +45,12 @@ __all__ = [
     "Source",
     "SourceItem",
     "SourceTraits",
+    "SplitSources",
     "Table",
     "TextLines",
     "class_dirs",
+    "coco_splits",
+    "is_coco_root",
     "is_huggingface",
     "load_audio",
     "load_image",

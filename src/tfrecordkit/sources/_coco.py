@@ -4,6 +4,7 @@ categories, corners as fractions of the image)."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import math
@@ -130,6 +131,11 @@ class Coco:
 
     in_process = True
     reorderable = True  # listed from memory; any image loaded in any order
+    #: How records are keyed (recorded in the manifest, so an append keys alike): the image
+    #: folder's name and the file name, unique across a dataset's splits and stable across
+    #: re-exports of the JSON. Datasets written before rules were recorded keyed by the file
+    #: name alone; an append to one keeps that (:meth:`keyed_as`).
+    key_rule = "coco:folder/file_name"
 
     def __init__(self, annotations: str | os.PathLike[str],
                  images: str | os.PathLike[str] | None = None, *,
@@ -151,6 +157,8 @@ class Coco:
         self.in_process = self.image.keeps_bytes and check != "decode"
         self.images_outside = images_outside
         self.root = os.fspath(images) if images is not None else _image_folder(self.path)
+        self._folder = os.path.basename(os.path.normpath(os.path.abspath(self.root)))
+        self._file_name_keys = False
         self.provenance = provenance
         self.description = f"coco:{os.path.abspath(self.path)}"
         try:
@@ -239,6 +247,7 @@ class Coco:
 
     def _image_entries(self, coco: Any) -> dict[Any, tuple[str, int, int]]:
         out: dict[Any, tuple[str, int, int]] = {}
+        names: dict[str, int] = {}
         for k, entry in enumerate(self._list(coco, "images")):
             ok = (isinstance(entry, Mapping) and isinstance(entry.get("file_name"), str)
                   and all(isinstance(entry.get(d), int) and entry[d] > 0
@@ -248,6 +257,11 @@ class Coco:
                                              "width and height")
             if entry.get("id") in out:
                 raise SourceError(self.path, f"images[{k}]: id {entry.get('id')!r} repeats")
+            if entry["file_name"] in names:
+                raise SourceError(self.path, f"images[{k}]: file_name {entry['file_name']!r:.80} "
+                                             f"is also images[{names[entry['file_name']]}] "
+                                             "(another image id): one file is one record")
+            names[entry["file_name"]] = k
             _utf8(self.path, f"images[{k}].file_name", entry["file_name"])
             name = entry["file_name"]
             if not self.images_outside and (os.path.isabs(name) or ".." in re.split(
@@ -257,6 +271,32 @@ class Coco:
                                              "images_outside=True to read it anyway")
             out[entry.get("id")] = (entry["file_name"], entry["width"], entry["height"])
         return out
+
+    def keyed_as(self, rule: str | None) -> Coco:
+        """This source keyed by a dataset's recorded ``rule`` (None: a dataset written before
+        rules were recorded, keyed by the file name alone).
+
+        Raises:
+            SourceError: a rule this release does not know.
+        """
+        if rule not in (None, self.key_rule):
+            raise SourceError(self.path, f"the dataset keys its records by {rule!r}, which "
+                                         "this release does not know: upgrade tfrecordkit")
+        keyed = copy.copy(self)
+        keyed._file_name_keys = rule is None
+        return keyed
+
+    def for_dataset(self, created_by: Mapping[str, Any], schema: Schema) -> Coco:
+        """This source as the dataset it is appended to was written: keyed by its recorded
+        rule (:meth:`keyed_as`), and giving only the fields its schema holds (a dataset
+        written before image ids, class ids and per-object fields keeps its form)."""
+        like = self.keyed_as(created_by.get("keys"))
+        like._image_ids = self._image_ids and "image/id" in schema
+        boxes = schema.of_kind(Boxes).get("image/object")
+        if boxes is not None:
+            like.fields = {f: d for f, d in self.fields.items() if f in boxes.fields}
+            like.category_ids = self.category_ids if boxes.ids else ()
+        return like
 
     def schema(self) -> Schema:
         features: dict[str, Any] = {
@@ -269,16 +309,16 @@ class Coco:
 
     def items(self) -> Iterator[SourceItem]:
         for image, (name, width, height) in self._images.items():
-            # The key is the file's name: stable wherever the folder lives.
-            yield SourceItem(name, (name, width, height, tuple(self._objects.get(image, ())),
-                                    image))
+            key = name if self._file_name_keys else f"{self._folder}/{name}"
+            yield SourceItem(key, (name, width, height, tuple(self._objects.get(image, ())),
+                                   image))
 
     def describe(self, item: SourceItem) -> str:
-        return os.path.join(self.root, item.key)
+        return os.path.join(self.root, item.item[0])
 
     def origin(self, item: SourceItem) -> str:
         """Where the record came from, as stored with it: the image's ``file_name``."""
-        return text_of_name(item.key)
+        return text_of_name(item.item[0])
 
     def load(self, item: Any) -> Mapping[str, Any]:
         name, width, height, objects, image_id = item
@@ -331,3 +371,35 @@ def _stored_size(data: bytes, path: str) -> tuple[int, int]:
             return int(opened.width), int(opened.height)
     except (OSError, ValueError, SyntaxError) as err:  # Pillow's bad-header errors
         raise SourceError(path, f"unreadable image: {err}") from None
+
+
+#: COCO's annotation files in its layout: ``annotations/instances_<split>.json``.
+_INSTANCES = re.compile(r"instances_(.+)\.json")
+
+
+def is_coco_root(path: str | os.PathLike[str]) -> bool:
+    """``path`` is a folder in COCO's layout: ``annotations/instances_<split>.json`` (and
+    the image folders beside ``annotations/``)."""
+    folder = os.path.join(os.fspath(path), "annotations")
+    return os.path.isdir(folder) and any(_INSTANCES.fullmatch(n) for n in os.listdir(folder))
+
+
+def coco_splits(root: str | os.PathLike[str], **options: Any) -> dict[str, Coco]:
+    """Each ``annotations/instances_<split>.json`` under ``root`` as a :class:`Coco` source,
+    by split: COCO's ``train2017`` and ``val2017`` become ``train`` and ``val`` (the year
+    dropped when that leaves names apart), other names stay; ``options`` go to each.
+
+    Raises:
+        SourceError: ``root`` holds no annotation file in COCO's layout.
+    """
+    folder = os.path.join(os.fspath(root), "annotations")
+    found = sorted(n for n in os.listdir(folder) if _INSTANCES.fullmatch(n)) if os.path.isdir(
+        folder) else []
+    if not found:
+        raise SourceError(os.fspath(root), "holds no annotations/instances_<split>.json "
+                                           "(COCO's layout)")
+    splits = [_INSTANCES.fullmatch(n).group(1) for n in found]  # type: ignore[union-attr]
+    short = [re.sub(r"(?<=[A-Za-z])(19|20)\d\d$", "", s) for s in splits]
+    names = short if len(set(short)) == len(short) else splits
+    return {name: Coco(os.path.join(folder, file), **options)
+            for name, file in zip(names, found, strict=True)}

@@ -37,6 +37,7 @@ from tfrecordkit.store._manifest import (
     Manifest,
     ShardInfo,
     SplitInfo,
+    check_split_name,
     shard_paths,
     text_of_name,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "adopt",
     "append_tag",
     "check_file_stamp",
+    "check_split_name",
     "content_digest",
     "expand_record_paths",
     "file_stamps",

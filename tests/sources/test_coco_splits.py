@@ -1,0 +1,123 @@
+"""COCO's splits in one call: a split -> source mapping wherever a source goes, COCO's own
+layout by its root, records keyed by image folder and file name (so ``train/0000.png`` and a
+different ``val/0000.png`` are two records), the key rule recorded in the manifest, and an
+append to a dataset written before the rule keyed as that dataset was."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+
+import tfrecordkit as tk
+from tfrecordkit import OptionError, SourceError
+from tfrecordkit.cli import main
+
+GOLDEN = Path(__file__).parent.parent / "golden" / "coco_before_key_rule"
+
+
+def _split(root: Path, folder: str, seed: int, count: int = 3) -> Path:
+    """``count`` PNGs named 0000.png... in ``root/folder`` and their annotations in
+    ``root/annotations/instances_<folder>.json``: every split reuses the same file names."""
+    rng = np.random.default_rng(seed)
+    (root / folder).mkdir(parents=True)
+    (root / "annotations").mkdir(exist_ok=True)
+    images, annotations = [], []
+    for k in range(count):
+        name = f"{k:04d}.png"
+        PILImage.fromarray(rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)).save(
+            root / folder / name)
+        images.append({"id": 100 * seed + k, "file_name": name, "width": 12, "height": 10})
+        annotations.append({"id": 1000 * seed + k, "image_id": 100 * seed + k,
+                            "category_id": 1 + k % 2, "bbox": [1.0, 2.0, 5.0, 4.0],
+                            "area": 20.0, "iscrowd": 0})
+    path = root / "annotations" / f"instances_{folder}.json"
+    path.write_text(json.dumps({"images": images, "annotations": annotations, "categories": [
+        {"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}]}))
+    return path
+
+
+def _pixels_by_split(path: Path) -> dict[str, list[bytes]]:
+    out = {}
+    for split in tk.load_manifest(path).splits:
+        out[split] = sorted(bytes(b["image"].tobytes()) for b in tk.load_numpy_dataset(
+            path, split, batch_size=None, sampling=tk.InOrder()))
+    return out
+
+
+def test_a_mapping_of_splits_converts_each_json_into_its_split_keyed_by_folder(tmp_path):
+    train = _split(tmp_path / "coco", "train2017", seed=1)
+    val = _split(tmp_path / "coco", "val2017", seed=2)
+    result = tk.convert({"train": train, "val": val}, tmp_path / "ds", progress=False)
+    manifest = result.manifest
+    assert {s: v.records for s, v in manifest.splits.items()} == {"train": 3, "val": 3}
+    assert manifest.created_by["keys"] == "coco:folder/file_name"
+    # 0000.png of train and of val are two records (different pixels), each in its split.
+    one = {s: _pixels_by_split(tmp_path / "ds")[s] for s in ("train", "val")}
+    assert not set(one["train"]) & set(one["val"])
+    # COCO's own layout by its root, from the CLI: the same dataset.
+    assert main(["convert", str(tmp_path / "coco"), str(tmp_path / "root"), "-q"]) == 0
+    assert _pixels_by_split(tmp_path / "root") == _pixels_by_split(tmp_path / "ds")
+    # And splits named on the command line.
+    assert main(["convert", f"train={train},val={val}", str(tmp_path / "named"), "-q"]) == 0
+    assert _pixels_by_split(tmp_path / "named") == _pixels_by_split(tmp_path / "ds")
+
+
+def test_a_mapping_takes_no_ratios_and_an_append_of_one_finds_its_splits(tmp_path):
+    train = _split(tmp_path / "coco", "train2017", seed=1)
+    val = _split(tmp_path / "coco", "val2017", seed=2)
+    with pytest.raises(OptionError, match="takes no split ratios or stratify"):
+        tk.convert({"train": train, "val": val}, tmp_path / "a", split={"a": 0.5, "b": 0.5})
+    with pytest.raises(OptionError, match="takes no split ratios or stratify"):
+        tk.convert({"train": train, "val": val}, tmp_path / "a", stratify=True)
+    tk.convert({"train": train}, tmp_path / "ds", progress=False)
+    with pytest.raises(OptionError, match=r"has no split 'val'.*new_split=True"):
+        tk.append(tmp_path / "ds", {"val": val})
+    grown = tk.append(tmp_path / "ds", {"val": val}, new_split=True)
+    assert grown.added == 3 and {s: v.records for s, v in grown.manifest.splits.items()} == {
+        "train": 3, "val": 3}
+    again = tk.append(tmp_path / "ds", {"train": train, "val": val})
+    assert again.added == 0 and again.present == 6
+    with pytest.raises(tk.DatasetError, match="split -> source mapping"):
+        tk.append(tmp_path / "ds", tk.Coco(val))
+
+
+def test_one_file_name_under_two_image_ids_is_refused(tmp_path):
+    path = _split(tmp_path / "coco", "val2017", seed=2)
+    coco = json.loads(path.read_text())
+    coco["images"][1]["file_name"] = coco["images"][0]["file_name"]
+    path.write_text(json.dumps(coco))
+    with pytest.raises(SourceError, match=r"images\[1\]: file_name '0000.png' is also "
+                                          r"images\[0\]"):
+        tk.Coco(path)
+
+
+def test_an_append_to_a_dataset_written_before_the_key_rule_keys_by_file_name(tmp_path):
+    """The dataset in tests/golden/coco_before_key_rule was written by the commit before this
+    change (records keyed by file name, no rule recorded): appending the same JSON finds every
+    image already there, and a new image is added in the split the dataset's rule gives it."""
+    dataset = tmp_path / "dataset"
+    shutil.copytree(GOLDEN / "dataset", dataset)
+    shutil.copytree(GOLDEN / "coco", tmp_path / "coco")
+    before = json.loads((dataset / "dataset.json").read_text())
+    assert "keys" not in before["created_by"]
+    instances = tmp_path / "coco" / "instances.json"
+    images = tmp_path / "coco" / "images"
+    again = tk.append(dataset, tk.Coco(instances, images=images))
+    assert again.added == 0 and again.present == 3
+    coco = json.loads(instances.read_text())
+    PILImage.fromarray(np.full((8, 8, 3), 77, np.uint8)).save(images / "0004.png")
+    coco["images"].append({"id": 4, "file_name": "0004.png", "width": 8, "height": 8})
+    instances.write_text(json.dumps(coco))
+    grown = tk.append(dataset, tk.Coco(instances, images=images))
+    assert grown.added == 1 and grown.present == 3
+    assert "keys" not in json.loads((dataset / "dataset.json").read_text())["created_by"]
+    # The one-shot conversion with the old rule puts 0004.png in the same split.
+    once = tmp_path / "once"
+    tk.convert(tk.Coco(instances, images=images).keyed_as(None), once,
+               split={"train": 0.5, "val": 0.5}, progress=False)
+    assert _pixels_by_split(once) == _pixels_by_split(dataset)
