@@ -421,8 +421,8 @@ def test_records_keyed_by_a_feature_append_as_writing_everything_at_once(tmp_pat
 def test_an_append_keeps_what_the_schema_says_of_the_old_records(tmp_path):
     """The dataset's images vary in size and format; the appended ones all agree. The new
     manifest still says what holds for every record (no size or format pinned by the new
-    ones alone), and every record reads; a dataset whose images all have one size refuses
-    an image of another, naming it."""
+    ones alone), and every record reads; a dataset whose images all had one size grows to a
+    variable size with images of another, as converting everything at once describes it."""
     from PIL import Image as Pil
 
     def image(path, size, fmt):
@@ -447,8 +447,16 @@ def test_an_append_keeps_what_the_schema_says_of_the_old_records(tmp_path):
         image(tmp_path / "fixed" / "a" / f"{i}.png", (8, 8), "PNG")
     tk.convert(tmp_path / "fixed", tmp_path / "fixed_ds", workers=1)
     assert load_manifest(tmp_path / "fixed_ds").schema["image"].size == (8, 8)
-    with pytest.raises(SourceError, match="image is 10x10; the feature's size is 8x8"):
-        tk.append(tmp_path / "fixed_ds", tmp_path / "same", workers=1)
+    tk.append(tmp_path / "fixed_ds", tmp_path / "same", workers=1)
+    shutil.copytree(tmp_path / "same" / "a", tmp_path / "fixed" / "a", dirs_exist_ok=True)
+    tk.convert(tmp_path / "fixed", tmp_path / "at_once", workers=1)
+    assert (load_manifest(tmp_path / "fixed_ds").schema["image"]
+            == load_manifest(tmp_path / "at_once").schema["image"])
+    assert load_manifest(tmp_path / "fixed_ds").schema["image"].size is None
+    shapes = sorted(tuple(v) for b in tk.load_numpy_dataset(
+        tmp_path / "fixed_ds", batch_size=4, sampling=tk.InOrder())
+        for v in b["image"]["lengths"].tolist())
+    assert shapes == [(8, 8)] * 3 + [(10, 10)] * 6
 
 
 @settings(max_examples=200, deadline=None)

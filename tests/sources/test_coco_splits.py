@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -121,3 +122,61 @@ def test_an_append_to_a_dataset_written_before_the_key_rule_keys_by_file_name(tm
     tk.convert(tk.Coco(instances, images=images).keyed_as(None), once,
                split={"train": 0.5, "val": 0.5}, progress=False)
     assert _pixels_by_split(once) == _pixels_by_split(dataset)
+
+
+def _week(root: Path, name: str, images: list[tuple[str, list[int]]],
+          categories: list[tuple[int, str]]) -> Path:
+    """``images``: (file name, category id of each object) under root/images."""
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    entries, annotations = [], []
+    for file, objects in images:
+        if not (root / "images" / file).exists():
+            PILImage.fromarray(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)).save(
+                root / "images" / file)
+        image_id = int(file.split(".")[0])
+        entries.append({"id": image_id, "file_name": file, "width": 16, "height": 16})
+        for j, category in enumerate(objects):
+            annotations.append({"id": image_id * 10 + j, "image_id": image_id,
+                                "category_id": category, "bbox": [j, j, 6.0, 5.0],
+                                "area": 30.0, "iscrowd": 0})
+    path = root / f"{name}.json"
+    path.write_text(json.dumps({"images": entries, "annotations": annotations, "categories": [
+        {"id": i, "name": n} for i, n in categories]}))
+    return path
+
+
+def _named_objects(path: Path) -> dict[str, list[tuple[str, list[float]]]]:
+    names = tk.load_manifest(path).schema["image/object"].names
+    out = {}
+    for row in tk.load_numpy_dataset(path, batch_size=None, sampling=tk.InOrder(),
+                                     options=tk.DecodeOptions(provenance=True)):
+        objects = row["image/object"]
+        n = int(objects["labels"]["lengths"][0])
+        out[str(row["__source"])] = [
+            (names[int(i)], [round(float(v), 6) for v in box]) for i, box in zip(
+                objects["labels"]["values"][:n], objects["boxes"]["values"][:n], strict=True)]
+    return out
+
+
+def test_an_append_with_a_new_category_grows_the_box_names_as_one_conversion_would(tmp_path):
+    """Week 2 brings category 'cyan' (and an image of week 1 again): the append gives cyan
+    the next id, old ids keep their names, the category ids grow with it, and every record
+    holds the same named boxes as converting both weeks' images at once."""
+    cats = [(1, "cat"), (2, "dog")]
+    one = _week(tmp_path, "week1", [("1.png", [1]), ("2.png", [2, 1]), ("3.png", [])], cats)
+    two = _week(tmp_path, "week2", [("3.png", []), ("4.png", [5, 1]), ("5.png", [5])],
+                [*cats, (5, "cyan")])
+    every = _week(tmp_path, "every", [("1.png", [1]), ("2.png", [2, 1]), ("3.png", []),
+                                      ("4.png", [5, 1]), ("5.png", [5])], [*cats, (5, "cyan")])
+    images = tmp_path / "images"
+    tk.convert(tk.Coco(one, images=images), tmp_path / "ds", progress=False)
+    grown = tk.append(tmp_path / "ds", tk.Coco(two, images=images))
+    assert grown.added == 2 and grown.present == 1
+    boxes = grown.manifest.schema["image/object"]
+    assert boxes.names == ("cat", "dog", "cyan") and boxes.ids == (1, 2, 5)
+    tk.convert(tk.Coco(every, images=images), tmp_path / "once", progress=False)
+    assert _named_objects(tmp_path / "ds") == _named_objects(tmp_path / "once")
+    clash = _week(tmp_path, "clash", [("6.png", [2])], [(1, "cat"), (2, "owl")])
+    with pytest.raises(tk.SchemaError, match="new category 'owl' id 2, which is 'dog'"):
+        tk.append(tmp_path / "ds", tk.Coco(clash, images=images))

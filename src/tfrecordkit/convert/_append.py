@@ -13,7 +13,7 @@ from tfrecordkit.convert._pipeline import ConversionResult, run_conversion
 from tfrecordkit.convert._source_choice import open_source
 from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.format import Storage
-from tfrecordkit.job import AppendTarget, ConversionJob, grown_schema
+from tfrecordkit.job import AppendTarget, ConversionJob, grown_schema, open_images
 from tfrecordkit.sources import Source, SplitSources
 from tfrecordkit.store import MANIFEST_NAME, Manifest, load_manifest, output_lock
 
@@ -160,7 +160,8 @@ def _job(target: AppendTarget, source: Source, where: str, *, split: str | None,
     if stratified and not isinstance(rule, str):
         logger.info("%s was split with exact per-class counts (stratify=True); appended "
                     "records are split by key and seed alone", where)
-    schema = grown_schema(base.schema, source.schema(), source.description)
+    schema = open_images(grown_schema(base.schema, source.schema(), source.description),
+                         source.schema())
     job = ConversionJob.build(
         source, where, schema=schema, split=rule, shards=target.shard_options(),
         on_error=on_error, overwrite=False, label_feature=base.label_feature,

@@ -3,7 +3,7 @@ shard plan, vocabularies) and how source items become encoded records. Engines
 (:mod:`tfrecordkit.engines`) run it; :func:`tfrecordkit.convert` builds it and picks the
 engine."""
 
-from tfrecordkit.job._append import AppendTarget, grown_schema
+from tfrecordkit.job._append import AppendTarget, grown_schema, open_images
 from tfrecordkit.job._encoding import (
     SKIP_HINT,
     ConversionJob,
@@ -16,4 +16,5 @@ from tfrecordkit.job._encoding import (
 )
 
 __all__ = ["SKIP_HINT", "AppendTarget", "ConversionJob", "EncodeJob", "EncodedChunk",
-           "SplitAssigner", "SplitSpec", "encode_items", "grown_schema", "image_features"]
+           "SplitAssigner", "SplitSpec", "encode_items", "grown_schema", "image_features",
+           "open_images"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from tfrecordkit.errors import DatasetError, SchemaError
 from tfrecordkit.format import Storage
-from tfrecordkit.schema import SOURCE_FEATURE, ClassLabel, Schema
+from tfrecordkit.schema import SOURCE_FEATURE, Boxes, ClassLabel, Image, Schema
 from tfrecordkit.store import (
     SHARD_PATTERN,
     KnownRecords,
@@ -26,7 +26,7 @@ from tfrecordkit.store import (
     read_digests,
 )
 
-__all__ = ["AppendTarget", "grown_schema"]
+__all__ = ["AppendTarget", "grown_schema", "open_images"]
 
 logger = logging.getLogger(__name__)
 
@@ -146,4 +146,52 @@ def grown_schema(dataset: Schema, source: Schema, where: str) -> Schema:
                             added[:10])
                 features[name] = dataclasses.replace(feature,
                                                      names=(*feature.names, *added))
+    source_boxes = source.of_kind(Boxes)
+    for name, boxes in dataset.of_kind(Boxes).items():
+        if (given := source_boxes.get(name)) is not None:
+            features[name] = _grown_boxes(name, boxes, given, where)
+    return Schema(features)
+
+
+def _grown_boxes(name: str, boxes: Boxes, other: Boxes, where: str) -> Boxes:
+    """The dataset's ``boxes`` with the category names ``other`` adds, at the end (no id
+    moves), and their source ids when the dataset keeps ids.
+
+    Raises:
+        SchemaError: a new category's source id is an old category's (naming both).
+    """
+    added = [n for n in other.names if n not in boxes.names]
+    if not added:
+        return boxes
+    logger.info("%s: %d new box categor(ies) get ids %d..%d: %s", name, len(added),
+                len(boxes.names), len(boxes.names) + len(added) - 1, added[:10])
+    ids: tuple[int, ...] = ()
+    if boxes.ids and other.ids:
+        theirs = dict(zip(other.names, other.ids, strict=True))
+        mine = dict(zip(boxes.ids, boxes.names, strict=True))
+        for new in added:
+            if theirs[new] in mine:
+                raise SchemaError(name, f"{where} gives the new category {new!r} id "
+                                        f"{theirs[new]}, which is {mine[theirs[new]]!r}'s in "
+                                        "the dataset")
+        ids = (*boxes.ids, *(theirs[n] for n in added))
+    elif boxes.ids:
+        raise SchemaError(name, f"the dataset keeps its categories' ids, and {where} gives "
+                                f"none for the new categories {added[:5]}")
+    return dataclasses.replace(boxes, names=(*boxes.names, *added), ids=ids)
+
+
+def open_images(schema: Schema, source: Schema) -> Schema:
+    """``schema`` (an appended-to dataset's, grown) with each image's format, channels and
+    size left open where the source does not pin them: the dataset's were found from its
+    images at conversion, and new images may differ (the manifest is then widened as
+    converting everything at once would describe it, see :meth:`ImageObservations.widen`)."""
+    features = dict(schema)
+    theirs = source.of_kind(Image)
+    for name, image in schema.of_kind(Image).items():
+        given = theirs.get(name)
+        if given is None:
+            continue
+        features[name] = dataclasses.replace(
+            image, encoding=given.encoding, channels=given.channels, size=given.size)
     return Schema(features)

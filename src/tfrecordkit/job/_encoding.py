@@ -95,19 +95,12 @@ class ConversionJob:
         if not isinstance(options, ShardOptions):
             raise OptionError(f"shards must be a ShardOptions; got {type(options).__name__}")
         SplitAssigner(split, options.seed)  # checks the ratios before any work
-        by_source = isinstance(source, SplitSources)
-        if by_source and (not isinstance(split, str) or stratify):
-            raise OptionError("a split -> source mapping gives each record its split: it "
-                              "takes no split ratios or stratify (give each split its "
-                              "source, or one source and the ratios)")
+        made_split = _split_made(source, split, stratify)
         from tfrecordkit._version import __version__
 
         created_by: dict[str, Any] = {"tool": "tfrecordkit", "version": __version__,
                                       "source": source.description,
-                                      "split": split if isinstance(split, str)
-                                      else dict(split)}
-        if by_source:  # each record's split is its source's: no rule an append could follow
-            created_by["split"] = {"by_source": list(source.parts)}  # type: ignore[attr-defined]
+                                      "split": made_split}
         if traits.conversions:
             created_by["conversions"] = dict(traits.conversions)
         if getattr(source, "key_rule", None):  # how its records are keyed (appends key alike)
@@ -208,7 +201,7 @@ class ConversionJob:
         format, channel count or size where all agreed); for an append, the dataset's own,
         which describes the old records too (the new ones alone would narrow it)."""
         if self.append is not None:
-            return self.schema
+            return observations.widen(self.append.base.schema, self.schema)
         return observations.refine(self.schema)
 
     @property
@@ -490,6 +483,22 @@ def _training_split(split: SplitSpec) -> str:
     if isinstance(split, str):
         return split
     return "train" if "train" in split else next(iter(split))
+
+
+def _split_made(source: Source, split: SplitSpec, stratify: bool) -> Any:
+    """How a conversion's records were split, as the manifest records it (an append follows
+    it): the split name, the ratios, or, for a split -> source mapping, its splits.
+
+    Raises:
+        OptionError: ratios or ``stratify`` given beside a mapping.
+    """
+    if isinstance(source, SplitSources):
+        if not isinstance(split, str) or stratify:
+            raise OptionError("a split -> source mapping gives each record its split: it "
+                              "takes no split ratios or stratify (give each split its "
+                              "source, or one source and the ratios)")
+        return {"by_source": list(source.parts)}  # no rule an append could follow
+    return split if isinstance(split, str) else dict(split)
 
 
 class SplitAssigner:

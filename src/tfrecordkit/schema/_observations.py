@@ -58,6 +58,35 @@ class ImageObservations:
                 out[name] = (int(height), int(width))
         return out
 
+    def widen(self, pinned: Schema, schema: Schema) -> Schema:
+        """The schema of a dataset grown by the images seen here: ``schema`` (the grown one,
+        images left open) with each image's format, channels and size as converting the old
+        and new images at once would pin them: ``pinned``'s (the dataset's) where the new
+        images agree with it, else open (a size or format seen to vary) or the most channels
+        seen."""
+        features = dict(schema)
+        sizes = self.sizes()
+        for name, old in pinned.of_kind(Image).items():
+            seen = self.seen.get(name)
+            open_ = features.get(name)
+            if not isinstance(open_, Image):
+                continue
+            if seen is None:  # no new image: the dataset's description holds
+                features[name] = dataclasses.replace(open_, encoding=old.encoding,
+                                                     channels=old.channels, size=old.size)
+                continue
+            formats = {fmt for fmt, _, _ in seen}
+            channels = {c for _, c, _ in seen if c}
+            size = (old.size if old.size is not None and sizes.get(name) == tuple(old.size)
+                    else open_.size)
+            encoding = (old.encoding if old.encoding == "auto" or formats == {old.encoding}
+                        else open_.encoding)
+            wide = (max(old.channels, *channels) if old.channels is not None and channels
+                    and open_.channels is None else (open_.channels or old.channels))
+            features[name] = dataclasses.replace(open_, encoding=encoding, channels=wide,
+                                                 size=size)
+        return Schema(features)
+
     def refine(self, schema: Schema) -> Schema:
         """Pin an image's encoding, channels and size when every record agreed on them."""
         features = dict(schema)

@@ -161,16 +161,7 @@ class Coco:
         self._file_name_keys = False
         self.provenance = provenance
         self.description = f"coco:{os.path.abspath(self.path)}"
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                coco = json.load(handle)
-        except OSError as err:
-            raise SourceError(self.path, err.strerror or str(err)) from None
-        except ValueError as err:
-            raise SourceError(self.path, f"not JSON ({err})") from None
-        except RecursionError:
-            raise SourceError(self.path, "nested deeper than a JSON reader follows (not COCO's "
-                                         "annotation layout)") from None
+        coco = self._json()
         self._looked = ("the folder given as images=" if images is not None else
                         "COCO's layout (<split>/ beside the annotations' folder) or beside "
                         "the .json file")
@@ -186,6 +177,35 @@ class Coco:
             del self.fields["id"]
         if not all(isinstance(e, Mapping) and _number(e.get("area")) for e in entries):
             del self.fields["area"]
+        self._annotations(entries, ids)
+        self._refuse_fractions()
+        self._image_ids = all(_whole(i) for i in self._images)
+
+    def _json(self) -> Any:
+        """The annotation file, parsed.
+
+        Raises:
+            SourceError: unreadable, not JSON, or nested past a JSON reader's depth.
+        """
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except OSError as err:
+            raise SourceError(self.path, err.strerror or str(err)) from None
+        except ValueError as err:
+            raise SourceError(self.path, f"not JSON ({err})") from None
+        except RecursionError:
+            raise SourceError(self.path, "nested deeper than a JSON reader follows (not COCO's "
+                                         "annotation layout)") from None
+
+    def _annotations(self, entries: list[Any], ids: Mapping[Any, str]) -> None:
+        """Each annotation checked and kept as its image's object (crowds left out when
+        asked).
+
+        Raises:
+            SourceError: naming the entry: a bad bbox, an unknown image or category, an
+                iscrowd other than 0 or 1.
+        """
         for k, entry in enumerate(entries):
             where = f"annotations[{k}]"
             box = entry.get("bbox") if isinstance(entry, Mapping) else None
@@ -203,13 +223,11 @@ class Coco:
             crowd = entry.get("iscrowd", 0)
             if crowd not in (0, 1) or isinstance(crowd, bool):
                 raise SourceError(self.path, f"{where}: iscrowd must be 0 or 1; got {crowd!r}")
-            if crowd and not crowds:
+            if crowd and not self.crowds:
                 self.crowds_left_out += 1
                 continue
             self._objects.setdefault(image, []).append(_Object(
                 box, ids[category], entry.get("id"), int(crowd), entry.get("area")))
-        self._refuse_fractions()
-        self._image_ids = all(_whole(i) for i in self._images)
 
     def _refuse_fractions(self) -> None:
         """Refuse boxes that are all fractions of their image, on images of more than a few
