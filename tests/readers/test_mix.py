@@ -361,3 +361,68 @@ def test_a_source_given_twice_is_counted_twice(sources):
     loader = tk.load_numpy_dataset(tk.Mix([a, a], weights=[1, 1]), batch_size=None, seed=2)
     counts = loader.mix.counts(7, 0)
     assert len(counts) == 2 and sum(counts.values()) == loader.mix.records
+
+
+@pytest.fixture(scope="module")
+def detection_exports(tmp_path_factory):
+    """Three detection datasets of one taxonomy: ``a`` (cat, dog), ``b`` the same categories
+    in the other order, ``c`` one category more (owl); each object's category is written as
+    its name, so a reader's label names can be checked against what was written."""
+    root = tmp_path_factory.mktemp("detection")
+    made = {}
+    for tag, names in (("a", ["cat", "dog"]), ("b", ["dog", "cat"]),
+                       ("c", ["cat", "dog", "owl"])):
+        rng = np.random.default_rng(len(made))
+        rows = []
+        for k in range(12):
+            n = int(rng.integers(0, 4))
+            labels = [names[int(i)] for i in rng.integers(0, len(names), n)]
+            rows.append({"image/object": {"boxes": [[0.1, 0.1, 0.5, 0.6]] * n,
+                                          "labels": labels},
+                         "name": f"{tag}{k}", "written": ",".join(labels)})
+        schema = tk.Schema({"image/object": tk.Boxes(names), "name": tk.Text(),
+                            "written": tk.Text()})
+        tk.write_dataset(rows, root / tag, schema, progress=False)
+        made[tag] = root / tag
+    return made
+
+
+def _label_names(batch, names):
+    labels = batch["image/object"]["labels"]
+    values, lengths = np.asarray(labels["values"]), np.asarray(labels["lengths"])[:, 0]
+    return [",".join(names[int(i)] for i in values[k, :lengths[k]])
+            for k in range(len(lengths))]
+
+
+def _texts(values):
+    return [v.decode() if isinstance(v, bytes) else str(v) for v in np.asarray(values)]
+
+
+@pytest.mark.integration
+def test_a_mix_joins_box_categories_by_name_in_every_reader(detection_exports):
+    """Two exports of one taxonomy in another order, and one with a category more, mix:
+    the joined names are the first's then each new one, and every box's label is its
+    written category's joined id, in NumPy, tf.data and grain (padding stays 0)."""
+    pytest.importorskip("tensorflow")
+    mix = tk.Mix([detection_exports[t] for t in "abc"], weights=[1, 1, 1])
+    loader = tk.load_numpy_dataset(mix, batch_size=8, seed=3, sampling=tk.InOrder())
+    names = loader.plan.schema["image/object"].names
+    assert names == ("cat", "dog", "owl")
+    seen = 0
+    for batch in loader:
+        assert _label_names(batch, names) == _texts(batch["written"])
+        labels = batch["image/object"]["labels"]
+        pad = np.arange(labels["values"].shape[1]) >= labels["lengths"][:, :1]
+        assert (labels["values"][pad] == 0).all()
+        seen += len(batch["written"])
+    assert seen == 36
+    for batch in tk.load_tf_dataset(mix, batch_size=8, seed=3, sampling=tk.InOrder()):
+        plain = {k: (v.numpy() if hasattr(v, "numpy") else
+                     {p: {q: w.numpy() for q, w in x.items()} for p, x in v.items()})
+                 for k, v in batch.items()}
+        assert _label_names(plain, names) == _texts(plain["written"])
+    source = tk.load_grain_source(mix, seed=3)
+    for key in range(len(source)):
+        example = source[key]
+        batch = source.collate([example])
+        assert _label_names(batch, names) == _texts(batch["written"])

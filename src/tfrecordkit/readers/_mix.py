@@ -6,6 +6,7 @@ name, each source's ids mapped onto the joined list."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -108,6 +109,14 @@ class MixPlan:
     fingerprint: str
     label: str | None = None
     relabel: np.ndarray | None = None  # (sources, classes) -> joined id
+    #: Per ``Boxes`` feature whose sources' category names differ: (sources, categories)
+    #: -> joined category id.
+    boxes: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+    @property
+    def joins(self) -> bool:
+        """Some source's class or box ids must be mapped onto the joined names."""
+        return self.relabel is not None or bool(self.boxes)
 
     @property
     def offsets(self) -> np.ndarray:
@@ -138,7 +147,31 @@ class MixPlan:
             label = np.asarray(out[self.label])
             out[self.label] = self.relabel[self.source_of(np.reshape(ids, -1)).reshape(
                 np.shape(ids)), label].astype(label.dtype)
+        for name, table in self.boxes.items():
+            if isinstance(out.get(name), Mapping) and "labels" in out[name]:
+                sources = self.source_of(np.reshape(ids, -1)).reshape(np.shape(ids))
+                out[name] = {**out[name], "labels": _box_labels(table, out[name]["labels"],
+                                                                sources)}
         return out
+
+
+def _box_labels(table: np.ndarray, labels: Any, sources: np.ndarray) -> Any:
+    """Box labels (one example's ``[n]``, a batch's ``{"values": [B, n], "lengths"}``
+    padded or a list of arrays when ragged) as joined category ids, by each row's source;
+    padding stays 0."""
+    if isinstance(labels, Mapping):
+        values = np.asarray(labels["values"])
+        rows = sources.reshape(-1, *([1] * (values.ndim - 1))) if sources.ndim else sources
+        lengths = np.asarray(labels["lengths"])[..., 0]
+        kept = np.arange(values.shape[-1]) < (lengths[..., None] if values.ndim > 1
+                                              else lengths)
+        joined = np.where(kept, table[rows, values], 0).astype(values.dtype)
+        return {**labels, "values": joined}
+    if isinstance(labels, list):
+        return [table[int(s), np.asarray(v)].astype(np.asarray(v).dtype)
+                for s, v in zip(np.reshape(sources, -1), labels, strict=True)]
+    values = np.asarray(labels)
+    return table[int(np.reshape(sources, -1)[0]), values].astype(values.dtype)
 
 
 @dataclass(frozen=True)

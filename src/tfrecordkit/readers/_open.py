@@ -21,7 +21,7 @@ from tfrecordkit.readers._layout import BatchLayout
 from tfrecordkit.readers._mix import Mix, MixPlan
 from tfrecordkit.readers._read_plan import PathArg, ReadPlan, plan_read
 from tfrecordkit.sampling import mix_weights
-from tfrecordkit.schema import Schema
+from tfrecordkit.schema import Boxes, Schema
 from tfrecordkit.store import SplitPart, SplitRecords, joined_locations
 
 __all__ = ["open_mix", "open_plan", "open_records", "split_records"]
@@ -80,6 +80,8 @@ def open_mix(mix: Mix, split: str, options: Any, *, schema: Schema | None,
     found = first.schema.class_label()
     chosen = first.schema if label is None or found is None else Schema({
         **first.schema, label: dataclasses.replace(found[1], names=tuple(joined))})
+    boxes, box_tables = _joined_boxes(plans, read)
+    chosen = Schema({**chosen, **boxes})
     each = [p.locations() for p in plans]  # files without a manifest: counted here
     sizes = tuple(len(where.shard) for where in each)
     weights = mix_weights(mix.weights, sizes, names)
@@ -89,7 +91,8 @@ def open_mix(mix: Mix, split: str, options: Any, *, schema: Schema | None,
                                first.compression)
     described = json.dumps([[p.fingerprint for p in plans], weights, records])
     plan = MixPlan(names, sizes, weights, records,
-                   hashlib.sha256(described.encode()).hexdigest()[:16], label, relabel)
+                   hashlib.sha256(described.encode()).hexdigest()[:16], label, relabel,
+                   box_tables)
     # Per file of the joined locations (a split a source names twice lists its files twice).
     counts = np.bincount(located.shard, minlength=len(located.files)).tolist()
     return ReadPlan(" + ".join(names), split, located.files, tuple(counts), first.compression,
@@ -127,9 +130,10 @@ def _features_agreed(plans: Sequence[Any], names: Sequence[str], options: Any) -
                                f"({names[0]}: {sorted(read)}; {name}: {sorted(mine)}): "
                                "give DecodeOptions(features=[...]) both hold")
         label = plans[0].schema.class_label()
+        boxes = plans[0].schema.of_kind(Boxes)
         for feature in read:
-            ours, theirs = (_described(p.schema[feature], joined=label is not None
-                                       and feature == label[0]) for p in (plans[0], plan))
+            ours, theirs = (_described(p.schema[feature], joined=feature in boxes or (
+                label is not None and feature == label[0])) for p in (plans[0], plan))
             if ours != theirs:
                 raise DatasetError(f"Mix: feature {feature!r} differs: {names[0]} has "
                                    f"{ours}, {name} has {theirs}")
@@ -137,10 +141,12 @@ def _features_agreed(plans: Sequence[Any], names: Sequence[str], options: Any) -
 
 
 def _described(feature: Any, *, joined: bool) -> dict[str, Any]:
-    """A feature's definition (the class label's names aside: those are joined by name)."""
+    """A feature's definition (the class label's or boxes' names and ids aside: those are
+    joined by name)."""
     described = dict(feature.to_json())
     if joined:
         described.pop("names", None)
+        described.pop("ids", None)
     return described
 
 
@@ -181,3 +187,35 @@ def _joined_classes(plans: Sequence[Any], read: Sequence[str]
     for j, names in enumerate(lists):
         table[j, : len(names)] = [where[n] for n in names]
     return label, joined, table
+
+
+def _joined_boxes(plans: Sequence[Any], read: Sequence[str]
+                  ) -> tuple[dict[str, Boxes], dict[str, np.ndarray]]:
+    """Each ``Boxes`` feature read, its category names joined by name as class names are
+    (the first source's in order, then each new one; ids kept when every source agrees on
+    them), and where the sources' names differ, each source's ids mapped to the joined
+    ones."""
+    features: dict[str, Boxes] = {}
+    tables: dict[str, np.ndarray] = {}
+    for name, first in plans[0].schema.of_kind(Boxes).items():
+        if name not in read:
+            continue
+        each = [p.schema.feature_as(name, Boxes) for p in plans]
+        lists = [list(b.names) for b in each]
+        joined = list(dict.fromkeys(n for names in lists for n in names))
+        ids: dict[str, int] = {}
+        for boxes in each:
+            ids.update(zip(boxes.names, boxes.ids, strict=False))
+        agreed = (all(b.ids for b in each) and len(set(ids.values())) == len(ids)
+                  and all(ids[n] == i for b in each for n, i in zip(b.names, b.ids,
+                                                                      strict=True)))
+        features[name] = dataclasses.replace(first, names=tuple(joined),
+                                             ids=tuple(ids[n] for n in joined) if agreed
+                                             else ())
+        if any(names != lists[0] for names in lists):
+            where = {n: i for i, n in enumerate(joined)}
+            table = np.zeros((len(lists), max(map(len, lists), default=0) or 1), np.int64)
+            for j, names in enumerate(lists):
+                table[j, : len(names)] = [where[n] for n in names]
+            tables[name] = table
+    return features, tables

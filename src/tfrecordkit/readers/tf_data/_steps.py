@@ -248,7 +248,7 @@ def _relabelled_epochs(ds: Any, mix: MixPlan | None, *, repeat: bool,
                        deterministic: bool) -> Any:
     """Decoded batches with a mix's class ids joined by name, epoch after epoch when
     ``repeat`` (each a new iteration of the one-epoch dataset: no batch spans two)."""
-    if mix is not None and mix.relabel is not None:
+    if mix is not None and mix.joins:
         ds = ds.map(graph_only(_relabel(mix)), num_parallel_calls=AUTOTUNE,
                     deterministic=deterministic)
     return ds.repeat() if repeat else ds
@@ -257,19 +257,45 @@ def _relabelled_epochs(ds: Any, mix: MixPlan | None, *, repeat: bool,
 def _relabel(mix: MixPlan) -> Any:
     """In-graph :meth:`MixPlan.relabelled`: each record's class id as the joined names' id,
     by the source its ``__id`` falls in."""
-    table, starts = tf.constant(mix.relabel), tf.constant(mix.offsets[1:])
+    starts = tf.constant(mix.offsets[1:])
+    table = tf.constant(mix.relabel) if mix.relabel is not None else None
     label = mix.label
+    boxes = {name: tf.constant(t) for name, t in mix.boxes.items()}
 
     def relabel(element: dict[str, Any]) -> dict[str, Any]:
-        if label not in element:
-            return element
-        values = element[label]
-        source = tf.searchsorted(starts, tf.reshape(element[RECORD_ID], [-1]), side="right")
-        joined = tf.gather_nd(table, tf.stack(
-            [tf.cast(source, tf.int64), tf.reshape(tf.cast(values, tf.int64), [-1])], axis=1))
-        return {**element, label: tf.reshape(tf.cast(joined, values.dtype), tf.shape(values))}
+        source = tf.cast(tf.searchsorted(starts, tf.reshape(element[RECORD_ID], [-1]),
+                                         side="right"), tf.int64)
+        out = dict(element)
+        if table is not None and label in element:
+            values = element[label]
+            joined = tf.gather_nd(table, tf.stack(
+                [source, tf.reshape(tf.cast(values, tf.int64), [-1])], axis=1))
+            out[label] = tf.reshape(tf.cast(joined, values.dtype), tf.shape(values))
+        for name, box_table in boxes.items():
+            if name in element:
+                out[name] = {**element[name], "labels": _joined_box_labels(
+                    box_table, element[name]["labels"], source)}
+        return out
 
     return relabel
+
+
+def _joined_box_labels(table: Any, labels: Any, source: Any) -> Any:
+    """In-graph box labels as joined category ids by each row's source (padding stays 0):
+    a padded ``{"values", "lengths"}`` (batched ``[B, n]`` or one example's ``[n]``) or a
+    ragged batch."""
+    if isinstance(labels, tf.RaggedTensor):
+        rows = tf.repeat(source, labels.row_lengths())
+        joined = tf.gather_nd(table, tf.stack([rows, labels.flat_values], axis=1))
+        return labels.with_flat_values(tf.cast(joined, labels.dtype))
+    values = labels["values"]
+    batch = tf.reshape(values, [tf.shape(source)[0], -1])  # one example: a batch of one
+    width = tf.shape(batch)[1]
+    rows = tf.repeat(source[:, None], width, axis=1)
+    joined = tf.gather_nd(table, tf.stack([rows, tf.cast(batch, tf.int64)], axis=2))
+    kept = tf.range(width)[None, :] < tf.cast(tf.reshape(labels["lengths"], [-1, 1]), tf.int32)
+    joined = tf.where(kept, tf.cast(joined, values.dtype), tf.zeros_like(batch))
+    return {**labels, "values": tf.reshape(joined, tf.shape(values))}
 
 
 def _finder(loader: Any) -> Any:
