@@ -21,6 +21,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="one split or split expression (default: every split)")
     parser.add_argument("--rows-per-file", type=int, default=10_000,
                         help="records per tar or Parquet file (default 10000)")
+    parser.add_argument("--boxes", choices=("fractions", "coco"), default="fractions",
+                        help="a Boxes feature as every reader gives it (fractions, the "
+                             "default) or in Hugging Face's detection layout: 'objects' of "
+                             "COCO pixel [x, y, w, h] boxes and categories, image width and "
+                             "height (coco)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an earlier export at OUT (never a folder of other files)")
     parser.add_argument("--json", action="store_true", help="print what was written as JSON")
@@ -32,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
 
     result = export(args.path, args.out, to=args.to, split=args.split,
                     rows_per_file=args.rows_per_file, overwrite=args.overwrite,
-                    progress=not args.quiet, storage_options=args.storage_options)
+                    progress=not args.quiet, storage_options=args.storage_options,
+                    boxes=args.boxes)
     if args.json:
         print(json.dumps({"target": result.target, "out": result.out,
                           "records": result.records, "files": result.files}))

@@ -38,7 +38,9 @@ def arrow_features(rows: Rows, first: Callable[[], Chunk]) -> Any:
         if "\x00" in name or not name:
             raise OptionError(f"feature {name!r}: a column name cannot be empty or hold NUL; "
                               "export to webdataset, or rename the feature")
-    spec = {name: rows.schema[name].hf_feature() for name in rows.names}
+    added = rows.coco.hf_features() if rows.coco is not None else {}
+    spec = {name: added[name] if name in added else rows.schema[name].hf_feature()
+            for name in rows.names}
     if rows.source:
         spec[SOURCE_FEATURE] = {"_type": "Value", "dtype": "string"}
     if any(v is None for v in spec.values()):

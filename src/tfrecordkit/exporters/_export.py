@@ -39,7 +39,8 @@ class ExportResult:
 def export(path: str | os.PathLike[str], out: str | os.PathLike[str], *, to: Target,
            split: SplitArg | None = None, rows_per_file: int = 10_000,
            overwrite: bool = False, progress: bool = True,
-           storage_options: dict[str, Any] | None = None) -> ExportResult:
+           storage_options: dict[str, Any] | None = None,
+           boxes: str = "fractions") -> ExportResult:
     """Write a dataset in another library's format, every value kept.
 
     The export is written into a staging folder beside ``out`` and moved into place when
@@ -65,6 +66,12 @@ def export(path: str | os.PathLike[str], out: str | os.PathLike[str], *, to: Tar
             files is never removed).
         progress: show a progress bar.
         storage_options: for a URL ``path``, passed to fsspec.
+        boxes: how a ``Boxes`` feature is written: ``"fractions"`` (the default: its value
+            as every reader gives it, corners as fractions, under its own name) or
+            ``"coco"`` (Hugging Face's detection datasets' layout: an ``objects`` column of
+            COCO's pixel boxes ``[x, y, width, height]``, their ``category`` (a ClassLabel)
+            and per-object fields, beside the image's ``width`` and ``height``; in
+            WebDataset's ``.json`` likewise), for a dataset with one ``Boxes`` feature.
 
     Raises:
         OptionError: an unknown target, an output refused (see ``out``), or two splits that
@@ -87,7 +94,7 @@ def export(path: str | os.PathLike[str], out: str | os.PathLike[str], *, to: Tar
               "dataset": os.fspath(path), "splits": splits,
               "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
     result = ExportResult(to, os.fspath(out))
-    rows = Rows(manifest.schema)
+    rows = Rows(manifest.schema, boxes)
     from tqdm import tqdm
 
     with StagedOutput(out, None if storage.fs is not None else os.fspath(path),

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.errors import OptionError
+from tfrecordkit.exporters._coco_layout import BOX_LAYOUTS, CocoBoxes
 from tfrecordkit.format import KeySpec, parse_examples
 from tfrecordkit.schema import SOURCE_FEATURE, DecodeContext, Image, Schema
 from tfrecordkit.store import SplitRecords
@@ -56,12 +57,18 @@ def split_labels(splits: list[str]) -> dict[str, str]:
 class Rows:
     """A split's records as dicts of plain values, a chunk at a time."""
 
-    def __init__(self, schema: Schema) -> None:
+    def __init__(self, schema: Schema, boxes: str = "fractions") -> None:
+        if boxes not in BOX_LAYOUTS:
+            raise OptionError(f"boxes must be one of {BOX_LAYOUTS}; got {boxes!r}")
         self.schema = schema
-        self.names = [n for n in schema if n != SOURCE_FEATURE]
+        stored = [n for n in schema if n != SOURCE_FEATURE]
+        #: COCO's detection layout for the boxes (``boxes="coco"``), or None.
+        self.coco = CocoBoxes(schema) if boxes == "coco" else None
+        #: The exported columns (``objects``, ``width``, ``height`` in COCO's layout).
+        self.names = self.coco.names(stored) if self.coco is not None else stored
         self.source = SOURCE_FEATURE in schema
         # Encoded images and audio: their stored bytes, as they are.
-        self.media = [n for n in self.names if schema[n].export_extension(b"") is not None]
+        self.media = [n for n in stored if schema[n].export_extension(b"") is not None]
         self.raw_images = [n for n, f in schema.of_kind(Image).items() if n not in self.media]
         self.decoded = [n for n in schema if n not in self.media]  # provenance too
         self._media_specs = [KeySpec(n, "string", ()) for n in self.media]
@@ -81,7 +88,12 @@ class Rows:
         values = (self.schema.decode_batch(found, features=self.decoded, where=where,
                                            context=DecodeContext(shard_classes=classes))
                   if self.decoded else {})
-        return values, parse_examples(found, self._media_specs, where=where)
+        media = parse_examples(found, self._media_specs, where=where)
+        if self.coco is not None:  # COCO's pixel boxes, measured on their image
+            image = self.coco.image
+            pixels = media[image].to_bytes() if image in media else values[image]
+            values.update(self.coco.columns(values.pop(self.coco.name), pixels))
+        return values, media
 
     def rows(self, records: SplitRecords, ids: range) -> Chunk:
         """Records ``ids`` as rows of plain values, raw-pixel images as PNG bytes."""

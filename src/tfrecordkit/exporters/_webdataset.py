@@ -79,6 +79,9 @@ def _sample(row: dict[str, Any], rows: Rows, label: tuple[str, list[str]] | None
         elif name in boxes:
             names = boxes[name].names
             rest[name] = {**value, "label_names": [names[i] for i in value["labels"]]}
+        elif rows.coco is not None and name == "objects":
+            names = rows.coco.feature.names
+            rest[name] = {**value, "category_names": [names[i] for i in value["category"]]}
         else:
             rest[name] = value
     if SOURCE_FEATURE in row:
