@@ -22,6 +22,10 @@ EXPECTED = {
                                  r"[\s\S]*held-out files: [\d.]+ before training, "
                                  r"0\.9\d after"),
     "quickstart.py": ([], r"pixels identical to the source"),
+    "coco_grow_and_train.py": ([], r"week 2 appended 60 images \(1 already there\), categories "
+                                   r"now \['red box', 'blue box', 'green box'\] with COCO ids "
+                                   r"\[1, 2, 3\][\s\S]*held-out per-category accuracy [\d.]+ "
+                                   r"before training, (0\.[7-9]\d|1\.00) after"),
     "detection_coco.py": ([], r"24 images, \d+ boxes in 2 files[\s\S]*largest difference "
                               r"from the annotations 0\.00\d\d px[\s\S]*tf\.data gives the "
                               r"same boxes for 24 of 24 images"),
