@@ -319,3 +319,76 @@ def test_crowd_flags_areas_and_ids_are_kept_record_for_record(tmp_path):
                                                 sampling=tk.InOrder())
              for f in _unpadded(row["image/object"]["is_crowd"]).tolist()]
     assert len(flags) == len(coco["annotations"]) - crowds and not any(flags)
+
+
+def _mask(segmentation, height, width):
+    """COCO's own decoder (pycocotools) of a polygon list or an RLE, as a [h, w] mask."""
+    mask_api = pytest.importorskip("pycocotools.mask")
+    if isinstance(segmentation, list):
+        rles = mask_api.frPyObjects(segmentation, height, width)
+        return mask_api.decode(mask_api.merge(rles))
+    if isinstance(segmentation.get("counts"), list):  # uncompressed RLE
+        segmentation = mask_api.frPyObjects(segmentation, height, width)
+    return mask_api.decode(segmentation)
+
+
+@pytest.mark.integration
+def test_masks_are_kept_as_written_and_decode_as_cocos_own(tmp_path):
+    """masks=True keeps each object's segmentation (polygons, an uncompressed RLE crowd, a
+    compressed RLE) as written; pycocotools decodes the stored text to COCO's own mask; a
+    crop or flip of records carrying them is refused, naming why."""
+    mask_api = pytest.importorskip("pycocotools.mask")
+    coco = _coco(tmp_path, images=5)
+    sizes = {e["id"]: (e["height"], e["width"]) for e in coco["images"]}
+    for k, a in enumerate(coco["annotations"]):
+        h, w = sizes[a["image_id"]]
+        x, y, bw, bh = a["bbox"]
+        if k % 3 == 0:
+            a["segmentation"] = [[x, y, x + bw, y, x + bw, y + bh, x, y + bh]]
+        else:
+            full = np.zeros((h, w), np.uint8, order="F")
+            full[int(y):int(y + bh), int(x):int(x + bw)] = 1
+            rle = mask_api.encode(np.asfortranarray(full))
+            if k % 3 == 1:
+                a["segmentation"] = {"size": rle["size"], "counts": rle["counts"].decode()}
+            else:
+                runs, value, count = [], 0, 0
+                for bit in full.flatten(order="F"):
+                    if bit == value:
+                        count += 1
+                    else:
+                        runs.append(count)
+                        value, count = bit, 1
+                runs.append(count)
+                a["segmentation"] = {"size": [h, w], "counts": runs}
+    path = tmp_path / "instances.json"
+    path.write_text(json.dumps(coco))
+    tk.convert(tk.Coco(path, images=tmp_path / "images", masks=True), tmp_path / "ds",
+               split={"train": 1.0}, progress=False)
+    checked = 0
+    for row in tk.load_numpy_dataset(tmp_path / "ds", batch_size=None, sampling=tk.InOrder()):
+        image_id = int(row["image/id"])
+        h, w = sizes[image_id]
+        mine = [a for a in coco["annotations"] if a["image_id"] == image_id]
+        stored = _unpadded(row["image/object"]["segmentation"])
+        assert len(stored) == len(mine)
+        for text, a in zip(stored, mine, strict=True):
+            assert json.loads(text) == a["segmentation"]
+            assert (_mask(json.loads(text), h, w) == _mask(a["segmentation"], h, w)).all()
+            checked += 1
+    assert checked == len(coco["annotations"])
+    with pytest.raises(tk.OptionError, match="'segmentation' is kept as written, in the "
+                                             "source image's coordinates"):
+        tk.load_numpy_dataset(tmp_path / "ds", batch_size=2, image_size=16,
+                              options=tk.DecodeOptions(crop="random", flip=True))
+    pytest.importorskip("tensorflow")
+    common = {"batch_size": 2, "sampling": tk.InOrder()}
+    for a, b in zip(tk.load_numpy_dataset(tmp_path / "ds", **common),
+                    tk.load_tf_dataset(tmp_path / "ds", **common), strict=True):
+        for key in ("values", "lengths"):
+            assert (np.asarray(a["image/object"]["segmentation"][key])
+                    == b["image/object"]["segmentation"][key].numpy()).all()
+    without = tk.load_numpy_dataset(tmp_path / "ds", batch_size=2, image_size=16,
+                                    options=tk.DecodeOptions(crop="random",
+                                                             features=("image",)))
+    assert next(iter(without))["image"].shape == (2, 16, 16, 3)

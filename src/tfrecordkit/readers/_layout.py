@@ -16,6 +16,7 @@ import numpy as np
 from tfrecordkit.errors import DatasetError, OptionError
 from tfrecordkit.schema import (
     SOURCE_FEATURE,
+    Boxes,
     FeatureLayout,
     KeySpec,
     Kind,
@@ -92,6 +93,15 @@ class BatchLayout:
             getattr(options, "crop", None) is not None or getattr(options, "flip", False)
             or getattr(options, "keep_aspect", False))
         follows = _images_followed(schema, layouts) if moves else {}
+        for name in follows:
+            written = schema.of_kind(Boxes)[name].as_written if name in schema.of_kind(
+                Boxes) else ()
+            if written:
+                raise OptionError(f"feature {name!r}: its per-object field {written[0]!r} is "
+                                  "kept as written, in the source image's coordinates, which a "
+                                  "crop, flip or letterbox would not move: read without those "
+                                  "options, or without the feature (DecodeOptions(features="
+                                  "...))")
         return cls(layouts, options.padding, label if label in names else None, follows)
 
 

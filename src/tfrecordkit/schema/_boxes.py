@@ -30,9 +30,11 @@ BOX_CORNERS = ("xmin", "ymin", "xmax", "ymax")
 """The order of a box's four numbers (the Object Detection API's keys), as every reader gives
 them: ``[xmin, ymin, xmax, ymax]``, fractions of the image's width and height."""
 
-#: What a per-object field may hold: one number per object.
-BOX_FIELD_DTYPES = ("int64", "float32")
-_LIST = {"int64": "int64", "float32": "float"}
+#: What a per-object field may hold: one number per object, or one byte string (e.g. COCO's
+#: segmentation as written, JSON text: in the source image's coordinates, so no reader moves
+#: it with a crop or flip, and readers refuse those transforms while it is read).
+BOX_FIELD_DTYPES = ("int64", "float32", "string")
+_LIST = {"int64": "int64", "float32": "float", "string": "bytes"}
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,12 @@ class Boxes(Feature):
         return out
 
     @property
+    def as_written(self) -> tuple[str, ...]:
+        """Per-object fields kept as written in the source image's coordinates (text), which
+        a crop, flip or letterbox would not move."""
+        return tuple(f for f, d in self.fields.items() if d == "string")
+
+    @property
     def format_need(self) -> tuple[int, str] | None:
         if self.ids or self.fields:
             return 9, "boxes with class ids or per-object fields"
@@ -107,7 +115,8 @@ class Boxes(Feature):
     def hf_feature(self) -> dict[str, Any] | None:
         return {"boxes": hf_list(hf_list(hf_value("float32"), 4)),
                 "labels": hf_list({"_type": "ClassLabel", "names": list(self.names)}),
-                **{f: hf_list(hf_value(d)) for f, d in self.fields.items()}}
+                **{f: hf_list(hf_value("binary" if d == "string" else d))
+                   for f, d in self.fields.items()}}
 
     def key_specs(self, name: str) -> list[KeySpec]:
         specs = [KeySpec(f"{name}/bbox/{c}", "float32", None) for c in BOX_CORNERS]
@@ -121,7 +130,8 @@ class Boxes(Feature):
     def layout(self, name: str, options: LayoutOptions) -> FeatureLayout:
         boxes = FeatureLayout(name, "numbers", np.dtype(np.float32), (None, 4), (0,))
         labels = FeatureLayout(name, "numbers", np.dtype(np.int64), (None,), (0,))
-        fields = {f: FeatureLayout(name, "numbers", np.dtype(d), (None,), (0,))
+        fields = {f: FeatureLayout(name, "bytes", None, (None,), (0,), fill=b"")
+                  if d == "string" else FeatureLayout(name, "numbers", np.dtype(d), (None,), (0,))
                   for f, d in self.fields.items()}
         return FeatureLayout(name, "parts", None, (None,), (0,),
                              parts={"boxes": boxes, "labels": labels, **fields})
@@ -179,6 +189,13 @@ class Boxes(Feature):
         if given is None:
             raise SchemaError(name, f"per-object field {field!r} is missing: give one value "
                                     "per box")
+        if self.fields[field] == "string":
+            texts = list(given) if isinstance(given, list | tuple) else None
+            if texts is None or not all(isinstance(t, str | bytes) for t in texts):
+                raise SchemaError(name, f"per-object field {field!r} holds one text per box")
+            if len(texts) != count:
+                raise SchemaError(name, f"{count} boxes but {len(texts)} {field!r} values")
+            return [t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts]
         values = np.asarray(given).reshape(-1)
         if len(values) != count:
             raise SchemaError(name, f"{count} boxes but {len(values)} {field!r} values")
@@ -204,7 +221,8 @@ class Boxes(Feature):
         if bad.size:
             raise SchemaError(name, f"class id {int(bad[0])} outside the "
                                     f"{len(self.names) or 'non-negative'} classes")
-        fields = {f: np.asarray(features.get(f"{name}/{f}", ()), d)
+        fields = {f: np.asarray(features.get(f"{name}/{f}", ()),
+                                object if d == "string" else d)
                   for f, d in self.fields.items()}
         for field, values in fields.items():
             if len(values) != len(labels):

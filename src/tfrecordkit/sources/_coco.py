@@ -67,10 +67,11 @@ class _Object(NamedTuple):
     id: Any
     crowd: int
     area: Any
+    segmentation: str | None = None
 
 
 #: The annotation's attribute each per-object field holds.
-_FIELD_OF = {"id": "id", "is_crowd": "crowd", "area": "area"}
+_FIELD_OF = {"id": "id", "is_crowd": "crowd", "area": "area", "segmentation": "segmentation"}
 
 
 def _whole(value: Any) -> bool:
@@ -103,7 +104,8 @@ class Coco:
     gives it; a crop that drops a box drops its fields with it. The categories' ids are the
     ``Boxes`` feature's ``ids`` (``names[k]`` is category ``ids[k]``; labels count from 0 in
     category id order), and each image's id is the ``"image/id"`` feature (when every image id
-    is an int). Segmentation masks (polygons, RLE) are not kept.
+    is an int). Segmentation masks (polygons, RLE) are kept as written when asked
+    (``masks=True``).
 
     Args:
         annotations: the ``instances_*.json`` file.
@@ -118,6 +120,9 @@ class Coco:
         provenance: store each image's ``file_name`` with its record (``"__source"``).
         crowds: keep crowd regions (``iscrowd=1``) as objects flagged ``is_crowd``; False
             leaves them out at conversion (``crowds_left_out`` counts them).
+        masks: keep each object's ``segmentation`` (polygons or RLE) as written, JSON text
+            in the per-object field ``segmentation``: in the source image's coordinates, so
+            readers refuse a crop, flip or letterbox while it is read.
         images_outside: read a ``file_name`` that leads outside ``images`` (absolute, through
             ``..``, or a symlink out of it). Off by default: a shared dataset would store this
             machine's path and a file the annotations' folder does not hold.
@@ -144,9 +149,9 @@ class Coco:
                  max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
                  reduce_16bit: bool = False, exif_transpose: bool = False,
                  provenance: bool = True, images_outside: bool = False,
-                 crowds: bool = True) -> None:
+                 crowds: bool = True, masks: bool = False) -> None:
         self.path = os.fspath(annotations)
-        self.crowds = crowds
+        self.crowds, self.masks = crowds, masks
         if exif_transpose:
             raise OptionError("Coco takes no exif_transpose=True: COCO's boxes are in the "
                               "stored pixels' frame, and turning the pixels would move them "
@@ -177,6 +182,8 @@ class Coco:
             del self.fields["id"]
         if not all(isinstance(e, Mapping) and _number(e.get("area")) for e in entries):
             del self.fields["area"]
+        if masks:  # kept as written: polygons or RLE, in the source image's coordinates
+            self.fields["segmentation"] = "string"
         self._annotations(entries, ids)
         self._refuse_fractions()
         self._image_ids = all(_whole(i) for i in self._images)
@@ -226,8 +233,15 @@ class Coco:
             if crowd and not self.crowds:
                 self.crowds_left_out += 1
                 continue
+            segmentation = None
+            if self.masks:
+                if not isinstance(entry.get("segmentation"), list | dict):
+                    raise SourceError(self.path, f"{where}: masks=True, and it has no "
+                                                 "segmentation (polygons or RLE)")
+                segmentation = json.dumps(entry["segmentation"], separators=(",", ":"))
             self._objects.setdefault(image, []).append(_Object(
-                box, ids[category], entry.get("id"), int(crowd), entry.get("area")))
+                box, ids[category], entry.get("id"), int(crowd), entry.get("area"),
+                segmentation))
 
     def _refuse_fractions(self) -> None:
         """Refuse boxes that are all fractions of their image, on images of more than a few
@@ -358,7 +372,7 @@ class Coco:
             raise SourceError(path, f"is {stored[0]}x{stored[1]} pixels; the annotations say "
                                     f"{width}x{height}: its boxes would be misplaced")
         boxes = []
-        for (x, y, w, h), _, annotation, _, _ in objects:
+        for (x, y, w, h), _, annotation, *_ in objects:
             past = max(-x, -y, x + w - width, y + h - height)
             if past > EDGE_TOLERANCE:
                 raise SourceError(path, f"annotation id {annotation!r}: bbox {[x, y, w, h]} "
