@@ -93,16 +93,25 @@ class BatchLayout:
             getattr(options, "crop", None) is not None or getattr(options, "flip", False)
             or getattr(options, "keep_aspect", False))
         follows = _images_followed(schema, layouts) if moves else {}
-        for name in follows:
-            written = schema.of_kind(Boxes)[name].as_written if name in schema.of_kind(
-                Boxes) else ()
-            if written:
-                raise OptionError(f"feature {name!r}: its per-object field {written[0]!r} is "
-                                  "kept as written, in the source image's coordinates, which a "
-                                  "crop, flip or letterbox would not move: read without those "
-                                  "options, or without the feature (DecodeOptions(features="
-                                  "...))")
+        _refuse_unmoved(schema, follows)
         return cls(layouts, options.padding, label if label in names else None, follows)
+
+
+def _refuse_unmoved(schema: Schema, follows: Mapping[str, str]) -> None:
+    """Refuse moving boxes whose per-object fields a move would leave behind.
+
+    Raises:
+        OptionError: a boxes feature that follows a moved image keeps a field as written in
+            the source image's coordinates (COCO's segmentation), naming it.
+    """
+    boxes = schema.of_kind(Boxes)
+    for name in follows:
+        written = boxes[name].as_written if name in boxes else ()
+        if written:
+            raise OptionError(f"feature {name!r}: its per-object field {written[0]!r} is kept "
+                              "as written, in the source image's coordinates, which a crop, "
+                              "flip or letterbox would not move: read without those options, "
+                              "or without the feature (DecodeOptions(features=...))")
 
 
 def _names_read(schema: Schema, options: Any) -> list[str]:

@@ -203,15 +203,9 @@ def _joined_boxes(plans: Sequence[Any], read: Sequence[str]
         each = [p.schema.feature_as(name, Boxes) for p in plans]
         lists = [list(b.names) for b in each]
         joined = list(dict.fromkeys(n for names in lists for n in names))
-        ids: dict[str, int] = {}
-        for boxes in each:
-            ids.update(zip(boxes.names, boxes.ids, strict=False))
-        agreed = (all(b.ids for b in each) and len(set(ids.values())) == len(ids)
-                  and all(ids[n] == i for b in each for n, i in zip(b.names, b.ids,
-                                                                      strict=True)))
+        ids = _agreed_ids(each)
         features[name] = dataclasses.replace(first, names=tuple(joined),
-                                             ids=tuple(ids[n] for n in joined) if agreed
-                                             else ())
+                                             ids=tuple(ids[n] for n in joined) if ids else ())
         if any(names != lists[0] for names in lists):
             where = {n: i for i, n in enumerate(joined)}
             table = np.zeros((len(lists), max(map(len, lists), default=0) or 1), np.int64)
@@ -219,3 +213,14 @@ def _joined_boxes(plans: Sequence[Any], read: Sequence[str]
                 table[j, : len(names)] = [where[n] for n in names]
             tables[name] = table
     return features, tables
+
+
+def _agreed_ids(each: Sequence[Boxes]) -> dict[str, int]:
+    """Each category name's source id, when every source keeps ids and they agree (one id
+    per name, one name per id); else empty."""
+    ids: dict[str, int] = {}
+    for boxes in each:
+        ids.update(zip(boxes.names, boxes.ids, strict=False))
+    agreed = (all(b.ids for b in each) and len(set(ids.values())) == len(ids)
+              and all(ids[n] == i for b in each for n, i in zip(b.names, b.ids, strict=True)))
+    return ids if agreed else {}
