@@ -9,7 +9,7 @@ setup(
         Extension(
             "tfrecordkit.format._codec",
             ["src/tfrecordkit/format/_codec.c"],
-            depends=["src/tfrecordkit/format/_crc32c.h"],
+            depends=["src/tfrecordkit/format/_crc32c.h", "src/tfrecordkit/format/_constants.h"],
             extra_compile_args=_FLAGS,
             # Without a compiler the install still succeeds: the pure-Python codec takes over.
             optional=True,

@@ -8,6 +8,18 @@ import math
 
 import numpy as np
 
+from tfrecordkit._constants import (
+    CROP_SALT,
+    CROP_TRIES,
+    EXP_TERMS,
+    LN2_HI,
+    LN2_LO,
+    SPLITMIX_GAMMA,
+    SPLITMIX_MUL1,
+    SPLITMIX_MUL2,
+    SPLITMIX_SHIFTS,
+)
+
 __all__ = [
     "CROP_DRAWS",
     "CROP_SALT",
@@ -28,10 +40,11 @@ __all__ = [
 
 def splitmix(x: np.ndarray) -> np.ndarray:
     """SplitMix64's finaliser on uint64 arrays: a cheap, well-mixing bijection."""
-    x = x + np.uint64(0x9E3779B97F4A7C15)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))  # type: ignore[no-any-return]
+    first, second, third = (np.uint64(s) for s in SPLITMIX_SHIFTS)
+    x = x + np.uint64(SPLITMIX_GAMMA)
+    x = (x ^ (x >> first)) * np.uint64(SPLITMIX_MUL1)
+    x = (x ^ (x >> second)) * np.uint64(SPLITMIX_MUL2)
+    return x ^ (x >> third)  # type: ignore[no-any-return]
 
 
 def mix_keys(*parts: np.ndarray | int) -> np.ndarray:
@@ -43,18 +56,13 @@ def mix_keys(*parts: np.ndarray | int) -> np.ndarray:
     return key
 
 
-#: Tries at a random window before the fallback to a centred one (torchvision's rule).
-CROP_TRIES = 10
+# CROP_TRIES (tries at a random window before the centred fallback, torchvision's rule),
+# CROP_SALT (what the draws' key is mixed with), LN2_HI / LN2_LO (ln 2 split in two, Cody and
+# Waite: ``n * LN2_HI`` is exact for the ``n`` used here) and EXP_TERMS (Taylor terms of
+# ``exp(r)`` for ``|r| <= ln 2 / 2``) come from tfrecordkit._constants, shared with the kernel.
 _DRAWS = 4 * CROP_TRIES + 1  # per try: area, aspect, top, left; then the flip
-#: Draws per record (:func:`crop_draws`' columns) and the salt their key is mixed with.
+#: Draws per record (:func:`crop_draws`' columns).
 CROP_DRAWS = _DRAWS
-CROP_SALT = 0x6372_6F70  # "crop"
-
-#: ln 2 split in two (Cody and Waite): ``n * LN2_HI`` is exact for the ``n`` used here.
-LN2_HI = 6.93147180369123816490e-01
-LN2_LO = 1.90821492927058770002e-10
-#: Taylor terms of ``exp(r)`` for ``|r| <= ln 2 / 2``: the last one is below 2**-60.
-EXP_TERMS = 17
 
 
 def portable_exp(x: float) -> float:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit._constants import LUMA_SHIFT, LUMA_WEIGHTS
 from tfrecordkit.codecs._sniff import image_header
 from tfrecordkit.errors import MissingDependencyError
 
@@ -194,7 +195,8 @@ def convert_channels(pixels: np.ndarray, channels: int | None) -> np.ndarray:
         # Rec. 601 luma in libpng's 15-bit fixed point; TF's PNG decoder can differ by one
         # level here (colour to grey is the one conversion that is not exact).
         rgb = colour.astype(np.uint32)
-        luma = (rgb[:, :, 0] * 9798 + rgb[:, :, 1] * 19235 + rgb[:, :, 2] * 9735) >> 15
+        red, green, blue = LUMA_WEIGHTS
+        luma = (rgb[:, :, 0] * red + rgb[:, :, 1] * green + rgb[:, :, 2] * blue) >> LUMA_SHIFT
         colour = luma.astype(np.uint8)[:, :, None]
     elif channels in (3, 4) and colour.shape[2] == 1:
         colour = np.repeat(colour, 3, axis=2)

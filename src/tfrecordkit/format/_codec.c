@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_constants.h"
+
 enum { KIND_NONE = 0, KIND_BYTES = 1, KIND_FLOAT = 2, KIND_INT64 = 3 };
 enum { MODE_SCAN = 0, MODE_FILL = 1 };
 #define MAX_DEPTH 99 /* upb's limit: 100 levels of nesting, messages and groups alike */
@@ -1605,12 +1607,13 @@ static PyObject *codec_check_frames(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(bad);
 }
 
-/* SplitMix64's finaliser, as sampling/_order.py's `_splitmix` computes it on uint64 arrays. */
+/* SplitMix64's finaliser, as codecs/_crop.py's `splitmix` computes it on uint64 arrays (the
+ * numbers: tfrecordkit/_constants.py, through the generated _constants.h). */
 static inline uint64_t splitmix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
+    x += TFRK_SPLITMIX_GAMMA;
+    x = (x ^ (x >> TFRK_SPLITMIX_SHIFTS_0)) * TFRK_SPLITMIX_MUL1;
+    x = (x ^ (x >> TFRK_SPLITMIX_SHIFTS_1)) * TFRK_SPLITMIX_MUL2;
+    return x ^ (x >> TFRK_SPLITMIX_SHIFTS_2);
 }
 
 /* feistel_each(positions, sizes, keys, out, rounds): out[i] = positions[i] through the keyed

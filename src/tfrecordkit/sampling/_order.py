@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tfrecordkit._constants import FEISTEL_ROUNDS, SPLITMIX_GAMMA, SPLITMIX_MUL1
 from tfrecordkit.codecs import mix_keys
 from tfrecordkit.codecs import splitmix as _splitmix
 from tfrecordkit.format import compiled_codec
@@ -46,7 +47,8 @@ def _round_keys(key: int, rounds: int) -> list[int]:
     return [int.from_bytes(raw[8 * i : 8 * i + 8], "little") for i in range(rounds)]
 
 
-def feistel_permute(positions: np.ndarray, n: int, key: int, rounds: int = 4) -> np.ndarray:
+def feistel_permute(positions: np.ndarray, n: int, key: int,
+                    rounds: int = FEISTEL_ROUNDS) -> np.ndarray:
     """A keyed bijection of ``[0, n)``, applied to ``positions``, in O(1) memory.
 
     A balanced Feistel network over the smallest even number of bits covering ``n``, with
@@ -63,9 +65,9 @@ def feistel_permute(positions: np.ndarray, n: int, key: int, rounds: int = 4) ->
     def once(x: np.ndarray) -> np.ndarray:
         left, right = x >> np.uint64(half), x & low_mask
         for k in keys:
-            mixed = (right * np.uint64(0x9E3779B97F4A7C15)) ^ k
+            mixed = (right * np.uint64(SPLITMIX_GAMMA)) ^ k
             mixed ^= mixed >> np.uint64(29)
-            mixed *= np.uint64(0xBF58476D1CE4E5B9)
+            mixed *= np.uint64(SPLITMIX_MUL1)
             mixed ^= mixed >> np.uint64(32)
             left, right = right, left ^ (mixed & low_mask)
         return (left << np.uint64(half)) | right
@@ -80,7 +82,7 @@ def feistel_permute(positions: np.ndarray, n: int, key: int, rounds: int = 4) ->
 
 
 def feistel_permute_each(positions: np.ndarray, sizes: np.ndarray, keys: np.ndarray,
-                         rounds: int = 4) -> np.ndarray:
+                         rounds: int = FEISTEL_ROUNDS) -> np.ndarray:
     """Element ``i``: ``positions[i]`` through a keyed bijection of ``[0, sizes[i])`` chosen by
     ``keys[i]``, for many domains at once (as :func:`feistel_permute`, vectorised; the
     compiled codec computes the same values where it is built)."""

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tfrecordkit._constants import SPLITMIX_GAMMA, SPLITMIX_MUL1, SPLITMIX_MUL2, SPLITMIX_SHIFTS
 from tfrecordkit.codecs import (
     CROP_DRAWS,
     CROP_SALT,
@@ -84,12 +85,13 @@ def crop_keys(epoch: Any, ids: Any) -> Any:
 
 def _splitmix(x: Any) -> Any:
     """SplitMix64's finaliser on uint64 tensors (``sampling``'s, bit for bit)."""
-    x = x + tf.constant(0x9E3779B97F4A7C15, tf.uint64)
-    x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(30, tf.uint64)))
-    x = x * tf.constant(0xBF58476D1CE4E5B9, tf.uint64)
-    x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(27, tf.uint64)))
-    x = x * tf.constant(0x94D049BB133111EB, tf.uint64)
-    return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(31, tf.uint64)))
+    first, second, third = SPLITMIX_SHIFTS
+    x = x + tf.constant(SPLITMIX_GAMMA, tf.uint64)
+    x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(first, tf.uint64)))
+    x = x * tf.constant(SPLITMIX_MUL1, tf.uint64)
+    x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(second, tf.uint64)))
+    x = x * tf.constant(SPLITMIX_MUL2, tf.uint64)
+    return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(third, tf.uint64)))
 
 
 def _as_u64(value: Any) -> Any:

@@ -33,6 +33,7 @@
 #include "tensorflow/core/platform/errors.h"
 
 extern "C" {
+#include "_constants.h"
 #include "_crc32c.h"
 }
 
@@ -248,18 +249,19 @@ REGISTER_KERNEL_BUILDER(Name("TfrecordkitReadFrames").Device(tensorflow::DEVICE_
 
 // -- crop windows: tfrecordkit.codecs._crop's arithmetic ----------------------------------
 
-constexpr int kTries = 10;
+// The numbers: tfrecordkit/_constants.py, through the generated _constants.h.
+constexpr int kTries = TFRK_CROP_TRIES;
 constexpr int kDraws = 4 * kTries + 1;
-constexpr uint64_t kSalt = 0x63726F70ull;
-constexpr double kLn2Hi = 6.93147180369123816490e-01;
-constexpr double kLn2Lo = 1.90821492927058770002e-10;
-constexpr int kExpTerms = 17;
+constexpr uint64_t kSalt = TFRK_CROP_SALT;
+constexpr double kLn2Hi = TFRK_LN2_HI;
+constexpr double kLn2Lo = TFRK_LN2_LO;
+constexpr int kExpTerms = TFRK_EXP_TERMS;
 
 uint64_t SplitMix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
+  x += TFRK_SPLITMIX_GAMMA;
+  x = (x ^ (x >> TFRK_SPLITMIX_SHIFTS_0)) * TFRK_SPLITMIX_MUL1;
+  x = (x ^ (x >> TFRK_SPLITMIX_SHIFTS_1)) * TFRK_SPLITMIX_MUL2;
+  return x ^ (x >> TFRK_SPLITMIX_SHIFTS_2);
 }
 
 // portable_exp: range reduction and a Taylor polynomial (libm's exp differs in last bits).

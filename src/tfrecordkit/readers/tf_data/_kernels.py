@@ -30,7 +30,7 @@ __all__ = ["FrameReader", "build_path", "checked_path", "crop_windows_op", "fram
            "read_frames_op", "stamp_checked"]
 
 _SOURCE = Path(__file__).with_name("_kernels.cc")
-_HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, shared with the codec
+_HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, _constants.h: shared with the codec
 _lock = threading.Lock()
 _built: list[Any] = []  # the library once looked for (None: there is none)
 
@@ -181,7 +181,8 @@ def _prune(cache: Path, kept: Path) -> None:
 def build_path() -> Path:
     """Where the ops' library built for these sources and this TensorFlow is cached."""
     key = hashlib.sha256("\0".join([
-        _SOURCE.read_text(), (_HEADERS / "_crc32c.h").read_text(), tf.__version__,
+        _SOURCE.read_text(), (_HEADERS / "_crc32c.h").read_text(),
+        (_HEADERS / "_constants.h").read_text(), tf.__version__,
         *tf.sysconfig.get_compile_flags(), *tf.sysconfig.get_link_flags()]).encode())
     cache = Path(os.environ.get("TFRECORDKIT_CACHE")
                  or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")

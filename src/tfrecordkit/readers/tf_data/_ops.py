@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from tfrecordkit._constants import LUMA_SHIFT, LUMA_WEIGHTS
 from tfrecordkit.codecs import load_soundfile, resample_audio
 from tfrecordkit.readers._decoding import DecodeOptions
 from tfrecordkit.readers.tf_data._crop import CROP_KEY, crop_window, jpeg_windows, window_of
@@ -81,7 +82,9 @@ def _tf_to_channels(image: Any, channels: int | None) -> Any:
     if channels in (1, 2):
         def luma() -> Any:
             rgb = tf.cast(colour, tf.int32)
-            grey = (rgb[:, :, 0] * 9798 + rgb[:, :, 1] * 19235 + rgb[:, :, 2] * 9735) // 32768
+            red, green, blue = LUMA_WEIGHTS
+            grey = (rgb[:, :, 0] * red + rgb[:, :, 1] * green + rgb[:, :, 2] * blue) // (
+                1 << LUMA_SHIFT)
             return tf.cast(grey, tf.uint8)[:, :, None]
         colour = tf.cond(tf.equal(tf.shape(colour)[2], 3), luma, lambda: colour[:, :, :1])
     else:
