@@ -18,7 +18,7 @@ from tfrecordkit.format import RecordSlices, Storage
 from tfrecordkit.readers import CLASS_ID, CLASS_POSITION, RECORD_ID
 from tfrecordkit.readers._decoding import DecodeOptions, RecordDecoder
 from tfrecordkit.readers._epochs import Epochs
-from tfrecordkit.readers._modes import PK, ReadOptions, refuse_untaken
+from tfrecordkit.readers._modes import PK, ReadOptions, Triplets, class_dataset, refuse_untaken
 from tfrecordkit.readers._options import thread_count
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers._read_plan import plan_read
@@ -32,7 +32,7 @@ from tfrecordkit.sampling import (
 from tfrecordkit.schema import Schema
 from tfrecordkit.store import Manifest, RecordFetcher, SplitArg, split_text
 
-__all__ = ["PKLoader", "TripletLoader", "stack_records"]
+__all__ = ["PKLoader", "TripletLoader", "pk_loader", "stack_records", "triplet_loader"]
 
 
 def stack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -368,3 +368,21 @@ def _sampled_dataset(path: str | os.PathLike[str], split: str, read: ReadOptions
         raise DatasetError(f"{os.fspath(path)}: class-balanced sampling needs a dataset "
                            f"directory with its manifest (adopt the files first)")
     return read_plan.manifest, read_plan.schema, read_plan.storage
+
+
+def pk_loader(sampling: PK, path: Any, split: str, *, batch_size: int | None, seed: int,
+              options: DecodeOptions, partition: Partition,
+              read: ReadOptions | None) -> PKLoader:
+    """:class:`PK`'s loader (over one dataset directory's classes)."""
+    return PKLoader(class_dataset(path, sampling), split, sampling=sampling, seed=seed,
+                    partition=partition, options=options, read=read)
+
+
+def triplet_loader(sampling: Triplets, path: Any, split: str, *, batch_size: int | None,
+                   seed: int, options: DecodeOptions, partition: Partition,
+                   read: ReadOptions | None) -> TripletLoader:
+    """:class:`Triplets`' loader (over one dataset directory's classes)."""
+    assert batch_size is not None  # Triplets.batch_size_for refuses None
+    return TripletLoader(class_dataset(path, sampling), split, batch_size=batch_size,
+                         seed=seed, partition=partition, options=options, read=read,
+                         with_labels=sampling.with_labels)

@@ -6,11 +6,12 @@ by name."""
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, ClassVar, Literal, ParamSpec, Protocol, TypeVar, runtime_checkable
 
 from tfrecordkit.errors import DatasetError, OptionError, StateError
 from tfrecordkit.readers._mix import Mix
@@ -19,9 +20,9 @@ from tfrecordkit.schema import Schema
 P = ParamSpec("P")
 R = TypeVar("R")
 
-__all__ = ["MOVED_KEYWORDS", "PK", "InOrder", "ReadOptions", "Sampling", "Shuffled", "Triplets",
-           "batch_size_of", "class_dataset", "refuse_moved", "refuse_untaken", "sampling_of",
-           "seed_of", "shuffle_mode"]
+__all__ = ["MOVED_KEYWORDS", "PK", "InOrder", "ReadOptions", "Sampling", "SamplingMode",
+           "Shuffled", "Triplets", "batch_size_of", "class_dataset", "implementation",
+           "refuse_moved", "refuse_untaken", "sampling_of", "seed_of", "shuffle_mode"]
 
 _DECODE = "options=tk.DecodeOptions({0}=...)"
 _READ = "read=tk.ReadOptions({0}=...)"
@@ -64,6 +65,40 @@ def refuse_moved(reader: str, extra: Mapping[str, str] | None = None
     return wrap
 
 
+@runtime_checkable
+class SamplingMode(Protocol):
+    """What a sampling mode carries, so that every loader asks it rather than switching on
+    it: its batch-size rule, the NumPy loader it reads with (the PyTorch loader wraps that
+    one), and the tf.data builder, both named ``"module:function"`` and imported on first
+    use (this module imports no framework). A new mode is its dataclass, its loader and its
+    builder, in one module (see ``tests/readers/test_custom_mode.py``).
+
+    ``numpy_loader(mode, path, split, *, batch_size, seed, options, partition, read)`` returns
+    a loader (an epoch per pass, ``len``, ``state_dict()``, ``batches(n)``); ``tf_dataset(mode,
+    path, split, *, batch_size, seed, state, options, partition, repeat, reading)`` a
+    ``tf.data.Dataset`` (``tfrecordkit.readers.tf_data:steps_dataset`` builds one from the
+    mode's NumPy loader, the step reader every in-order and shuffled read uses).
+    """
+
+    numpy_loader: ClassVar[str]
+    tf_dataset: ClassVar[str]
+
+    def batch_size_for(self, batch_size: int | None) -> int | None:
+        """``batch_size`` checked for this mode (None: single examples, where allowed).
+
+        Raises:
+            OptionError: a batch size this mode cannot take.
+        """
+        ...
+
+
+@functools.cache
+def implementation(spec: str) -> Callable[..., Any]:
+    """The function a ``"module:function"`` names, imported on first use."""
+    module, _, attribute = spec.partition(":")
+    return getattr(importlib.import_module(module), attribute)  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True)
 class InOrder:
     """Every record once per epoch, in the split's stored order (evaluation, inference).
@@ -73,6 +108,12 @@ class InOrder:
     """
 
     drop_last: bool = False
+    numpy_loader: ClassVar[str] = "tfrecordkit.readers.numpy_data:ordered_loader"
+    tf_dataset: ClassVar[str] = "tfrecordkit.readers.tf_data._load:ordered_tf"
+
+    def batch_size_for(self, batch_size: int | None) -> int | None:
+        """Any global batch, or None for single examples."""
+        return batch_size
 
 
 @dataclass(frozen=True)
@@ -93,6 +134,12 @@ class Shuffled:
     exact: bool = False
     buffer: int | None = None
     drop_last: bool = False
+    numpy_loader: ClassVar[str] = "tfrecordkit.readers.numpy_data:ordered_loader"
+    tf_dataset: ClassVar[str] = "tfrecordkit.readers.tf_data._load:ordered_tf"
+
+    def batch_size_for(self, batch_size: int | None) -> int | None:
+        """Any global batch, or None for single examples."""
+        return batch_size
 
     def __post_init__(self) -> None:
         if self.exact and self.buffer is not None:
@@ -122,6 +169,20 @@ class PK:
     examples_per_class: int
     epoch: Literal["classes", "examples"] = "classes"
     exclude_small: bool = False
+    numpy_loader: ClassVar[str] = "tfrecordkit.readers._metric:pk_loader"
+    tf_dataset: ClassVar[str] = "tfrecordkit.readers.tf_data._load:pk_tf"
+
+    def batch_size_for(self, batch_size: int | None) -> int | None:
+        """P×K: left out, or given as exactly that.
+
+        Raises:
+            OptionError: another batch size.
+        """
+        if batch_size is not None and batch_size != self.size:
+            raise OptionError(f"PK({self.classes_per_batch}, {self.examples_per_class}) "
+                              f"batches hold {self.size} records: leave batch_size out "
+                              f"(got {batch_size})")
+        return self.size
 
     def __post_init__(self) -> None:
         for name in ("classes_per_batch", "examples_per_class"):
@@ -149,18 +210,31 @@ class Triplets:
     """
 
     with_labels: bool = True
+    numpy_loader: ClassVar[str] = "tfrecordkit.readers._metric:triplet_loader"
+    tf_dataset: ClassVar[str] = "tfrecordkit.readers.tf_data._load:triplets_tf"
+
+    def batch_size_for(self, batch_size: int | None) -> int | None:
+        """Triplets per batch: needed.
+
+        Raises:
+            OptionError: none given.
+        """
+        if batch_size is None:
+            raise OptionError("Triplets() needs batch_size (triplets per batch)")
+        return batch_size
 
 
-Sampling = InOrder | Shuffled | PK | Triplets
+Sampling = InOrder | Shuffled | PK | Triplets | SamplingMode
 """Which records make each batch: one of :class:`InOrder`, :class:`Shuffled`, :class:`PK`,
-:class:`Triplets`."""
+:class:`Triplets`, or any :class:`SamplingMode`."""
 
 
 def sampling_of(sampling: Sampling | None) -> Sampling:
     """``sampling`` checked (None: :class:`Shuffled`)."""
     if sampling is None:
         return Shuffled()
-    if not isinstance(sampling, InOrder | Shuffled | PK | Triplets):
+    if not isinstance(sampling, SamplingMode) or not all(
+            isinstance(getattr(sampling, k, None), str) for k in ("numpy_loader", "tf_dataset")):
         hint = (" (sampling=tk.InOrder() reads the stored order, tk.Shuffled() shuffles)"
                 if isinstance(sampling, bool | str | int) else "")
         raise OptionError(f"sampling must be tk.InOrder(), tk.Shuffled(), tk.PK(p, k) or "
@@ -207,19 +281,12 @@ def shuffle_mode(sampling: InOrder | Shuffled) -> Literal["global", "block", Fal
 
 
 def batch_size_of(sampling: Sampling, batch_size: int | None) -> int | None:
-    """``batch_size`` checked against ``sampling``: a :class:`PK` batch is P×K (left out, or
-    given as exactly that); the other modes need one.
+    """``batch_size`` checked against ``sampling`` (its :meth:`SamplingMode.batch_size_for`).
 
     Raises:
-        OptionError: a ``batch_size`` other than P×K with :class:`PK`, or none otherwise.
+        OptionError: a batch size the mode cannot take.
     """
-    if isinstance(sampling, PK):
-        if batch_size is not None and batch_size != sampling.size:
-            raise OptionError(f"PK({sampling.classes_per_batch}, {sampling.examples_per_class}) "
-                              f"batches hold {sampling.size} records: leave batch_size out "
-                              f"(got {batch_size})")
-        return sampling.size
-    return batch_size
+    return sampling.batch_size_for(batch_size)
 
 
 @dataclass(frozen=True)

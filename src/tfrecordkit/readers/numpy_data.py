@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from tfrecordkit.codecs import RecordKeys
-from tfrecordkit.errors import DatasetError, OptionError
+from tfrecordkit.errors import DatasetError
 from tfrecordkit.format import RecordSlices
 from tfrecordkit.readers import RECORD_ID, VALID
 from tfrecordkit.readers._decoding import (
@@ -34,7 +34,7 @@ from tfrecordkit.readers._modes import (
     Shuffled,
     Triplets,
     batch_size_of,
-    class_dataset,
+    implementation,
     refuse_moved,
     refuse_untaken,
     sampling_of,
@@ -382,9 +382,10 @@ def load_numpy_dataset(path: PathArg, split: SplitArg = "train", *,
         A :class:`Loader` (in order or shuffled), :class:`PKLoader` or
         :class:`TripletLoader`, all with one interface.
     """
-    loader = open_loader(path, split_text(split), batch_size=batch_size, sampling=sampling,
-                         seed=seed_of(seed, state), image_size=image_size, options=options,
-                         partition=Partition.given(partition), read=read)
+    loader: Loader | PKLoader | TripletLoader | Examples = open_loader(
+        path, split_text(split), batch_size=batch_size, sampling=sampling,
+        seed=seed_of(seed, state), image_size=image_size, options=options,
+        partition=Partition.given(partition), read=read)
     if state is not None:
         loader.load_state_dict(dict(state))
     return loader
@@ -393,26 +394,27 @@ def load_numpy_dataset(path: PathArg, split: SplitArg = "train", *,
 def open_loader(path: PathArg, split: str, *, batch_size: int | None,
                 sampling: Sampling | None, seed: int,
                 image_size: int | tuple[int, int] | None, options: DecodeOptions | None,
-                partition: Partition, read: ReadOptions | None
-                ) -> Loader | PKLoader | TripletLoader | Examples:
-    """The loader a sampling mode reads with (what the NumPy and PyTorch entry points share).
+                partition: Partition, read: ReadOptions | None) -> Any:
+    """The loader a sampling mode reads with (what the NumPy and PyTorch entry points share):
+    the mode's batch-size rule, then its own NumPy loader (:class:`SamplingMode`).
 
     Raises:
-        OptionError: ``batch_size`` missing, or given with :class:`PK` (whose batch is P×K).
+        OptionError: a batch size the mode cannot take.
     """
     sampling = sampling_of(sampling)
     options = decode_options(options, image_size=image_size)
     batch_size = batch_size_of(sampling, batch_size)
-    if isinstance(sampling, PK):
-        return PKLoader(class_dataset(path, sampling), split, sampling=sampling, seed=seed,
-                        partition=partition, options=options, read=read)
-    if isinstance(sampling, Triplets):
-        if batch_size is None:
-            raise OptionError("Triplets() needs batch_size (triplets per batch)")
-        return TripletLoader(class_dataset(path, sampling), split, batch_size=batch_size, seed=seed,
-                             partition=partition, options=options, read=read,
-                             with_labels=sampling.with_labels)
-    if batch_size is None:  # single examples, in the order of every batch size
+    return implementation(sampling.numpy_loader)(
+        sampling, path, split, batch_size=batch_size, seed=seed, options=options,
+        partition=partition, read=read)
+
+
+def ordered_loader(sampling: InOrder | Shuffled, path: PathArg, split: str, *,
+                   batch_size: int | None, seed: int, options: DecodeOptions,
+                   partition: Partition, read: ReadOptions | None) -> Loader | Examples:
+    """:class:`InOrder`'s and :class:`Shuffled`'s loader: batches, or single examples (no
+    ``batch_size``) in the order of every batch size."""
+    if batch_size is None:
         check_unbatched(partition)
         return Examples(Loader(path, split, batch_size=UNBATCHED_STEP,
                                sampling=dataclasses.replace(sampling, drop_last=False),

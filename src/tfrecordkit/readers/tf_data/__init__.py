@@ -28,7 +28,7 @@ from tfrecordkit.readers.tf_data._augment import (
     random_crop,
     random_flip,
 )
-from tfrecordkit.readers.tf_data._load import load_tf_dataset
+from tfrecordkit.readers.tf_data._load import load_tf_dataset, steps_dataset
 from tfrecordkit.readers.tf_data._losses import batch_hard_triplet_loss
 from tfrecordkit.readers.tf_data._ops import AUTOTUNE, decode_image_tensor, feature_description
 from tfrecordkit.readers.tf_data._pipeline import shuffle_buffer_size
@@ -44,4 +44,5 @@ __all__ = [
     "random_crop",
     "random_flip",
     "shuffle_buffer_size",
+    "steps_dataset",
 ]

@@ -12,12 +12,14 @@ from tfrecordkit.readers._decoding import DecodeOptions, decode_options
 from tfrecordkit.readers._mix import Mix
 from tfrecordkit.readers._modes import (
     PK,
+    InOrder,
     ReadOptions,
     Sampling,
     Shuffled,
     Triplets,
     batch_size_of,
     class_dataset,
+    implementation,
     refuse_moved,
     sampling_of,
     seed_of,
@@ -104,38 +106,76 @@ def load_tf_dataset(
     """
     sampling = sampling_of(sampling)
     options = decode_options(options, image_size=image_size)
-    partition = Partition.given(partition)
-    reading = read or ReadOptions()
-    if isinstance(sampling, PK | Triplets):
-        if seed is None and state is not None and not isinstance(state, Mapping):
-            raise OptionError("a global step resumes a seeded run: give the seed it ran with "
-                              "(or resume from ds.state_at(step), which holds it)")
-        chosen = seed_of(seed, state if isinstance(state, Mapping) else None)
-        start = 0 if state is None else state
-        if isinstance(sampling, PK):
-            batch_size_of(sampling, batch_size)
-            return pk_dataset(class_dataset(path, sampling), split_text(split), sampling=sampling,
-                              seed=chosen, options=options, partition=partition,
-                              state=start, repeat=repeat, reading=reading)
-        if batch_size is None:
-            raise OptionError("Triplets() needs batch_size (triplets per batch)")
-        return triplet_dataset(class_dataset(path, sampling), split_text(split),
-                               batch_size=batch_size, sampling=sampling, seed=chosen,
-                               options=options, partition=partition, state=start,
-                               repeat=repeat, reading=reading)
+    batch_size = batch_size_of(sampling, batch_size)
+    return implementation(sampling.tf_dataset)(
+        sampling, path, split_text(split), batch_size=batch_size, seed=seed, state=state,
+        options=options, partition=Partition.given(partition), repeat=repeat,
+        reading=read or ReadOptions())
+
+
+def _class_seed(seed: int | None, state: int | Mapping[str, Any] | None) -> int:
+    """The seed P×K and triplets run with (a global step resumes a seeded run).
+
+    Raises:
+        OptionError: a global step with no seed.
+    """
+    if seed is None and state is not None and not isinstance(state, Mapping):
+        raise OptionError("a global step resumes a seeded run: give the seed it ran with "
+                          "(or resume from ds.state_at(step), which holds it)")
+    return seed_of(seed, state if isinstance(state, Mapping) else None)
+
+
+def pk_tf(sampling: PK, path: Any, split: str, *, batch_size: int | None, seed: int | None,
+          state: int | Mapping[str, Any] | None, options: DecodeOptions,
+          partition: Partition, repeat: bool, reading: ReadOptions) -> Any:
+    """:class:`PK`'s tf.data builder."""
+    return pk_dataset(class_dataset(path, sampling), split, sampling=sampling,
+                      seed=_class_seed(seed, state), options=options, partition=partition,
+                      state=0 if state is None else state, repeat=repeat, reading=reading)
+
+
+def triplets_tf(sampling: Triplets, path: Any, split: str, *, batch_size: int | None,
+                seed: int | None, state: int | Mapping[str, Any] | None,
+                options: DecodeOptions, partition: Partition, repeat: bool,
+                reading: ReadOptions) -> Any:
+    """:class:`Triplets`' tf.data builder."""
+    assert batch_size is not None  # Triplets.batch_size_for refuses None
+    return triplet_dataset(class_dataset(path, sampling), split, batch_size=batch_size,
+                           sampling=sampling, seed=_class_seed(seed, state), options=options,
+                           partition=partition, state=0 if state is None else state,
+                           repeat=repeat, reading=reading)
+
+
+def ordered_tf(sampling: InOrder | Shuffled, path: Any, split: str, *, batch_size: int | None,
+               seed: int | None, state: int | Mapping[str, Any] | None,
+               options: DecodeOptions, partition: Partition, repeat: bool,
+               reading: ReadOptions) -> Any:
+    """:class:`InOrder`'s and :class:`Shuffled`'s tf.data builder: the library's order by
+    the step reader, or with ``Shuffled(buffer=n)`` TensorFlow's own shuffle."""
     if isinstance(sampling, Shuffled) and sampling.buffer is not None:
         if isinstance(path, Mix):
             raise OptionError("tk.Mix draws each position from a source by weight in the "
                               "library's order: Shuffled(buffer=n) would shuffle whole files "
                               "instead (leave buffer= out)")
-        return records_dataset(path, split_text(split), batch_size=batch_size, sampling=sampling,
+        return records_dataset(path, split, batch_size=batch_size, sampling=sampling,
                                seed=None if seed is None else seed_of(seed),
                                options=options, partition=partition, repeat=repeat,
                                reading=reading, state=state)
+    return steps_dataset(sampling, path, split, batch_size=batch_size, seed=seed, state=state,
+                         options=options, partition=partition, repeat=repeat, reading=reading)
+
+
+def steps_dataset(sampling: Sampling, path: Any, split: str, *, batch_size: int | None,
+                  seed: int | None, state: int | Mapping[str, Any] | None,
+                  options: DecodeOptions, partition: Partition, repeat: bool,
+                  reading: ReadOptions) -> Any:
+    """The step reader over ``sampling``'s own NumPy loader: each global step's records as
+    that loader orders them, read by offset and decoded in-graph (the tf.data builder of
+    any mode whose loader is a :class:`~tfrecordkit.readers.numpy_data.Loader`)."""
     if seed is None and state is not None and not isinstance(state, Mapping):
         raise OptionError("a global step resumes a seeded run: give the seed it ran with "
                           "(or resume from a state_dict(), which holds it)")
-    return ordered_dataset(path, split_text(split), batch_size=batch_size, sampling=sampling,
+    return ordered_dataset(path, split, batch_size=batch_size, sampling=sampling,
                            seed=seed_of(seed, state if isinstance(state, Mapping) else None),
                            options=options, partition=partition, repeat=repeat,
                            reading=reading, state=state, deterministic=seed is not None)

@@ -21,7 +21,13 @@ from tfrecordkit.readers._examples import UNBATCHED_STEP, Examples, check_unbatc
 from tfrecordkit.readers._keys import RECORD_ID, VALID
 from tfrecordkit.readers._layout import BatchLayout, stored_layout, stored_specs
 from tfrecordkit.readers._mix import Mix, MixPlan
-from tfrecordkit.readers._modes import InOrder, ReadOptions, Shuffled, refuse_untaken
+from tfrecordkit.readers._modes import (
+    InOrder,
+    ReadOptions,
+    Sampling,
+    implementation,
+    refuse_untaken,
+)
 from tfrecordkit.readers._partition import Partition
 from tfrecordkit.readers.tf_data._batching import (
     FIRST_ID,
@@ -51,7 +57,7 @@ _TAKES = ("DecodeOptions(augment=)",
 
 
 def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: str, *,
-                    batch_size: int | None, sampling: InOrder | Shuffled, seed: int,
+                    batch_size: int | None, sampling: Sampling, seed: int,
                     options: DecodeOptions, partition: Partition, repeat: bool,
                     reading: ReadOptions, state: int | Mapping[str, Any] | None = None,
                     deterministic: bool = True) -> Any:
@@ -67,19 +73,18 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
             not divide between the ranks.
         StateError: a ``state`` of another dataset, seed, batch size or order.
     """
-    from tfrecordkit.readers.numpy_data import Loader
-
     _check(options, batch_size, sampling, reading, state=state, partition=partition)
     unbatched = batch_size is None
     step_size = UNBATCHED_STEP if batch_size is None else batch_size
-    if unbatched:  # single examples: no batch is ever short, none is dropped
-        sampling = dataclasses.replace(sampling, drop_last=False)
-    loader = Loader(path, split, batch_size=step_size,
-                    sampling=sampling, seed=seed, partition=partition,
-                    options=dataclasses.replace(options, augment=None, as_supervised=False),
-                    read=ReadOptions(schema=reading.schema,
-                                     storage_options=reading.storage_options,
-                                     max_open_files=reading.max_open_files))
+    if unbatched and hasattr(sampling, "drop_last"):  # single examples: none is dropped
+        sampling = dataclasses.replace(sampling, drop_last=False)  # type: ignore[type-var]
+    # The mode's own NumPy loader gives each step's record ids (the built-in orders' is
+    # the Loader): the same batches as the TF-free readers.
+    loader = implementation(sampling.numpy_loader)(
+        sampling, path, split, batch_size=step_size, seed=seed, partition=partition,
+        options=dataclasses.replace(options, augment=None, as_supervised=False),
+        read=ReadOptions(schema=reading.schema, storage_options=reading.storage_options,
+                         max_open_files=reading.max_open_files))
     read, steps = loader.plan, len(loader)
     schema = read.schema
     layout = BatchLayout.of(schema, options)
@@ -91,7 +96,7 @@ def ordered_dataset(path: str | os.PathLike[str] | Sequence[str] | Mix, split: s
                if label is not None else None)
     examples = Examples(loader) if unbatched else None
     first, skip = _first_step(state, loader, examples)
-    drop_last = sampling.drop_last and not unbatched
+    drop_last = getattr(sampling, "drop_last", False) and not unbatched
     marked = not drop_last and not unbatched  # one rank's single examples are all real
 
     sequential = (isinstance(sampling, InOrder) and first == 0 and not skip and not tagged
@@ -340,7 +345,7 @@ def _joined(records: RecordSlices | list[bytes]) -> tuple[bytes, np.ndarray, np.
     return b"".join(records), offsets, lengths
 
 
-def _check(options: DecodeOptions, batch_size: int | None, sampling: InOrder | Shuffled,
+def _check(options: DecodeOptions, batch_size: int | None, sampling: Sampling,
            read: ReadOptions, *, state: Any, partition: Partition) -> None:
     """Refuse what this pipeline cannot do as asked."""
     if options.fast_resize:
