@@ -171,8 +171,8 @@ class Boxes(Feature):
                 raise SchemaError(name, "a box corner is not a finite number")
             _check_corners(name, boxes)
             ids = [self._label_id(name, v) for v in labels]
-            entries = [_entry(f"{name}/bbox/{c}", "float",
-                              _float32_list(name, boxes[:, j].tolist()))
+            corners = _float32_list(name, boxes.reshape(-1)).reshape(-1, 4)  # checked at once
+            entries = [_entry(f"{name}/bbox/{c}", "float", corners[:, j])
                        for j, c in enumerate(BOX_CORNERS)]
             entries.append(_entry(f"{name}/class/label", "int64", ids))
             if self.names:

@@ -304,6 +304,12 @@ class Coco:
             out[entry.get("id")] = (entry["file_name"], entry["width"], entry["height"])
         return out
 
+    def _inside(self) -> str:
+        """The images folder's resolved path (resolved once per process)."""
+        if getattr(self, "_resolved_root", None) is None:
+            self._resolved_root = os.path.realpath(self.root)
+        return self._resolved_root
+
     def keyed_as(self, rule: str | None) -> Coco:
         """This source keyed by a dataset's recorded ``rule`` (None: a dataset written before
         rules were recorded, keyed by the file name alone).
@@ -356,7 +362,7 @@ class Coco:
         name, width, height, objects, image_id = item
         path = os.path.join(self.root, name)
         if not self.images_outside:
-            inside = os.path.realpath(self.root)
+            inside = self._inside()
             if os.path.commonpath([inside, os.path.realpath(path)]) != inside:
                 raise SourceError(path, "leads outside the images folder (a symlink out of "
                                         f"{self.root}); give images_outside=True to read it")
