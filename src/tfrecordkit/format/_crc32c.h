@@ -1,6 +1,6 @@
 /* CRC-32C (Castagnoli) and TFRecord's masked form: SSE4.2 instructions where the CPU has
  * them, an 8-table slice otherwise. Shared by the Example codec (_codec.c) and the
- * TensorFlow op reading records by offset (readers/tf_data/_kernels.cc); call
+ * TensorFlow op reading records by offset (readers/tf_data/_read_frames.cc); call
  * crc_setup() once before masked_crc(). */
 #ifndef TFRECORDKIT_CRC32C_H
 #define TFRECORDKIT_CRC32C_H

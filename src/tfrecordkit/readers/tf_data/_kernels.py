@@ -1,5 +1,6 @@
-"""The library's compiled TensorFlow ops (``_kernels.cc``): the frame reader of tf.data's step
-reader and a batch's crop windows. Built on first use against the installed TensorFlow, kept
+"""The library's compiled TensorFlow ops, one source each (``_read_frames.cc``: the frame
+reader of tf.data's step reader; ``_crop_windows.cc``: a batch's crop windows). Built on
+first use against the installed TensorFlow, kept
 in the user's cache (``TFRECORDKIT_CACHE``, else ``~/.cache/tfrecordkit``) under a key of their
 sources and TensorFlow's version and flags. Without a C++ compiler or TensorFlow's headers,
 or with ``TFRECORDKIT_PURE_PYTHON=1``, there are none: the step reader reads in a Python call
@@ -29,7 +30,9 @@ from tfrecordkit.store import check_file_stamp, file_stamps
 __all__ = ["FrameReader", "build_path", "checked_path", "crop_windows_op", "frame_reader",
            "read_frames_op", "stamp_checked"]
 
-_SOURCE = Path(__file__).with_name("_kernels.cc")
+#: The ops' sources, one op each, built into one library.
+_SOURCES = tuple(Path(__file__).with_name(name)
+                 for name in ("_read_frames.cc", "_crop_windows.cc"))
 _HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, _constants.h: shared with the codec
 _lock = threading.Lock()
 _built: list[Any] = []  # the library once looked for (None: there is none)
@@ -181,7 +184,7 @@ def _prune(cache: Path, kept: Path) -> None:
 def build_path() -> Path:
     """Where the ops' library built for these sources and this TensorFlow is cached."""
     key = hashlib.sha256("\0".join([
-        _SOURCE.read_text(), (_HEADERS / "_crc32c.h").read_text(),
+        *(source.read_text() for source in _SOURCES), (_HEADERS / "_crc32c.h").read_text(),
         (_HEADERS / "_constants.h").read_text(), tf.__version__,
         *tf.sysconfig.get_compile_flags(), *tf.sysconfig.get_link_flags()]).encode())
     cache = Path(os.environ.get("TFRECORDKIT_CACHE")
@@ -195,15 +198,25 @@ def _compile(compiler: str, compile_flags: list[str], link_flags: list[str],
     """Compile the ops into ``built`` (written whole or not at all)."""
     handle, scratch = tempfile.mkstemp(suffix=".so", dir=built.parent)
     os.close(handle)
+    objects = [f"{scratch}.{k}.o" for k in range(len(_SOURCES))]
     try:
-        done = subprocess.run(
-            # No fused multiply-add: the windows' float64 arithmetic must round as NumPy's.
-            [compiler, "-shared", "-fPIC", "-O2", "-w", "-ffp-contract=off", *compile_flags,
-             f"-I{_HEADERS}", str(_SOURCE), "-o", scratch, *link_flags],
-            capture_output=True, text=True, timeout=900, check=False)
+        # Each op compiled at once (TensorFlow's headers make each a few seconds), then
+        # linked. No fused multiply-add: the windows' float64 arithmetic must round as NumPy's.
+        compiling = [subprocess.Popen(
+            [compiler, "-c", "-fPIC", "-O2", "-w", "-ffp-contract=off", *compile_flags,
+             f"-I{_HEADERS}", str(source), "-o", out],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for source, out in zip(_SOURCES, objects, strict=True)]
+        for process in compiling:
+            _, errors = process.communicate(timeout=900)
+            if process.returncode != 0:
+                raise subprocess.SubprocessError(errors.strip() or f"{compiler} failed")
+        done = subprocess.run([compiler, "-shared", *objects, "-o", scratch, *link_flags],
+                              capture_output=True, text=True, timeout=900, check=False)
         if done.returncode != 0:
             raise subprocess.SubprocessError(done.stderr.strip() or f"{compiler} failed")
         os.replace(scratch, built)
     finally:
-        if os.path.exists(scratch):
-            os.unlink(scratch)
+        for leftover in (scratch, *objects):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
