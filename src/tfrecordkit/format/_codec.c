@@ -1799,6 +1799,148 @@ static PyObject *codec_read_record(PyObject *self, PyObject *args) {
 }
 #endif
 
+/* A varint at data[*at] (of len bytes in all), as store/_digests.py's `_varint` reads it: at
+ * most 10 bytes. Returns 0 when it runs out or is longer; *big is set when its value does
+ * not fit 64 bits (Python's int would hold it: no length or field number it gives matches). */
+static int cut_varint(const unsigned char *data, Py_ssize_t len, Py_ssize_t *at,
+                      uint64_t *value, int *big) {
+    uint64_t v = 0;
+    int shift = 0;
+    *big = 0;
+    while (*at < len) {
+        unsigned char byte = data[(*at)++];
+        if (shift == 63 && (byte & 0x7F) > 1) *big = 1;
+        if (shift < 64) v |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) {
+            *value = v;
+            return 1;
+        }
+        shift += 7;
+        if (shift > 63) return 0;
+    }
+    return 0;
+}
+
+/* Whether the map entry data[at:end] has the key `key` (its last field 1, as
+ * `_entry_key` takes it); -1 when the entry is malformed (a bad wire type, or fields that do
+ * not end at `end`). */
+static int cut_entry_key(const unsigned char *data, Py_ssize_t len, Py_ssize_t at,
+                         Py_ssize_t end, const char *key, Py_ssize_t key_len) {
+    int found = 0;
+    while (at < end) {
+        uint64_t tag, n;
+        int big;
+        if (!cut_varint(data, len, &at, &tag, &big)) return -1;
+        unsigned kind = (unsigned)(tag & 7);
+        if (kind == 0) {
+            int skipped;
+            if (!cut_varint(data, len, &at, &n, &skipped)) return -1;
+        } else if (kind == 1) {
+            at += 8;
+        } else if (kind == 5) {
+            at += 4;
+        } else if (kind == 2) {
+            int big_length;
+            if (!cut_varint(data, len, &at, &n, &big_length)) return -1;
+            if (big_length || n > (uint64_t)(len - at)) return -1;  /* overruns: at != end */
+            if (!big && (tag >> 3) == 1)
+                found = ((Py_ssize_t)n == key_len && memcmp(data + at, key, n) == 0);
+            at += (Py_ssize_t)n;
+        } else {
+            return -1;
+        }
+    }
+    return at == end ? found : -1;
+}
+
+/* entry_cuts(buffer, begins, ends, key, out): for each record's feature entries
+ * buffer[begins[i]:ends[i]], where the entry keyed `key` lies, as store/_digests.py's
+ * `_without_source` walks them: out[2i], out[2i+1] = its start and end (absolute); -1, -1
+ * when there is none, or the entries cannot be walked (then they are hashed whole, as
+ * there); -2, -2 when the key appears more than once (left to the Python walk). int64
+ * arrays as bytes-like; the GIL is released meanwhile. */
+static PyObject *codec_entry_cuts(PyObject *self, PyObject *args) {
+    Py_buffer data_view, begin_view, end_view, key_view, out_view;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*", &data_view, &begin_view, &end_view, &key_view,
+                          &out_view)) return NULL;
+    Py_ssize_t n = begin_view.len / 8;
+    if (begin_view.len % 8 || end_view.len != begin_view.len ||
+        out_view.len != 2 * begin_view.len) {
+        PyBuffer_Release(&data_view);
+        PyBuffer_Release(&begin_view);
+        PyBuffer_Release(&end_view);
+        PyBuffer_Release(&key_view);
+        PyBuffer_Release(&out_view);
+        PyErr_SetString(PyExc_ValueError, "begins and ends must be int64 arrays of one "
+                                          "length, out twice as long");
+        return NULL;
+    }
+    const unsigned char *data = (const unsigned char *)data_view.buf;
+    const int64_t *begins = (const int64_t *)begin_view.buf;
+    const int64_t *ends = (const int64_t *)end_view.buf;
+    const char *key = (const char *)key_view.buf;
+    Py_ssize_t key_len = key_view.len;
+    int64_t *out = (int64_t *)out_view.buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t cut_start = -1, cut_end = -1;
+        if (begins[i] < 0 || ends[i] < begins[i] || ends[i] > data_view.len) {
+            bad = 1;
+            break;
+        }
+        /* The walk sees only this record's entries, as the Python one sees its view. */
+        const unsigned char *entries = data + begins[i];
+        Py_ssize_t len = (Py_ssize_t)(ends[i] - begins[i]), at = 0;
+        int cuts = 0, whole = 0;
+        while (at < len) {
+            if (entries[at] != 0x0A) {
+                whole = 1;
+                break;
+            }
+            Py_ssize_t body = at + 1;
+            uint64_t length;
+            int big;
+            if (!cut_varint(entries, len, &body, &length, &big) || big ||
+                length > (uint64_t)(len - body)) {
+                whole = 1;
+                break;
+            }
+            Py_ssize_t end = body + (Py_ssize_t)length;
+            int keyed = cut_entry_key(entries, len, body, end, key, key_len);
+            if (keyed < 0) {
+                whole = 1;
+                break;
+            }
+            if (keyed) {
+                cuts++;
+                cut_start = begins[i] + at;
+                cut_end = begins[i] + end;
+            }
+            at = end;
+        }
+        if (whole || cuts == 0) {
+            out[2 * i] = out[2 * i + 1] = -1;
+        } else if (cuts > 1) {
+            out[2 * i] = out[2 * i + 1] = -2;
+        } else {
+            out[2 * i] = cut_start;
+            out[2 * i + 1] = cut_end;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data_view);
+    PyBuffer_Release(&begin_view);
+    PyBuffer_Release(&end_view);
+    PyBuffer_Release(&key_view);
+    PyBuffer_Release(&out_view);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "a record's span lies outside the buffer");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"check_frames", codec_check_frames, METH_VARARGS,
      "check_frames(buffer, starts, lengths) -> -1, or the first bad frame."},
@@ -1816,6 +1958,8 @@ static PyMethodDef methods[] = {
      "buffers (saved: from scan(..., keep=True) of these records)."},
     {"encode_frames", codec_encode_frames, METH_VARARGS,
      "encode_frames(columns, n) -> (frames, int64 frame lengths as bytes)."},
+    {"entry_cuts", codec_entry_cuts, METH_VARARGS,
+     "entry_cuts(buffer, begins, ends, key, out): where each record's entry keyed key lies."},
     {"feistel_each", codec_feistel_each, METH_VARARGS,
      "feistel_each(positions, sizes, keys, out, rounds): keyed bijections of [0, size)."},
 #ifndef _WIN32
