@@ -234,19 +234,20 @@ def test_place_boxes_is_the_pixel_map(height, width, data):
         assert len(kept) == len(corners)  # moves drop nothing
 
 
+def _plain(value):
+    """A batch (or a part of one) as NumPy arrays, from any reader's tensors."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+
+
 @pytest.mark.integration
 def test_every_reader_moves_boxes_alike(photos):
     """The same boxes, labels and pixels from NumPy, PyTorch, grain and tf.data for every
     transform (tf.data computes them in-graph)."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
     from tfrecordkit.readers.torch_data import load_torch_dataset
-
-    def plain(value):
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        return np.asarray(value.numpy() if isinstance(value, torch.Tensor) or hasattr(
-            value, "numpy") else value)
 
     for transform in TRANSFORMS:
         options = tk.DecodeOptions(image_size=SIZE, **transform)
@@ -259,11 +260,11 @@ def test_every_reader_moves_boxes_alike(photos):
         source = tk.load_grain_source(photos, options=options, seed=7)
         got["grain"] = [source.collate([source[i] for i in range(s, s + 8)])
                         for s in range(0, len(source), 8)]
-        want = [plain(b) for b in got.pop("numpy")]
+        want = [_plain(b) for b in got.pop("numpy")]
         for reader, batches in got.items():
             assert len(batches) == len(want), reader
             for a, got_batch in zip(want, batches, strict=True):
-                b = plain(got_batch)
+                b = _plain(got_batch)
                 assert (a["image"] == b["image"]).all(), (reader, transform)
                 for part in ("boxes", "labels"):
                     for k in ("values", "lengths"):
@@ -346,20 +347,14 @@ def test_per_object_fields_follow_their_boxes_through_every_transform(photos,
 
 @pytest.mark.integration
 def test_every_reader_gives_the_same_per_object_fields(photos_with_fields):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
     from tfrecordkit.readers.torch_data import load_torch_dataset
-
-    def plain(value):
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        return np.asarray(value.numpy() if isinstance(value, torch.Tensor) or hasattr(
-            value, "numpy") else value)
 
     for transform in ({"crop": "random", "crop_scale": (0.05, 0.3), "flip": True}, {}):
         options = tk.DecodeOptions(image_size=SIZE, **transform)
         common = {"batch_size": 8, "sampling": tk.InOrder(), "options": options, "seed": 7}
-        want = [plain(b) for b in tk.load_numpy_dataset(photos_with_fields, **common)]
+        want = [_plain(b) for b in tk.load_numpy_dataset(photos_with_fields, **common)]
         source = tk.load_grain_source(photos_with_fields, options=options, seed=7)
         got = {"tf.data": list(tk.load_tf_dataset(photos_with_fields, **common)),
                "torch": list(load_torch_dataset(photos_with_fields, **common)),
@@ -367,7 +362,7 @@ def test_every_reader_gives_the_same_per_object_fields(photos_with_fields):
                          for s in range(0, len(source), 8)]}
         for reader, batches in got.items():
             for a, got_batch in zip(want, batches, strict=True):
-                b = plain(got_batch)
+                b = _plain(got_batch)
                 for part in ("boxes", "labels", "id", "area", "is_crowd"):
                     for k in ("values", "lengths"):
                         x, y = a["image/object"][part][k], b["image/object"][part][k]
