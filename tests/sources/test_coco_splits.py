@@ -146,10 +146,11 @@ def _week(root: Path, name: str, images: list[tuple[str, list[int]]],
     return path
 
 
-def _named_objects(path: Path) -> dict[str, list[tuple[str, list[float]]]]:
+def _named_objects(path: Path, split: str = "train"
+                   ) -> dict[str, list[tuple[str, list[float]]]]:
     names = tk.load_manifest(path).schema["image/object"].names
     out = {}
-    for row in tk.load_numpy_dataset(path, batch_size=None, sampling=tk.InOrder(),
+    for row in tk.load_numpy_dataset(path, split, batch_size=None, sampling=tk.InOrder(),
                                      options=tk.DecodeOptions(provenance=True)):
         objects = row["image/object"]
         n = int(objects["labels"]["lengths"][0])
@@ -180,3 +181,26 @@ def test_an_append_with_a_new_category_grows_the_box_names_as_one_conversion_wou
     clash = _week(tmp_path, "clash", [("6.png", [2])], [(1, "cat"), (2, "owl")])
     with pytest.raises(tk.SchemaError, match="new category 'owl' id 2, which is 'dog'"):
         tk.append(tmp_path / "ds", tk.Coco(clash, images=images))
+
+
+def test_splits_holding_other_categories_join_their_names(tmp_path):
+    """A val file with a category train lacks (and train one val lacks) converts in one call:
+    the box names are joined by name, every record's boxes named as its JSON says."""
+    images = tmp_path / "images"
+    train = _week(tmp_path, "train", [("1.png", [1]), ("2.png", [2, 1])], [(1, "cat"),
+                                                                          (2, "dog")])
+    val = _week(tmp_path, "val", [("3.png", [5]), ("4.png", [1])], [(1, "cat"), (5, "owl")])
+    result = tk.convert({"train": tk.Coco(train, images=images),
+                         "val": tk.Coco(val, images=images)}, tmp_path / "ds", progress=False)
+    boxes = result.manifest.schema["image/object"]
+    assert boxes.names == ("cat", "dog", "owl") and boxes.ids == (1, 2, 5)
+    named = {**_named_objects(tmp_path / "ds"), **_named_objects(tmp_path / "ds", "val")}
+    assert [n for n, _ in named["3.png"]] == ["owl"] and [n for n, _ in named["2.png"]] == [
+        "dog", "cat"]
+    other = _week(tmp_path, "other", [("5.png", [1])], [(1, "cat")])
+    coco = json.loads(other.read_text())
+    coco["annotations"][0]["area"] = "big"  # the fields differ: area is not kept
+    other.write_text(json.dumps(coco))
+    with pytest.raises(SourceError, match="features differ from split 'train'"):
+        tk.convert({"train": tk.Coco(train, images=images),
+                    "x": tk.Coco(other, images=images)}, tmp_path / "x", progress=False)

@@ -192,35 +192,20 @@ def _joined_classes(plans: Sequence[Any], read: Sequence[str]
 def _joined_boxes(plans: Sequence[Any], read: Sequence[str]
                   ) -> tuple[dict[str, Boxes], dict[str, np.ndarray]]:
     """Each ``Boxes`` feature read, its category names joined by name as class names are
-    (the first source's in order, then each new one; ids kept when every source agrees on
-    them), and where the sources' names differ, each source's ids mapped to the joined
-    ones."""
+    (:meth:`Boxes.joined`), and where the sources' names differ, each source's ids mapped
+    to the joined ones."""
     features: dict[str, Boxes] = {}
     tables: dict[str, np.ndarray] = {}
     for name, first in plans[0].schema.of_kind(Boxes).items():
         if name not in read:
             continue
         each = [p.schema.feature_as(name, Boxes) for p in plans]
+        features[name] = joined = first.joined(each[1:])
         lists = [list(b.names) for b in each]
-        joined = list(dict.fromkeys(n for names in lists for n in names))
-        ids = _agreed_ids(each)
-        features[name] = dataclasses.replace(first, names=tuple(joined),
-                                             ids=tuple(ids[n] for n in joined) if ids else ())
         if any(names != lists[0] for names in lists):
-            where = {n: i for i, n in enumerate(joined)}
+            where = {n: i for i, n in enumerate(joined.names)}
             table = np.zeros((len(lists), max(map(len, lists), default=0) or 1), np.int64)
             for j, names in enumerate(lists):
                 table[j, : len(names)] = [where[n] for n in names]
             tables[name] = table
     return features, tables
-
-
-def _agreed_ids(each: Sequence[Boxes]) -> dict[str, int]:
-    """Each category name's source id, when every source keeps ids and they agree (one id
-    per name, one name per id); else empty."""
-    ids: dict[str, int] = {}
-    for boxes in each:
-        ids.update(zip(boxes.names, boxes.ids, strict=False))
-    agreed = (all(b.ids for b in each) and len(set(ids.values())) == len(ids)
-              and all(ids[n] == i for b in each for n, i in zip(b.names, b.ids, strict=True)))
-    return ids if agreed else {}

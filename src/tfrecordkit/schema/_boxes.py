@@ -100,6 +100,21 @@ class Boxes(Feature):
             out["fields"] = dict(self.fields)
         return out
 
+    def joined(self, others: collections.abc.Sequence[Boxes]) -> Boxes:
+        """These boxes with the category names of ``others`` joined by name (these names in
+        order, then each new one), and the ids where every one keeps ids that agree (one
+        id per name, one name per id); else no ids."""
+        each = [self, *others]
+        names = tuple(dict.fromkeys(n for b in each for n in b.names))
+        ids: dict[str, int] = {}
+        for boxes in each:
+            ids.update(zip(boxes.names, boxes.ids, strict=False))
+        agreed = (all(b.ids for b in each) and len(set(ids.values())) == len(ids)
+                  and all(ids[n] == i for b in each for n, i in zip(b.names, b.ids,
+                                                                      strict=True)))
+        return dataclasses.replace(self, names=names,
+                                   ids=tuple(ids[n] for n in names) if agreed else ())
+
     @property
     def as_written(self) -> tuple[str, ...]:
         """Per-object fields kept as written in the source image's coordinates (text), which

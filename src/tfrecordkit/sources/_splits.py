@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfrecordkit.errors import DatasetError, OptionError, SourceError
-from tfrecordkit.schema import Schema
+from tfrecordkit.schema import Boxes, Schema
 from tfrecordkit.sources._protocol import Source, SourceItem, SourceTraits
 from tfrecordkit.store import check_split_name
 
@@ -17,8 +17,10 @@ __all__ = ["SplitSources"]
 class SplitSources:
     """Sources by split (``{"train": a, "val": b}``): every record of ``a`` in split ``train``,
     of ``b`` in ``val``. The sources must describe the same features (the first one's schema
-    is the dataset's); keys must be unique across them (COCO's are its image folder and file
-    name). A conversion of it takes no split ratios: each record's split is its source's.
+    is the dataset's), but for box categories, which are joined by name (the first source's,
+    then each new one: COCO files of one dataset whose splits hold other categories); keys
+    must be unique across them (COCO's are its image folder and file name). A conversion of
+    it takes no split ratios: each record's split is its source's.
 
     Raises:
         OptionError: no sources, or a split name a dataset cannot hold.
@@ -34,13 +36,13 @@ class SplitSources:
             except DatasetError as err:
                 raise OptionError(str(err)) from None
         self.parts = dict(parts)
-        first_name, first = next(iter(self.parts.items()))
-        self._schema = first.schema()
+        first_name = next(iter(self.parts))
+        self._schema = _joined_boxes([p.schema() for p in self.parts.values()])
         for name, part in self.parts.items():
-            schema = part.schema()
-            if schema != self._schema:
-                odd = sorted(n for n in {*schema, *self._schema}
-                             if schema.get(n) != self._schema.get(n))
+            schema = _nameless_boxes(part.schema())  # box names are joined, the rest equal
+            if schema != _nameless_boxes(self._schema):
+                mine = _nameless_boxes(self._schema)
+                odd = sorted(n for n in {*schema, *mine} if schema.get(n) != mine.get(n))
                 raise SourceError(f"split {name!r}", f"its features differ from split "
                                                      f"{first_name!r}'s in {odd}: the splits of "
                                                      "one dataset share one schema")
@@ -89,3 +91,24 @@ class SplitSources:
         """Where the record came from, as its split's source says."""
         split, inner = item.item
         return str(self.parts[split].origin(inner))  # type: ignore[attr-defined]
+
+
+def _joined_boxes(schemas: list[Schema]) -> Schema:
+    """The first schema with each ``Boxes`` feature's category names joined by name over all
+    of them (:meth:`Boxes.joined`). Box labels are given by name (COCO's sources), so each
+    source's records encode under the joined names."""
+    first = schemas[0]
+    features = dict(first)
+    for name, boxes in first.of_kind(Boxes).items():
+        each = [s.of_kind(Boxes).get(name) for s in schemas[1:]]
+        features[name] = boxes.joined([b for b in each if b is not None])
+    return Schema(features)
+
+
+def _nameless_boxes(schema: Schema) -> Schema:
+    """``schema`` with its boxes' category names and ids left out (what is compared between
+    splits: the names are joined)."""
+    import dataclasses
+
+    return Schema({**schema, **{name: dataclasses.replace(boxes, names=(), ids=())
+                                for name, boxes in schema.of_kind(Boxes).items()}})
