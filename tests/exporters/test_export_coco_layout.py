@@ -116,3 +116,25 @@ def _png() -> bytes:
     out = io.BytesIO()
     PILImage.fromarray(np.zeros((4, 4, 3), np.uint8)).save(out, "PNG")
     return out.getvalue()
+
+
+def test_masks_kept_as_written_are_exported_with_their_objects(coco, tmp_path):
+    """With masks=True each object's segmentation (as written) rides in ``objects`` beside
+    its box, as bytes, and reads back as COCO's JSON."""
+    _, dataset = coco
+    root = dataset.parent
+    data = json.loads((root / "instances.json").read_text())
+    for a in data["annotations"]:
+        x, y, w, h = a["bbox"]
+        a["segmentation"] = [[x, y, x + w, y, x + w, y + h]]
+    (root / "masked.json").write_text(json.dumps(data))
+    tk.convert(tk.Coco(root / "masked.json", images=root / "images", masks=True),
+               tmp_path / "ds", split={"train": 1.0}, progress=False)
+    tk.export(tmp_path / "ds", tmp_path / "out", to="hf", boxes="coco", progress=False)
+    train = datasets.load_from_disk(str(tmp_path / "out"))["train"]
+    by_image = {a["image_id"]: [] for a in data["annotations"]}
+    for a in data["annotations"]:
+        by_image[a["image_id"]].append(a["segmentation"])
+    for row in train:
+        got = [json.loads(s) for s in row["objects"]["segmentation"]]
+        assert got == by_image.get(row["image/id"], [])

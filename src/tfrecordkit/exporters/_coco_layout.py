@@ -65,7 +65,8 @@ class CocoBoxes:
         objects = {"bbox": listed(listed(value, 4)),
                    "category": listed({"_type": "ClassLabel",
                                        "names": list(self.feature.names)}),
-                   **{f: listed({"_type": "Value", "dtype": d})
+                   **{f: listed({"_type": "Value",
+                                 "dtype": "binary" if d == "string" else d})
                       for f, d in self.feature.fields.items()}}
         size = {"_type": "Value", "dtype": "int32"}
         return {"objects": objects, "width": size, "height": size}
