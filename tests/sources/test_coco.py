@@ -274,6 +274,8 @@ def test_stats_counts_objects_per_category_and_boxes_per_image_as_the_json_does(
     assert main(["stats", str(tmp_path / "ds")]) == 0
     text = capsys.readouterr().out
     assert "image/object: 3 box categories" in text
+    assert main(["stats", str(tmp_path / "ds"), "--json", "--no-objects"]) == 0
+    assert "objects" not in json.loads(capsys.readouterr().out)
     assert f"train: {len(coco['annotations'])} objects" in text and "person" in text
 
 

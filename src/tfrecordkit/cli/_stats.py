@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrecordkit.format import Storage
 from tfrecordkit.schema import Boxes
 from tfrecordkit.store import Manifest, load_manifest
 
@@ -22,6 +23,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("dataset", help="dataset directory (holding dataset.json)")
     parser.add_argument("-k", "--examples-per-class", type=int, default=None, metavar="K",
                         help="warn about classes with fewer than K records (P×K sampling)")
+    objects = parser.add_mutually_exclusive_group()
+    objects.add_argument("--objects", dest="objects", action="store_const", const=True,
+                         default=None, help="count a detection dataset's objects per category "
+                                            "and boxes per image (a pass over every record; "
+                                            "default: for local datasets)")
+    objects.add_argument("--no-objects", dest="objects", action="store_const", const=False,
+                         help="the manifest's figures only")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -154,7 +162,11 @@ def _print_text(stats: dict[str, Any], k: int | None) -> None:
 def run(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.dataset, storage_options=args.storage_options)
     stats = dataset_stats(manifest, args.examples_per_class)
-    objects = object_stats(args.dataset, manifest, args.storage_options)
+    # Counting objects reads every record: by default only where that is a local read, not
+    # a download of a bucket's whole dataset.
+    count = args.objects if args.objects is not None else Storage.of(
+        args.dataset, args.storage_options).local
+    objects = object_stats(args.dataset, manifest, args.storage_options) if count else {}
     if objects:
         stats["objects"] = objects
     if args.json:

@@ -26,7 +26,7 @@ __all__ = ["UNBATCHED_STEP", "Examples", "check_unbatched"]
 UNBATCHED_STEP = 256
 
 
-class Loader(Protocol):
+class StepLoader(Protocol):
     """What single examples read through: the NumPy loader's order, records and decoder
     (:class:`~tfrecordkit.readers.numpy_data.Loader` has them; named here so this module does
     not import the loader that builds it)."""
@@ -72,7 +72,7 @@ class Examples:
     current epoch, example by example; ``len()`` is the records of an epoch; ``state_dict()``
     (JSON) counts the examples given, and ``load_state_dict`` continues exactly there."""
 
-    def __init__(self, loader: Loader) -> None:
+    def __init__(self, loader: StepLoader) -> None:
         check_unbatched(loader.partition)
         self.loader = loader
         self.epoch, self.step = 0, 0

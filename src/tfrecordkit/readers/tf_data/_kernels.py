@@ -207,9 +207,12 @@ def _compile(compiler: str, compile_flags: list[str], link_flags: list[str],
              f"-I{_HEADERS}", str(source), "-o", out],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for source, out in zip(_SOURCES, objects, strict=True)]
-        for process in compiling:
-            _, errors = process.communicate(timeout=900)
-            if process.returncode != 0:
+        # Every compiler waited for before one failure is raised: none is left writing an
+        # object file after its name is removed.
+        finished = [(process.returncode, errors) for process in compiling
+                    for _, errors in [process.communicate(timeout=900)]]
+        for code, errors in finished:
+            if code != 0:
                 raise subprocess.SubprocessError(errors.strip() or f"{compiler} failed")
         done = subprocess.run([compiler, "-shared", *objects, "-o", scratch, *link_flags],
                               capture_output=True, text=True, timeout=900, check=False)
