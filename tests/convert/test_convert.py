@@ -314,6 +314,23 @@ def test_a_resumed_image_conversion_writes_the_manifest_of_an_uninterrupted_one(
         assert shard_bytes(out) == shard_bytes(tmp_path / "fresh")
 
 
+def test_a_killed_run_is_not_resumed_with_other_image_options(tmp_path, monkeypatch):
+    """The spill of a conversion killed with images kept as they are is not taken up by a
+    run asking for them resized: that run converts again, as an uninterrupted one would."""
+    digits_folder(tmp_path / "digits", limit_per_class=6)
+    options = {"shards": ShardOptions(num_shards=2), "workers": 1}
+    fresh = convert(ImageFolder(tmp_path / "digits", resize=(4, 4)), tmp_path / "fresh",
+                    **options)
+    die_after_spill(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        convert(ImageFolder(tmp_path / "digits"), tmp_path / "ds", **options)
+    monkeypatch.undo()
+    result = convert(ImageFolder(tmp_path / "digits", resize=(4, 4)), tmp_path / "ds",
+                     overwrite=True, **options)
+    assert not result.resumed
+    assert shard_bytes(tmp_path / "ds") == shard_bytes(fresh.path)
+
+
 @pytest.mark.parametrize("from_file", [False, True], ids=["bucket in memory", "bucket read"])
 def test_a_resumed_spill_cut_short_is_refused_naming_its_file(tmp_path, monkeypatch,
                                                               from_file):

@@ -165,7 +165,12 @@ class Coco:
         self._folder = os.path.basename(os.path.normpath(os.path.abspath(self.root)))
         self._file_name_keys = False
         self.provenance = provenance
-        self.description = f"coco:{os.path.abspath(self.path)}"
+        # What identifies its records: the file, where its images are, and what is kept.
+        given = {"crowds": crowds, "masks": masks, "images_outside": images_outside}
+        defaults = {"crowds": True, "masks": False, "images_outside": False}
+        kept = "".join(f";{k}={v}" for k, v in given.items() if v != defaults[k])
+        self.description = (f"coco:{os.path.abspath(self.path)};images="
+                            f"{os.path.abspath(self.root)}{kept}{self.image.described}")
         coco = self._json()
         self._looked = ("the folder given as images=" if images is not None else
                         "COCO's layout (<split>/ beside the annotations' folder) or beside "

@@ -224,6 +224,7 @@ class ImageFolder(_ClassFolder):
         super().__init__(root, provenance, splits)
         self.image = ImageOptions(encoding, channels, resize, check, max_image_pixels,
                                   reduce_16bit, exif_transpose)
+        self.description += self.image.described
         self.encoding, self.channels = encoding, channels
         self.reduce_16bit, self.exif_transpose = reduce_16bit, exif_transpose
         # Kept bytes that are not test-decoded cost little per file: worker processes would

@@ -94,7 +94,7 @@ class HuggingFace:
         self.resumable = all(hasattr(part, "_fingerprint") for part in self._splits.values())
         fingerprints = ",".join(f"{name}={getattr(part, '_fingerprint', '?')}"
                                 for name, part in self._splits.items())
-        self.description = f"huggingface:{fingerprints}"
+        self.description = f"huggingface:{fingerprints}{self.image.described}"
         self._converters: dict[str, tuple[tuple[str, ...], Convert]] | None = None
         self._schema: Schema | None = None
         self._features = first.features

@@ -366,6 +366,15 @@ class ImageOptions:
             raise OptionError(f"max_image_pixels must be a positive int; got {pixels!r}")
 
     @property
+    def described(self) -> str:
+        """The options that differ from the defaults, for a source's ``description`` (which
+        must identify the records it yields: a killed conversion resumes only the same
+        ones), or "" when there are none."""
+        changed = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
+                   if getattr(self, f.name) != f.default]
+        return f";image:{','.join(changed)}" if changed else ""
+
+    @property
     def keeps_bytes(self) -> bool:
         """JPEG/PNG bytes are stored as they came (nothing asks for other pixels)."""
         return (self.encoding in (None, "auto") and self.channels is None

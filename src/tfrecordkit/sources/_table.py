@@ -185,7 +185,7 @@ class Table:
         self.provenance = provenance
         self.base = os.path.dirname(os.path.abspath(self.path))
         self.description = (f"table:{os.path.abspath(self.path)}"
-                            + (f"#key={key}" if key is not None else ""))
+                            + (f"#key={key}" if key is not None else "") + self.image.described)
         if not os.path.isfile(self.path):
             raise SourceError(self.path, "no such file")
         self._given = dict(features or {})
