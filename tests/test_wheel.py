@@ -29,5 +29,6 @@ def test_the_wheel_holds_every_module_and_the_kernels_sources(tmp_path):
     assert modules <= names, sorted(modules - names)[:5]
     needed = {"tfrecordkit/py.typed", "tfrecordkit/format/_crc32c.h",
               "tfrecordkit/format/_constants.h", "tfrecordkit/readers/tf_data/_read_frames.cc",
-              "tfrecordkit/readers/tf_data/_crop_windows.cc"}
+              "tfrecordkit/readers/tf_data/_crop_windows.cc",
+              "tfrecordkit/readers/tf_data/_ops.h"}
     assert needed <= names, sorted(needed - names)

@@ -7,26 +7,13 @@
 // compiler, readers/tf_data/_crop.py's TensorFlow ops compute the same windows.
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstring>
 
-#include "tensorflow/core/framework/op.h"
-#include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/framework/shape_inference.h"
-#include "tensorflow/core/platform/errors.h"
-
-extern "C" {
-#include "_constants.h"
-}
+#include "_ops.h"
 
 namespace {
 
-using tensorflow::OpKernel;
-using tensorflow::OpKernelConstruction;
-using tensorflow::OpKernelContext;
-using tensorflow::Status;
-using tensorflow::Tensor;
-using tensorflow::int64;
+using namespace tfrecordkit_ops;  // NOLINT: the kernels' shared names (_ops.h)
 
 // -- crop windows: tfrecordkit.codecs._crop's arithmetic ----------------------------------
 

@@ -33,6 +33,7 @@ __all__ = ["FrameReader", "build_path", "checked_path", "crop_windows_op", "fram
 #: The ops' sources, one op each, built into one library.
 _SOURCES = tuple(Path(__file__).with_name(name)
                  for name in ("_read_frames.cc", "_crop_windows.cc"))
+_OPS_HEADER = Path(__file__).with_name("_ops.h")  # what both ops include
 _HEADERS = Path(__file__).parents[2] / "format"  # _crc32c.h, _constants.h: shared with the codec
 _lock = threading.Lock()
 _built: list[Any] = []  # the library once looked for (None: there is none)
@@ -184,7 +185,8 @@ def _prune(cache: Path, kept: Path) -> None:
 def build_path() -> Path:
     """Where the ops' library built for these sources and this TensorFlow is cached."""
     key = hashlib.sha256("\0".join([
-        *(source.read_text() for source in _SOURCES), (_HEADERS / "_crc32c.h").read_text(),
+        *(source.read_text() for source in _SOURCES), _OPS_HEADER.read_text(),
+        (_HEADERS / "_crc32c.h").read_text(),
         (_HEADERS / "_constants.h").read_text(), tf.__version__,
         *tf.sysconfig.get_compile_flags(), *tf.sysconfig.get_link_flags()]).encode())
     cache = Path(os.environ.get("TFRECORDKIT_CACHE")

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -22,25 +21,15 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tensorflow/core/framework/op.h"
-#include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/framework/shape_inference.h"
-#include "tensorflow/core/platform/errors.h"
+#include "_ops.h"
 
 extern "C" {
-#include "_constants.h"
 #include "_crc32c.h"
 }
 
-
 namespace {
 
-using tensorflow::OpKernel;
-using tensorflow::OpKernelConstruction;
-using tensorflow::OpKernelContext;
-using tensorflow::Status;
-using tensorflow::Tensor;
-using tensorflow::int64;
+using namespace tfrecordkit_ops;  // NOLINT: the kernels' shared names (_ops.h)
 
 constexpr int64 kMergeGap = 16 << 10;  // records closer than this are read in one span
 constexpr size_t kMaxOpen = 128;       // files kept open by one kernel
