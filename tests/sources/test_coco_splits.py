@@ -204,3 +204,18 @@ def test_splits_holding_other_categories_join_their_names(tmp_path):
     with pytest.raises(SourceError, match="features differ from split 'train'"):
         tk.convert({"train": tk.Coco(train, images=images),
                     "x": tk.Coco(other, images=images)}, tmp_path / "x", progress=False)
+
+
+def test_a_mapping_of_tables_keys_each_row_by_its_split(tmp_path):
+    """Two tables keyed by row number (1, 2 in each) are four records, not a key clash;
+    appending the same mapping again finds all four."""
+    (tmp_path / "t1.csv").write_text("x,label\n1,a\n2,b\n")
+    (tmp_path / "t2.csv").write_text("x,label\n3,a\n4,b\n")
+    mapping = {"train": tmp_path / "t1.csv", "val": tmp_path / "t2.csv"}
+    result = tk.convert(mapping, tmp_path / "ds", progress=False)
+    assert {s: v.records for s, v in result.manifest.splits.items()} == {"train": 2, "val": 2}
+    values = sorted(int(v) for split in ("train", "val") for b in tk.load_numpy_dataset(
+        tmp_path / "ds", split, batch_size=2, sampling=tk.InOrder()) for v in b["x"])
+    assert values == [1, 2, 3, 4]
+    again = tk.append(tmp_path / "ds", mapping)
+    assert again.added == 0 and again.present == 4

@@ -18,9 +18,11 @@ class SplitSources:
     """Sources by split (``{"train": a, "val": b}``): every record of ``a`` in split ``train``,
     of ``b`` in ``val``. The sources must describe the same features (the first one's schema
     is the dataset's), but for box categories, which are joined by name (the first source's,
-    then each new one: COCO files of one dataset whose splits hold other categories); keys
-    must be unique across them (COCO's are its image folder and file name). A conversion of
-    it takes no split ratios: each record's split is its source's.
+    then each new one: COCO files of one dataset whose splits hold other categories). A
+    record's key is its source's when that source keys records uniquely across sources (one
+    with a ``key_rule``: COCO's image folder and file name), else ``<split>/<key>`` (two
+    tables' row numbers, two folders' paths would collide). A conversion of it takes no
+    split ratios: each record's split is its source's.
 
     Raises:
         OptionError: no sources, or a split name a dataset cannot hold.
@@ -76,8 +78,10 @@ class SplitSources:
 
     def items(self) -> Iterator[SourceItem]:
         for split, part in self.parts.items():
+            unique = getattr(part, "key_rule", None) is not None
             for item in part.items():
-                yield SourceItem(item.key, (split, item), split)
+                key = item.key if unique else f"{split}/{item.key}"
+                yield SourceItem(key, (split, item), split)
 
     def load(self, item: Any) -> Mapping[str, Any]:
         split, inner = item
