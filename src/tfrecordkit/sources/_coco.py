@@ -366,7 +366,10 @@ class Coco:
     def load(self, item: Any) -> Mapping[str, Any]:
         name, width, height, objects, image_id = item
         path = os.path.join(self.root, name)
-        if not self.images_outside:
+        # A plain file right in the folder is inside it (one lstat); a link or a name with
+        # folders in it is judged on its resolved path (a walk of every component).
+        direct = "/" not in name and "\\" not in name and not os.path.islink(path)
+        if not self.images_outside and not direct:
             inside = self._inside()
             if os.path.commonpath([inside, os.path.realpath(path)]) != inside:
                 raise SourceError(path, "leads outside the images folder (a symlink out of "
